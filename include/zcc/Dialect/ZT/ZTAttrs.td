@@ -1,0 +1,93 @@
+//===- ZTAttrs.td - zt attributes --------------------------*- tablegen -*-===//
+
+#ifndef ZCC_DIALECT_ZT_ZTATTRS_TD
+#define ZCC_DIALECT_ZT_ZTATTRS_TD
+
+include "zcc/Dialect/ZT/ZTBase.td"
+
+//===----------------------------------------------------------------------===//
+// Argument roles
+//===----------------------------------------------------------------------===//
+
+def ZT_ArgRole : I32EnumAttr<"ArgRole", "role of a training-step function argument", [
+  I32EnumAttrCase<"Input", 0, "input">,
+  I32EnumAttrCase<"Label", 1, "label">,
+  I32EnumAttrCase<"Parameter", 2, "parameter">,
+  I32EnumAttrCase<"Step", 3, "step">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::zcc::zt";
+}
+
+def ZT_ArgRoleAttr : EnumAttr<ZT_Dialect, ZT_ArgRole, "role"> {
+  let assemblyFormat = "`<` $value `>`";
+  let summary = "Role of a training-step function argument";
+  let description = [{
+    Attached to function arguments as `zt.role`. The role decides the memory
+    kind the planner gives the argument:
+
+    | role | meaning | memory kind |
+    | --- | --- | --- |
+    | `input` | a batch tensor fed every step | step input slot |
+    | `label` | targets fed every step (integer class ids or float targets) | step input slot |
+    | `parameter` | a trained weight; needs `zt.init` | persistent region |
+    | `step` | the step counter, `tensor<i64>`, written by the runtime | step input slot |
+
+    Example: `%w: tensor<784x128xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}`.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter initializers
+//===----------------------------------------------------------------------===//
+
+def ZT_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised", [
+  I32EnumAttrCase<"Zeros", 0, "zeros">,
+  I32EnumAttrCase<"Ones", 1, "ones">,
+  I32EnumAttrCase<"Constant", 2, "constant">,
+  I32EnumAttrCase<"Normal", 3, "normal">,
+  I32EnumAttrCase<"Uniform", 4, "uniform">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::zcc::zt";
+}
+
+def ZT_InitAttr : AttrDef<ZT_Dialect, "Init"> {
+  let mnemonic = "init";
+  let summary = "Initial value of a parameter";
+  let description = [{
+    Attached to `parameter` arguments as `zt.init`. The runtime fills the
+    persistent slot of the parameter once, before the first step, from a
+    counter-based generator keyed by the run seed and the argument's index,
+    so initial weights are reproducible bit for bit.
+
+    ```mlir
+    #zt.init<zeros>
+    #zt.init<ones>
+    #zt.init<constant(value = 0.5)>
+    #zt.init<normal(mean = 0.0, std = 0.02)>
+    #zt.init<uniform(low = -0.1, high = 0.1)>
+    ```
+
+    `std` must be positive and `low < high`; all values must be finite.
+  }];
+  // `first`/`second` are the kind's two numbers: (value), (mean, std) or
+  // (low, high). Accessors with meaningful names are in extraClassDeclaration.
+  let parameters = (ins
+    EnumParameter<ZT_InitKind>:$kind,
+    "::llvm::APFloat":$first,
+    "::llvm::APFloat":$second
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Number of values the kind takes (0, 1 or 2).
+    static unsigned getNumValues(InitKind kind);
+    /// Names of the values, in the order they are written.
+    static ::llvm::ArrayRef<::llvm::StringRef> getValueNames(InitKind kind);
+    static InitAttr getZeros(::mlir::MLIRContext *ctx);
+    static InitAttr getNormal(::mlir::MLIRContext *ctx, double mean, double std);
+  }];
+}
+
+#endif // ZCC_DIALECT_ZT_ZTATTRS_TD

@@ -1,0 +1,69 @@
+//===- ZTBase.td - zt dialect definition and type constraints -*- tablegen -*-===//
+//
+// The zt dialect: value-semantic tensor ops of a training step. Every tensor is
+// ranked and statically shaped, because a plan fixes every buffer's size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_DIALECT_ZT_ZTBASE_TD
+#define ZCC_DIALECT_ZT_ZTBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def ZT_Dialect : Dialect {
+  let name = "zt";
+  let cppNamespace = "::zcc::zt";
+  let summary = "Value-semantic tensor ops of a training step, planned statically by zcc";
+  let description = [{
+    The `zt` dialect holds the forward and loss of a training step, and after
+    `zt-autodiff` and `zt-optimizer` the whole step. Its ops are pure
+    functions of statically shaped tensors: no op mutates memory, so
+    liveness, buffer sharing and offsets are decided later by the planner.
+
+    Broadcasting is always explicit (`zt.broadcast_in_dim`): elementwise ops
+    take operands of one type. This keeps gradients simple (the gradient of a
+    broadcast is a sum over the broadcast dimensions) and keeps every shape
+    visible in the IR.
+
+    Function arguments carry a role (`zt.role`) that later passes turn into a
+    memory kind: `input`, `label` and `step` are per-step slots, `parameter`
+    lives in the persistent region and needs an initializer (`zt.init`).
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Name of the function-argument attribute holding an ArgRoleAttr.
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "zt.role";
+    /// Name of the function-argument attribute holding an InitAttr.
+    static constexpr ::llvm::StringLiteral kInitAttrName = "zt.init";
+
+  private:
+    void registerAttributes();
+
+  public:
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+// Floating-point element types. Kernels are f32 in v1; bf16/f16 are admitted
+// by the type rules so that mixed precision needs no dialect change.
+def ZT_FloatElement : AnyTypeOf<[F32, F16, BF16], "f32, f16 or bf16">;
+// Integer element types for labels and embedding indices.
+def ZT_IndexElement : AnyTypeOf<[I32, I64], "i32 or i64">;
+
+def ZT_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
+def ZT_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def ZT_AnyTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
+def ZT_FloatScalar : 0DTensorOf<[F32, F16, BF16]>;
+// The step counter: a rank-0 i64 tensor provided by the runtime every step.
+def ZT_StepScalar : 0DTensorOf<[I64]>;
+
+class ZT_Op<string mnemonic, list<Trait> traits = []>
+    : Op<ZT_Dialect, mnemonic, traits>;
+
+#endif // ZCC_DIALECT_ZT_ZTBASE_TD

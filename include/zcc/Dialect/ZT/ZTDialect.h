@@ -1,0 +1,18 @@
+//===- ZTDialect.h - zt dialect and attributes ------------------*- C++ -*-===//
+
+#ifndef ZCC_DIALECT_ZT_ZTDIALECT_H
+#define ZCC_DIALECT_ZT_ZTDIALECT_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/APFloat.h"
+
+#include "zcc/Dialect/ZT/ZTDialect.h.inc"
+#include "zcc/Dialect/ZT/ZTEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "zcc/Dialect/ZT/ZTAttrs.h.inc"
+
+#endif // ZCC_DIALECT_ZT_ZTDIALECT_H

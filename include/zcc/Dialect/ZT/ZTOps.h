@@ -1,0 +1,18 @@
+//===- ZTOps.h - zt dialect ops ---------------------------------*- C++ -*-===//
+
+#ifndef ZCC_DIALECT_ZT_ZTOPS_H
+#define ZCC_DIALECT_ZT_ZTOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "zcc/Dialect/ZT/ZTDialect.h"
+
+#define GET_OP_CLASSES
+#include "zcc/Dialect/ZT/ZTOps.h.inc"
+
+#endif // ZCC_DIALECT_ZT_ZTOPS_H

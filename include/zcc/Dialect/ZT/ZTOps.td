@@ -1,0 +1,508 @@
+//===- ZTOps.td - zt dialect ops ---------------------------*- tablegen -*-===//
+//
+// The v1 op set (ARCHITECTURE.md). The exact numerical meaning of each op is in
+// docs/zt-dialect.md; descriptions here say what an op computes and its rules.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_DIALECT_ZT_ZTOPS_TD
+#define ZCC_DIALECT_ZT_ZTOPS_TD
+
+include "zcc/Dialect/ZT/ZTBase.td"
+include "zcc/Dialect/ZT/ZTAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+// Binary elementwise ops take two operands of one type: broadcasting is done
+// beforehand by zt.broadcast_in_dim, so the gradient of every elementwise op
+// has the shape of its operands.
+class ZT_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : ZT_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    Computes `result[i] = }] # formula # [{` for every element `i`. Both
+    operands and the result have the same type; broadcast first with
+    `zt.broadcast_in_dim`.
+
+    ```mlir
+    %r = zt.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$lhs, ZT_FloatTensor:$rhs);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def ZT_AddOp : ZT_BinaryOp<"add", "lhs[i] + rhs[i]", [Commutative]>;
+def ZT_SubOp : ZT_BinaryOp<"sub", "lhs[i] - rhs[i]">;
+def ZT_MulOp : ZT_BinaryOp<"mul", "lhs[i] * rhs[i]", [Commutative]>;
+def ZT_DivOp : ZT_BinaryOp<"div", "lhs[i] / rhs[i]">;
+
+class ZT_UnaryOp<string mnemonic, string formula>
+    : ZT_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    Computes `result[i] = }] # formula # [{` for every element `i`
+    (IEEE-754 single precision for f32; see docs/zt-dialect.md for the exact
+    formula and its derivative).
+
+    ```mlir
+    %r = zt.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+def ZT_NegOp : ZT_UnaryOp<"neg", "-x[i]">;
+def ZT_ExpOp : ZT_UnaryOp<"exp", "exp(x[i])">;
+def ZT_LogOp : ZT_UnaryOp<"log", "log(x[i])">;
+def ZT_TanhOp : ZT_UnaryOp<"tanh", "tanh(x[i])">;
+def ZT_SigmoidOp : ZT_UnaryOp<"sigmoid", "1 / (1 + exp(-x[i]))">;
+def ZT_ReluOp : ZT_UnaryOp<"relu", "max(x[i], 0)">;
+def ZT_GeluOp : ZT_UnaryOp<"gelu",
+    "0.5 * x[i] * (1 + tanh(sqrt(2/pi) * (x[i] + 0.044715 * x[i]^3)))">;
+def ZT_SiluOp : ZT_UnaryOp<"silu", "x[i] / (1 + exp(-x[i]))">;
+def ZT_SqrtOp : ZT_UnaryOp<"sqrt", "sqrt(x[i])">;
+def ZT_RsqrtOp : ZT_UnaryOp<"rsqrt", "1 / sqrt(x[i])">;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def ZT_ConstantOp : ZT_Op<"constant", [Pure, ConstantLike,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A tensor whose value is known at compile time (scales, masks). A splat
+    constant of rank 0 broadcast with `zt.broadcast_in_dim` is the usual way
+    to scale by a number.
+
+    ```mlir
+    %c = zt.constant dense<0.125> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs ZT_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def ZT_CausalMaskOp : ZT_Op<"causal_mask", [Pure]> {
+  let summary = "additive causal attention mask";
+  let description = [{
+    Produces a square `SxS` tensor with `result[q][k] = 0` for `k <= q` and
+    `-inf` for `k > q`. Added to attention scores before `zt.softmax`, it lets
+    query `q` attend to keys `0..q` only. It has no operands and no gradient,
+    and costs no memory traffic in a fused kernel, unlike a stored constant.
+
+    ```mlir
+    %m = zt.causal_mask : tensor<16x16xf32>
+    ```
+  }];
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+def ZT_BroadcastInDimOp : ZT_Op<"broadcast_in_dim", [Pure,
+    AllElementTypesMatch<["operand", "result"]>]> {
+  let summary = "broadcast a tensor to a larger shape";
+  let description = [{
+    Operand dimension `i` maps to result dimension `broadcast_dimensions[i]`;
+    result dimensions not named are new. A mapped operand dimension must have
+    size 1 (it is repeated) or the size of its result dimension.
+    `broadcast_dimensions` has one entry per operand dimension and is strictly
+    increasing (reordering is `zt.transpose`'s job).
+
+    `result[j0..jn] = operand[k0..km]` with `ki = operand_dim(i) == 1 ? 0 : j[broadcast_dimensions[i]]`.
+
+    ```mlir
+    %b = zt.broadcast_in_dim %bias, dims = [1] : (tensor<128xf32>) -> tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins ZT_AnyTensor:$operand, DenseI64ArrayAttr:$broadcast_dimensions);
+  let results = (outs ZT_AnyTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `dims` `=` $broadcast_dimensions attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_ReshapeOp : ZT_Op<"reshape", [Pure,
+    AllElementTypesMatch<["operand", "result"]>]> {
+  let summary = "reinterpret a tensor with a new shape";
+  let description = [{
+    Same elements in row-major order, new shape; the element count must not
+    change. A reshape is a view: the planner gives it its operand's buffer.
+
+    ```mlir
+    %r = zt.reshape %x : (tensor<4x8x16xf32>) -> tensor<32x16xf32>
+    ```
+  }];
+  let arguments = (ins ZT_AnyTensor:$operand);
+  let results = (outs ZT_AnyTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def ZT_TransposeOp : ZT_Op<"transpose", [Pure,
+    AllElementTypesMatch<["operand", "result"]>]> {
+  let summary = "permute the dimensions of a tensor";
+  let description = [{
+    `result.shape[i] = operand.shape[permutation[i]]` and
+    `result[j0..jn] = operand[k]` with `k[permutation[i]] = j[i]`.
+
+    ```mlir
+    %t = zt.transpose %x, perm = [0, 2, 1] : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+    ```
+  }];
+  let arguments = (ins ZT_AnyTensor:$operand, DenseI64ArrayAttr:$permutation);
+  let results = (outs ZT_AnyTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `perm` `=` $permutation attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_SliceOp : ZT_Op<"slice", [Pure,
+    AllElementTypesMatch<["operand", "result"]>]> {
+  let summary = "a strided rectangular part of a tensor";
+  let description = [{
+    For each dimension `d`, takes indices `start[d], start[d] + strides[d], ...`
+    below `limit[d]`, so `result.shape[d] = ceil((limit[d] - start[d]) / strides[d])`.
+    Bounds satisfy `0 <= start[d] <= limit[d] <= operand.shape[d]` and
+    `strides[d] >= 1`.
+
+    ```mlir
+    %q = zt.slice %qkv [0:4, 0:64, 0:128:1] : (tensor<4x64x384xf32>) -> tensor<4x64x128xf32>
+    ```
+  }];
+  let arguments = (ins ZT_AnyTensor:$operand, DenseI64ArrayAttr:$start_indices,
+                       DenseI64ArrayAttr:$limit_indices, DenseI64ArrayAttr:$strides);
+  let results = (outs ZT_AnyTensor:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def ZT_ConcatOp : ZT_Op<"concat", [Pure]> {
+  let summary = "join tensors along one dimension";
+  let description = [{
+    All operands have the same rank and element type, and the same size in
+    every dimension but `dimension`; the result's size there is the sum.
+
+    ```mlir
+    %c = zt.concat %a, %b, dim = 1 : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<ZT_AnyTensor>:$inputs, I64Attr:$dimension);
+  let results = (outs ZT_AnyTensor:$result);
+  let assemblyFormat = [{
+    $inputs `,` `dim` `=` $dimension attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class ZT_ReduceOp<string mnemonic, string what> : ZT_Op<mnemonic, [Pure,
+    AllElementTypesMatch<["operand", "result"]>]> {
+  let summary = what # " over dimensions";
+  let description = [{
+    Reduces `operand` over `dims` (strictly increasing, in range, at least
+    one) to the }] # what # [{ of the elements. With `keep_dims` the reduced
+    dimensions stay with size 1, otherwise they are dropped.
+
+    ```mlir
+    %s = zt.}] # mnemonic # [{ %x, dims = [1] : (tensor<32x10xf32>) -> tensor<32xf32>
+    %k = zt.}] # mnemonic # [{ %x, dims = [1] {keep_dims} : (tensor<32x10xf32>) -> tensor<32x1xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `dims` `=` $dims attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_SumOp : ZT_ReduceOp<"sum", "sum">;
+def ZT_MeanOp : ZT_ReduceOp<"mean", "arithmetic mean">;
+def ZT_MaxOp : ZT_ReduceOp<"max", "maximum">;
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def ZT_MatmulOp : ZT_Op<"matmul", [Pure,
+    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "batched matrix product with transpose flags";
+  let description = [{
+    The last two dimensions of each operand are the matrix; the ones before
+    are batch dimensions. With the flags applied, `lhs` is `[B..., M, K]` and
+    `rhs` is `[B..., K, N]` or `[K, N]` (a weight shared by every batch
+    entry); the result is `[B..., M, N]`:
+    `result[b, m, n] = sum_k op(lhs)[b, m, k] * op(rhs)[b, k, n]`, where
+    `op` transposes the last two dimensions when its flag is set.
+
+    ```mlir
+    %y = zt.matmul %x, %w : (tensor<32x784xf32>, tensor<784x128xf32>) -> tensor<32x128xf32>
+    %s = zt.matmul %q, %k {transpose_rhs} : (tensor<4x64x32xf32>, tensor<4x64x32xf32>) -> tensor<4x64x64xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$lhs, ZT_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and activation over an axis
+//===----------------------------------------------------------------------===//
+
+class ZT_AxisOp<string mnemonic, string formula> : ZT_Op<mnemonic, [Pure,
+    SameOperandsAndResultType]> {
+  let summary = mnemonic # " along one axis";
+  let description = [{
+    Along `axis` (negative counts from the end): `}] # formula # [{`,
+    computed stably by subtracting the maximum along the axis first.
+
+    ```mlir
+    %p = zt.}] # mnemonic # [{ %x, axis = -1 : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$axis);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `axis` as a non-negative dimension index.
+    int64_t getNormalizedAxis() {
+      int64_t rank = getOperand().getType().getRank();
+      return getAxis() < 0 ? getAxis() + rank : getAxis();
+    }
+  }];
+}
+
+def ZT_SoftmaxOp : ZT_AxisOp<"softmax", "result[i] = exp(x[i]) / sum_j exp(x[j])">;
+def ZT_LogSoftmaxOp : ZT_AxisOp<"log_softmax", "result[i] = x[i] - log(sum_j exp(x[j]))">;
+
+def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure,
+    AllTypesMatch<["operand", "result"]>,
+    AllElementTypesMatch<["operand", "gamma", "beta"]>]> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    For each row `x` along the last dimension (size `D`):
+    `mu = mean(x)`, `var = mean((x - mu)^2)` (biased),
+    `result = (x - mu) / sqrt(var + epsilon) * gamma + beta`.
+    `gamma` and `beta` have shape `[D]`; `epsilon > 0`.
+
+    ```mlir
+    %y = zt.layer_norm %x, %g, %b, eps = 1.0e-05 : (tensor<4x64x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<4x64x128xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, ZT_FloatTensor:$gamma,
+                       ZT_FloatTensor:$beta, F64Attr:$epsilon);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $gamma `,` $beta `,` `eps` `=` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_RmsNormOp : ZT_Op<"rms_norm", [Pure,
+    AllTypesMatch<["operand", "result"]>,
+    AllElementTypesMatch<["operand", "gamma"]>]> {
+  let summary = "RMS normalisation over the last dimension";
+  let description = [{
+    For each row `x` along the last dimension (size `D`):
+    `result = x / sqrt(mean(x^2) + epsilon) * gamma`, `gamma` of shape `[D]`,
+    `epsilon > 0`.
+
+    ```mlir
+    %y = zt.rms_norm %x, %g, eps = 1.0e-06 : (tensor<4x64x128xf32>, tensor<128xf32>) -> tensor<4x64x128xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, ZT_FloatTensor:$gamma, F64Attr:$epsilon);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $gamma `,` `eps` `=` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Lookup
+//===----------------------------------------------------------------------===//
+
+def ZT_EmbeddingOp : ZT_Op<"embedding", [Pure,
+    AllElementTypesMatch<["table", "result"]>]> {
+  let summary = "gather rows of an embedding table";
+  let description = [{
+    `table` is `[V, D]`, `indices` any integer tensor of shape `[S...]`;
+    `result[s..., d] = table[indices[s...], d]`, of shape `[S..., D]`.
+    An index outside `[0, V)` is a runtime error reported by the executor,
+    never an out-of-bounds read.
+
+    ```mlir
+    %e = zt.embedding %table, %tokens : (tensor<512x128xf32>, tensor<4x64xi32>) -> tensor<4x64x128xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$table, ZT_IndexTensor:$indices);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$table `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def ZT_SoftmaxCrossEntropyOp : ZT_Op<"softmax_cross_entropy", [Pure,
+    AllElementTypesMatch<["logits", "result"]>]> {
+  let summary = "mean cross-entropy of logits against integer labels";
+  let description = [{
+    `logits` is `[N..., C]`, `labels` an integer tensor of shape `[N...]`
+    with class ids in `[0, C)`. The result is the rank-0 batch mean over all
+    `N...` rows of `-log_softmax(logits)[row, labels[row]]`, computed as
+    `logsumexp(row) - row[label]` with the row maximum subtracted first, so
+    it never overflows.
+
+    ```mlir
+    %loss = zt.softmax_cross_entropy %logits, %labels : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$logits, ZT_IndexTensor:$labels);
+  let results = (outs ZT_FloatScalar:$result);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def ZT_MseOp : ZT_Op<"mse", [Pure, AllTypesMatch<["prediction", "target"]>,
+    AllElementTypesMatch<["prediction", "result"]>]> {
+  let summary = "mean squared error";
+  let description = [{
+    `result = mean_i (prediction[i] - target[i])^2` over every element, a
+    rank-0 tensor.
+
+    ```mlir
+    %loss = zt.mse %pred, %target : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$prediction, ZT_FloatTensor:$target);
+  let results = (outs ZT_FloatScalar:$result);
+  let assemblyFormat = "$prediction `,` $target attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Randomness
+//===----------------------------------------------------------------------===//
+
+def ZT_DropoutOp : ZT_Op<"dropout", [Pure,
+    AllTypesMatch<["operand", "result"]>]> {
+  let summary = "inverted dropout with a counter-based mask";
+  let description = [{
+    `result[i] = keep(i) ? x[i] / (1 - rate) : 0`. Whether element `i` is
+    kept is a pure function of `(seed, step, i)`: a Philox-4x32-10 draw keyed
+    by `seed` at counter `(i, step)`, kept when its uniform value in `[0, 1)`
+    is at least `rate`. The backward pass recomputes the mask from the same
+    three numbers, so it is never stored. `step` is the step counter (a
+    `step` argument), `seed` distinguishes dropout sites; `0 <= rate < 1`.
+
+    ```mlir
+    %d = zt.dropout %x, %step, rate = 1.000000e-01, seed = 7 : (tensor<4x64x128xf32>, tensor<i64>) -> tensor<4x64x128xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, ZT_StepScalar:$step,
+                       F64Attr:$rate, I64Attr:$seed);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $step `,` `rate` `=` $rate `,` `seed` `=` $seed attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+def ZT_SgdOp : ZT_Op<"sgd", [Pure]> {
+  let summary = "one SGD step, with optional momentum and weight decay";
+  let description = [{
+    With `g = grad + weight_decay * param`:
+    without momentum (`momentum = 0`, no buffer),
+    `new_param = param - lr * g`; with momentum,
+    `new_buf = momentum * buf + g` and `new_param = param - lr * new_buf`
+    (`nesterov`: `param - lr * (g + momentum * new_buf)`).
+
+    The updated values are new SSA values; `zt-optimizer` ties them to the
+    persistent slots of `param` and `buf` so the update happens in place.
+    `momentum_buffer` and `new_momentum_buffer` are present exactly when
+    `momentum != 0`.
+
+    ```mlir
+    %p1 = zt.sgd %p, %g {lr = 1.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
+    %p2, %b2 = zt.sgd %p, %g, %b {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> (tensor<10xf32>, tensor<10xf32>)
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$param, ZT_FloatTensor:$grad,
+                       Optional<ZT_FloatTensor>:$momentum_buffer,
+                       F64Attr:$lr,
+                       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       UnitAttr:$nesterov);
+  let results = (outs ZT_FloatTensor:$new_param,
+                      Optional<ZT_FloatTensor>:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad (`,` $momentum_buffer^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_AdamwOp : ZT_Op<"adamw", [Pure]> {
+  let summary = "one AdamW step (decoupled weight decay)";
+  let description = [{
+    With `t = step + 1` (the step counter counts from 0):
+    `m' = beta1 * m + (1 - beta1) * grad`,
+    `v' = beta2 * v + (1 - beta2) * grad^2`,
+    `mhat = m' / (1 - beta1^t)`, `vhat = v' / (1 - beta2^t)`,
+    `param' = param - lr * (mhat / (sqrt(vhat) + eps) + weight_decay * param)`.
+    Results are `(param', m', v')`, tied in place by `zt-optimizer`.
+    `0 <= beta1, beta2 < 1`, `eps > 0`, `lr >= 0`, `weight_decay >= 0`.
+
+    ```mlir
+    %p1, %m1, %v1 = zt.adamw %p, %g, %m, %v, %step {lr = 1.000000e-03 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$param, ZT_FloatTensor:$grad,
+                       ZT_FloatTensor:$exp_avg, ZT_FloatTensor:$exp_avg_sq,
+                       ZT_StepScalar:$step,
+                       F64Attr:$lr,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs ZT_FloatTensor:$new_param, ZT_FloatTensor:$new_exp_avg,
+                      ZT_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ZCC_DIALECT_ZT_ZTOPS_TD

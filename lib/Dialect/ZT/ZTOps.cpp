@@ -1,0 +1,527 @@
+//===- ZTOps.cpp - zt op verifiers and custom syntax ----------------------===//
+//
+// Verifiers state every shape and dtype rule of the op set, so later passes
+// (autodiff, liveness, planning) can assume well-formed IR and never crash.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Dialect/ZT/ZTOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace zcc::zt;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Operands and results are statically shaped ranked tensors once the ODS
+/// type constraints have passed, which runs before every custom verifier.
+static RankedTensorType tensorTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+static std::string formatList(ArrayRef<int64_t> values) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << '[';
+  llvm::interleaveComma(values, os);
+  os << ']';
+  return text;
+}
+
+/// Checks the result's shape against the one the op's rule derives.
+static LogicalResult verifyResultShape(Operation *op, RankedTensorType result,
+                                       ArrayRef<int64_t> expected) {
+  if (result.getShape() == expected)
+    return success();
+  return op->emitOpError() << "expected result shape " << formatList(expected)
+                           << ", got " << result;
+}
+
+/// Checks that `dims` is a non-empty strictly increasing list in [0, rank).
+static LogicalResult verifyDimList(Operation *op, StringRef name,
+                                   ArrayRef<int64_t> dims, int64_t rank) {
+  for (auto [index, dim] : llvm::enumerate(dims)) {
+    if (dim < 0 || dim >= rank)
+      return op->emitOpError() << name << "[" << index << "] = " << dim
+                               << " is out of range for rank " << rank;
+    if (index > 0 && dim <= dims[index - 1])
+      return op->emitOpError() << name << " must be strictly increasing, got "
+                               << formatList(dims);
+  }
+  return success();
+}
+
+/// Resolves a possibly negative axis; emits an error when out of range.
+static FailureOr<int64_t> normalizeAxis(Operation *op, int64_t axis,
+                                        int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    op->emitOpError() << "axis " << axis << " is out of range for rank "
+                      << rank;
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+static LogicalResult verifyTypeMatches(Operation *op, StringRef name,
+                                       Type actual, StringRef refName,
+                                       Type expected) {
+  if (actual == expected)
+    return success();
+  return op->emitOpError() << name << " type " << actual << " must match "
+                           << refName << " type " << expected;
+}
+
+/// Range check for a floating-point hyperparameter: lo <= value (< hi).
+static LogicalResult verifyHyperparameter(Operation *op, StringRef name,
+                                          double value, double lo,
+                                          bool loInclusive,
+                                          std::optional<double> hiExclusive) {
+  bool ok = std::isfinite(value) && (loInclusive ? value >= lo : value > lo) &&
+            (!hiExclusive || value < *hiExclusive);
+  if (ok)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError()
+                            << name << " must be " << (loInclusive ? ">= " : "> ")
+                            << lo;
+  if (hiExclusive)
+    diag << " and < " << *hiExclusive;
+  return diag << ", got " << value;
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp, CausalMaskOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  ConstantOp::Adaptor adaptor(operands, attributes, properties);
+  ElementsAttr value = adaptor.getValueAttr();
+  if (!value)
+    return failure();
+  inferredReturnTypes.push_back(value.getType());
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+LogicalResult ConstantOp::verify() {
+  return verifyTypeMatches(*this, "result", getType(), "value",
+                           getValue().getType());
+}
+
+LogicalResult CausalMaskOp::verify() {
+  RankedTensorType type = tensorTypeOf(getResult());
+  if (type.getRank() != 2 || type.getDimSize(0) != type.getDimSize(1))
+    return emitOpError() << "result must be a square 2-D tensor, got " << type;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastInDimOp::verify() {
+  RankedTensorType operandType = tensorTypeOf(getOperand());
+  RankedTensorType resultType = tensorTypeOf(getResult());
+  ArrayRef<int64_t> dims = getBroadcastDimensions();
+  if (static_cast<int64_t>(dims.size()) != operandType.getRank())
+    return emitOpError() << "broadcast_dimensions has " << dims.size()
+                         << " entries but the operand has rank "
+                         << operandType.getRank();
+  if (failed(verifyDimList(*this, "broadcast_dimensions", dims,
+                           resultType.getRank())))
+    return failure();
+  for (auto [index, dim] : llvm::enumerate(dims)) {
+    int64_t from = operandType.getDimSize(index);
+    int64_t to = resultType.getDimSize(dim);
+    if (from != 1 && from != to)
+      return emitOpError() << "operand dimension " << index << " (size " << from
+                           << ") cannot broadcast to result dimension " << dim
+                           << " (size " << to << "): it must be 1 or " << to;
+  }
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType operandType = tensorTypeOf(getOperand());
+  RankedTensorType resultType = tensorTypeOf(getResult());
+  if (operandType.getNumElements() != resultType.getNumElements())
+    return emitOpError() << "cannot reshape " << operandType.getNumElements()
+                         << " elements (" << operandType << ") into "
+                         << resultType.getNumElements() << " elements ("
+                         << resultType << ")";
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType operandType = tensorTypeOf(getOperand());
+  ArrayRef<int64_t> perm = getPermutation();
+  int64_t rank = operandType.getRank();
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOpError() << "permutation has " << perm.size()
+                         << " entries but the operand has rank " << rank;
+  llvm::SmallBitVector seen(rank);
+  for (int64_t dim : perm) {
+    if (dim < 0 || dim >= rank || seen.test(dim))
+      return emitOpError() << "permutation " << formatList(perm)
+                           << " is not a permutation of 0.." << rank - 1;
+    seen.set(dim);
+  }
+  SmallVector<int64_t> expected;
+  for (int64_t dim : perm)
+    expected.push_back(operandType.getDimSize(dim));
+  return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
+}
+
+ParseResult SliceOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand operand;
+  SmallVector<int64_t> starts, limits, strides;
+  auto parseRange = [&]() -> ParseResult {
+    int64_t start, limit, stride = 1;
+    if (parser.parseInteger(start) || parser.parseColon() ||
+        parser.parseInteger(limit))
+      return failure();
+    if (succeeded(parser.parseOptionalColon()) && parser.parseInteger(stride))
+      return failure();
+    starts.push_back(start);
+    limits.push_back(limit);
+    strides.push_back(stride);
+    return success();
+  };
+  FunctionType fnType;
+  if (parser.parseOperand(operand) ||
+      parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square,
+                                     parseRange) ||
+      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseType(fnType))
+    return failure();
+  if (fnType.getNumInputs() != 1 || fnType.getNumResults() != 1)
+    return parser.emitError(parser.getCurrentLocation(),
+                            "expected a (operand type) -> result type");
+  Builder &builder = parser.getBuilder();
+  SliceOp::Properties &props = result.getOrAddProperties<SliceOp::Properties>();
+  props.start_indices = builder.getDenseI64ArrayAttr(starts);
+  props.limit_indices = builder.getDenseI64ArrayAttr(limits);
+  props.strides = builder.getDenseI64ArrayAttr(strides);
+  result.addTypes(fnType.getResults());
+  return parser.resolveOperand(operand, fnType.getInput(0), result.operands);
+}
+
+void SliceOp::print(OpAsmPrinter &printer) {
+  printer << ' ' << getOperand() << " [";
+  llvm::interleaveComma(
+      llvm::zip(getStartIndices(), getLimitIndices(), getStrides()), printer,
+      [&](auto range) {
+        auto [start, limit, stride] = range;
+        printer << start << ':' << limit;
+        if (stride != 1)
+          printer << ':' << stride;
+      });
+  printer << ']';
+  printer.printOptionalAttrDict((*this)->getAttrs(),
+                              {getStartIndicesAttrName(),
+                               getLimitIndicesAttrName(), getStridesAttrName()});
+  printer << " : ";
+  printer.printFunctionalType(*this);
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType operandType = tensorTypeOf(getOperand());
+  int64_t rank = operandType.getRank();
+  ArrayRef<int64_t> starts = getStartIndices();
+  ArrayRef<int64_t> limits = getLimitIndices();
+  ArrayRef<int64_t> strides = getStrides();
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(limits.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return emitOpError() << "needs one start:limit[:stride] range per operand "
+                            "dimension (rank "
+                         << rank << "), got " << starts.size();
+  SmallVector<int64_t> expected;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = operandType.getDimSize(d);
+    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > size)
+      return emitOpError() << "dimension " << d << ": range " << starts[d]
+                           << ':' << limits[d]
+                           << " is out of bounds for size " << size;
+    if (strides[d] < 1)
+      return emitOpError() << "dimension " << d << ": stride must be >= 1, got "
+                           << strides[d];
+    expected.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+  }
+  return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one operand";
+  RankedTensorType first = tensorTypeOf(getInputs().front());
+  int64_t rank = first.getRank();
+  int64_t dim = getDimension();
+  if (dim < 0 || dim >= rank)
+    return emitOpError() << "dimension " << dim << " is out of range for rank "
+                         << rank;
+  SmallVector<int64_t> expected(first.getShape());
+  expected[dim] = 0;
+  for (auto [index, input] : llvm::enumerate(getInputs())) {
+    RankedTensorType type = tensorTypeOf(input);
+    if (type.getElementType() != first.getElementType())
+      return emitOpError() << "operand #" << index << " has element type "
+                           << type.getElementType() << ", expected "
+                           << first.getElementType();
+    if (type.getRank() != rank)
+      return emitOpError() << "operand #" << index << " has rank "
+                           << type.getRank() << ", expected " << rank;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != dim && type.getDimSize(d) != first.getDimSize(d))
+        return emitOpError()
+               << "operand #" << index << " has size " << type.getDimSize(d)
+               << " in dimension " << d << ", expected " << first.getDimSize(d)
+               << " (only dimension " << dim << " may differ)";
+    }
+    expected[dim] += type.getDimSize(dim);
+  }
+  RankedTensorType resultType = tensorTypeOf(getResult());
+  if (resultType.getElementType() != first.getElementType())
+    return emitOpError() << "result element type " << resultType.getElementType()
+                         << " must match the operands' "
+                         << first.getElementType();
+  return verifyResultShape(*this, resultType, expected);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyReduction(Operation *op, Value operand,
+                                     ArrayRef<int64_t> dims, bool keepDims,
+                                     Value result) {
+  RankedTensorType operandType = tensorTypeOf(operand);
+  if (dims.empty())
+    return op->emitOpError() << "dims must name at least one dimension";
+  if (failed(verifyDimList(op, "dims", dims, operandType.getRank())))
+    return failure();
+  SmallVector<int64_t> expected;
+  for (int64_t d = 0, rank = operandType.getRank(); d < rank; ++d) {
+    if (!llvm::is_contained(dims, d))
+      expected.push_back(operandType.getDimSize(d));
+    else if (keepDims)
+      expected.push_back(1);
+  }
+  return verifyResultShape(op, tensorTypeOf(result), expected);
+}
+
+LogicalResult SumOp::verify() {
+  return verifyReduction(*this, getOperand(), getDims(), getKeepDims(),
+                         getResult());
+}
+
+LogicalResult MeanOp::verify() {
+  return verifyReduction(*this, getOperand(), getDims(), getKeepDims(),
+                         getResult());
+}
+
+LogicalResult MaxOp::verify() {
+  return verifyReduction(*this, getOperand(), getDims(), getKeepDims(),
+                         getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  RankedTensorType lhsType = tensorTypeOf(getLhs());
+  RankedTensorType rhsType = tensorTypeOf(getRhs());
+  int64_t lhsRank = lhsType.getRank();
+  int64_t rhsRank = rhsType.getRank();
+  if (lhsRank < 2)
+    return emitOpError() << "lhs must have rank >= 2, got " << lhsType;
+  if (rhsRank < 2)
+    return emitOpError() << "rhs must have rank >= 2, got " << rhsType;
+  if (rhsRank != lhsRank && rhsRank != 2)
+    return emitOpError() << "rhs must have the rank of lhs (" << lhsRank
+                         << ") or rank 2 (a weight shared by every batch "
+                            "entry), got rank "
+                         << rhsRank;
+  ArrayRef<int64_t> lhsBatch = lhsType.getShape().drop_back(2);
+  ArrayRef<int64_t> rhsBatch = rhsType.getShape().drop_back(2);
+  if (rhsRank == lhsRank && lhsBatch != rhsBatch)
+    return emitOpError() << "batch dimensions differ: lhs "
+                         << formatList(lhsBatch) << ", rhs "
+                         << formatList(rhsBatch);
+  int64_t m = lhsType.getDimSize(lhsRank - (getTransposeLhs() ? 1 : 2));
+  int64_t lhsK = lhsType.getDimSize(lhsRank - (getTransposeLhs() ? 2 : 1));
+  int64_t rhsK = rhsType.getDimSize(rhsRank - (getTransposeRhs() ? 1 : 2));
+  int64_t n = rhsType.getDimSize(rhsRank - (getTransposeRhs() ? 2 : 1));
+  if (lhsK != rhsK)
+    return emitOpError() << "contraction dimensions differ: lhs has K = "
+                         << lhsK << ", rhs has K = " << rhsK
+                         << " (transpose_lhs = " << getTransposeLhs()
+                         << ", transpose_rhs = " << getTransposeRhs() << ")";
+  SmallVector<int64_t> expected(lhsBatch);
+  expected.push_back(m);
+  expected.push_back(n);
+  return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
+}
+
+//===----------------------------------------------------------------------===//
+// Axis ops and normalisation
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  return normalizeAxis(*this, getAxis(), tensorTypeOf(getOperand()).getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return normalizeAxis(*this, getAxis(), tensorTypeOf(getOperand()).getRank());
+}
+
+/// Rules shared by layer_norm and rms_norm: normalised over the last
+/// dimension, affine parameters of shape [D], positive epsilon.
+static LogicalResult verifyNorm(Operation *op, Value operand,
+                                ArrayRef<std::pair<StringRef, Value>> affine,
+                                double epsilon) {
+  RankedTensorType operandType = tensorTypeOf(operand);
+  if (operandType.getRank() < 1)
+    return op->emitOpError() << "operand must have rank >= 1, got "
+                             << operandType;
+  int64_t d = operandType.getShape().back();
+  for (auto [name, value] : affine) {
+    RankedTensorType type = tensorTypeOf(value);
+    if (type.getShape() != ArrayRef<int64_t>{d})
+      return op->emitOpError() << name << " must have shape [" << d
+                               << "] (the operand's last dimension), got "
+                               << type;
+  }
+  return verifyHyperparameter(op, "epsilon", epsilon, 0.0,
+                              /*loInclusive=*/false, std::nullopt);
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getOperand(),
+                    {{"gamma", getGamma()}, {"beta", getBeta()}},
+                    getEpsilon().convertToDouble());
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyNorm(*this, getOperand(), {{"gamma", getGamma()}},
+                    getEpsilon().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp, losses, dropout
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType tableType = tensorTypeOf(getTable());
+  if (tableType.getRank() != 2)
+    return emitOpError() << "table must have rank 2 ([vocabulary, dim]), got "
+                         << tableType;
+  SmallVector<int64_t> expected(tensorTypeOf(getIndices()).getShape());
+  expected.push_back(tableType.getDimSize(1));
+  return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  RankedTensorType logitsType = tensorTypeOf(getLogits());
+  RankedTensorType labelsType = tensorTypeOf(getLabels());
+  if (logitsType.getRank() < 1)
+    return emitOpError() << "logits must have a class dimension, got "
+                         << logitsType;
+  ArrayRef<int64_t> rows = logitsType.getShape().drop_back();
+  if (labelsType.getShape() != rows)
+    return emitOpError() << "labels shape " << formatList(labelsType.getShape())
+                         << " must equal the logits shape without its class "
+                            "dimension, "
+                         << formatList(rows);
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  return verifyHyperparameter(*this, "rate", getRate().convertToDouble(), 0.0,
+                              /*loInclusive=*/true, 1.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+LogicalResult SgdOp::verify() {
+  Type paramType = getParam().getType();
+  double momentum = getMomentum().convertToDouble();
+  if (failed(verifyHyperparameter(*this, "lr", getLr().convertToDouble(), 0.0,
+                                  true, std::nullopt)) ||
+      failed(verifyHyperparameter(*this, "momentum", momentum, 0.0, true,
+                                  1.0)) ||
+      failed(verifyHyperparameter(*this, "weight_decay",
+                                  getWeightDecay().convertToDouble(), 0.0,
+                                  true, std::nullopt)) ||
+      failed(verifyTypeMatches(*this, "grad", getGrad().getType(), "param",
+                               paramType)) ||
+      failed(verifyTypeMatches(*this, "new_param", getNewParam().getType(),
+                               "param", paramType)))
+    return failure();
+  bool hasBuffer = static_cast<bool>(getMomentumBuffer());
+  if (momentum != 0.0 && !hasBuffer)
+    return emitOpError() << "momentum = " << momentum
+                         << " needs a momentum_buffer operand";
+  if (momentum == 0.0 && hasBuffer)
+    return emitOpError() << "a momentum_buffer operand needs momentum != 0";
+  if (getNesterov() && momentum == 0.0)
+    return emitOpError() << "nesterov needs momentum != 0";
+  if (static_cast<bool>(getNewMomentumBuffer()) != hasBuffer)
+    return emitOpError() << "must return a new_momentum_buffer exactly when it "
+                            "takes a momentum_buffer";
+  if (hasBuffer &&
+      (failed(verifyTypeMatches(*this, "momentum_buffer",
+                                getMomentumBuffer().getType(), "param",
+                                paramType)) ||
+       failed(verifyTypeMatches(*this, "new_momentum_buffer",
+                                getNewMomentumBuffer().getType(), "param",
+                                paramType))))
+    return failure();
+  return success();
+}
+
+LogicalResult AdamwOp::verify() {
+  Type paramType = getParam().getType();
+  std::pair<StringRef, Value> sameAsParam[] = {
+      {"grad", getGrad()},
+      {"exp_avg", getExpAvg()},
+      {"exp_avg_sq", getExpAvgSq()},
+      {"new_param", getNewParam()},
+      {"new_exp_avg", getNewExpAvg()},
+      {"new_exp_avg_sq", getNewExpAvgSq()}};
+  for (auto [name, value] : sameAsParam)
+    if (failed(verifyTypeMatches(*this, name, value.getType(), "param",
+                                 paramType)))
+      return failure();
+  if (failed(verifyHyperparameter(*this, "lr", getLr().convertToDouble(), 0.0,
+                                  true, std::nullopt)) ||
+      failed(verifyHyperparameter(*this, "beta1", getBeta1().convertToDouble(),
+                                  0.0, true, 1.0)) ||
+      failed(verifyHyperparameter(*this, "beta2", getBeta2().convertToDouble(),
+                                  0.0, true, 1.0)) ||
+      failed(verifyHyperparameter(*this, "eps", getEps().convertToDouble(),
+                                  0.0, false, std::nullopt)) ||
+      failed(verifyHyperparameter(*this, "weight_decay",
+                                  getWeightDecay().convertToDouble(), 0.0,
+                                  true, std::nullopt)))
+    return failure();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "zcc/Dialect/ZT/ZTOps.cpp.inc"
