@@ -2,6 +2,8 @@
 
 #include "zcc/Dialect/ZT/ZTDialect.h"
 
+#include "FormatNumber.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -12,6 +14,7 @@
 
 using namespace mlir;
 using namespace zcc::zt;
+using zcc::zt::detail::formatNumber;
 
 #include "zcc/Dialect/ZT/ZTDialect.cpp.inc"
 #include "zcc/Dialect/ZT/ZTEnums.cpp.inc"
@@ -84,12 +87,12 @@ InitAttr::verify(function_ref<InFlightDiagnostic()> emitError, InitKind kind,
                          << " takes " << names.size() << " value(s)";
   if (kind == InitKind::Normal && !(second.convertToDouble() > 0.0))
     return emitError() << "initializer normal: 'std' must be positive, got "
-                       << second.convertToDouble();
+                       << formatNumber(second.convertToDouble());
   if (kind == InitKind::Uniform &&
       !(first.convertToDouble() < second.convertToDouble()))
     return emitError() << "initializer uniform: 'low' must be below 'high', got low = "
-                       << first.convertToDouble()
-                       << ", high = " << second.convertToDouble();
+                       << formatNumber(first.convertToDouble())
+                       << ", high = " << formatNumber(second.convertToDouble());
   return success();
 }
 

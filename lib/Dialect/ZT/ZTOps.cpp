@@ -7,6 +7,8 @@
 
 #include "zcc/Dialect/ZT/ZTOps.h"
 
+#include "FormatNumber.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -17,6 +19,7 @@
 
 using namespace mlir;
 using namespace zcc::zt;
+using zcc::zt::detail::formatNumber;
 
 //===----------------------------------------------------------------------===//
 // Helpers
@@ -91,10 +94,10 @@ static LogicalResult verifyHyperparameter(Operation *op, StringRef name,
     return success();
   InFlightDiagnostic diag = op->emitOpError()
                             << name << " must be " << (loInclusive ? ">= " : "> ")
-                            << lo;
+                            << formatNumber(lo);
   if (hiExclusive)
-    diag << " and < " << *hiExclusive;
-  return diag << ", got " << value;
+    diag << " and < " << formatNumber(*hiExclusive);
+  return diag << ", got " << formatNumber(value);
 }
 
 //===----------------------------------------------------------------------===//
@@ -475,7 +478,7 @@ LogicalResult SgdOp::verify() {
     return failure();
   bool hasBuffer = static_cast<bool>(getMomentumBuffer());
   if (momentum != 0.0 && !hasBuffer)
-    return emitOpError() << "momentum = " << momentum
+    return emitOpError() << "momentum = " << formatNumber(momentum)
                          << " needs a momentum_buffer operand";
   if (momentum == 0.0 && hasBuffer)
     return emitOpError() << "a momentum_buffer operand needs momentum != 0";

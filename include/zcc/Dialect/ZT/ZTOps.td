@@ -203,13 +203,13 @@ def ZT_ConcatOp : ZT_Op<"concat", [Pure]> {
     every dimension but `dimension`; the result's size there is the sum.
 
     ```mlir
-    %c = zt.concat %a, %b, dim = 1 : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
+    %c = zt.concat(%a, %b) dim = 1 : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
     ```
   }];
   let arguments = (ins Variadic<ZT_AnyTensor>:$inputs, I64Attr:$dimension);
   let results = (outs ZT_AnyTensor:$result);
   let assemblyFormat = [{
-    $inputs `,` `dim` `=` $dimension attr-dict `:` functional-type(operands, results)
+    `(` $inputs `)` `dim` `=` $dimension attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,522 @@
+// Each case breaks one verifier rule and checks its message.
+// RUN: zt-opt %s -split-input-file -verify-diagnostics
+
+// Elementwise ops take operands of one type: broadcasting is explicit.
+func.func @add_shape_mismatch(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "zt.add"(%a, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @add_dtype_mismatch(%a: tensor<4xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "zt.mul"(%a, %b) : (tensor<4xf32>, tensor<4xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+// Float ops reject integer tensors.
+func.func @exp_of_integers(%a: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = zt.exp %a : tensor<4xi32>
+  return
+}
+
+// -----
+// Every tensor has a static shape: a plan fixes every buffer's size.
+func.func @dynamic_shape(%a: tensor<?x4xf32>) {
+  // expected-error @+1 {{must be statically shaped tensor}}
+  %0 = zt.relu %a : tensor<?x4xf32>
+  return
+}
+
+// -----
+func.func @constant_type_mismatch() {
+  // expected-error @+1 {{result type 'tensor<3xf32>' must match value type 'tensor<2xf32>'}}
+  %0 = "zt.constant"() {value = dense<1.0> : tensor<2xf32>} : () -> tensor<3xf32>
+  return
+}
+
+// -----
+func.func @causal_mask_not_square() {
+  // expected-error @+1 {{result must be a square 2-D tensor, got 'tensor<4x8xf32>'}}
+  %0 = zt.causal_mask : tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @broadcast_dims_count(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{broadcast_dimensions has 1 entries but the operand has rank 2}}
+  %0 = zt.broadcast_in_dim %a, dims = [1] : (tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+func.func @broadcast_dim_out_of_range(%a: tensor<8xf32>) {
+  // expected-error @+1 {{broadcast_dimensions[0] = 2 is out of range for rank 2}}
+  %0 = zt.broadcast_in_dim %a, dims = [2] : (tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @broadcast_dims_not_increasing(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{broadcast_dimensions must be strictly increasing, got [2, 1]}}
+  %0 = zt.broadcast_in_dim %a, dims = [2, 1] : (tensor<4x8xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+func.func @broadcast_size_mismatch(%a: tensor<3xf32>) {
+  // expected-error @+1 {{operand dimension 0 (size 3) cannot broadcast to result dimension 1 (size 8): it must be 1 or 8}}
+  %0 = zt.broadcast_in_dim %a, dims = [1] : (tensor<3xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @broadcast_dtype_mismatch(%a: tensor<8xf32>) {
+  // expected-error @+1 {{all of {operand, result} have same element type}}
+  %0 = zt.broadcast_in_dim %a, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+func.func @reshape_element_count(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{cannot reshape 32 elements ('tensor<4x8xf32>') into 30 elements ('tensor<5x6xf32>')}}
+  %0 = zt.reshape %a : (tensor<4x8xf32>) -> tensor<5x6xf32>
+  return
+}
+
+// -----
+func.func @transpose_perm_size(%a: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{permutation has 2 entries but the operand has rank 3}}
+  %0 = zt.transpose %a, perm = [1, 0] : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  return
+}
+
+// -----
+func.func @transpose_not_a_permutation(%a: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{permutation [0, 1, 1] is not a permutation of 0..2}}
+  %0 = zt.transpose %a, perm = [0, 1, 1] : (tensor<2x3x4xf32>) -> tensor<2x3x3xf32>
+  return
+}
+
+// -----
+func.func @transpose_result_shape(%a: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{expected result shape [2, 4, 3], got 'tensor<2x3x4xf32>'}}
+  %0 = zt.transpose %a, perm = [0, 2, 1] : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+func.func @slice_rank(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{needs one start:limit[:stride] range per operand dimension (rank 2), got 1}}
+  %0 = zt.slice %a [0:2] : (tensor<4x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+func.func @slice_out_of_bounds(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{dimension 1: range 4:9 is out of bounds for size 8}}
+  %0 = zt.slice %a [0:4, 4:9] : (tensor<4x8xf32>) -> tensor<4x5xf32>
+  return
+}
+
+// -----
+func.func @slice_reversed(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{dimension 0: range 3:1 is out of bounds for size 4}}
+  %0 = zt.slice %a [3:1, 0:8] : (tensor<4x8xf32>) -> tensor<0x8xf32>
+  return
+}
+
+// -----
+func.func @slice_stride(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{dimension 1: stride must be >= 1, got 0}}
+  %0 = zt.slice %a [0:4, 0:8:0] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @slice_result_shape(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{expected result shape [4, 3], got 'tensor<4x4xf32>'}}
+  %0 = zt.slice %a [0:4, 0:8:3] : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+func.func @concat_no_operands() {
+  // expected-error @+1 {{needs at least one operand}}
+  %0 = zt.concat() dim = 0 : () -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @concat_dim_out_of_range(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{dimension 2 is out of range for rank 2}}
+  %0 = zt.concat(%a, %a) dim = 2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+func.func @concat_rank_mismatch(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{operand #1 has rank 1, expected 2}}
+  %0 = zt.concat(%a, %b) dim = 0 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+func.func @concat_dtype_mismatch(%a: tensor<4x8xf32>, %b: tensor<4x8xf16>) {
+  // expected-error @+1 {{operand #1 has element type 'f16', expected 'f32'}}
+  %0 = zt.concat(%a, %b) dim = 0 : (tensor<4x8xf32>, tensor<4x8xf16>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+func.func @concat_other_dim_mismatch(%a: tensor<4x8xf32>, %b: tensor<4x6xf32>) {
+  // expected-error @+1 {{operand #1 has size 6 in dimension 1, expected 8 (only dimension 0 may differ)}}
+  %0 = zt.concat(%a, %b) dim = 0 : (tensor<4x8xf32>, tensor<4x6xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+func.func @concat_result_shape(%a: tensor<4x8xf32>, %b: tensor<2x8xf32>) {
+  // expected-error @+1 {{expected result shape [6, 8], got 'tensor<8x8xf32>'}}
+  %0 = zt.concat(%a, %b) dim = 0 : (tensor<4x8xf32>, tensor<2x8xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+func.func @concat_result_dtype(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{result element type 'f16' must match the operands' 'f32'}}
+  %0 = zt.concat(%a, %a) dim = 0 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf16>
+  return
+}
+
+// -----
+func.func @sum_no_dims(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{dims must name at least one dimension}}
+  %0 = zt.sum %a, dims = [] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @mean_dim_out_of_range(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{dims[0] = 2 is out of range for rank 2}}
+  %0 = zt.mean %a, dims = [2] : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @max_dims_not_increasing(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{dims must be strictly increasing, got [1, 0]}}
+  %0 = zt.max %a, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @sum_result_shape(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{expected result shape [4, 1], got 'tensor<4xf32>'}}
+  %0 = zt.sum %a, dims = [1] {keep_dims} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @matmul_lhs_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{lhs must have rank >= 2, got 'tensor<8xf32>'}}
+  %0 = zt.matmul %a, %b : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @matmul_rhs_rank(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{rhs must have rank >= 2, got 'tensor<8xf32>'}}
+  %0 = zt.matmul %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @matmul_rank_mismatch(%a: tensor<2x3x4x8xf32>, %b: tensor<3x8x4xf32>) {
+  // expected-error @+1 {{rhs must have the rank of lhs (4) or rank 2 (a weight shared by every batch entry), got rank 3}}
+  %0 = zt.matmul %a, %b : (tensor<2x3x4x8xf32>, tensor<3x8x4xf32>) -> tensor<2x3x4x4xf32>
+  return
+}
+
+// -----
+func.func @matmul_batch_mismatch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x4xf32>) {
+  // expected-error @+1 {{batch dimensions differ: lhs [2], rhs [3]}}
+  %0 = zt.matmul %a, %b : (tensor<2x4x8xf32>, tensor<3x8x4xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+func.func @matmul_contraction(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+1 {{contraction dimensions differ: lhs has K = 8, rhs has K = 4 (transpose_lhs = 0, transpose_rhs = 0)}}
+  %0 = zt.matmul %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @matmul_contraction_transposed(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{contraction dimensions differ: lhs has K = 4, rhs has K = 8 (transpose_lhs = 1, transpose_rhs = 0)}}
+  %0 = zt.matmul %a, %b {transpose_lhs} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+func.func @matmul_result_shape(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
+  // expected-error @+1 {{expected result shape [4, 2], got 'tensor<2x4xf32>'}}
+  %0 = zt.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+func.func @matmul_dtype(%a: tensor<4x8xf32>, %b: tensor<8x2xbf16>) {
+  // expected-error @+1 {{all of {lhs, rhs, result} have same element type}}
+  %0 = zt.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+func.func @softmax_axis(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = zt.softmax %a, axis = 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @log_softmax_axis(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis -3 is out of range for rank 2}}
+  %0 = zt.log_softmax %a, axis = -3 : tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @layer_norm_gamma(%a: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{gamma must have shape [8] (the operand's last dimension), got 'tensor<4xf32>'}}
+  %0 = zt.layer_norm %a, %g, %b, eps = 1.0e-5 : (tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @layer_norm_beta(%a: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<1x8xf32>) {
+  // expected-error @+1 {{beta must have shape [8] (the operand's last dimension), got 'tensor<1x8xf32>'}}
+  %0 = zt.layer_norm %a, %g, %b, eps = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @layer_norm_epsilon(%a: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{epsilon must be > 0, got 0}}
+  %0 = zt.layer_norm %a, %g, %b, eps = 0.0 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @layer_norm_rank0(%a: tensor<f32>, %g: tensor<1xf32>, %b: tensor<1xf32>) {
+  // expected-error @+1 {{operand must have rank >= 1, got 'tensor<f32>'}}
+  %0 = zt.layer_norm %a, %g, %b, eps = 1.0e-5 : (tensor<f32>, tensor<1xf32>, tensor<1xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @layer_norm_result(%a: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{all of {operand, result} have same type}}
+  %0 = zt.layer_norm %a, %g, %b, eps = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+func.func @rms_norm_gamma(%a: tensor<4x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{gamma must have shape [8] (the operand's last dimension), got 'tensor<4xf32>'}}
+  %0 = zt.rms_norm %a, %g, eps = 1.0e-6 : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @rms_norm_epsilon(%a: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{epsilon must be > 0, got -1}}
+  %0 = zt.rms_norm %a, %g, eps = -1.0 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @embedding_table_rank(%t: tensor<10x4x2xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{table must have rank 2 ([vocabulary, dim]), got 'tensor<10x4x2xf32>'}}
+  %0 = zt.embedding %t, %i : (tensor<10x4x2xf32>, tensor<3xi32>) -> tensor<3x4x2xf32>
+  return
+}
+
+// -----
+func.func @embedding_result(%t: tensor<10x4xf32>, %i: tensor<2x3xi32>) {
+  // expected-error @+1 {{expected result shape [2, 3, 4], got 'tensor<6x4xf32>'}}
+  %0 = zt.embedding %t, %i : (tensor<10x4xf32>, tensor<2x3xi32>) -> tensor<6x4xf32>
+  return
+}
+
+// -----
+func.func @embedding_float_indices(%t: tensor<10x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = zt.embedding %t, %i : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+func.func @cross_entropy_label_shape(%l: tensor<4x10xf32>, %y: tensor<10xi32>) {
+  // expected-error @+1 {{labels shape [10] must equal the logits shape without its class dimension, [4]}}
+  %0 = zt.softmax_cross_entropy %l, %y : (tensor<4x10xf32>, tensor<10xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @cross_entropy_float_labels(%l: tensor<4x10xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = zt.softmax_cross_entropy %l, %y : (tensor<4x10xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @cross_entropy_no_class_dim(%l: tensor<f32>, %y: tensor<i32>) {
+  // expected-error @+1 {{logits must have a class dimension, got 'tensor<f32>'}}
+  %0 = zt.softmax_cross_entropy %l, %y : (tensor<f32>, tensor<i32>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @cross_entropy_not_scalar(%l: tensor<4x10xf32>, %y: tensor<4xi32>) {
+  // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = zt.softmax_cross_entropy %l, %y : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @mse_shape(%p: tensor<4x3xf32>, %t: tensor<4xf32>) {
+  // expected-error @+1 {{all of {prediction, target} have same type}}
+  %0 = zt.mse %p, %t : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @dropout_rate(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{rate must be >= 0 and < 1, got 1}}
+  %0 = zt.dropout %x, %s, rate = 1.0, seed = 1 : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @dropout_step_type(%x: tensor<4xf32>, %s: tensor<i32>) {
+  // expected-error @+1 {{operand #1 must be 0D tensor of 64-bit signless integer values}}
+  %0 = zt.dropout %x, %s, rate = 0.1, seed = 1 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @sgd_lr(%p: tensor<4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{lr must be >= 0, got -0.1}}
+  %0 = zt.sgd %p, %g {lr = -0.1 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @sgd_momentum_range(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{momentum must be >= 0 and < 1, got 1.5}}
+  %0, %1 = zt.sgd %p, %g, %b {lr = 0.1 : f64, momentum = 1.5 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @sgd_weight_decay(%p: tensor<4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{weight_decay must be >= 0, got -1}}
+  %0 = zt.sgd %p, %g {lr = 0.1 : f64, weight_decay = -1.0 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @sgd_grad_type(%p: tensor<4xf32>, %g: tensor<2x2xf32>) {
+  // expected-error @+1 {{grad type 'tensor<2x2xf32>' must match param type 'tensor<4xf32>'}}
+  %0 = zt.sgd %p, %g {lr = 0.1 : f64} : (tensor<4xf32>, tensor<2x2xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @sgd_momentum_without_buffer(%p: tensor<4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{momentum = 0.9 needs a momentum_buffer operand}}
+  %0 = zt.sgd %p, %g {lr = 0.1 : f64, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @sgd_buffer_without_momentum(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{a momentum_buffer operand needs momentum != 0}}
+  %0, %1 = zt.sgd %p, %g, %b {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @sgd_nesterov_without_momentum(%p: tensor<4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{nesterov needs momentum != 0}}
+  %0 = zt.sgd %p, %g {lr = 0.1 : f64, nesterov} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @sgd_missing_buffer_result(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{must return a new_momentum_buffer exactly when it takes a momentum_buffer}}
+  %0 = zt.sgd %p, %g, %b {lr = 0.1 : f64, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @sgd_buffer_type(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{momentum_buffer type 'tensor<4xf16>' must match param type 'tensor<4xf32>'}}
+  %0, %1 = zt.sgd %p, %g, %b {lr = 0.1 : f64, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf16>) -> (tensor<4xf32>, tensor<4xf16>)
+  return
+}
+
+// -----
+func.func @adamw_state_type(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<8xf32>, %v: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{exp_avg type 'tensor<8xf32>' must match param type 'tensor<4xf32>'}}
+  %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = 1.0e-3 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @adamw_result_type(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{new_exp_avg_sq type 'tensor<2x2xf32>' must match param type 'tensor<4xf32>'}}
+  %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = 1.0e-3 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>)
+  return
+}
+
+// -----
+func.func @adamw_beta1(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{beta1 must be >= 0 and < 1, got 1}}
+  %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = 1.0e-3 : f64, beta1 = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @adamw_beta2(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{beta2 must be >= 0 and < 1, got -0.5}}
+  %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = 1.0e-3 : f64, beta2 = -0.5 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @adamw_eps(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{eps must be > 0, got 0}}
+  %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = 1.0e-3 : f64, eps = 0.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @adamw_lr(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{lr must be >= 0, got -1}}
+  %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = -1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @adamw_weight_decay(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{weight_decay must be >= 0, got -0.01}}
+  %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = 1.0e-3 : f64, weight_decay = -0.01 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}

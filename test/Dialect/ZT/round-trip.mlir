@@ -1,0 +1,166 @@
+// Every zt op prints in a form that parses back to the same op, in both the
+// custom and the generic syntax.
+// RUN: zt-opt %s | zt-opt | FileCheck %s
+// RUN: zt-opt %s -mlir-print-op-generic | zt-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: (%[[A:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<4x8xf32>)
+func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[ADD:.+]] = zt.add %[[A]], %[[B]] : tensor<4x8xf32>
+  %0 = zt.add %a, %b : tensor<4x8xf32>
+  // CHECK: %[[SUB:.+]] = zt.sub %[[ADD]], %[[B]] : tensor<4x8xf32>
+  %1 = zt.sub %0, %b : tensor<4x8xf32>
+  // CHECK: %[[MUL:.+]] = zt.mul %[[SUB]], %[[A]] : tensor<4x8xf32>
+  %2 = zt.mul %1, %a : tensor<4x8xf32>
+  // CHECK: %[[DIV:.+]] = zt.div %[[MUL]], %[[B]] : tensor<4x8xf32>
+  %3 = zt.div %2, %b : tensor<4x8xf32>
+  // CHECK: %[[NEG:.+]] = zt.neg %[[DIV]] : tensor<4x8xf32>
+  %4 = zt.neg %3 : tensor<4x8xf32>
+  // CHECK: %[[EXP:.+]] = zt.exp %[[NEG]] : tensor<4x8xf32>
+  %5 = zt.exp %4 : tensor<4x8xf32>
+  // CHECK: %[[LOG:.+]] = zt.log %[[EXP]] : tensor<4x8xf32>
+  %6 = zt.log %5 : tensor<4x8xf32>
+  // CHECK: %[[TANH:.+]] = zt.tanh %[[LOG]] : tensor<4x8xf32>
+  %7 = zt.tanh %6 : tensor<4x8xf32>
+  // CHECK: %[[SIG:.+]] = zt.sigmoid %[[TANH]] : tensor<4x8xf32>
+  %8 = zt.sigmoid %7 : tensor<4x8xf32>
+  // CHECK: %[[RELU:.+]] = zt.relu %[[SIG]] : tensor<4x8xf32>
+  %9 = zt.relu %8 : tensor<4x8xf32>
+  // CHECK: %[[GELU:.+]] = zt.gelu %[[RELU]] : tensor<4x8xf32>
+  %10 = zt.gelu %9 : tensor<4x8xf32>
+  // CHECK: %[[SILU:.+]] = zt.silu %[[GELU]] : tensor<4x8xf32>
+  %11 = zt.silu %10 : tensor<4x8xf32>
+  // CHECK: %[[SQRT:.+]] = zt.sqrt %[[SILU]] : tensor<4x8xf32>
+  %12 = zt.sqrt %11 : tensor<4x8xf32>
+  // CHECK: %[[RSQRT:.+]] = zt.rsqrt %[[SQRT]] : tensor<4x8xf32>
+  %13 = zt.rsqrt %12 : tensor<4x8xf32>
+  // CHECK: return %[[RSQRT]]
+  return %13 : tensor<4x8xf32>
+}
+
+// bf16 and f16 are admitted by the type rules.
+// CHECK-LABEL: func.func @low_precision
+func.func @low_precision(%a: tensor<8xbf16>, %b: tensor<8xf16>) -> (tensor<8xbf16>, tensor<8xf16>) {
+  // CHECK: zt.add %{{.+}}, %{{.+}} : tensor<8xbf16>
+  %0 = zt.add %a, %a : tensor<8xbf16>
+  // CHECK: zt.exp %{{.+}} : tensor<8xf16>
+  %1 = zt.exp %b : tensor<8xf16>
+  return %0, %1 : tensor<8xbf16>, tensor<8xf16>
+}
+
+// CHECK-LABEL: func.func @constants
+func.func @constants() -> (tensor<f32>, tensor<2x2xf32>, tensor<8x8xf32>) {
+  // CHECK: zt.constant dense<1.250000e-01> : tensor<f32>
+  %0 = zt.constant dense<0.125> : tensor<f32>
+  // CHECK: zt.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+  %1 = zt.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  // CHECK: zt.causal_mask : tensor<8x8xf32>
+  %2 = zt.causal_mask : tensor<8x8xf32>
+  return %0, %1, %2 : tensor<f32>, tensor<2x2xf32>, tensor<8x8xf32>
+}
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: tensor<2x3x4xf32>, %bias: tensor<4xf32>, %s: tensor<f32>) -> (tensor<2x3x4xf32>, tensor<6x4xf32>, tensor<2x4x3xf32>, tensor<2x2x2xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>) {
+  // CHECK: zt.broadcast_in_dim %{{.+}}, dims = [2] : (tensor<4xf32>) -> tensor<2x3x4xf32>
+  %0 = zt.broadcast_in_dim %bias, dims = [2] : (tensor<4xf32>) -> tensor<2x3x4xf32>
+  // CHECK: zt.reshape %{{.+}} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %1 = zt.reshape %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  // CHECK: zt.transpose %{{.+}}, perm = [0, 2, 1] : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  %2 = zt.transpose %x, perm = [0, 2, 1] : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+  // CHECK: zt.slice %{{.+}} [0:2, 1:3, 0:4:2] : (tensor<2x3x4xf32>) -> tensor<2x2x2xf32>
+  %3 = zt.slice %x [0:2, 1:3, 0:4:2] : (tensor<2x3x4xf32>) -> tensor<2x2x2xf32>
+  // CHECK: zt.concat(%{{.+}}, %{{.+}}) dim = 2 : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x8xf32>
+  %4 = zt.concat(%x, %0) dim = 2 : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x8xf32>
+  // CHECK: zt.broadcast_in_dim %{{.+}}, dims = [] : (tensor<f32>) -> tensor<2x3x4xf32>
+  %5 = zt.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<2x3x4xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x3x4xf32>, tensor<6x4xf32>, tensor<2x4x3xf32>, tensor<2x2x2xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>
+}
+
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<2xf32>, tensor<2x1x4xf32>, tensor<f32>) {
+  // CHECK: zt.sum %{{.+}}, dims = [1, 2] : (tensor<2x3x4xf32>) -> tensor<2xf32>
+  %0 = zt.sum %x, dims = [1, 2] : (tensor<2x3x4xf32>) -> tensor<2xf32>
+  // CHECK: zt.mean %{{.+}}, dims = [1] {keep_dims} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+  %1 = zt.mean %x, dims = [1] {keep_dims} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+  // CHECK: zt.max %{{.+}}, dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+  %2 = zt.max %x, dims = [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+  return %0, %1, %2 : tensor<2xf32>, tensor<2x1x4xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @matmuls
+func.func @matmuls(%a: tensor<2x8x16xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16x32xf32>, %wt: tensor<32x16xf32>) -> (tensor<2x8x8xf32>, tensor<2x16x16xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) {
+  // CHECK: zt.matmul %{{.+}}, %{{.+}} {transpose_rhs} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x8xf32>
+  %0 = zt.matmul %a, %b {transpose_rhs} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x8xf32>
+  // CHECK: zt.matmul %{{.+}}, %{{.+}} {transpose_lhs} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x16x16xf32>
+  %1 = zt.matmul %a, %b {transpose_lhs} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x16x16xf32>
+  // CHECK: zt.matmul %{{.+}}, %{{.+}} : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
+  %2 = zt.matmul %a, %w : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
+  // CHECK: zt.matmul %{{.+}}, %{{.+}} {transpose_rhs} : (tensor<2x8x16xf32>, tensor<32x16xf32>) -> tensor<2x8x32xf32>
+  %3 = zt.matmul %a, %wt {transpose_rhs} : (tensor<2x8x16xf32>, tensor<32x16xf32>) -> tensor<2x8x32xf32>
+  return %0, %1, %2, %3 : tensor<2x8x8xf32>, tensor<2x16x16xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>
+}
+
+// CHECK-LABEL: func.func @normalisation
+func.func @normalisation(%x: tensor<2x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
+  // CHECK: zt.softmax %{{.+}}, axis = -1 : tensor<2x8x16xf32>
+  %0 = zt.softmax %x, axis = -1 : tensor<2x8x16xf32>
+  // CHECK: zt.log_softmax %{{.+}}, axis = 1 : tensor<2x8x16xf32>
+  %1 = zt.log_softmax %x, axis = 1 : tensor<2x8x16xf32>
+  // CHECK: zt.layer_norm %{{.+}}, %{{.+}}, %{{.+}}, eps = 1.000000e-05 : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  %2 = zt.layer_norm %x, %g, %b, eps = 1.0e-5 : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  // CHECK: zt.rms_norm %{{.+}}, %{{.+}}, eps = 9.9999999999999995E-7 : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  %3 = zt.rms_norm %x, %g, eps = 1.0e-6 : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  return %0, %1, %2, %3 : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>
+}
+
+// CHECK-LABEL: func.func @lookup_and_losses
+func.func @lookup_and_losses(%table: tensor<100x16xf32>, %ids: tensor<2x8xi32>, %ids64: tensor<4xi64>, %logits: tensor<2x8x100xf32>, %p: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> (tensor<2x8x16xf32>, tensor<4x16xf32>, tensor<f32>, tensor<f32>) {
+  // CHECK: zt.embedding %{{.+}}, %{{.+}} : (tensor<100x16xf32>, tensor<2x8xi32>) -> tensor<2x8x16xf32>
+  %0 = zt.embedding %table, %ids : (tensor<100x16xf32>, tensor<2x8xi32>) -> tensor<2x8x16xf32>
+  // CHECK: zt.embedding %{{.+}}, %{{.+}} : (tensor<100x16xf32>, tensor<4xi64>) -> tensor<4x16xf32>
+  %1 = zt.embedding %table, %ids64 : (tensor<100x16xf32>, tensor<4xi64>) -> tensor<4x16xf32>
+  // CHECK: zt.softmax_cross_entropy %{{.+}}, %{{.+}} : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %2 = zt.softmax_cross_entropy %logits, %ids : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
+  // CHECK: zt.mse %{{.+}}, %{{.+}} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
+  %3 = zt.mse %p, %t : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
+  return %0, %1, %2, %3 : tensor<2x8x16xf32>, tensor<4x16xf32>, tensor<f32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @dropout
+func.func @dropout(%x: tensor<4x16xf32>, %step: tensor<i64>) -> tensor<4x16xf32> {
+  // CHECK: zt.dropout %{{.+}}, %{{.+}}, rate = 1.000000e-01, seed = 7 : (tensor<4x16xf32>, tensor<i64>) -> tensor<4x16xf32>
+  %0 = zt.dropout %x, %step, rate = 0.1, seed = 7 : (tensor<4x16xf32>, tensor<i64>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// CHECK-LABEL: func.func @optimizers
+func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %buf: tensor<10xf32>, %m: tensor<10xf32>, %v: tensor<10xf32>, %step: tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) {
+  // CHECK: zt.sgd %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
+  %0 = zt.sgd %p, %g {lr = 0.1 : f64} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
+  // CHECK: zt.sgd %{{.+}}, %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov, weight_decay = 1.000000e-04 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> (tensor<10xf32>, tensor<10xf32>)
+  %1, %2 = zt.sgd %p, %g, %buf {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 1.0e-4 : f64, nesterov} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> (tensor<10xf32>, tensor<10xf32>)
+  // CHECK: zt.adamw %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {beta1 = 8.000000e-01 : f64, lr = 1.000000e-03 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  %3, %4, %5 = zt.adamw %p, %g, %m, %v, %step {lr = 1.0e-3 : f64, beta1 = 0.8 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  return %0, %1, %2, %3, %4, %5 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>
+}
+
+// CHECK-LABEL: func.func @argument_roles
+// CHECK-SAME: {zt.role = #zt.role<input>}
+// CHECK-SAME: {zt.role = #zt.role<label>}
+// CHECK-SAME: {zt.init = #zt.init<zeros>, zt.role = #zt.role<parameter>}
+// CHECK-SAME: {zt.init = #zt.init<ones>, zt.role = #zt.role<parameter>}
+// CHECK-SAME: {zt.init = #zt.init<constant(value = 5.000000e-01)>, zt.role = #zt.role<parameter>}
+// CHECK-SAME: {zt.init = #zt.init<normal(mean = 0.000000e+00, std = 2.000000e-02)>, zt.role = #zt.role<parameter>}
+// CHECK-SAME: {zt.init = #zt.init<uniform(low = -1.000000e-01, high = 1.000000e-01)>, zt.role = #zt.role<parameter>}
+// CHECK-SAME: {zt.role = #zt.role<step>}
+func.func @argument_roles(
+    %x: tensor<4x8xf32> {zt.role = #zt.role<input>},
+    %y: tensor<4xi32> {zt.role = #zt.role<label>},
+    %w0: tensor<8xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+    %w1: tensor<8xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<ones>},
+    %w2: tensor<8xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<constant(value = 0.5)>},
+    %w3: tensor<8x8xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<normal(mean = 0.0, std = 0.02)>},
+    %w4: tensor<8xbf16> {zt.role = #zt.role<parameter>, zt.init = #zt.init<uniform(low = -0.1, high = 0.1)>},
+    %step: tensor<i64> {zt.role = #zt.role<step>}) {
+  return
+}
