@@ -9,12 +9,14 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<zcc::zt::ZTDialect, mlir::func::FuncDialect>();
   // Generic cleanups (canonicalize, cse, ...) for tests and pipelines.
   mlir::registerTransformsPasses();
+  zcc::registerZCCPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "zt optimizer driver\n", registry));
 }

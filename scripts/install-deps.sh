@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what zcc needs on Debian 12. Idempotent and quick when all is there:
+# apt is only called for packages that are missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build lld git python3
+  # MLIR/LLVM 19: libmlir-19-dev needs mlir-tblgen from mlir-19-tools; FileCheck,
+  # not and lit.py come from llvm-19-tools.
+  libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
+  libgtest-dev
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} Debian packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

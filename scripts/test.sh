@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every test of zcc on a fresh Debian 12 machine: installs dependencies,
+# builds, checks the build is incremental and that the MLIR-free configuration
+# builds, then runs ctest (lit, GoogleTest). Ends with ctest's summary line.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${ZCC_BUILD_DIR:-$root/build}
+
+"$root/scripts/install-deps.sh"
+
+echo "== build (compiler + runtime) in $build"
+ZCC_BUILD_DIR=$build "$root/scripts/build.sh"
+
+echo "== a second ninja run must have nothing to do"
+noop=$(ninja -C "$build" -n)
+if ! grep -q "no work to do" <<<"$noop"; then
+  echo "error: a no-op rebuild would run:" >&2
+  echo "$noop" >&2
+  exit 1
+fi
+echo "ok: $(tail -n 1 <<<"$noop")"
+
+echo "== build with -DZCC_BUILD_COMPILER=OFF (runtime and planner alone, no MLIR)"
+ZCC_BUILD_DIR=$build-runtime-only "$root/scripts/build.sh" -DZCC_BUILD_COMPILER=OFF
+
+echo "== tests"
+cd "$build"
+ctest --output-on-failure "$@"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Refreshes docs/generated/ from the ODS definitions (the docs-in-sync test
+# fails until this is run after a .td change). Builds first.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${ZCC_BUILD_DIR:-$root/build}
+ZCC_BUILD_DIR=$build "$root/scripts/build.sh" >/dev/null
+cp "$build/docs/ZT/ZT.md" "$root/docs/generated/ZT.md"
+cp "$build/docs/ZCCPasses.md" "$root/docs/generated/Passes.md"
+echo "updated docs/generated/ZT.md and docs/generated/Passes.md"
