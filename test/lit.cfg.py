@@ -15,3 +15,16 @@ config.environment["PATH"] = os.pathsep.join(
     [config.zcc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]
 )
 config.substitutions.append(("%examples", os.path.join(config.zcc_src_root, "examples")))
+
+# Tests that need a GPU say `REQUIRES: cuda`; the feature is set only when
+# zcc-cuda-info finds a device a kernel runs on, so elsewhere they are reported
+# UNSUPPORTED (skipped), never passed.
+import subprocess
+
+_cuda_info = os.path.join(config.zcc_tools_dir, "zcc-cuda-info")
+if os.path.exists(_cuda_info):
+    try:
+        if subprocess.run([_cuda_info, "--smoke", "--quiet"], timeout=120).returncode == 0:
+            config.available_features.add("cuda")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
