@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""Fails when a zt op has no case in the round-trip test.
+
+The op list comes from the ODS-generated reference (build/docs/ZT/ZT.md), so a
+new op added to ZTOps.td without a round-trip case fails this test.
+usage: check_op_coverage.py GENERATED_DOC ROUND_TRIP_TEST
+"""
+import re
+import sys
+
+
+def main() -> int:
+    doc_path, test_path = sys.argv[1:3]
+    with open(doc_path) as f:
+        ops = re.findall(r"^### `(zt\.\w+)`", f.read(), re.M)
+    with open(test_path) as f:
+        # Ops used in the test body, not in comments or CHECK lines.
+        body = "\n".join(l for l in f if not l.lstrip().startswith("//"))
+    if not ops:
+        print(f"error: no ops found in {doc_path}")
+        return 1
+    missing = [op for op in ops if not re.search(re.escape(op) + r"\b", body)]
+    for op in missing:
+        print(f"error: {op} has no case in {test_path}")
+    print(f"{len(ops) - len(missing)} of {len(ops)} zt ops covered by the round-trip test")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
