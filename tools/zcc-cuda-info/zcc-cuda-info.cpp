@@ -20,10 +20,9 @@ int main(int argc, char **argv) {
     } else if (std::strcmp(argv[i], "--quiet") == 0) {
       quiet = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: zcc-cuda-info [--smoke] [--quiet]\n"
-                   "  --smoke  run a check kernel on every device\n"
-                   "  --quiet  print nothing; the exit code tells\n");
+      std::fprintf(stderr, "usage: zcc-cuda-info [--smoke] [--quiet]\n"
+                           "  --smoke  run a check kernel on every device\n"
+                           "  --quiet  print nothing; the exit code tells\n");
       return 2;
     }
   }

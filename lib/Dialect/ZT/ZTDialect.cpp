@@ -71,15 +71,14 @@ InitAttr InitAttr::getNormal(MLIRContext *ctx, double mean, double std) {
   return get(ctx, InitKind::Normal, APFloat(mean), APFloat(std));
 }
 
-LogicalResult
-InitAttr::verify(function_ref<InFlightDiagnostic()> emitError, InitKind kind,
-                 APFloat first, APFloat second) {
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, APFloat first, APFloat second) {
   ArrayRef<StringRef> names = getValueNames(kind);
   const APFloat values[] = {first, second};
   for (auto [name, value] : llvm::zip(names, values))
     if (!value.isFinite())
-      return emitError() << "initializer " << stringifyInitKind(kind)
-                         << ": '" << name << "' must be finite";
+      return emitError() << "initializer " << stringifyInitKind(kind) << ": '"
+                         << name << "' must be finite";
   // Unused slots stay zero so equal initializers are one uniqued attribute.
   for (unsigned i = names.size(); i < 2; ++i)
     if (!values[i].isZero())
@@ -90,9 +89,10 @@ InitAttr::verify(function_ref<InFlightDiagnostic()> emitError, InitKind kind,
                        << formatNumber(second.convertToDouble());
   if (kind == InitKind::Uniform &&
       !(first.convertToDouble() < second.convertToDouble()))
-    return emitError() << "initializer uniform: 'low' must be below 'high', got low = "
-                       << formatNumber(first.convertToDouble())
-                       << ", high = " << formatNumber(second.convertToDouble());
+    return emitError()
+           << "initializer uniform: 'low' must be below 'high', got low = "
+           << formatNumber(first.convertToDouble())
+           << ", high = " << formatNumber(second.convertToDouble());
   return success();
 }
 
@@ -122,9 +122,8 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   }
   if (parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), *kind, APFloat(values[0]),
-                    APFloat(values[1]));
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    *kind, APFloat(values[0]), APFloat(values[1]));
 }
 
 void InitAttr::print(AsmPrinter &printer) const {

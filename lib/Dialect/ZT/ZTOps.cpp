@@ -93,8 +93,8 @@ static LogicalResult verifyHyperparameter(Operation *op, StringRef name,
   if (ok)
     return success();
   InFlightDiagnostic diag = op->emitOpError()
-                            << name << " must be " << (loInclusive ? ">= " : "> ")
-                            << formatNumber(lo);
+                            << name << " must be "
+                            << (loInclusive ? ">= " : "> ") << formatNumber(lo);
   if (hiExclusive)
     diag << " and < " << formatNumber(*hiExclusive);
   return diag << ", got " << formatNumber(value);
@@ -104,10 +104,11 @@ static LogicalResult verifyHyperparameter(Operation *op, StringRef name,
 // ConstantOp, CausalMaskOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConstantOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                             ValueRange operands, DictionaryAttr attributes,
+                             OpaqueProperties properties, RegionRange,
+                             SmallVectorImpl<Type> &inferredReturnTypes) {
   ConstantOp::Adaptor adaptor(operands, attributes, properties);
   ElementsAttr value = adaptor.getValueAttr();
   if (!value)
@@ -232,9 +233,9 @@ void SliceOp::print(OpAsmPrinter &printer) {
           printer << ':' << stride;
       });
   printer << ']';
-  printer.printOptionalAttrDict((*this)->getAttrs(),
-                              {getStartIndicesAttrName(),
-                               getLimitIndicesAttrName(), getStridesAttrName()});
+  printer.printOptionalAttrDict((*this)->getAttrs(), {getStartIndicesAttrName(),
+                                                      getLimitIndicesAttrName(),
+                                                      getStridesAttrName()});
   printer << " : ";
   printer.printFunctionalType(*this);
 }
@@ -256,8 +257,8 @@ LogicalResult SliceOp::verify() {
     int64_t size = operandType.getDimSize(d);
     if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > size)
       return emitOpError() << "dimension " << d << ": range " << starts[d]
-                           << ':' << limits[d]
-                           << " is out of bounds for size " << size;
+                           << ':' << limits[d] << " is out of bounds for size "
+                           << size;
     if (strides[d] < 1)
       return emitOpError() << "dimension " << d << ": stride must be >= 1, got "
                            << strides[d];
@@ -297,7 +298,8 @@ LogicalResult ConcatOp::verify() {
   }
   RankedTensorType resultType = tensorTypeOf(getResult());
   if (resultType.getElementType() != first.getElementType())
-    return emitOpError() << "result element type " << resultType.getElementType()
+    return emitOpError() << "result element type "
+                         << resultType.getElementType()
                          << " must match the operands' "
                          << first.getElementType();
   return verifyResultShape(*this, resultType, expected);
@@ -398,15 +400,15 @@ static LogicalResult verifyNorm(Operation *op, Value operand,
                                 double epsilon) {
   RankedTensorType operandType = tensorTypeOf(operand);
   if (operandType.getRank() < 1)
-    return op->emitOpError() << "operand must have rank >= 1, got "
-                             << operandType;
+    return op->emitOpError()
+           << "operand must have rank >= 1, got " << operandType;
   int64_t d = operandType.getShape().back();
   for (auto [name, value] : affine) {
     RankedTensorType type = tensorTypeOf(value);
     if (type.getShape() != ArrayRef<int64_t>{d})
-      return op->emitOpError() << name << " must have shape [" << d
-                               << "] (the operand's last dimension), got "
-                               << type;
+      return op->emitOpError()
+             << name << " must have shape [" << d
+             << "] (the operand's last dimension), got " << type;
   }
   return verifyHyperparameter(op, "epsilon", epsilon, 0.0,
                               /*loInclusive=*/false, std::nullopt);
@@ -466,11 +468,11 @@ LogicalResult SgdOp::verify() {
   double momentum = getMomentum().convertToDouble();
   if (failed(verifyHyperparameter(*this, "lr", getLr().convertToDouble(), 0.0,
                                   true, std::nullopt)) ||
-      failed(verifyHyperparameter(*this, "momentum", momentum, 0.0, true,
-                                  1.0)) ||
+      failed(
+          verifyHyperparameter(*this, "momentum", momentum, 0.0, true, 1.0)) ||
       failed(verifyHyperparameter(*this, "weight_decay",
-                                  getWeightDecay().convertToDouble(), 0.0,
-                                  true, std::nullopt)) ||
+                                  getWeightDecay().convertToDouble(), 0.0, true,
+                                  std::nullopt)) ||
       failed(verifyTypeMatches(*this, "grad", getGrad().getType(), "param",
                                paramType)) ||
       failed(verifyTypeMatches(*this, "new_param", getNewParam().getType(),
@@ -487,13 +489,12 @@ LogicalResult SgdOp::verify() {
   if (static_cast<bool>(getNewMomentumBuffer()) != hasBuffer)
     return emitOpError() << "must return a new_momentum_buffer exactly when it "
                             "takes a momentum_buffer";
-  if (hasBuffer &&
-      (failed(verifyTypeMatches(*this, "momentum_buffer",
-                                getMomentumBuffer().getType(), "param",
-                                paramType)) ||
-       failed(verifyTypeMatches(*this, "new_momentum_buffer",
-                                getNewMomentumBuffer().getType(), "param",
-                                paramType))))
+  if (hasBuffer && (failed(verifyTypeMatches(*this, "momentum_buffer",
+                                             getMomentumBuffer().getType(),
+                                             "param", paramType)) ||
+                    failed(verifyTypeMatches(*this, "new_momentum_buffer",
+                                             getNewMomentumBuffer().getType(),
+                                             "param", paramType))))
     return failure();
   return success();
 }
@@ -517,11 +518,11 @@ LogicalResult AdamwOp::verify() {
                                   0.0, true, 1.0)) ||
       failed(verifyHyperparameter(*this, "beta2", getBeta2().convertToDouble(),
                                   0.0, true, 1.0)) ||
-      failed(verifyHyperparameter(*this, "eps", getEps().convertToDouble(),
-                                  0.0, false, std::nullopt)) ||
+      failed(verifyHyperparameter(*this, "eps", getEps().convertToDouble(), 0.0,
+                                  false, std::nullopt)) ||
       failed(verifyHyperparameter(*this, "weight_decay",
-                                  getWeightDecay().convertToDouble(), 0.0,
-                                  true, std::nullopt)))
+                                  getWeightDecay().convertToDouble(), 0.0, true,
+                                  std::nullopt)))
     return failure();
   return success();
 }

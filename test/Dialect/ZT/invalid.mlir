@@ -520,3 +520,52 @@ func.func @adamw_weight_decay(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4
   %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = 1.0e-3 : f64, weight_decay = -0.01 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+func.func @embedding_dtype(%t: tensor<10x4xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{all of {table, result} have same element type}}
+  %0 = zt.embedding %t, %i : (tensor<10x4xf32>, tensor<3xi32>) -> tensor<3x4xbf16>
+  return
+}
+
+// -----
+func.func @cross_entropy_dtype(%l: tensor<4x10xf16>, %y: tensor<4xi32>) {
+  // expected-error @+1 {{all of {logits, result} have same element type}}
+  %0 = zt.softmax_cross_entropy %l, %y : (tensor<4x10xf16>, tensor<4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @mse_dtype(%p: tensor<4xf32>, %t: tensor<4xf32>) {
+  // expected-error @+1 {{all of {prediction, result} have same element type}}
+  %0 = zt.mse %p, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<bf16>
+  return
+}
+
+// -----
+func.func @reduction_dtype(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{all of {operand, result} have same element type}}
+  %0 = zt.sum %a, dims = [1] : (tensor<4x8xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+func.func @softmax_type(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "zt.softmax"(%a) {axis = 1 : i64} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+func.func @dropout_type(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{all of {operand, result} have same type}}
+  %0 = zt.dropout %x, %s, rate = 0.1, seed = 1 : (tensor<4xf32>, tensor<i64>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+func.func @causal_mask_rank(%x: tensor<4xf32>) {
+  // expected-error @+1 {{result must be a square 2-D tensor, got 'tensor<2x4x4xf32>'}}
+  %0 = zt.causal_mask : tensor<2x4x4xf32>
+  return
+}

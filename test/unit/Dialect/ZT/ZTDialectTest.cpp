@@ -106,7 +106,8 @@ TEST_F(ZTDialectTest, BuilderMatchesMlpExample) {
                                 llvm::APFloat(-bounds[layer]),
                                 llvm::APFloat(bounds[layer])));
     fn.setArgAttr(w, ZTDialect::kRoleAttrName, role(ArgRole::Parameter));
-    fn.setArgAttr(w + 1, ZTDialect::kInitAttrName, InitAttr::getZeros(&context));
+    fn.setArgAttr(w + 1, ZTDialect::kInitAttrName,
+                  InitAttr::getZeros(&context));
     fn.setArgAttr(w + 1, ZTDialect::kRoleAttrName, role(ArgRole::Parameter));
   }
 
@@ -115,11 +116,11 @@ TEST_F(ZTDialectTest, BuilderMatchesMlpExample) {
   Value x = entry->getArgument(0);
   for (int layer = 0; layer < 3; ++layer) {
     auto outType = f32({32, widths[layer + 1]});
-    Value h = b.create<MatmulOp>(loc, outType, x,
-                                 entry->getArgument(2 + 2 * layer));
-    Value bias = b.create<BroadcastInDimOp>(
-        loc, outType, entry->getArgument(3 + 2 * layer),
-        b.getDenseI64ArrayAttr({1}));
+    Value h =
+        b.create<MatmulOp>(loc, outType, x, entry->getArgument(2 + 2 * layer));
+    Value bias = b.create<BroadcastInDimOp>(loc, outType,
+                                            entry->getArgument(3 + 2 * layer),
+                                            b.getDenseI64ArrayAttr({1}));
     x = b.create<AddOp>(loc, h, bias);
     if (layer < 2)
       x = b.create<ReluOp>(loc, x);
@@ -162,8 +163,9 @@ TEST_F(ZTDialectTest, MatmulContractionMismatchIsReported) {
   MatmulOp matmul;
   module->walk([&](MatmulOp op) { matmul = op; });
   matmul.setTransposeRhs(true);
-  EXPECT_EQ(verifyAndGetError(*module),
-            "'zt.matmul' op expected result shape [4, 4], got 'tensor<4x8xf32>'");
+  EXPECT_EQ(
+      verifyAndGetError(*module),
+      "'zt.matmul' op expected result shape [4, 4], got 'tensor<4x8xf32>'");
   matmul.getResult().setType(f32({4, 4}));
   EXPECT_EQ(verifyAndGetError(*module), "");
 }
@@ -173,8 +175,7 @@ TEST_F(ZTDialectTest, BroadcastRuleIsReported) {
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-  auto fn =
-      b.create<func::FuncOp>(loc, "f", b.getFunctionType({f32({3})}, {}));
+  auto fn = b.create<func::FuncOp>(loc, "f", b.getFunctionType({f32({3})}, {}));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto op = b.create<BroadcastInDimOp>(loc, f32({4, 8}), entry->getArgument(0),
@@ -191,7 +192,8 @@ TEST_F(ZTDialectTest, InitAttrRejectsBadValuesThroughGetChecked) {
   EXPECT_FALSE(InitAttr::getChecked(emit, &context, InitKind::Normal,
                                     llvm::APFloat(0.0), llvm::APFloat(-1.0)));
   ASSERT_EQ(diagnostics.size(), 1u);
-  EXPECT_EQ(diagnostics[0], "initializer normal: 'std' must be positive, got -1");
+  EXPECT_EQ(diagnostics[0],
+            "initializer normal: 'std' must be positive, got -1");
 
   diagnostics.clear();
   EXPECT_FALSE(InitAttr::getChecked(
@@ -200,6 +202,15 @@ TEST_F(ZTDialectTest, InitAttrRejectsBadValuesThroughGetChecked) {
       llvm::APFloat(0.0)));
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics[0], "initializer constant: 'value' must be finite");
+
+  // Kinds with fewer values keep the unused slots zero, so equal initializers
+  // are one uniqued attribute.
+  diagnostics.clear();
+  EXPECT_FALSE(InitAttr::getChecked(emit, &context, InitKind::Zeros,
+                                    llvm::APFloat(1.0), llvm::APFloat(0.0)));
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0], "initializer zeros takes 0 value(s)");
+  EXPECT_EQ(InitAttr::getZeros(&context), InitAttr::getZeros(&context));
 
   InitAttr ok = InitAttr::getNormal(&context, 0.0, 0.02);
   EXPECT_EQ(ok.getKind(), InitKind::Normal);
