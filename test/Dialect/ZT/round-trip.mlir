@@ -1,7 +1,8 @@
 // Every zt op prints in a form that parses back to the same op, in both the
-// custom and the generic syntax.
+// custom and the generic syntax and through bytecode.
 // RUN: zt-opt %s | zt-opt | FileCheck %s
 // RUN: zt-opt %s -mlir-print-op-generic | zt-opt | FileCheck %s
+// RUN: zt-opt %s -emit-bytecode | zt-opt | FileCheck %s
 
 // CHECK-LABEL: func.func @elementwise
 // CHECK-SAME: (%[[A:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<4x8xf32>)
