@@ -49,7 +49,7 @@ static LogicalResult verifyResultShape(Operation *op, RankedTensorType result,
                            << ", got " << result;
 }
 
-/// Checks that `dims` is a non-empty strictly increasing list in [0, rank).
+/// Checks that `dims` is strictly increasing and within [0, rank).
 static LogicalResult verifyDimList(Operation *op, StringRef name,
                                    ArrayRef<int64_t> dims, int64_t rank) {
   for (auto [index, dim] : llvm::enumerate(dims)) {

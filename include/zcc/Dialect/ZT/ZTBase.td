@@ -39,10 +39,7 @@ def ZT_Dialect : Dialect {
     /// Name of the function-argument attribute holding an InitAttr.
     static constexpr ::llvm::StringLiteral kInitAttrName = "zt.init";
 
-  private:
     void registerAttributes();
-
-  public:
   }];
 }
 
