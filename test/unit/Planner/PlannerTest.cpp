@@ -1,0 +1,236 @@
+//===- PlannerTest.cpp - planner library: bound, checker, algorithms ------===//
+
+#include "zcc/Planner/Algorithms.h"
+#include "zcc/Planner/Generators.h"
+#include "zcc/Planner/PlanChecker.h"
+#include "zcc/Planner/Problem.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace zcc::planner;
+
+namespace {
+
+BufferRequest buffer(int64_t id, int64_t lower, int64_t upper, int64_t size,
+                     int64_t alignment = 1) {
+  BufferRequest b;
+  b.id = id;
+  b.lower = lower;
+  b.upper = upper;
+  b.size = size;
+  b.alignment = alignment;
+  return b;
+}
+
+/// Reference check written the obvious O(n^2) way, for cross-checking the
+/// sweep checker on random plans.
+bool pairwiseValid(const Problem &problem, const std::vector<int64_t> &offsets,
+                   int64_t arena) {
+  const auto &bs = problem.buffers;
+  for (size_t i = 0; i < bs.size(); ++i) {
+    if (offsets[i] < 0 || offsets[i] % bs[i].alignment != 0 ||
+        offsets[i] + bs[i].size > arena)
+      return false;
+    if (bs[i].fixedOffset && *bs[i].fixedOffset != offsets[i])
+      return false;
+    for (size_t j = i + 1; j < bs.size(); ++j) {
+      bool timeOverlap = bs[i].lower < bs[j].upper && bs[j].lower < bs[i].upper;
+      bool spaceOverlap = offsets[i] < offsets[j] + bs[j].size &&
+                          offsets[j] < offsets[i] + bs[i].size;
+      if (timeOverlap && spaceOverlap && bs[i].size > 0 && bs[j].size > 0)
+        return false;
+    }
+  }
+  return true;
+}
+
+TEST(LowerBound, PeakOfLiveBytesWithHalfOpenLifetimes) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 10), buffer(1, 1, 3, 20), buffer(2, 2, 4, 5),
+               buffer(3, 3, 4, 7)};
+  // Step 1: 10 + 20 = 30; step 2: 20 + 5 (buffer 0 has ended) = 25; step 3:
+  // 5 + 7 = 12.
+  EXPECT_EQ(computeLowerBound(p), 30);
+  EXPECT_EQ(computeLowerBound(Problem{}), 0);
+}
+
+TEST(ValidateProblem, NamesTheOffendingBuffer) {
+  Problem p;
+  p.buffers = {buffer(4, 0, 2, 10), buffer(4, 1, 3, 1)};
+  EXPECT_EQ(validateProblem(p), "duplicate id 4");
+  p.buffers = {buffer(1, 3, 3, 10)};
+  EXPECT_EQ(validateProblem(p),
+            "buffer 1: empty lifetime [3, 3): upper must exceed lower");
+  p.buffers = {buffer(2, 0, 1, -5)};
+  EXPECT_EQ(validateProblem(p), "buffer 2: negative size -5");
+  p.buffers = {buffer(3, 0, 1, 5, 12)};
+  EXPECT_EQ(validateProblem(p), "buffer 3: alignment 12 is not a power of two");
+  p.buffers = {buffer(5, 0, 1, 5, 8)};
+  p.buffers[0].fixedOffset = 4;
+  EXPECT_EQ(validateProblem(p), "buffer 5: fixed offset 4 is negative or not a "
+                                "multiple of its alignment");
+  p.buffers[0].fixedOffset = 16;
+  EXPECT_EQ(validateProblem(p), "");
+}
+
+TEST(PlanChecker, AcceptsAValidPlan) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 10), buffer(1, 1, 3, 20), buffer(2, 2, 4, 10)};
+  // Buffer 2 reuses buffer 0's bytes: their lifetimes only touch at step 2.
+  EXPECT_EQ(checkPlan(p, {0, 10, 0}, 30), "");
+}
+
+TEST(PlanChecker, CatchesPlantedOverlap) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 10), buffer(1, 1, 3, 20), buffer(2, 2, 4, 10)};
+  EXPECT_EQ(checkPlan(p, {0, 9, 0}, 30),
+            "buffer 1 (bytes [9, 29), steps [1, 3)) overlaps buffer 0 (bytes "
+            "[0, 10), steps [0, 2))");
+  // Same offset, overlapping lifetimes.
+  EXPECT_NE(checkPlan(p, {0, 0, 20}, 30), "");
+  // A buffer nested inside another.
+  p.buffers = {buffer(0, 0, 5, 100), buffer(1, 2, 3, 4)};
+  EXPECT_NE(checkPlan(p, {0, 50}, 100), "");
+}
+
+TEST(PlanChecker, CatchesMisalignmentOverflowAndMovedFixedBuffers) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 16, 16), buffer(1, 0, 2, 8)};
+  EXPECT_EQ(checkPlan(p, {8, 0}, 24),
+            "buffer 0 (bytes [8, 24), steps [0, 2)): offset not a multiple of "
+            "alignment 16");
+  EXPECT_EQ(checkPlan(p, {0, 16}, 23),
+            "buffer 1 (bytes [16, 24), steps [0, 2)): ends past the arena of "
+            "23 bytes");
+  EXPECT_EQ(checkPlan(p, {16, -8}, 32),
+            "buffer 1 (bytes [-8, 0), steps [0, 2)): negative offset");
+  p.buffers[1].fixedOffset = 32;
+  EXPECT_EQ(checkPlan(p, {0, 16}, 40),
+            "buffer 1 (bytes [16, 24), steps [0, 2)): pre-placed at 32 but "
+            "moved");
+  EXPECT_EQ(checkPlan(p, {0}, 40), "plan has 1 offsets for 2 buffers");
+}
+
+TEST(PlanChecker, ZeroSizeBuffersConflictWithNothing) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 4, 16), buffer(1, 1, 2, 0)};
+  EXPECT_EQ(checkPlan(p, {0, 8}, 16), "");
+}
+
+// The sweep checker agrees with the O(n^2) definition on random plans, valid
+// and invalid alike.
+TEST(PlanChecker, AgreesWithPairwiseDefinitionOnRandomPlans) {
+  int valid = 0, invalid = 0;
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    Problem p = generateRandomProblem(seed, 1 + seed % 12, 10, 20);
+    std::vector<int64_t> offsets;
+    uint64_t state = seed * 2654435761u + 1;
+    for (const BufferRequest &b : p.buffers) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      offsets.push_back(b.fixedOffset ? *b.fixedOffset
+                                      : b.alignment * ((state >> 33) % 8));
+    }
+    int64_t arena = computeArenaSize(p, offsets) - (seed % 5 == 0 ? 1 : 0);
+    bool expected = pairwiseValid(p, offsets, arena);
+    EXPECT_EQ(checkPlan(p, offsets, arena).empty(), expected)
+        << "seed " << seed;
+    (expected ? valid : invalid)++;
+  }
+  // Both outcomes are exercised, so agreement means something.
+  EXPECT_GT(valid, 200);
+  EXPECT_GT(invalid, 200);
+}
+
+TEST(Registry, FindsEveryAlgorithmByName) {
+  ASSERT_FALSE(plannerAlgorithms().empty());
+  for (const PlannerAlgorithm &algorithm : plannerAlgorithms())
+    EXPECT_EQ(findPlannerAlgorithm(algorithm.name), &algorithm);
+  EXPECT_EQ(findPlannerAlgorithm("no-such-algorithm"), nullptr);
+}
+
+// Thousands of seeded instances through every algorithm: each plan passes the
+// checker, is never below the lower bound, and is the same when run twice.
+TEST(Algorithms, RandomInstancesAreValidAndDeterministic) {
+  for (const PlannerAlgorithm &algorithm : plannerAlgorithms()) {
+    int atBound = 0;
+    for (uint64_t seed = 0; seed < 2000; ++seed) {
+      Problem p =
+          generateRandomProblem(seed, 1 + seed % 60, 5 + seed % 40, 1000);
+      ASSERT_EQ(validateProblem(p), "");
+      PlanOutcome outcome = algorithm.run(p, PlanOptions{});
+      ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "")
+          << algorithm.name << " seed " << seed;
+      int64_t bound = computeLowerBound(p);
+      ASSERT_GE(outcome.plan.arenaSize, bound);
+      EXPECT_EQ(outcome.reachedLowerBound, outcome.plan.arenaSize == bound);
+      EXPECT_TRUE(outcome.found);
+      atBound += outcome.reachedLowerBound;
+      PlanOutcome again = algorithm.run(p, PlanOptions{});
+      ASSERT_EQ(again.plan.offsets, outcome.plan.offsets)
+          << algorithm.name << " seed " << seed << " is not deterministic";
+    }
+    RecordProperty(std::string(algorithm.name) + "_at_bound", atBound);
+  }
+}
+
+TEST(Algorithms, RectangleInstancesHaveTheirCapacityAsBound) {
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    Problem p = generateRectangleProblem(seed, 30 + seed % 70, 4096, 256);
+    ASSERT_EQ(validateProblem(p), "");
+    ASSERT_EQ(computeLowerBound(p), 4096) << "seed " << seed;
+    for (const PlannerAlgorithm &algorithm : plannerAlgorithms()) {
+      PlanOutcome outcome = algorithm.run(p, PlanOptions{});
+      ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "")
+          << algorithm.name << " seed " << seed;
+      ASSERT_GE(outcome.plan.arenaSize, 4096);
+    }
+  }
+}
+
+TEST(Algorithms, CapacityDecidesFound) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 10), buffer(1, 1, 3, 20), buffer(2, 2, 4, 10)};
+  for (const PlannerAlgorithm &algorithm : plannerAlgorithms()) {
+    PlanOptions options;
+    options.capacity = 30;
+    EXPECT_TRUE(algorithm.run(p, options).found) << algorithm.name;
+    options.capacity = 29;
+    EXPECT_FALSE(algorithm.run(p, options).found) << algorithm.name;
+  }
+}
+
+TEST(Algorithms, PrePlacedBuffersKeepTheirOffsets) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 4, 8), buffer(1, 0, 4, 8), buffer(2, 0, 4, 8)};
+  p.buffers[1].fixedOffset = 0;
+  for (const PlannerAlgorithm &algorithm : plannerAlgorithms()) {
+    PlanOutcome outcome = algorithm.run(p, PlanOptions{});
+    EXPECT_EQ(outcome.plan.offsets[1], 0) << algorithm.name;
+    EXPECT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "");
+    EXPECT_EQ(outcome.plan.arenaSize, 24);
+  }
+}
+
+TEST(Greedy, BestFitTakesTheSmallestGap) {
+  // Pinned buffers fill [0, 138) over steps [0, 10); buffers 1 and 3 end at
+  // step 5, leaving a 10-byte hole at [10, 20) and a 6-byte hole at [32, 38).
+  // A 6-byte buffer at steps [6, 8) fits both: best fit takes the 6-byte
+  // hole, first fit the lower one.
+  Problem p;
+  p.buffers = {buffer(0, 0, 10, 10), buffer(1, 0, 5, 10), buffer(2, 0, 10, 12),
+               buffer(3, 0, 5, 6),   buffer(4, 0, 10, 100), buffer(5, 6, 8, 6)};
+  // Pin the layout of the first five so only buffer 5 is placed.
+  const int64_t pinned[] = {0, 10, 20, 32, 38};
+  for (int i = 0; i < 5; ++i)
+    p.buffers[i].fixedOffset = pinned[i];
+  Plan best = planGreedy(p, GreedyOrder::Size, GreedyFit::BestFit);
+  Plan first = planGreedy(p, GreedyOrder::Size, GreedyFit::FirstFit);
+  EXPECT_EQ(best.offsets[5], 32);
+  EXPECT_EQ(first.offsets[5], 10);
+  EXPECT_EQ(checkPlan(p, best.offsets, best.arenaSize), "");
+  EXPECT_EQ(checkPlan(p, first.offsets, first.arenaSize), "");
+}
+
+} // namespace
