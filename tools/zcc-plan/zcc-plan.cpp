@@ -1,0 +1,191 @@
+//===- zcc-plan.cpp - plan buffer offsets from a MiniMalloc CSV -----------===//
+//
+// Exit codes: 0 planned; 1 no plan within --capacity was found in the time
+// limit; 2 bad usage or bad input (message names the line); 3 internal error
+// (a plan failed the independent checker: a planner bug, never written out).
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Planner/Algorithms.h"
+#include "zcc/Planner/CsvFormat.h"
+#include "zcc/Planner/PlanChecker.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+
+using namespace zcc::planner;
+
+namespace {
+
+const char *kUsage =
+    "usage: zcc-plan IN.csv [-o OUT.csv] [--algorithm NAME] [--capacity BYTES]\n"
+    "                [--time-limit SECONDS]\n"
+    "       zcc-plan --list-algorithms\n"
+    "Reads id,lower,upper,size[,alignment] rows (header-named, any order) and\n"
+    "writes them with an offset column (to OUT.csv, or stdout). One summary\n"
+    "line goes to stdout (stderr when the plan goes to stdout).\n";
+
+int usageError(const std::string &message) {
+  std::fprintf(stderr, "zcc-plan: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+std::optional<double> parseNumber(const std::string &text) {
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size())
+    return std::nullopt;
+  return value;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string inputPath, outputPath, algorithmName = plannerAlgorithms()[0].name;
+  PlanOptions options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= argc)
+        return std::nullopt;
+      return std::string(argv[++i]);
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg == "--list-algorithms") {
+      for (const PlannerAlgorithm &algorithm : plannerAlgorithms())
+        std::printf("%-12s %s\n", algorithm.name, algorithm.summary);
+      return 0;
+    }
+    if (arg == "-o" || arg == "--algorithm" || arg == "--capacity" ||
+        arg == "--time-limit") {
+      std::optional<std::string> v = value();
+      if (!v)
+        return usageError(arg + " needs a value");
+      if (arg == "-o") {
+        outputPath = *v;
+      } else if (arg == "--algorithm") {
+        algorithmName = *v;
+      } else if (arg == "--capacity") {
+        std::optional<double> bytes = parseNumber(*v);
+        if (!bytes || *bytes < 0 || *bytes != static_cast<int64_t>(*bytes))
+          return usageError("--capacity needs a non-negative integer, got '" +
+                            *v + "'");
+        options.capacity = static_cast<int64_t>(*bytes);
+      } else {
+        std::optional<double> seconds = parseNumber(*v);
+        if (!seconds || !(*seconds > 0))
+          return usageError("--time-limit needs a positive number, got '" +
+                            *v + "'");
+        options.timeLimitSeconds = *seconds;
+      }
+      continue;
+    }
+    if (!arg.empty() && arg[0] == '-' && arg != "-")
+      return usageError("unknown option '" + arg + "'");
+    if (!inputPath.empty())
+      return usageError("more than one input file");
+    inputPath = arg;
+  }
+  if (inputPath.empty())
+    return usageError("no input file");
+  const PlannerAlgorithm *algorithm = findPlannerAlgorithm(algorithmName);
+  if (!algorithm) {
+    std::string names;
+    for (const PlannerAlgorithm &a : plannerAlgorithms())
+      names += std::string(names.empty() ? "" : ", ") + a.name;
+    return usageError("unknown algorithm '" + algorithmName +
+                      "'; available: " + names);
+  }
+
+  CsvProblem input;
+  std::string error;
+  {
+    std::ifstream file;
+    std::istream *in = &std::cin;
+    if (inputPath != "-") {
+      file.open(inputPath);
+      if (!file) {
+        std::fprintf(stderr, "zcc-plan: cannot open '%s'\n", inputPath.c_str());
+        return 2;
+      }
+      in = &file;
+    }
+    if (!readProblemCsv(*in, input, error)) {
+      std::fprintf(stderr, "zcc-plan: %s: %s\n", inputPath.c_str(),
+                   error.c_str());
+      return 2;
+    }
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  PlanOutcome outcome = algorithm->run(input.problem, options);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  std::string violation = checkPlan(input.problem, outcome.plan.offsets,
+                                    outcome.plan.arenaSize);
+  if (!violation.empty()) {
+    std::fprintf(stderr,
+                 "zcc-plan: internal error: the %s plan failed the checker: "
+                 "%s\n",
+                 algorithm->name, violation.c_str());
+    return 3;
+  }
+
+  int64_t bound = computeLowerBound(input.problem);
+  double ratio =
+      bound > 0 ? static_cast<double>(outcome.plan.arenaSize) / bound : 1.0;
+  char summary[512];
+  std::snprintf(summary, sizeof(summary),
+                "buffers=%zu lower_bound=%lld arena=%lld ratio=%.4f "
+                "algorithm=%s produced_by=%s time=%.3fs",
+                input.problem.buffers.size(), static_cast<long long>(bound),
+                static_cast<long long>(outcome.plan.arenaSize), ratio,
+                algorithm->name, outcome.producedBy.c_str(), seconds);
+
+  if (!outcome.found) {
+    std::fprintf(stderr,
+                 "zcc-plan: no plan within the capacity of %lld bytes was "
+                 "found in %.3g s (best: %lld bytes; lower bound: %lld)\n%s\n",
+                 static_cast<long long>(*options.capacity),
+                 options.timeLimitSeconds,
+                 static_cast<long long>(outcome.plan.arenaSize),
+                 static_cast<long long>(bound), summary);
+    return 1;
+  }
+
+  if (outputPath.empty()) {
+    writePlanCsv(std::cout, input, outcome.plan);
+    std::cout.flush();
+    std::fprintf(stderr, "%s\n", summary);
+    return std::cout ? 0 : 2;
+  }
+  // Write beside the target and rename, so a failed write never leaves a
+  // truncated plan where a good one was.
+  std::string temporary = outputPath + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    writePlanCsv(out, input, outcome.plan);
+    out.flush();
+    if (!out) {
+      std::remove(temporary.c_str());
+      std::fprintf(stderr, "zcc-plan: cannot write '%s'\n", outputPath.c_str());
+      return 2;
+    }
+  }
+  if (std::rename(temporary.c_str(), outputPath.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    std::fprintf(stderr, "zcc-plan: cannot write '%s'\n", outputPath.c_str());
+    return 2;
+  }
+  std::printf("%s\n", summary);
+  return 0;
+}
