@@ -10,10 +10,8 @@
 #include "zcc/Planner/Algorithms.h"
 #include "zcc/Planner/CsvFormat.h"
 #include "zcc/Planner/Generators.h"
-#include "zcc/Planner/PlanChecker.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -61,39 +59,35 @@ int main(int argc, char **argv) {
   }
   for (int count : {150, 300, 500})
     for (uint64_t seed : {1, 2, 3})
-      instances.push_back({"rect-" + std::to_string(count) + "-s" +
-                               std::to_string(seed),
-                           generateRectangleProblem(seed, count, 1 << 20, 1000)});
+      instances.push_back(
+          {"rect-" + std::to_string(count) + "-s" + std::to_string(seed),
+           generateRectangleProblem(seed, count, 1 << 20, 1000)});
 
   std::ostringstream table;
   table << "| instance | buffers | lower bound | algorithm | arena | ratio | "
            "time (s) |\n|---|---:|---:|---|---:|---:|---:|\n";
   std::fputs(table.str().c_str(), stdout);
   for (const Instance &instance : instances) {
-    int64_t bound = computeLowerBound(instance.problem);
     for (const PlannerAlgorithm &algorithm : plannerAlgorithms()) {
       PlanOptions options;
       options.timeLimitSeconds = timeLimit;
-      auto start = std::chrono::steady_clock::now();
-      PlanOutcome outcome = algorithm.run(instance.problem, options);
-      double seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-      std::string violation = checkPlan(instance.problem, outcome.plan.offsets,
-                                        outcome.plan.arenaSize);
-      if (!violation.empty()) {
+      CheckedRun run = runChecked(algorithm, instance.problem, options);
+      if (!run.violation.empty()) {
         std::fprintf(stderr, "%s / %s: INVALID PLAN: %s\n",
-                     instance.name.c_str(), algorithm.name, violation.c_str());
+                     instance.name.c_str(), algorithm.name,
+                     run.violation.c_str());
         return 3;
       }
+      const PlanOutcome &outcome = run.outcome;
+      int64_t bound = outcome.lowerBound;
       char row[512];
-      std::snprintf(row, sizeof(row), "| %s | %zu | %lld | %s | %lld | %.4f | %.3f |\n",
-                    instance.name.c_str(), instance.problem.buffers.size(),
-                    static_cast<long long>(bound), algorithm.name,
-                    static_cast<long long>(outcome.plan.arenaSize),
-                    bound ? static_cast<double>(outcome.plan.arenaSize) / bound
-                          : 1.0,
-                    seconds);
+      std::snprintf(
+          row, sizeof(row), "| %s | %zu | %lld | %s | %lld | %.4f | %.3f |\n",
+          instance.name.c_str(), instance.problem.buffers.size(),
+          static_cast<long long>(bound), algorithm.name,
+          static_cast<long long>(outcome.plan.arenaSize),
+          bound ? static_cast<double>(outcome.plan.arenaSize) / bound : 1.0,
+          run.seconds);
       std::fputs(row, stdout);
       std::fflush(stdout);
       table << row;

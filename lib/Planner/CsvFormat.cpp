@@ -107,10 +107,9 @@ bool readProblemCsv(std::istream &in, CsvProblem &out, std::string &error) {
       continue;
     std::vector<std::string> fields = splitFields(line);
     if (fields.size() != out.columns.size()) {
-      error = lineError(lineNumber, "expected " +
-                                        std::to_string(out.columns.size()) +
-                                        " fields, got " +
-                                        std::to_string(fields.size()));
+      error = lineError(lineNumber,
+                        "expected " + std::to_string(out.columns.size()) +
+                            " fields, got " + std::to_string(fields.size()));
       return false;
     }
     std::array<int64_t, NumColumns> values = {0, 0, 0, 0, 1};
@@ -120,9 +119,9 @@ bool readProblemCsv(std::istream &in, CsvProblem &out, std::string &error) {
       const std::string &field = fields[position[c]];
       std::optional<int64_t> value = parseInteger(field);
       if (!value) {
-        error = lineError(lineNumber, std::string("column '") +
-                                          kColumnNames[c] + "': '" + field +
-                                          "' is not an integer");
+        error =
+            lineError(lineNumber, std::string("column '") + kColumnNames[c] +
+                                      "': '" + field + "' is not an integer");
         return false;
       }
       values[c] = *value;
@@ -134,8 +133,8 @@ bool readProblemCsv(std::istream &in, CsvProblem &out, std::string &error) {
     buffer.size = values[Size];
     buffer.alignment = values[Alignment];
     if (buffer.size < 0) {
-      error = lineError(lineNumber,
-                        "negative size " + std::to_string(buffer.size));
+      error =
+          lineError(lineNumber, "negative size " + std::to_string(buffer.size));
       return false;
     }
     if (buffer.upper <= buffer.lower) {
@@ -146,17 +145,17 @@ bool readProblemCsv(std::istream &in, CsvProblem &out, std::string &error) {
     }
     if (buffer.alignment < 1 ||
         (buffer.alignment & (buffer.alignment - 1)) != 0) {
-      error = lineError(lineNumber,
-                        "alignment " + std::to_string(buffer.alignment) +
-                            " is not a power of two");
+      error = lineError(lineNumber, "alignment " +
+                                        std::to_string(buffer.alignment) +
+                                        " is not a power of two");
       return false;
     }
     auto [it, inserted] = firstLineOfId.emplace(buffer.id, lineNumber);
     if (!inserted) {
-      error = lineError(lineNumber, "duplicate id " +
-                                        std::to_string(buffer.id) +
-                                        " (first on line " +
-                                        std::to_string(it->second) + ")");
+      error =
+          lineError(lineNumber, "duplicate id " + std::to_string(buffer.id) +
+                                    " (first on line " +
+                                    std::to_string(it->second) + ")");
       return false;
     }
     out.problem.buffers.push_back(buffer);

@@ -10,8 +10,8 @@
 #include "OverlapIndex.h"
 
 #include <algorithm>
-#include <numeric>
 #include <climits>
+#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -37,7 +37,8 @@ std::vector<uint32_t> placementOrder(const Problem &problem,
     case GreedyOrder::Area: {
       // Saturate rather than overflow on huge sizes x lifetimes.
       __int128 area = static_cast<__int128>(b.size) * length(i);
-      int64_t clamped = area > INT64_MAX ? INT64_MAX : static_cast<int64_t>(area);
+      int64_t clamped =
+          area > INT64_MAX ? INT64_MAX : static_cast<int64_t>(area);
       return std::make_tuple(movable, -clamped, -b.size, b.lower, i);
     }
     case GreedyOrder::Start:
@@ -50,11 +51,23 @@ std::vector<uint32_t> placementOrder(const Problem &problem,
   return indices;
 }
 
-} // namespace
+const char *orderName(GreedyOrder order) {
+  switch (order) {
+  case GreedyOrder::Size:
+    return "size";
+  case GreedyOrder::Lifetime:
+    return "lifetime";
+  case GreedyOrder::Area:
+    return "area";
+  case GreedyOrder::Start:
+    return "start";
+  }
+  return "?";
+}
 
-Plan planGreedy(const Problem &problem, GreedyOrder order, GreedyFit fit) {
+Plan placeGreedy(const Problem &problem, const detail::OverlapIndex &index,
+                 GreedyOrder order, GreedyFit fit) {
   const std::vector<BufferRequest> &buffers = problem.buffers;
-  detail::OverlapIndex index(buffers);
   Plan plan;
   plan.offsets.assign(buffers.size(), 0);
   std::vector<char> placed(buffers.size(), 0);
@@ -98,6 +111,35 @@ Plan planGreedy(const Problem &problem, GreedyOrder order, GreedyFit fit) {
   }
   plan.arenaSize = computeArenaSize(problem, plan.offsets);
   return plan;
+}
+
+} // namespace
+
+Plan planGreedy(const Problem &problem, GreedyOrder order, GreedyFit fit) {
+  return placeGreedy(problem, detail::OverlapIndex(problem.buffers), order,
+                     fit);
+}
+
+Plan planGreedyBest(const Problem &problem, int64_t stopAtBytes,
+                    std::string &producedBy) {
+  detail::OverlapIndex index(problem.buffers);
+  Plan best;
+  bool haveBest = false;
+  for (GreedyOrder order : {GreedyOrder::Size, GreedyOrder::Lifetime,
+                            GreedyOrder::Area, GreedyOrder::Start}) {
+    for (GreedyFit fit : {GreedyFit::BestFit, GreedyFit::FirstFit}) {
+      Plan plan = placeGreedy(problem, index, order, fit);
+      if (!haveBest || plan.arenaSize < best.arenaSize) {
+        best = std::move(plan);
+        producedBy = std::string("greedy-best/") + orderName(order) +
+                     (fit == GreedyFit::BestFit ? "/best-fit" : "/first-fit");
+        haveBest = true;
+      }
+      if (best.arenaSize <= stopAtBytes)
+        return best;
+    }
+  }
+  return best;
 }
 
 } // namespace zcc::planner

@@ -40,7 +40,8 @@ std::string checkPlan(const Problem &problem,
     if (offset < 0)
       return describe(buffer, offset) + ": negative offset";
     if (buffer.alignment > 0 && offset % buffer.alignment != 0)
-      return describe(buffer, offset) + ": offset not a multiple of alignment " +
+      return describe(buffer, offset) +
+             ": offset not a multiple of alignment " +
              std::to_string(buffer.alignment);
     if (buffer.fixedOffset && *buffer.fixedOffset != offset)
       return describe(buffer, offset) + ": pre-placed at " +

@@ -1,31 +1,20 @@
 //===- Registry.cpp - planning algorithms by name -------------------------===//
 
 #include "zcc/Planner/Algorithms.h"
+#include "zcc/Planner/PlanChecker.h"
 
+#include <chrono>
 #include <utility>
 
 namespace zcc::planner {
 
 namespace {
 
-const char *orderName(GreedyOrder order) {
-  switch (order) {
-  case GreedyOrder::Size:
-    return "size";
-  case GreedyOrder::Lifetime:
-    return "lifetime";
-  case GreedyOrder::Area:
-    return "area";
-  case GreedyOrder::Start:
-    return "start";
-  }
-  return "?";
-}
-
-PlanOutcome finish(const Problem &problem, const PlanOptions &options,
-                   Plan plan, std::string producedBy) {
+PlanOutcome finish(const PlanOptions &options, int64_t lowerBound, Plan plan,
+                   std::string producedBy) {
   PlanOutcome outcome;
-  outcome.reachedLowerBound = plan.arenaSize == computeLowerBound(problem);
+  outcome.lowerBound = lowerBound;
+  outcome.reachedLowerBound = plan.arenaSize == lowerBound;
   outcome.found = !options.capacity || plan.arenaSize <= *options.capacity;
   outcome.plan = std::move(plan);
   outcome.producedBy = std::move(producedBy);
@@ -33,31 +22,16 @@ PlanOutcome finish(const Problem &problem, const PlanOptions &options,
 }
 
 PlanOutcome runGreedySize(const Problem &problem, const PlanOptions &options) {
-  return finish(problem, options,
+  return finish(options, computeLowerBound(problem),
                 planGreedy(problem, GreedyOrder::Size, GreedyFit::BestFit),
                 "greedy-size");
 }
 
 PlanOutcome runGreedyBest(const Problem &problem, const PlanOptions &options) {
   const int64_t lowerBound = computeLowerBound(problem);
-  Plan best;
-  std::string bestName;
-  bool haveBest = false;
-  for (GreedyOrder order : {GreedyOrder::Size, GreedyOrder::Lifetime,
-                            GreedyOrder::Area, GreedyOrder::Start}) {
-    for (GreedyFit fit : {GreedyFit::BestFit, GreedyFit::FirstFit}) {
-      Plan plan = planGreedy(problem, order, fit);
-      if (!haveBest || plan.arenaSize < best.arenaSize) {
-        best = std::move(plan);
-        bestName = std::string("greedy-best/") + orderName(order) +
-                   (fit == GreedyFit::BestFit ? "/best-fit" : "/first-fit");
-        haveBest = true;
-      }
-      if (best.arenaSize == lowerBound)
-        return finish(problem, options, std::move(best), bestName);
-    }
-  }
-  return finish(problem, options, std::move(best), bestName);
+  std::string producedBy;
+  Plan best = planGreedyBest(problem, lowerBound, producedBy);
+  return finish(options, lowerBound, std::move(best), std::move(producedBy));
 }
 
 } // namespace
@@ -80,6 +54,19 @@ const PlannerAlgorithm *findPlannerAlgorithm(std::string_view name) {
     if (name == algorithm.name)
       return &algorithm;
   return nullptr;
+}
+
+CheckedRun runChecked(const PlannerAlgorithm &algorithm, const Problem &problem,
+                      const PlanOptions &options) {
+  CheckedRun run;
+  auto start = std::chrono::steady_clock::now();
+  run.outcome = algorithm.run(problem, options);
+  run.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  run.violation =
+      checkPlan(problem, run.outcome.plan.offsets, run.outcome.plan.arenaSize);
+  return run;
 }
 
 } // namespace zcc::planner

@@ -8,9 +8,7 @@
 
 #include "zcc/Planner/Algorithms.h"
 #include "zcc/Planner/CsvFormat.h"
-#include "zcc/Planner/PlanChecker.h"
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -23,7 +21,8 @@ using namespace zcc::planner;
 namespace {
 
 const char *kUsage =
-    "usage: zcc-plan IN.csv [-o OUT.csv] [--algorithm NAME] [--capacity BYTES]\n"
+    "usage: zcc-plan IN.csv [-o OUT.csv] [--algorithm NAME] [--capacity "
+    "BYTES]\n"
     "                [--time-limit SECONDS]\n"
     "       zcc-plan --list-algorithms\n"
     "Reads id,lower,upper,size[,alignment] rows (header-named, any order) and\n"
@@ -46,7 +45,8 @@ std::optional<double> parseNumber(const std::string &text) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string inputPath, outputPath, algorithmName = plannerAlgorithms()[0].name;
+  std::string inputPath, outputPath,
+      algorithmName = plannerAlgorithms()[0].name;
   PlanOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -82,8 +82,8 @@ int main(int argc, char **argv) {
       } else {
         std::optional<double> seconds = parseNumber(*v);
         if (!seconds || !(*seconds > 0))
-          return usageError("--time-limit needs a positive number, got '" +
-                            *v + "'");
+          return usageError("--time-limit needs a positive number, got '" + *v +
+                            "'");
         options.timeLimitSeconds = *seconds;
       }
       continue;
@@ -125,22 +125,16 @@ int main(int argc, char **argv) {
     }
   }
 
-  auto start = std::chrono::steady_clock::now();
-  PlanOutcome outcome = algorithm->run(input.problem, options);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  std::string violation = checkPlan(input.problem, outcome.plan.offsets,
-                                    outcome.plan.arenaSize);
-  if (!violation.empty()) {
+  CheckedRun run = runChecked(*algorithm, input.problem, options);
+  if (!run.violation.empty()) {
     std::fprintf(stderr,
                  "zcc-plan: internal error: the %s plan failed the checker: "
                  "%s\n",
-                 algorithm->name, violation.c_str());
+                 algorithm->name, run.violation.c_str());
     return 3;
   }
-
-  int64_t bound = computeLowerBound(input.problem);
+  const PlanOutcome &outcome = run.outcome;
+  int64_t bound = outcome.lowerBound;
   double ratio =
       bound > 0 ? static_cast<double>(outcome.plan.arenaSize) / bound : 1.0;
   char summary[512];
@@ -149,7 +143,7 @@ int main(int argc, char **argv) {
                 "algorithm=%s produced_by=%s time=%.3fs",
                 input.problem.buffers.size(), static_cast<long long>(bound),
                 static_cast<long long>(outcome.plan.arenaSize), ratio,
-                algorithm->name, outcome.producedBy.c_str(), seconds);
+                algorithm->name, outcome.producedBy.c_str(), run.seconds);
 
   if (!outcome.found) {
     std::fprintf(stderr,

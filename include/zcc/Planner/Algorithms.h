@@ -29,7 +29,9 @@ struct PlanOutcome {
   Plan plan;
   /// False when a capacity was given and no plan within it was found.
   bool found = false;
-  /// True when the arena equals the lower bound (nothing can do better).
+  /// The problem's lower bound, and whether the arena equals it (nothing can
+  /// do better).
+  int64_t lowerBound = 0;
   bool reachedLowerBound = false;
   /// The algorithm that produced `plan` (for composite algorithms, the inner
   /// one, e.g. "greedy-best/size/best-fit").
@@ -50,6 +52,19 @@ const std::vector<PlannerAlgorithm> &plannerAlgorithms();
 /// The algorithm called `name`, or nullptr.
 const PlannerAlgorithm *findPlannerAlgorithm(std::string_view name);
 
+/// A plan as tools get it: the algorithm's outcome, how long it took, and the
+/// independent checker's verdict ("" when valid). Callers must not use a plan
+/// whose `violation` is non-empty.
+struct CheckedRun {
+  PlanOutcome outcome;
+  double seconds = 0;
+  std::string violation;
+};
+
+/// Runs `algorithm` on `problem`, times it, and checks the plan.
+CheckedRun runChecked(const PlannerAlgorithm &algorithm, const Problem &problem,
+                      const PlanOptions &options);
+
 /// Orders tried by the greedy algorithms.
 enum class GreedyOrder { Size, Lifetime, Area, Start };
 /// Where a buffer goes among the gaps left by time-overlapping buffers.
@@ -59,6 +74,12 @@ enum class GreedyFit { BestFit, FirstFit };
 /// at the chosen gap among already placed buffers that overlap it in time,
 /// else on top. Deterministic: ties break on the buffer index.
 Plan planGreedy(const Problem &problem, GreedyOrder order, GreedyFit fit);
+
+/// planGreedy in every order x fit, sharing one overlap index; the smallest
+/// arena, stopping as soon as one reaches `stopAtBytes`. `producedBy` names
+/// the winning run, e.g. "greedy-best/size/best-fit".
+Plan planGreedyBest(const Problem &problem, int64_t stopAtBytes,
+                    std::string &producedBy);
 
 } // namespace zcc::planner
 

@@ -1,4 +1,5 @@
-//===- CsvFormat.h - MiniMalloc's CSV format for planning problems -*- C++ -*-===//
+//===- CsvFormat.h - MiniMalloc's CSV format for planning problems -*- C++
+//-*-===//
 //
 // `id,lower,upper,size[,alignment]`, columns named by the header in any order;
 // a plan is written as the same rows with an `offset` column added.
