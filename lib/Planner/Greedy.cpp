@@ -10,6 +10,7 @@
 #include "OverlapIndex.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <numeric>
 #include <tuple>
@@ -121,7 +122,8 @@ Plan planGreedy(const Problem &problem, GreedyOrder order, GreedyFit fit) {
 }
 
 Plan planGreedyBest(const Problem &problem, int64_t stopAtBytes,
-                    std::string &producedBy) {
+                    std::string &producedBy, double timeLimitSeconds) {
+  auto start = std::chrono::steady_clock::now();
   detail::OverlapIndex index(problem.buffers);
   Plan best;
   bool haveBest = false;
@@ -135,7 +137,10 @@ Plan planGreedyBest(const Problem &problem, int64_t stopAtBytes,
                      (fit == GreedyFit::BestFit ? "/best-fit" : "/first-fit");
         haveBest = true;
       }
-      if (best.arenaSize <= stopAtBytes)
+      if (best.arenaSize <= stopAtBytes ||
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        start)
+                  .count() > timeLimitSeconds)
         return best;
     }
   }

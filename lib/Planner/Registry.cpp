@@ -3,6 +3,7 @@
 #include "zcc/Planner/Algorithms.h"
 #include "zcc/Planner/PlanChecker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -10,12 +11,17 @@ namespace zcc::planner {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 PlanOutcome finish(const PlanOptions &options, int64_t lowerBound, Plan plan,
                    std::string producedBy) {
   PlanOutcome outcome;
   outcome.lowerBound = lowerBound;
   outcome.reachedLowerBound = plan.arenaSize == lowerBound;
+  outcome.optimal = outcome.reachedLowerBound;
   outcome.found = !options.capacity || plan.arenaSize <= *options.capacity;
+  outcome.provenInfeasible =
+      options.capacity && *options.capacity < lowerBound;
   outcome.plan = std::move(plan);
   outcome.producedBy = std::move(producedBy);
   return outcome;
@@ -34,10 +40,137 @@ PlanOutcome runGreedyBest(const Problem &problem, const PlanOptions &options) {
   return finish(options, lowerBound, std::move(best), std::move(producedBy));
 }
 
+/// The best heuristic plan so far and what made it.
+struct Incumbent {
+  Plan plan;
+  std::string producedBy;
+  bool have = false;
+  void offer(Plan candidate, std::string name) {
+    if (have && candidate.arenaSize >= plan.arenaSize)
+      return;
+    plan = std::move(candidate);
+    producedBy = std::move(name);
+    have = true;
+  }
+};
+
+void runSkylines(const Problem &problem, int64_t stopAt, Incumbent &best) {
+  best.offer(planSkyline(problem, SkylineRank::Lifetime), "skyline/lifetime");
+  if (best.plan.arenaSize > stopAt)
+    best.offer(planSkyline(problem, SkylineRank::Size), "skyline/size");
+}
+
+PlanOutcome runSkyline(const Problem &problem, const PlanOptions &options) {
+  const int64_t lowerBound = computeLowerBound(problem);
+  Incumbent best;
+  runSkylines(problem, lowerBound, best);
+  return finish(options, lowerBound, std::move(best.plan),
+                std::move(best.producedBy));
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Improves `best` with the exact search until the time limit. With a
+/// capacity, one feasibility search for it (unless `best` already fits).
+/// Otherwise the capacity goes down from the incumbent: first straight to the
+/// lower bound, then by bisection between what was proven infeasible and the
+/// best plan found. Each search gets half the time and nodes left, the last
+/// all of them.
+PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
+                        Clock::time_point start, int64_t lowerBound,
+                        Incumbent best) {
+  auto remaining = [&] {
+    return options.timeLimitSeconds - secondsSince(start);
+  };
+  uint64_t nodesLeft = options.nodeLimit ? options.nodeLimit : UINT64_MAX;
+  auto improve = [&](int64_t capacity, bool last) {
+    Plan plan;
+    uint64_t nodes = 0;
+    double seconds = last ? remaining() : remaining() / 2;
+    ExactStatus status = planExact(problem, capacity, seconds, plan, &nodes,
+                                   last ? nodesLeft : nodesLeft / 2 + 1);
+    nodesLeft -= std::min(nodes, nodesLeft);
+    if (status == ExactStatus::Found)
+      best.offer(std::move(plan), "exact");
+    return status;
+  };
+  if (options.capacity) {
+    bool infeasible = best.plan.arenaSize > *options.capacity &&
+                      improve(*options.capacity, /*last=*/true) ==
+                          ExactStatus::Infeasible;
+    PlanOutcome outcome = finish(options, lowerBound, std::move(best.plan),
+                                 std::move(best.producedBy));
+    outcome.provenInfeasible = outcome.provenInfeasible || infeasible;
+    return outcome;
+  }
+  int64_t low = lowerBound, high = best.plan.arenaSize;
+  bool first = true, skipped = false;
+  while (low < high && remaining() > 0 && nodesLeft > 0) {
+    int64_t target = first ? low : low + (high - 1 - low) / 2;
+    first = false;
+    ExactStatus status = improve(target, /*last=*/target == high - 1);
+    if (status == ExactStatus::Found)
+      high = best.plan.arenaSize;
+    else if (status == ExactStatus::Infeasible)
+      low = target + 1;
+    else if (remaining() <= 0 || nodesLeft == 0)
+      break;
+    else {
+      // This attempt's share ran out: look above it, but prove nothing.
+      skipped = true;
+      low = target + 1;
+    }
+  }
+  PlanOutcome outcome = finish(options, lowerBound, std::move(best.plan),
+                               std::move(best.producedBy));
+  outcome.optimal = outcome.optimal || (low >= high && !skipped);
+  return outcome;
+}
+
+PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
+  auto start = Clock::now();
+  const int64_t lowerBound = computeLowerBound(problem);
+  Incumbent best;
+  // The search's own first descent, as a starting plan.
+  best.offer(planSkyline(problem, SkylineRank::Lifetime), "skyline/lifetime");
+  return searchExact(problem, options, start, lowerBound, std::move(best));
+}
+
+PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
+  auto start = Clock::now();
+  const int64_t lowerBound = computeLowerBound(problem);
+  const int64_t goal = options.capacity
+                           ? std::max(*options.capacity, lowerBound)
+                           : lowerBound;
+  Incumbent best;
+  runSkylines(problem, goal, best);
+  if (best.plan.arenaSize > goal) {
+    std::string name;
+    Plan plan = planGreedyBest(problem, goal, name,
+                               options.timeLimitSeconds - secondsSince(start));
+    best.offer(std::move(plan), std::move(name));
+  }
+  if (best.plan.arenaSize <= goal)
+    return finish(options, lowerBound, std::move(best.plan),
+                  std::move(best.producedBy));
+  return searchExact(problem, options, start, lowerBound, std::move(best));
+}
+
 } // namespace
 
 const std::vector<PlannerAlgorithm> &plannerAlgorithms() {
   static const std::vector<PlannerAlgorithm> algorithms = {
+      {"auto",
+       "skyline and greedy-best, stopping at the lower bound; else the exact "
+       "search from the best of them, within the time limit",
+       runAuto},
+      {"exact",
+       "depth-first search over canonical plans with cross-section "
+       "inference, dominance and temporal decomposition; tightens the "
+       "capacity from the skyline plan toward the lower bound",
+       runExact},
       {"greedy-best",
        "greedy in 4 orders (size, lifetime, area, start) x (best fit, first "
        "fit); the smallest arena, stopping early at the lower bound",
@@ -45,6 +178,10 @@ const std::vector<PlannerAlgorithm> &plannerAlgorithms() {
       {"greedy-size",
        "largest first, each in the smallest gap that fits, else on top",
        runGreedySize},
+      {"skyline",
+       "bottom-up in offset order: the lowest level any buffer can take, "
+       "filled by the longest-lived (then largest) buffer that fits",
+       runSkyline},
   };
   return algorithms;
 }

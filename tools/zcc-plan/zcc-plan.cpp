@@ -23,11 +23,16 @@ namespace {
 const char *kUsage =
     "usage: zcc-plan IN.csv [-o OUT.csv] [--algorithm NAME] [--capacity "
     "BYTES]\n"
-    "                [--time-limit SECONDS]\n"
+    "                [--time-limit SECONDS] [--node-limit NODES]\n"
     "       zcc-plan --list-algorithms\n"
     "Reads id,lower,upper,size[,alignment] rows (header-named, any order) and\n"
     "writes them with an offset column (to OUT.csv, or stdout). One summary\n"
-    "line goes to stdout (stderr when the plan goes to stdout).\n";
+    "line goes to stdout (stderr when the plan goes to stdout).\n"
+    "  --algorithm NAME    default: auto (see --list-algorithms)\n"
+    "  --capacity BYTES    exit 1 unless the plan fits in BYTES\n"
+    "  --time-limit SECS   search budget (default 10); when it cuts the search\n"
+    "                      short, the best plan so far is used\n"
+    "  --node-limit NODES  search budget in nodes: same plan on every machine\n";
 
 int usageError(const std::string &message) {
   std::fprintf(stderr, "zcc-plan: %s\n%s", message.c_str(), kUsage);
@@ -65,7 +70,7 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (arg == "-o" || arg == "--algorithm" || arg == "--capacity" ||
-        arg == "--time-limit") {
+        arg == "--time-limit" || arg == "--node-limit") {
       std::optional<std::string> v = value();
       if (!v)
         return usageError(arg + " needs a value");
@@ -79,6 +84,13 @@ int main(int argc, char **argv) {
           return usageError("--capacity needs a non-negative integer, got '" +
                             *v + "'");
         options.capacity = static_cast<int64_t>(*bytes);
+      } else if (arg == "--node-limit") {
+        std::optional<double> nodes = parseNumber(*v);
+        if (!nodes || !(*nodes >= 1) ||
+            *nodes != static_cast<uint64_t>(*nodes))
+          return usageError("--node-limit needs a positive integer, got '" +
+                            *v + "'");
+        options.nodeLimit = static_cast<uint64_t>(*nodes);
       } else {
         std::optional<double> seconds = parseNumber(*v);
         if (!seconds || !(*seconds > 0))
@@ -140,19 +152,31 @@ int main(int argc, char **argv) {
   char summary[512];
   std::snprintf(summary, sizeof(summary),
                 "buffers=%zu lower_bound=%lld arena=%lld ratio=%.4f "
-                "algorithm=%s produced_by=%s time=%.3fs",
+                "optimal=%s algorithm=%s produced_by=%s time=%.3fs",
                 input.problem.buffers.size(), static_cast<long long>(bound),
                 static_cast<long long>(outcome.plan.arenaSize), ratio,
-                algorithm->name, outcome.producedBy.c_str(), run.seconds);
+                outcome.optimal ? "proven" : "unknown", algorithm->name,
+                outcome.producedBy.c_str(), run.seconds);
 
   if (!outcome.found) {
-    std::fprintf(stderr,
-                 "zcc-plan: no plan within the capacity of %lld bytes was "
-                 "found in %.3g s (best: %lld bytes; lower bound: %lld)\n%s\n",
-                 static_cast<long long>(*options.capacity),
-                 options.timeLimitSeconds,
-                 static_cast<long long>(outcome.plan.arenaSize),
-                 static_cast<long long>(bound), summary);
+    if (outcome.provenInfeasible)
+      std::fprintf(stderr,
+                   "zcc-plan: no plan fits within the capacity of %lld bytes: "
+                   "proven infeasible (best: %lld bytes; lower bound: "
+                   "%lld)\n%s\n",
+                   static_cast<long long>(*options.capacity),
+                   static_cast<long long>(outcome.plan.arenaSize),
+                   static_cast<long long>(bound), summary);
+    else
+      std::fprintf(stderr,
+                   "zcc-plan: no plan within the capacity of %lld bytes was "
+                   "found in the limits (%.3g s%s; best: %lld bytes; lower "
+                   "bound: %lld)\n%s\n",
+                   static_cast<long long>(*options.capacity),
+                   options.timeLimitSeconds,
+                   options.nodeLimit ? ", node limit" : "",
+                   static_cast<long long>(outcome.plan.arenaSize),
+                   static_cast<long long>(bound), summary);
     return 1;
   }
 

@@ -10,6 +10,7 @@
 
 #include "zcc/Planner/Problem.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,10 @@ struct PlanOptions {
   std::optional<int64_t> capacity;
   /// Wall-clock budget for searching algorithms; heuristics ignore it.
   double timeLimitSeconds = 10.0;
+  /// Effort budget in search nodes (0: unlimited). Unlike the time limit it
+  /// gives the same plan on every machine, so tests and reproducible builds
+  /// use it.
+  uint64_t nodeLimit = 0;
 };
 
 struct PlanOutcome {
@@ -29,10 +34,16 @@ struct PlanOutcome {
   Plan plan;
   /// False when a capacity was given and no plan within it was found.
   bool found = false;
+  /// With a capacity: proven that no plan fits (below the lower bound, or
+  /// the exact search exhausted every canonical plan).
+  bool provenInfeasible = false;
   /// The problem's lower bound, and whether the arena equals it (nothing can
   /// do better).
   int64_t lowerBound = 0;
   bool reachedLowerBound = false;
+  /// Proven minimal: the arena equals the lower bound, or the exact search
+  /// showed that one byte less is infeasible.
+  bool optimal = false;
   /// The algorithm that produced `plan` (for composite algorithms, the inner
   /// one, e.g. "greedy-best/size/best-fit").
   std::string producedBy;
@@ -76,10 +87,32 @@ enum class GreedyFit { BestFit, FirstFit };
 Plan planGreedy(const Problem &problem, GreedyOrder order, GreedyFit fit);
 
 /// planGreedy in every order x fit, sharing one overlap index; the smallest
-/// arena, stopping as soon as one reaches `stopAtBytes`. `producedBy` names
-/// the winning run, e.g. "greedy-best/size/best-fit".
+/// arena, stopping as soon as one reaches `stopAtBytes` or, after a run, when
+/// `timeLimitSeconds` have passed. `producedBy` names the winning run, e.g.
+/// "greedy-best/size/best-fit".
 Plan planGreedyBest(const Problem &problem, int64_t stopAtBytes,
-                    std::string &producedBy);
+                    std::string &producedBy,
+                    double timeLimitSeconds = 1e300);
+
+/// Which buffer the skyline planner puts at the current level when several
+/// can sit there.
+enum class SkylineRank { Lifetime, Size, Area };
+
+/// Bottom-up placement in non-decreasing offset order: at each step, the
+/// lowest level any unplaced buffer can take, filled by the best-ranked buffer
+/// that fits there. O(n log n).
+Plan planSkyline(const Problem &problem, SkylineRank rank);
+
+enum class ExactStatus { Found, Infeasible, OutOfTime };
+
+/// Depth-first search over canonical plans (see Exact.cpp) for a plan whose
+/// arena fits in `capacity`. Found: `plan` holds it. Infeasible: no plan
+/// fits, proven. OutOfTime: the time or node limit passed first. `nodeCount`, when given,
+/// receives the number of search nodes expanded.
+ExactStatus planExact(const Problem &problem, int64_t capacity,
+                      double timeLimitSeconds, Plan &plan,
+                      uint64_t *nodeCount = nullptr,
+                      uint64_t nodeLimit = UINT64_MAX);
 
 } // namespace zcc::planner
 

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <string>
 
 using namespace zcc::planner;
@@ -22,6 +24,60 @@ BufferRequest buffer(int64_t id, int64_t lower, int64_t upper, int64_t size,
   b.size = size;
   b.alignment = alignment;
   return b;
+}
+
+/// Search effort bounded by nodes, not time, so results are reproducible.
+PlanOptions searchOptions(uint64_t nodeLimit = 20000) {
+  PlanOptions options;
+  options.nodeLimit = nodeLimit;
+  options.timeLimitSeconds = 600;
+  return options;
+}
+
+bool timeOverlap(const BufferRequest &a, const BufferRequest &b) {
+  return a.lower < b.upper && b.lower < a.upper && a.size > 0 && b.size > 0;
+}
+
+/// The optimum by brute force, independent of the planner's own search:
+/// any optimal plan, taken in offset order with each buffer dropped to the
+/// lowest free aligned offset, stays valid and no larger, so trying every
+/// order with "lowest free offset" placement finds an optimal arena.
+int64_t bruteForceOptimum(const Problem &problem) {
+  const auto &bs = problem.buffers;
+  std::vector<size_t> movable;
+  for (size_t i = 0; i < bs.size(); ++i)
+    if (!bs[i].fixedOffset)
+      movable.push_back(i);
+  int64_t best = INT64_MAX;
+  do {
+    std::vector<int64_t> offsets(bs.size(), -1);
+    std::vector<size_t> placed;
+    for (size_t i = 0; i < bs.size(); ++i)
+      if (bs[i].fixedOffset) {
+        offsets[i] = *bs[i].fixedOffset;
+        placed.push_back(i);
+      }
+    for (size_t i : movable) {
+      // Candidates: 0 and the (aligned) end of every placed buffer.
+      std::vector<int64_t> candidates = {0};
+      for (size_t j : placed)
+        candidates.push_back(alignUp(offsets[j] + bs[j].size, bs[i].alignment));
+      int64_t chosen = INT64_MAX;
+      for (int64_t c : candidates) {
+        bool free = true;
+        for (size_t j : placed)
+          free = free && !(timeOverlap(bs[i], bs[j]) &&
+                           c < offsets[j] + bs[j].size &&
+                           offsets[j] < c + bs[i].size);
+        if (free)
+          chosen = std::min(chosen, c);
+      }
+      offsets[i] = chosen;
+      placed.push_back(i);
+    }
+    best = std::min(best, computeArenaSize(problem, offsets));
+  } while (std::next_permutation(movable.begin(), movable.end()));
+  return best;
 }
 
 /// Reference check written the obvious O(n^2) way, for cross-checking the
@@ -159,7 +215,7 @@ TEST(Algorithms, RandomInstancesAreValidAndDeterministic) {
       Problem p =
           generateRandomProblem(seed, 1 + seed % 60, 5 + seed % 40, 1000);
       ASSERT_EQ(validateProblem(p), "");
-      PlanOutcome outcome = algorithm.run(p, PlanOptions{});
+      PlanOutcome outcome = algorithm.run(p, searchOptions(2000));
       ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "")
           << algorithm.name << " seed " << seed;
       int64_t bound = computeLowerBound(p);
@@ -167,7 +223,7 @@ TEST(Algorithms, RandomInstancesAreValidAndDeterministic) {
       EXPECT_EQ(outcome.reachedLowerBound, outcome.plan.arenaSize == bound);
       EXPECT_TRUE(outcome.found);
       atBound += outcome.reachedLowerBound;
-      PlanOutcome again = algorithm.run(p, PlanOptions{});
+      PlanOutcome again = algorithm.run(p, searchOptions(2000));
       ASSERT_EQ(again.plan.offsets, outcome.plan.offsets)
           << algorithm.name << " seed " << seed << " is not deterministic";
     }
@@ -181,7 +237,7 @@ TEST(Algorithms, RectangleInstancesHaveTheirCapacityAsBound) {
     ASSERT_EQ(validateProblem(p), "");
     ASSERT_EQ(computeLowerBound(p), 4096) << "seed " << seed;
     for (const PlannerAlgorithm &algorithm : plannerAlgorithms()) {
-      PlanOutcome outcome = algorithm.run(p, PlanOptions{});
+      PlanOutcome outcome = algorithm.run(p, searchOptions());
       ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "")
           << algorithm.name << " seed " << seed;
       ASSERT_GE(outcome.plan.arenaSize, 4096);
@@ -211,6 +267,135 @@ TEST(Algorithms, PrePlacedBuffersKeepTheirOffsets) {
     EXPECT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "");
     EXPECT_EQ(outcome.plan.arenaSize, 24);
   }
+}
+
+// Exhaustive check of the brute force itself on tiny instances: every
+// assignment of offsets below the bound is tried, no theory involved.
+TEST(BruteForce, AgreesWithEnumeratingEveryOffset) {
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    Problem p = generateRandomProblem(seed, 4, 4, 4);
+    for (BufferRequest &b : p.buffers) {
+      b.alignment = std::min<int64_t>(b.alignment, 2);
+      b.fixedOffset.reset();
+    }
+    const int64_t limit = 16;
+    int64_t best = INT64_MAX;
+    std::vector<int64_t> offsets(4, 0);
+    for (int64_t code = 0; code < limit * limit * limit * limit; ++code) {
+      int64_t rest = code;
+      for (int64_t &o : offsets) {
+        o = rest % limit;
+        rest /= limit;
+      }
+      int64_t arena = computeArenaSize(p, offsets);
+      if (arena < best && pairwiseValid(p, offsets, arena))
+        best = arena;
+    }
+    EXPECT_EQ(bruteForceOptimum(p), best) << "seed " << seed;
+  }
+}
+
+// Small instances against the brute-force optimum: the exact search finds
+// it and proves it, decides both sides of it, and no heuristic beats it.
+TEST(Exact, MatchesBruteForceOptimum) {
+  int aboveBound = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    Problem p = generateRandomProblem(seed, 2 + seed % 6, 3 + seed % 7, 24);
+    ASSERT_EQ(validateProblem(p), "");
+    const int64_t optimum = bruteForceOptimum(p);
+    aboveBound += optimum > computeLowerBound(p);
+    for (const PlannerAlgorithm &algorithm : plannerAlgorithms()) {
+      PlanOutcome outcome = algorithm.run(p, searchOptions());
+      ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "")
+          << algorithm.name << " seed " << seed;
+      ASSERT_GE(outcome.plan.arenaSize, optimum) << algorithm.name;
+      if (std::string(algorithm.name) == "exact" ||
+          std::string(algorithm.name) == "auto") {
+        EXPECT_EQ(outcome.plan.arenaSize, optimum)
+            << algorithm.name << " seed " << seed;
+        EXPECT_TRUE(outcome.optimal) << algorithm.name << " seed " << seed;
+      }
+    }
+    Plan plan;
+    EXPECT_EQ(planExact(p, optimum, 60, plan), ExactStatus::Found)
+        << "seed " << seed;
+    EXPECT_EQ(checkPlan(p, plan.offsets, optimum), "");
+    if (optimum > 0)
+      EXPECT_EQ(planExact(p, optimum - 1, 60, plan), ExactStatus::Infeasible)
+          << "seed " << seed;
+  }
+  // Instances where the lower bound is not reachable are exercised too.
+  EXPECT_GT(aboveBound, 40);
+}
+
+// Known-optimum instances of 30-100 buffers: the exact search reaches the
+// optimum (= the lower bound) and says so.
+TEST(Exact, ReachesTheOptimumOnRectangleInstances) {
+  for (int count : {30, 60, 100}) {
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      Problem p = generateRectangleProblem(seed, count, 1 << 20, 1000);
+      PlanOutcome outcome =
+          findPlannerAlgorithm("exact")->run(p, searchOptions(5000000));
+      ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize),
+                "");
+      EXPECT_EQ(outcome.plan.arenaSize, 1 << 20)
+          << count << " buffers, seed " << seed;
+      EXPECT_TRUE(outcome.optimal);
+    }
+  }
+}
+
+TEST(Exact, DecidesCapacityWithFixedBuffersAndAlignment) {
+  // A pinned 8-byte buffer at [8, 16) over the whole run; two 8-byte buffers
+  // aligned to 16 live together with it. They fit in 32 bytes only as
+  // [0, 8) and [16, 24): 24 bytes in all.
+  Problem p;
+  p.buffers = {buffer(0, 0, 4, 8), buffer(1, 0, 4, 8, 16),
+               buffer(2, 1, 3, 8, 16)};
+  p.buffers[0].fixedOffset = 8;
+  Plan plan;
+  EXPECT_EQ(planExact(p, 23, 10, plan), ExactStatus::Infeasible);
+  ASSERT_EQ(planExact(p, 24, 10, plan), ExactStatus::Found);
+  EXPECT_EQ(checkPlan(p, plan.offsets, plan.arenaSize), "");
+  EXPECT_EQ(plan.arenaSize, 24);
+  EXPECT_EQ(plan.offsets[1], 0);
+  EXPECT_EQ(plan.offsets[2], 16);
+  EXPECT_EQ(bruteForceOptimum(p), 24);
+  // A pinned empty buffer still counts toward the arena.
+  p.buffers.push_back(buffer(3, 0, 1, 0));
+  p.buffers[3].fixedOffset = 64;
+  EXPECT_EQ(planExact(p, 63, 10, plan), ExactStatus::Infeasible);
+  EXPECT_EQ(bruteForceOptimum(p), 64);
+}
+
+// With no effort allowed, the search still returns its starting plan: the
+// best found so far, valid, but not claimed optimal unless it is at the bound.
+TEST(Exact, OutOfBudgetReturnsTheBestPlanSoFar) {
+  Problem p = generateRectangleProblem(2, 500, 1 << 20, 1000);
+  PlanOptions options = searchOptions(1);
+  PlanOutcome outcome = findPlannerAlgorithm("exact")->run(p, options);
+  EXPECT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "");
+  EXPECT_GT(outcome.plan.arenaSize, 1 << 20);
+  EXPECT_FALSE(outcome.optimal);
+  Plan plan;
+  EXPECT_EQ(planExact(p, 1 << 20, 10, plan, nullptr, 10),
+            ExactStatus::OutOfTime);
+  options.capacity = 1 << 20;
+  EXPECT_FALSE(findPlannerAlgorithm("auto")->run(p, options).found);
+}
+
+TEST(Skyline, FillsTheLowestLevelFirst) {
+  // Buffer 0 lives throughout and goes at the bottom; on top of it, at level
+  // 10, the next longest-lived, 2; then 1 and 3, which do not overlap each
+  // other, share level 15. 35 bytes: the peak at steps 1 and 2.
+  Problem p;
+  p.buffers = {buffer(0, 0, 4, 10), buffer(1, 0, 2, 20), buffer(2, 1, 4, 5),
+               buffer(3, 2, 4, 20)};
+  Plan plan = planSkyline(p, SkylineRank::Lifetime);
+  EXPECT_EQ(checkPlan(p, plan.offsets, plan.arenaSize), "");
+  EXPECT_EQ(plan.offsets, (std::vector<int64_t>{0, 15, 10, 15}));
+  EXPECT_EQ(plan.arenaSize, 35);
+  EXPECT_EQ(computeLowerBound(p), 35);
 }
 
 TEST(Greedy, BestFitTakesTheSmallestGap) {

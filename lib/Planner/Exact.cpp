@@ -1,0 +1,453 @@
+//===- Exact.cpp - depth-first search over canonical plans ----------------===//
+//
+// Decides whether every buffer fits under a capacity, after MiniMalloc
+// (Moffitt, ASPLOS'23):
+//
+// - Canonical plans. Any plan can be rebuilt by taking its buffers in offset
+//   order and putting each at its candidate: the lowest feasible offset above
+//   the placed buffers it overlaps in time, and no lower than the previous
+//   placement. So the search only chooses which buffer comes next; offsets
+//   follow. Each unplaced buffer carries its candidate, which only rises.
+// - Cross-section inference. In every time section, the unplaced buffers that
+//   cover it must stack above the lowest of their candidates: if that floor
+//   plus their total size exceeds the capacity, the state is dead. Raising
+//   the level to a buffer's candidate lifts every section to it, so only
+//   buffers with candidate <= capacity - (largest section demand) can go next.
+// - Dominance. Two unplaced buffers with the same lifetime, size, alignment
+//   and candidate are interchangeable: only the first is tried. Failed states
+//   (the unplaced buffers and their candidates) are remembered, so a state
+//   reached again by another order is not searched twice.
+// - Dynamic temporal decomposition. When no unplaced buffer spans some
+//   moment, the buffers before and after it never interact again: each side
+//   is solved on its own, and a failure on one side fails the state without
+//   trying the other side's alternatives.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Planner/Algorithms.h"
+
+#include "Sections.h"
+
+#include <algorithm>
+#include <climits>
+#include <chrono>
+#include <functional>
+#include <numeric>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
+
+#include <pthread.h>
+
+namespace zcc::planner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Item {
+  uint32_t buffer;
+  int64_t candidate;
+};
+
+struct StateKey {
+  uint64_t a, b;
+  bool operator==(const StateKey &other) const {
+    return a == other.a && b == other.b;
+  }
+};
+struct StateKeyHash {
+  size_t operator()(const StateKey &key) const { return key.a ^ key.b; }
+};
+
+uint64_t mix(uint64_t x) {
+  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// Range add, range max over sections (for the stack inference).
+class AddMaxTree {
+public:
+  void reset(int32_t n) {
+    size = std::max(n, 1);
+    maxima.assign(4 * size, 0);
+    added.assign(4 * size, 0);
+  }
+  void add(int32_t lo, int32_t hi, int64_t value) {
+    add(1, 0, size, lo, hi, value);
+  }
+  int64_t max(int32_t lo, int32_t hi) const {
+    return query(1, 0, size, lo, hi);
+  }
+
+private:
+  void add(int32_t node, int32_t l, int32_t r, int32_t lo, int32_t hi,
+           int64_t value) {
+    if (hi <= l || r <= lo)
+      return;
+    if (lo <= l && r <= hi) {
+      maxima[node] += value;
+      added[node] += value;
+      return;
+    }
+    int32_t mid = (l + r) / 2;
+    add(2 * node, l, mid, lo, hi, value);
+    add(2 * node + 1, mid, r, lo, hi, value);
+    maxima[node] =
+        added[node] + std::max(maxima[2 * node], maxima[2 * node + 1]);
+  }
+  int64_t query(int32_t node, int32_t l, int32_t r, int32_t lo,
+                int32_t hi) const {
+    if (hi <= l || r <= lo)
+      return INT64_MIN / 2;
+    if (lo <= l && r <= hi)
+      return maxima[node];
+    int32_t mid = (l + r) / 2;
+    return added[node] + std::max(query(2 * node, l, mid, lo, hi),
+                                  query(2 * node + 1, mid, r, lo, hi));
+  }
+
+  int32_t size = 1;
+  std::vector<int64_t> maxima, added;
+};
+
+class ExactSearch {
+public:
+  ExactSearch(const Problem &problem, const detail::Sections &sections,
+              int64_t capacity, Clock::time_point deadline)
+      : buffers(problem.buffers), sections(sections), capacity(capacity),
+        deadline(deadline) {}
+
+  /// One search that gives up after `nodeLimit` expansions. Failed states
+  /// are kept across runs: a state is only remembered once fully refuted.
+  ExactStatus run(SkylineRank rank, uint64_t nodeLimit,
+                  std::vector<int64_t> &offsets) {
+    if (sections.fixedTop() > capacity)
+      return ExactStatus::Infeasible;
+    rankOf.assign(buffers.size(), 0);
+    std::vector<uint32_t> ranked =
+        detail::rankBuffers(buffers, sections.movable(), rank);
+    for (uint32_t r = 0; r < ranked.size(); ++r)
+      rankOf[ranked[r]] = r;
+    std::vector<Item> items;
+    for (uint32_t i : sections.movable())
+      items.push_back({i, sections.lowestFeasible(i, 0)});
+    std::stable_sort(items.begin(), items.end(),
+                     [&](const Item &x, const Item &y) {
+                       return sections.first(x.buffer) <
+                              sections.first(y.buffer);
+                     });
+    result = &offsets;
+    stopAt = nodes + nodeLimit;
+    aborted = false;
+    if (solve(items.data(), items.data() + items.size()))
+      return ExactStatus::Found;
+    return aborted ? ExactStatus::OutOfTime : ExactStatus::Infeasible;
+  }
+
+  uint64_t nodeCount() const { return nodes; }
+  bool pastDeadline() const { return Clock::now() > deadline; }
+
+private:
+  int64_t size(const Item &item) const { return buffers[item.buffer].size; }
+
+  /// Items are sorted by first section; solves each time-separated group.
+  bool solve(const Item *begin, const Item *end) {
+    while (begin != end) {
+      const Item *split = begin;
+      int32_t reach = sections.last(split->buffer);
+      for (++split; split != end && sections.first(split->buffer) < reach;
+           ++split)
+        reach = std::max(reach, sections.last(split->buffer));
+      if (!solveGroup(begin, split))
+        return false;
+      begin = split;
+    }
+    return true;
+  }
+
+  bool solveGroup(const Item *begin, const Item *end) {
+    const size_t n = end - begin;
+    if (n == 1) {
+      if (begin->candidate + size(*begin) > capacity)
+        return false;
+      (*result)[begin->buffer] = begin->candidate;
+      return true;
+    }
+    // Nodes of big groups are slow enough to check the clock at each one.
+    if (aborted || ++nodes >= stopAt ||
+        ((n > 256 || (nodes & 1023) == 0) && pastDeadline())) {
+      aborted = true;
+      return false;
+    }
+
+    // Branch order: lowest candidate first, then rank.
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      return std::make_pair(begin[x].candidate, rankOf[begin[x].buffer]) <
+             std::make_pair(begin[y].candidate, rankOf[begin[y].buffer]);
+    });
+
+    // Cross-section inference over the group's span of sections.
+    const int32_t spanBegin = sections.first(begin->buffer);
+    int32_t spanEnd = spanBegin;
+    for (const Item *item = begin; item != end; ++item)
+      spanEnd = std::max(spanEnd, sections.last(item->buffer));
+    const int32_t span = spanEnd - spanBegin;
+    std::vector<int64_t> demand(span + 1, 0), floor(span, 0);
+    for (const Item *item = begin; item != end; ++item) {
+      demand[sections.first(item->buffer) - spanBegin] += size(*item);
+      demand[sections.last(item->buffer) - spanBegin] -= size(*item);
+    }
+    // Paint each section with the lowest candidate covering it: ascending
+    // candidates, skipping painted sections through `next`.
+    std::vector<int32_t> next(span + 1);
+    std::iota(next.begin(), next.end(), 0);
+    auto findUnpainted = [&](int32_t t) {
+      while (next[t] != t) {
+        next[t] = next[next[t]];
+        t = next[t];
+      }
+      return t;
+    };
+    for (uint32_t k : order) {
+      const Item &item = begin[k];
+      int32_t stop = sections.last(item.buffer) - spanBegin;
+      for (int32_t t = findUnpainted(sections.first(item.buffer) - spanBegin);
+           t < stop; t = findUnpainted(t + 1)) {
+        floor[t] = item.candidate;
+        next[t] = t + 1;
+      }
+    }
+    int64_t live = 0, peakDemand = 0;
+    for (int32_t t = 0; t < span; ++t) {
+      live += demand[t];
+      if (live > 0 && floor[t] + live > capacity)
+        return false;
+      peakDemand = std::max(peakDemand, live);
+    }
+
+    // Stack inference, stronger than the floor: a buffer with candidate c
+    // ends up above c, under every buffer with a candidate >= c that shares
+    // a section with it; all of those must fit below the capacity.
+    stack.reset(span);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Item &item = begin[*it];
+      int32_t from = sections.first(item.buffer) - spanBegin;
+      int32_t to = sections.last(item.buffer) - spanBegin;
+      stack.add(from, to, size(item));
+      if (item.candidate + stack.max(from, to) > capacity)
+        return false;
+    }
+
+    StateKey key = hashState(begin, end);
+    if (failed.count(key))
+      return false;
+
+    // A tight section (demand exactly fills it from the lowest level up) has
+    // no byte to spare: some buffer must sit exactly at the level there.
+    // Buffers at one level are disjoint in time, and placements at one level
+    // commute, so: no disjoint choice covering every tight section means a
+    // dead state; otherwise branch only on the buffers covering the tight
+    // section that has the fewest of them.
+    const int64_t lowest = begin[order[0]].candidate;
+    std::vector<char> tight(span, 0);
+    bool anyTight = false;
+    live = 0;
+    for (int32_t t = 0; t < span; ++t) {
+      live += demand[t];
+      tight[t] = live > 0 && floor[t] == lowest && lowest + live == capacity;
+      anyTight = anyTight || tight[t];
+    }
+    if (anyTight) {
+      std::vector<int32_t> cover(span + 1, 0);
+      std::vector<char> reach(span + 1, 0);
+      reach[0] = 1;
+      const Item *cursor = begin;
+      for (int32_t t = 0; t < span; ++t) {
+        for (; cursor != end &&
+               sections.first(cursor->buffer) - spanBegin == t;
+             ++cursor) {
+          if (cursor->candidate != lowest)
+            continue;
+          int32_t stop = sections.last(cursor->buffer) - spanBegin;
+          ++cover[t];
+          --cover[stop];
+          if (reach[t])
+            reach[stop] = 1;
+        }
+        if (reach[t] && !tight[t])
+          reach[t + 1] = 1;
+      }
+      if (!reach[span])
+        return false;
+      int32_t pick = -1, fewest = 0, covering = 0;
+      for (int32_t t = 0; t < span; ++t) {
+        covering += cover[t];
+        if (tight[t] && (pick < 0 || covering < fewest)) {
+          pick = t;
+          fewest = covering;
+        }
+      }
+      order.erase(std::remove_if(order.begin(), order.end(),
+                                 [&](uint32_t k) {
+                                   const Item &item = begin[k];
+                                   return item.candidate != lowest ||
+                                          sections.first(item.buffer) -
+                                                  spanBegin >
+                                              pick ||
+                                          sections.last(item.buffer) -
+                                                  spanBegin <=
+                                              pick;
+                                 }),
+                  order.end());
+    }
+
+    std::vector<Item> child;
+    child.reserve(n - 1);
+    const Item *previous = nullptr;
+    for (uint32_t k : order) {
+      const Item &chosen = begin[k];
+      // Every other section rises to the chosen level: past this point the
+      // peak section cannot fit, and candidates only grow along `order`.
+      if (chosen.candidate + peakDemand > capacity)
+        break;
+      if (previous && interchangeable(*previous, chosen))
+        continue;
+      previous = &chosen;
+      const int64_t level = chosen.candidate;
+      const int64_t top = level + size(chosen);
+      bool dead = false;
+      child.clear();
+      for (const Item *item = begin; item != end && !dead; ++item) {
+        if (item == &chosen)
+          continue;
+        int64_t from = std::max(item->candidate, level);
+        if (sections.overlap(item->buffer, chosen.buffer))
+          from = std::max(from, top);
+        int64_t candidate =
+            from == item->candidate
+                ? from
+                : sections.lowestFeasible(item->buffer, from);
+        dead = candidate + size(*item) > capacity;
+        child.push_back({item->buffer, candidate});
+      }
+      if (dead)
+        continue;
+      if (solve(child.data(), child.data() + child.size())) {
+        (*result)[chosen.buffer] = level;
+        return true;
+      }
+      if (aborted)
+        return false;
+    }
+    if (failed.size() >= kMaxRemembered)
+      failed.clear(); // bounded memory; forgetting is always sound
+    failed.insert(key);
+    return false;
+  }
+
+  bool interchangeable(const Item &x, const Item &y) const {
+    const BufferRequest &a = buffers[x.buffer], &b = buffers[y.buffer];
+    return x.candidate == y.candidate && a.lower == b.lower &&
+           a.upper == b.upper && a.size == b.size &&
+           a.alignment == b.alignment;
+  }
+
+  StateKey hashState(const Item *begin, const Item *end) const {
+    StateKey key{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
+    for (const Item *item = begin; item != end; ++item) {
+      uint64_t h = mix(item->buffer ^ mix(static_cast<uint64_t>(item->candidate)));
+      key.a = mix(key.a ^ h);
+      key.b = mix(key.b + (h | 1) * 0x9e3779b97f4a7c15ULL);
+    }
+    return key;
+  }
+
+  static constexpr size_t kMaxRemembered = size_t{1} << 21;
+
+  const std::vector<BufferRequest> &buffers;
+  const detail::Sections &sections;
+  const int64_t capacity;
+  const Clock::time_point deadline;
+  std::vector<uint32_t> rankOf;
+  AddMaxTree stack; // scratch, rebuilt at every node
+  std::unordered_set<StateKey, StateKeyHash> failed;
+  std::vector<int64_t> *result = nullptr;
+  uint64_t nodes = 0, stopAt = 0;
+  bool aborted = false;
+};
+
+constexpr size_t kBaseStackBytes = size_t{16} << 20;
+constexpr size_t kStackBytesPerBuffer = 1024;
+
+/// The search recurses once per placement, so its depth is the buffer count;
+/// it runs on a thread whose stack is sized for that instead of the default.
+void runWithStack(size_t bytes, std::function<void()> body) {
+  pthread_attr_t attributes;
+  pthread_t thread;
+  bool started = pthread_attr_init(&attributes) == 0 &&
+                 pthread_attr_setstacksize(&attributes, bytes) == 0 &&
+                 pthread_create(
+                     &thread, &attributes,
+                     [](void *fn) -> void * {
+                       (*static_cast<std::function<void()> *>(fn))();
+                       return nullptr;
+                     },
+                     &body) == 0;
+  pthread_attr_destroy(&attributes);
+  if (started)
+    pthread_join(thread, nullptr);
+  else
+    body(); // no thread to be had: run here on the default stack
+}
+
+} // namespace
+
+ExactStatus planExact(const Problem &problem, int64_t capacity,
+                      double timeLimitSeconds, Plan &plan,
+                      uint64_t *nodeCount, uint64_t nodeLimit) {
+  detail::Sections sections(problem);
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(
+                                         std::max(timeLimitSeconds, 0.0)));
+  std::vector<int64_t> offsets = sections.initialOffsets();
+  ExactStatus status = ExactStatus::OutOfTime;
+  uint64_t nodes = 0;
+  runWithStack(kBaseStackBytes + kStackBytesPerBuffer * problem.buffers.size(),
+               [&] {
+                 ExactSearch search(problem, sections, capacity, deadline);
+                 // Restarts with a growing node budget, cycling through the
+                 // buffer rankings: search times are heavy-tailed, and an
+                 // order that stalls is often solved at once by another.
+                 const SkylineRank ranks[] = {SkylineRank::Lifetime,
+                                              SkylineRank::Size,
+                                              SkylineRank::Area};
+                 for (uint64_t attempt = 0;; ++attempt) {
+                   // Enough for a few descents to start with.
+                   uint64_t base = 1024 + 4 * sections.movable().size();
+                   uint64_t budget = base << std::min<uint64_t>(attempt / 3,
+                                                                 40);
+                   budget = std::min(budget, nodeLimit - search.nodeCount());
+                   status = search.run(ranks[attempt % 3], budget, offsets);
+                   if (status != ExactStatus::OutOfTime ||
+                       search.pastDeadline() ||
+                       search.nodeCount() >= nodeLimit)
+                     break;
+                 }
+                 nodes = search.nodeCount();
+               });
+  if (nodeCount)
+    *nodeCount = nodes;
+  if (status == ExactStatus::Found) {
+    plan.offsets = std::move(offsets);
+    plan.arenaSize = computeArenaSize(problem, plan.offsets);
+  }
+  return status;
+}
+
+} // namespace zcc::planner
