@@ -35,6 +35,25 @@ std::string validateProblem(const Problem &problem) {
              std::to_string(*buffer.fixedOffset) +
              " is negative or not a multiple of its alignment";
   }
+  // Pre-placed buffers cannot move, so two that collide make every plan
+  // invalid: that is an input error, not a planning failure.
+  std::vector<const BufferRequest *> fixed;
+  for (const BufferRequest &buffer : problem.buffers)
+    if (buffer.fixedOffset && buffer.size > 0)
+      fixed.push_back(&buffer);
+  std::sort(fixed.begin(), fixed.end(),
+            [](const BufferRequest *a, const BufferRequest *b) {
+              return a->lower < b->lower;
+            });
+  for (size_t i = 0; i < fixed.size(); ++i)
+    for (size_t j = i + 1; j < fixed.size() && fixed[j]->lower < fixed[i]->upper;
+         ++j) {
+      const BufferRequest &a = *fixed[i], &b = *fixed[j];
+      if (*a.fixedOffset < *b.fixedOffset + b.size &&
+          *b.fixedOffset < *a.fixedOffset + a.size)
+        return bufferName(a) + " and " + bufferName(b) +
+               ": pre-placed at overlapping bytes while both are live";
+    }
   return "";
 }
 

@@ -129,6 +129,15 @@ TEST(ValidateProblem, NamesTheOffendingBuffer) {
                                 "multiple of its alignment");
   p.buffers[0].fixedOffset = 16;
   EXPECT_EQ(validateProblem(p), "");
+  // Two pinned buffers on the same bytes while both live.
+  p.buffers = {buffer(6, 0, 4, 8), buffer(7, 3, 5, 8), buffer(8, 4, 6, 8)};
+  p.buffers[0].fixedOffset = 0;
+  p.buffers[1].fixedOffset = 4;
+  EXPECT_EQ(validateProblem(p), "buffer 6 and buffer 7: pre-placed at "
+                                "overlapping bytes while both are live");
+  p.buffers[1].fixedOffset = 8;
+  p.buffers[2].fixedOffset = 0; // reuses buffer 6's bytes after step 4
+  EXPECT_EQ(validateProblem(p), "");
 }
 
 TEST(PlanChecker, AcceptsAValidPlan) {
