@@ -13,9 +13,7 @@
 #include "Sections.h"
 
 #include <algorithm>
-#include <numeric>
 #include <queue>
-#include <tuple>
 #include <utility>
 
 namespace zcc::planner {
