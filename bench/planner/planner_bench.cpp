@@ -87,15 +87,15 @@ int main(int argc, char **argv) {
       const PlanOutcome &outcome = run.outcome;
       int64_t bound = outcome.lowerBound;
       char row[512];
-      std::snprintf(
-          row, sizeof(row),
-          "| %s | %zu | %lld | %s | %lld | %.4f | %s | %s | %.3f |\n",
-          instance.name.c_str(), instance.problem.buffers.size(),
-          static_cast<long long>(bound), algorithm.name,
-          static_cast<long long>(outcome.plan.arenaSize),
-          bound ? static_cast<double>(outcome.plan.arenaSize) / bound : 1.0,
-          outcome.optimal ? "proven" : "-", outcome.producedBy.c_str(),
-          run.seconds);
+      std::snprintf(row, sizeof(row),
+                    "| %s | %zu | %lld | %s | %lld | %.4f | %s | %s | %.3f |\n",
+                    instance.name.c_str(), instance.problem.buffers.size(),
+                    static_cast<long long>(bound), algorithm.name,
+                    static_cast<long long>(outcome.plan.arenaSize),
+                    bound ? static_cast<double>(outcome.plan.arenaSize) / bound
+                          : 1.0,
+                    outcome.optimal ? "proven" : "-",
+                    outcome.producedBy.c_str(), run.seconds);
       std::fputs(row, stdout);
       std::fflush(stdout);
       table << row;
@@ -103,8 +103,9 @@ int main(int argc, char **argv) {
   }
 
   std::ostringstream sweep;
-  sweep << "\n| buffers | instances | solved at the optimum | median time (s) | "
-           "slowest solved (s) |\n|---:|---:|---:|---:|---:|\n";
+  sweep
+      << "\n| buffers | instances | solved at the optimum | median time (s) | "
+         "slowest solved (s) |\n|---:|---:|---:|---:|---:|\n";
   std::fputs(sweep.str().c_str(), stdout);
   for (int count : {30, 100, 150, 200, 300, 500}) {
     const int seeds = 20;

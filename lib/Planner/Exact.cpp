@@ -29,8 +29,8 @@
 #include "Sections.h"
 
 #include <algorithm>
-#include <climits>
 #include <chrono>
+#include <climits>
 #include <functional>
 #include <numeric>
 #include <tuple>
@@ -135,11 +135,10 @@ public:
     std::vector<Item> items;
     for (uint32_t i : sections.movable())
       items.push_back({i, sections.lowestFeasible(i, 0)});
-    std::stable_sort(items.begin(), items.end(),
-                     [&](const Item &x, const Item &y) {
-                       return sections.first(x.buffer) <
-                              sections.first(y.buffer);
-                     });
+    std::stable_sort(
+        items.begin(), items.end(), [&](const Item &x, const Item &y) {
+          return sections.first(x.buffer) < sections.first(y.buffer);
+        });
     result = &offsets;
     stopAt = nodes + nodeLimit;
     aborted = false;
@@ -223,17 +222,22 @@ private:
         next[t] = t + 1;
       }
     }
+    // Sections whose demand exactly fills them from the lowest level up are
+    // tight (used below); the peak demand bounds the levels worth trying.
+    const int64_t lowest = begin[order[0]].candidate;
+    std::vector<char> tight(span, 0);
+    bool anyTight = false;
     int64_t live = 0, peakDemand = 0;
     for (int32_t t = 0; t < span; ++t) {
       live += demand[t];
-      if (live > 0 && floor[t] + live > capacity)
-        return false;
       peakDemand = std::max(peakDemand, live);
+      tight[t] = live > 0 && floor[t] == lowest && lowest + live == capacity;
+      anyTight = anyTight || tight[t];
     }
 
-    // Stack inference, stronger than the floor: a buffer with candidate c
-    // ends up above c, under every buffer with a candidate >= c that shares
-    // a section with it; all of those must fit below the capacity.
+    // Stack inference (it implies floor + demand <= capacity per section): a
+    // buffer with candidate c ends up above c, under every buffer with a
+    // candidate >= c that shares a section with it; all must fit.
     stack.reset(span);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const Item &item = begin[*it];
@@ -248,29 +252,18 @@ private:
     if (failed.count(key))
       return false;
 
-    // A tight section (demand exactly fills it from the lowest level up) has
-    // no byte to spare: some buffer must sit exactly at the level there.
-    // Buffers at one level are disjoint in time, and placements at one level
-    // commute, so: no disjoint choice covering every tight section means a
-    // dead state; otherwise branch only on the buffers covering the tight
-    // section that has the fewest of them.
-    const int64_t lowest = begin[order[0]].candidate;
-    std::vector<char> tight(span, 0);
-    bool anyTight = false;
-    live = 0;
-    for (int32_t t = 0; t < span; ++t) {
-      live += demand[t];
-      tight[t] = live > 0 && floor[t] == lowest && lowest + live == capacity;
-      anyTight = anyTight || tight[t];
-    }
+    // A tight section has no byte to spare: some buffer must sit exactly at
+    // the level there. Buffers at one level are disjoint in time, and
+    // placements at one level commute, so: no disjoint choice covering every
+    // tight section means a dead state; otherwise branch only on the buffers
+    // covering the tight section that has the fewest of them.
     if (anyTight) {
       std::vector<int32_t> cover(span + 1, 0);
       std::vector<char> reach(span + 1, 0);
       reach[0] = 1;
       const Item *cursor = begin;
       for (int32_t t = 0; t < span; ++t) {
-        for (; cursor != end &&
-               sections.first(cursor->buffer) - spanBegin == t;
+        for (; cursor != end && sections.first(cursor->buffer) - spanBegin == t;
              ++cursor) {
           if (cursor->candidate != lowest)
             continue;
@@ -293,17 +286,14 @@ private:
           fewest = covering;
         }
       }
-      order.erase(std::remove_if(order.begin(), order.end(),
-                                 [&](uint32_t k) {
-                                   const Item &item = begin[k];
-                                   return item.candidate != lowest ||
-                                          sections.first(item.buffer) -
-                                                  spanBegin >
-                                              pick ||
-                                          sections.last(item.buffer) -
-                                                  spanBegin <=
-                                              pick;
-                                 }),
+      order.erase(std::remove_if(
+                      order.begin(), order.end(),
+                      [&](uint32_t k) {
+                        const Item &item = begin[k];
+                        return item.candidate != lowest ||
+                               sections.first(item.buffer) - spanBegin > pick ||
+                               sections.last(item.buffer) - spanBegin <= pick;
+                      }),
                   order.end());
     }
 
@@ -329,10 +319,9 @@ private:
         int64_t from = std::max(item->candidate, level);
         if (sections.overlap(item->buffer, chosen.buffer))
           from = std::max(from, top);
-        int64_t candidate =
-            from == item->candidate
-                ? from
-                : sections.lowestFeasible(item->buffer, from);
+        int64_t candidate = from == item->candidate
+                                ? from
+                                : sections.lowestFeasible(item->buffer, from);
         dead = candidate + size(*item) > capacity;
         child.push_back({item->buffer, candidate});
       }
@@ -354,14 +343,14 @@ private:
   bool interchangeable(const Item &x, const Item &y) const {
     const BufferRequest &a = buffers[x.buffer], &b = buffers[y.buffer];
     return x.candidate == y.candidate && a.lower == b.lower &&
-           a.upper == b.upper && a.size == b.size &&
-           a.alignment == b.alignment;
+           a.upper == b.upper && a.size == b.size && a.alignment == b.alignment;
   }
 
   StateKey hashState(const Item *begin, const Item *end) const {
     StateKey key{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
     for (const Item *item = begin; item != end; ++item) {
-      uint64_t h = mix(item->buffer ^ mix(static_cast<uint64_t>(item->candidate)));
+      uint64_t h =
+          mix(item->buffer ^ mix(static_cast<uint64_t>(item->candidate)));
       key.a = mix(key.a ^ h);
       key.b = mix(key.b + (h | 1) * 0x9e3779b97f4a7c15ULL);
     }
@@ -409,38 +398,36 @@ void runWithStack(size_t bytes, std::function<void()> body) {
 } // namespace
 
 ExactStatus planExact(const Problem &problem, int64_t capacity,
-                      double timeLimitSeconds, Plan &plan,
-                      uint64_t *nodeCount, uint64_t nodeLimit) {
+                      double timeLimitSeconds, Plan &plan, uint64_t *nodeCount,
+                      uint64_t nodeLimit) {
   detail::Sections sections(problem);
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(
-                                         std::max(timeLimitSeconds, 0.0)));
+  auto deadline =
+      Clock::now() +
+      std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(std::max(timeLimitSeconds, 0.0)));
   std::vector<int64_t> offsets = sections.initialOffsets();
   ExactStatus status = ExactStatus::OutOfTime;
   uint64_t nodes = 0;
-  runWithStack(kBaseStackBytes + kStackBytesPerBuffer * problem.buffers.size(),
-               [&] {
-                 ExactSearch search(problem, sections, capacity, deadline);
-                 // Restarts with a growing node budget, cycling through the
-                 // buffer rankings: search times are heavy-tailed, and an
-                 // order that stalls is often solved at once by another.
-                 const SkylineRank ranks[] = {SkylineRank::Lifetime,
-                                              SkylineRank::Size,
-                                              SkylineRank::Area};
-                 for (uint64_t attempt = 0;; ++attempt) {
-                   // Enough for a few descents to start with.
-                   uint64_t base = 1024 + 4 * sections.movable().size();
-                   uint64_t budget = base << std::min<uint64_t>(attempt / 3,
-                                                                 40);
-                   budget = std::min(budget, nodeLimit - search.nodeCount());
-                   status = search.run(ranks[attempt % 3], budget, offsets);
-                   if (status != ExactStatus::OutOfTime ||
-                       search.pastDeadline() ||
-                       search.nodeCount() >= nodeLimit)
-                     break;
-                 }
-                 nodes = search.nodeCount();
-               });
+  runWithStack(
+      kBaseStackBytes + kStackBytesPerBuffer * problem.buffers.size(), [&] {
+        ExactSearch search(problem, sections, capacity, deadline);
+        // Restarts with a growing node budget, cycling through the
+        // buffer rankings: search times are heavy-tailed, and an
+        // order that stalls is often solved at once by another.
+        const SkylineRank ranks[] = {SkylineRank::Lifetime, SkylineRank::Size,
+                                     SkylineRank::Area};
+        for (uint64_t attempt = 0;; ++attempt) {
+          // Enough for a few descents to start with.
+          uint64_t base = 1024 + 4 * sections.movable().size();
+          uint64_t budget = base << std::min<uint64_t>(attempt / 3, 40);
+          budget = std::min(budget, nodeLimit - search.nodeCount());
+          status = search.run(ranks[attempt % 3], budget, offsets);
+          if (status != ExactStatus::OutOfTime || search.pastDeadline() ||
+              search.nodeCount() >= nodeLimit)
+            break;
+        }
+        nodes = search.nodeCount();
+      });
   if (nodeCount)
     *nodeCount = nodes;
   if (status == ExactStatus::Found) {

@@ -46,8 +46,8 @@ std::string validateProblem(const Problem &problem) {
               return a->lower < b->lower;
             });
   for (size_t i = 0; i < fixed.size(); ++i)
-    for (size_t j = i + 1; j < fixed.size() && fixed[j]->lower < fixed[i]->upper;
-         ++j) {
+    for (size_t j = i + 1;
+         j < fixed.size() && fixed[j]->lower < fixed[i]->upper; ++j) {
       const BufferRequest &a = *fixed[i], &b = *fixed[j];
       if (*a.fixedOffset < *b.fixedOffset + b.size &&
           *b.fixedOffset < *a.fixedOffset + a.size)

@@ -20,8 +20,7 @@ PlanOutcome finish(const PlanOptions &options, int64_t lowerBound, Plan plan,
   outcome.reachedLowerBound = plan.arenaSize == lowerBound;
   outcome.optimal = outcome.reachedLowerBound;
   outcome.found = !options.capacity || plan.arenaSize <= *options.capacity;
-  outcome.provenInfeasible =
-      options.capacity && *options.capacity < lowerBound;
+  outcome.provenInfeasible = options.capacity && *options.capacity < lowerBound;
   outcome.plan = std::move(plan);
   outcome.producedBy = std::move(producedBy);
   return outcome;
@@ -105,9 +104,9 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
     return status;
   };
   if (options.capacity) {
-    bool infeasible = best.plan.arenaSize > *options.capacity &&
-                      improve(*options.capacity, /*last=*/true) ==
-                          ExactStatus::Infeasible;
+    bool infeasible =
+        best.plan.arenaSize > *options.capacity &&
+        improve(*options.capacity, /*last=*/true) == ExactStatus::Infeasible;
     PlanOutcome outcome = finish(options, lowerBound, std::move(best.plan),
                                  std::move(best.producedBy));
     outcome.provenInfeasible = outcome.provenInfeasible || infeasible;
@@ -149,9 +148,8 @@ PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
 PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   auto start = Clock::now();
   const int64_t lowerBound = computeLowerBound(problem);
-  const int64_t goal = options.capacity
-                           ? std::max(*options.capacity, lowerBound)
-                           : lowerBound;
+  const int64_t goal =
+      options.capacity ? std::max(*options.capacity, lowerBound) : lowerBound;
   Incumbent best;
   runSkylines(problem, goal, best);
   if (best.plan.arenaSize > goal) {

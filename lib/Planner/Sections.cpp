@@ -40,12 +40,11 @@ Sections::Sections(const Problem &problem) : problem(problem) {
       movableBuffers.push_back(i);
     }
   }
-  std::sort(fixedBuffers.begin(), fixedBuffers.end(),
-            [&](uint32_t a, uint32_t b) {
-              return *buffers[a].fixedOffset < *buffers[b].fixedOffset ||
-                     (*buffers[a].fixedOffset == *buffers[b].fixedOffset &&
-                      a < b);
-            });
+  std::sort(
+      fixedBuffers.begin(), fixedBuffers.end(), [&](uint32_t a, uint32_t b) {
+        return *buffers[a].fixedOffset < *buffers[b].fixedOffset ||
+               (*buffers[a].fixedOffset == *buffers[b].fixedOffset && a < b);
+      });
 }
 
 std::vector<int64_t> Sections::initialOffsets() const {

@@ -78,7 +78,8 @@ Plan planSkyline(const Problem &problem, SkylineRank rank) {
   plan.offsets = sections.initialOffsets();
 
   // Heaps hold positions in the rank order: smaller is better.
-  std::vector<uint32_t> byRank = detail::rankBuffers(bs, sections.movable(), rank);
+  std::vector<uint32_t> byRank =
+      detail::rankBuffers(bs, sections.movable(), rank);
   using Keyed = std::pair<int64_t, uint32_t>; // (candidate offset, rank)
   std::priority_queue<Keyed, std::vector<Keyed>, std::greater<Keyed>> waiting;
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>>

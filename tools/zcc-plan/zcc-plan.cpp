@@ -30,9 +30,11 @@ const char *kUsage =
     "line goes to stdout (stderr when the plan goes to stdout).\n"
     "  --algorithm NAME    default: auto (see --list-algorithms)\n"
     "  --capacity BYTES    exit 1 unless the plan fits in BYTES\n"
-    "  --time-limit SECS   search budget (default 10); when it cuts the search\n"
+    "  --time-limit SECS   search budget (default 10); when it cuts the "
+    "search\n"
     "                      short, the best plan so far is used\n"
-    "  --node-limit NODES  search budget in nodes: same plan on every machine\n";
+    "  --node-limit NODES  search budget in nodes: same plan on every "
+    "machine\n";
 
 int usageError(const std::string &message) {
   std::fprintf(stderr, "zcc-plan: %s\n%s", message.c_str(), kUsage);
@@ -86,8 +88,7 @@ int main(int argc, char **argv) {
         options.capacity = static_cast<int64_t>(*bytes);
       } else if (arg == "--node-limit") {
         std::optional<double> nodes = parseNumber(*v);
-        if (!nodes || !(*nodes >= 1) ||
-            *nodes != static_cast<uint64_t>(*nodes))
+        if (!nodes || !(*nodes >= 1) || *nodes != static_cast<uint64_t>(*nodes))
           return usageError("--node-limit needs a positive integer, got '" +
                             *v + "'");
         options.nodeLimit = static_cast<uint64_t>(*nodes);

@@ -91,8 +91,7 @@ Plan planGreedy(const Problem &problem, GreedyOrder order, GreedyFit fit);
 /// `timeLimitSeconds` have passed. `producedBy` names the winning run, e.g.
 /// "greedy-best/size/best-fit".
 Plan planGreedyBest(const Problem &problem, int64_t stopAtBytes,
-                    std::string &producedBy,
-                    double timeLimitSeconds = 1e300);
+                    std::string &producedBy, double timeLimitSeconds = 1e300);
 
 /// Which buffer the skyline planner puts at the current level when several
 /// can sit there.
@@ -107,8 +106,8 @@ enum class ExactStatus { Found, Infeasible, OutOfTime };
 
 /// Depth-first search over canonical plans (see Exact.cpp) for a plan whose
 /// arena fits in `capacity`. Found: `plan` holds it. Infeasible: no plan
-/// fits, proven. OutOfTime: the time or node limit passed first. `nodeCount`, when given,
-/// receives the number of search nodes expanded.
+/// fits, proven. OutOfTime: the time or node limit passed first. `nodeCount`,
+/// when given, receives the number of search nodes expanded.
 ExactStatus planExact(const Problem &problem, int64_t capacity,
                       double timeLimitSeconds, Plan &plan,
                       uint64_t *nodeCount = nullptr,

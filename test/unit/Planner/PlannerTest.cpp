@@ -66,9 +66,9 @@ int64_t bruteForceOptimum(const Problem &problem) {
       for (int64_t c : candidates) {
         bool free = true;
         for (size_t j : placed)
-          free = free && !(timeOverlap(bs[i], bs[j]) &&
-                           c < offsets[j] + bs[j].size &&
-                           offsets[j] < c + bs[i].size);
+          free = free &&
+                 !(timeOverlap(bs[i], bs[j]) && c < offsets[j] + bs[j].size &&
+                   offsets[j] < c + bs[i].size);
         if (free)
           chosen = std::min(chosen, c);
       }
@@ -345,8 +345,7 @@ TEST(Exact, ReachesTheOptimumOnRectangleInstances) {
       Problem p = generateRectangleProblem(seed, count, 1 << 20, 1000);
       PlanOutcome outcome =
           findPlannerAlgorithm("exact")->run(p, searchOptions(5000000));
-      ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize),
-                "");
+      ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "");
       EXPECT_EQ(outcome.plan.arenaSize, 1 << 20)
           << count << " buffers, seed " << seed;
       EXPECT_TRUE(outcome.optimal);
@@ -413,8 +412,9 @@ TEST(Greedy, BestFitTakesTheSmallestGap) {
   // A 6-byte buffer at steps [6, 8) fits both: best fit takes the 6-byte
   // hole, first fit the lower one.
   Problem p;
-  p.buffers = {buffer(0, 0, 10, 10), buffer(1, 0, 5, 10), buffer(2, 0, 10, 12),
-               buffer(3, 0, 5, 6),   buffer(4, 0, 10, 100), buffer(5, 6, 8, 6)};
+  p.buffers = {buffer(0, 0, 10, 10),  buffer(1, 0, 5, 10),
+               buffer(2, 0, 10, 12),  buffer(3, 0, 5, 6),
+               buffer(4, 0, 10, 100), buffer(5, 6, 8, 6)};
   // Pin the layout of the first five so only buffer 5 is placed.
   const int64_t pinned[] = {0, 10, 20, 32, 38};
   for (int i = 0; i < 5; ++i)
