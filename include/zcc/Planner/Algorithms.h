@@ -102,6 +102,14 @@ enum class SkylineRank { Lifetime, Size, Area };
 /// that fits there. O(n log n).
 Plan planSkyline(const Problem &problem, SkylineRank rank);
 
+/// The skyline descent kept under `capacity`: it checks at every level that
+/// each section's unplaced demand still fits above its floor, and first
+/// covers the sections that would overflow when the level next rises. True,
+/// with `plan` set, when every buffer fits; false at the first dead end (it
+/// never backtracks, so false proves nothing).
+bool planSkylineWithin(const Problem &problem, SkylineRank rank,
+                       int64_t capacity, Plan &plan);
+
 enum class ExactStatus { Found, Infeasible, OutOfTime };
 
 /// Depth-first search over canonical plans (see Exact.cpp) for a plan whose
