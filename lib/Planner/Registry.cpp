@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <utility>
 
 namespace zcc::planner {
@@ -12,6 +13,10 @@ namespace zcc::planner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// Enough tries for the real sets (S_1 needs about 50); beyond that the
+/// exact search is the better use of the time.
+constexpr uint64_t kMaxRestarts = 1024;
 
 PlanOutcome finish(const PlanOptions &options, int64_t lowerBound, Plan plan,
                    std::string producedBy) {
@@ -87,11 +92,10 @@ double secondsSince(Clock::time_point start) {
 /// all of them.
 PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
                         Clock::time_point start, int64_t lowerBound,
-                        Incumbent best) {
+                        Incumbent best, uint64_t nodesLeft) {
   auto remaining = [&] {
     return options.timeLimitSeconds - secondsSince(start);
   };
-  uint64_t nodesLeft = options.nodeLimit ? options.nodeLimit : UINT64_MAX;
   auto improve = [&](int64_t capacity, bool last) {
     Plan plan;
     uint64_t nodes = 0;
@@ -142,7 +146,33 @@ PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
   Incumbent best;
   // A skyline descent, as a starting plan.
   best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
-  return searchExact(problem, options, start, lowerBound, std::move(best));
+  return searchExact(problem, options, start, lowerBound, std::move(best),
+                     options.nodeLimit ? options.nodeLimit : UINT64_MAX);
+}
+
+/// Skyline descents kept under `goal` (planSkylineWithin): each ranking
+/// plainly, then area rankings perturbed by seeds 1, 2, ... Descents that
+/// fail end at different dead ends, so restarts are cheap tries at the goal.
+/// Stops when one fits, after `seconds`, or when `nodesLeft` (a descent costs
+/// one node per buffer) runs out.
+void runRestarts(const Problem &problem, int64_t goal, double seconds,
+                 uint64_t &nodesLeft, Incumbent &best) {
+  auto start = Clock::now();
+  const uint64_t cost = std::max<uint64_t>(problem.buffers.size(), 1);
+  const SkylineRank plain[] = {SkylineRank::Area, SkylineRank::Lifetime,
+                               SkylineRank::Size};
+  for (uint64_t attempt = 0; attempt < kMaxRestarts; ++attempt) {
+    if (best.plan.arenaSize <= goal || nodesLeft < cost ||
+        (attempt > 0 && secondsSince(start) >= seconds))
+      return;
+    nodesLeft -= cost;
+    SkylineRank rank = attempt < 3 ? plain[attempt] : SkylineRank::Area;
+    uint64_t seed = attempt < 3 ? 0 : attempt - 2;
+    Plan plan;
+    if (planSkylineWithin(problem, rank, goal, plan, seed))
+      best.offer(std::move(plan),
+                 "skyline-within/" + std::to_string(attempt));
+  }
 }
 
 PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
@@ -150,8 +180,10 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   const int64_t lowerBound = computeLowerBound(problem);
   const int64_t goal =
       options.capacity ? std::max(*options.capacity, lowerBound) : lowerBound;
+  uint64_t nodesLeft = options.nodeLimit ? options.nodeLimit : UINT64_MAX;
   Incumbent best;
   runSkylines(problem, goal, best);
+  runRestarts(problem, goal, options.timeLimitSeconds / 2, nodesLeft, best);
   if (best.plan.arenaSize > goal) {
     std::string name;
     Plan plan = planGreedyBest(problem, goal, name,
@@ -161,7 +193,8 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   if (best.plan.arenaSize <= goal)
     return finish(options, lowerBound, std::move(best.plan),
                   std::move(best.producedBy));
-  return searchExact(problem, options, start, lowerBound, std::move(best));
+  return searchExact(problem, options, start, lowerBound, std::move(best),
+                     nodesLeft);
 }
 
 } // namespace

@@ -3,7 +3,6 @@
 #include "Sections.h"
 
 #include <algorithm>
-#include <climits>
 #include <tuple>
 
 namespace zcc::planner::detail {
@@ -73,28 +72,57 @@ int64_t Sections::lowestFeasible(uint32_t i, int64_t from) const {
   return offset;
 }
 
+namespace {
+
+uint64_t splitmix(uint64_t &state) {
+  uint64_t x = (state += 0x9e3779b97f4a7c15ULL);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+} // namespace
+
 std::vector<uint32_t> rankBuffers(const std::vector<BufferRequest> &buffers,
                                   std::vector<uint32_t> indices,
-                                  SkylineRank rank) {
-  auto key = [&](uint32_t i) {
+                                  SkylineRank rank, uint64_t seed) {
+  struct Key {
+    double primary; // descending
+    int64_t secondary, lower;
+    uint32_t index;
+  };
+  uint64_t state = seed;
+  std::vector<Key> keys(buffers.size());
+  for (uint32_t i : indices) {
     const BufferRequest &b = buffers[i];
-    int64_t length = b.upper - b.lower;
-    // Saturate rather than overflow on huge sizes x lifetimes.
-    __int128 area = static_cast<__int128>(b.size) * length;
-    int64_t clampedArea =
-        area > INT64_MAX ? INT64_MAX : static_cast<int64_t>(area);
+    const double length = static_cast<double>(b.upper - b.lower);
+    const double bytes = static_cast<double>(b.size);
+    Key &key = keys[i];
     switch (rank) {
     case SkylineRank::Lifetime:
-      return std::make_tuple(-length, -b.size, b.lower, i);
+      key = {length, b.size, b.lower, i};
+      break;
     case SkylineRank::Size:
-      return std::make_tuple(-b.size, -length, b.lower, i);
+      key = {bytes, b.upper - b.lower, b.lower, i};
+      break;
     case SkylineRank::Area:
-      return std::make_tuple(-clampedArea, -length, b.lower, i);
+      key = {bytes * length, b.upper - b.lower, b.lower, i};
+      break;
     }
-    return std::make_tuple(int64_t{0}, int64_t{0}, int64_t{0}, i);
-  };
-  std::sort(indices.begin(), indices.end(),
-            [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    if (seed != 0) {
+      // A factor in [0.5, 1.5): only + and * on doubles, so every platform
+      // draws the same order.
+      double unit = static_cast<double>(splitmix(state) >> 11) * 0x1p-53;
+      key.primary *= 0.5 + unit;
+    }
+  }
+  std::sort(indices.begin(), indices.end(), [&](uint32_t a, uint32_t b) {
+    const Key &x = keys[a], &y = keys[b];
+    if (x.primary != y.primary)
+      return x.primary > y.primary;
+    return std::make_tuple(-x.secondary, x.lower, x.index) <
+           std::make_tuple(-y.secondary, y.lower, y.index);
+  });
   return indices;
 }
 

@@ -50,10 +50,12 @@ private:
 };
 
 /// `indices` sorted best first for the skyline and exact planners: by
-/// lifetime, size or area (descending), ties broken deterministically.
+/// lifetime, size or area (descending), ties broken deterministically. A
+/// non-zero `seed` scales each primary key by a pseudo-random factor in
+/// [0.5, 1.5), the same on every platform, for restarts.
 std::vector<uint32_t> rankBuffers(const std::vector<BufferRequest> &buffers,
                                   std::vector<uint32_t> indices,
-                                  SkylineRank rank);
+                                  SkylineRank rank, uint64_t seed = 0);
 
 } // namespace zcc::planner::detail
 

@@ -31,7 +31,6 @@
 #include <queue>
 #include <tuple>
 #include <utility>
-#include <cstdio>
 
 namespace zcc::planner {
 
@@ -563,11 +562,11 @@ Plan planSkyline(const Problem &problem, SkylineRank rank) {
 }
 
 bool planSkylineWithin(const Problem &problem, SkylineRank rank,
-                       int64_t capacity, Plan &plan) {
+                       int64_t capacity, Plan &plan, uint64_t seed) {
   detail::Sections sections(problem);
   std::vector<int64_t> offsets = sections.initialOffsets();
   std::vector<uint32_t> byRank =
-      detail::rankBuffers(problem.buffers, sections.movable(), rank);
+      detail::rankBuffers(problem.buffers, sections.movable(), rank, seed);
   if (!SkylineDescent(problem, sections, byRank, capacity).run(offsets))
     return false;
   plan.offsets = std::move(offsets);

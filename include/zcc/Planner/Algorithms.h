@@ -106,9 +106,11 @@ Plan planSkyline(const Problem &problem, SkylineRank rank);
 /// each section's unplaced demand still fits above its floor, and first
 /// covers the sections that would overflow when the level next rises. True,
 /// with `plan` set, when every buffer fits; false at the first dead end (it
-/// never backtracks, so false proves nothing).
+/// never backtracks, so false proves nothing). A non-zero `seed` perturbs the
+/// ranking (each key scaled by a factor in [0.5, 1.5), the same on every
+/// platform): restarts with other seeds try other orders.
 bool planSkylineWithin(const Problem &problem, SkylineRank rank,
-                       int64_t capacity, Plan &plan);
+                       int64_t capacity, Plan &plan, uint64_t seed = 0);
 
 enum class ExactStatus { Found, Infeasible, OutOfTime };
 
