@@ -183,7 +183,11 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   uint64_t nodesLeft = options.nodeLimit ? options.nodeLimit : UINT64_MAX;
   Incumbent best;
   runSkylines(problem, goal, best);
-  runRestarts(problem, goal, options.timeLimitSeconds / 2, nodesLeft, best);
+  // Restarts get at most half the time and nodes; the exact search the rest.
+  uint64_t restartNodes = nodesLeft / 2;
+  nodesLeft -= restartNodes;
+  runRestarts(problem, goal, options.timeLimitSeconds / 2, restartNodes, best);
+  nodesLeft += restartNodes;
   if (best.plan.arenaSize > goal) {
     std::string name;
     Plan plan = planGreedyBest(problem, goal, name,
