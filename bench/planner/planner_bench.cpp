@@ -4,9 +4,9 @@
 // every instance (buffers, lower bound, arena, ratio, proven optimal,
 // producing heuristic, time): the real lifetime sets in --data (MiniMalloc
 // CSV) and generated rectangle instances whose optimum is known to equal the
-// lower bound. Then a sweep: `exact` on 20 rectangle instances per size, how
-// many it solves at the optimum within --sweep-limit seconds each, and how
-// fast. Every plan is checked.
+// lower bound. Then a sweep: `exact` and `auto` on 20 rectangle instances per
+// size, how many each solves at the optimum within --sweep-limit seconds
+// each, and how fast. Every plan is checked.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,41 +103,43 @@ int main(int argc, char **argv) {
   }
 
   std::ostringstream sweep;
-  sweep
-      << "\n| buffers | instances | solved at the optimum | median time (s) | "
-         "slowest solved (s) |\n|---:|---:|---:|---:|---:|\n";
+  sweep << "\n| buffers | algorithm | instances | solved at the optimum | "
+           "median time (s) | slowest solved (s) |\n"
+           "|---:|---|---:|---:|---:|---:|\n";
   std::fputs(sweep.str().c_str(), stdout);
-  for (int count : {30, 100, 150, 200, 300, 500}) {
-    const int seeds = 20;
-    int solved = 0;
-    std::vector<double> times;
-    double slowest = 0;
-    for (uint64_t seed = 101; seed < 101 + seeds; ++seed) {
-      Problem problem = generateRectangleProblem(seed, count, 1 << 20, 1000);
-      PlanOptions options;
-      options.timeLimitSeconds = sweepLimit;
-      CheckedRun run =
-          runChecked(*findPlannerAlgorithm("exact"), problem, options);
-      if (!run.violation.empty()) {
-        std::fprintf(stderr, "sweep %d/%llu: INVALID PLAN: %s\n", count,
-                     static_cast<unsigned long long>(seed),
-                     run.violation.c_str());
-        return 3;
+  for (int count : {30, 100, 150, 200, 300, 500})
+    for (const char *name : {"exact", "auto"}) {
+      const int seeds = 20;
+      int solved = 0;
+      std::vector<double> times;
+      double slowest = 0;
+      for (uint64_t seed = 101; seed < 101 + seeds; ++seed) {
+        Problem problem = generateRectangleProblem(seed, count, 1 << 20, 1000);
+        PlanOptions options;
+        options.timeLimitSeconds = sweepLimit;
+        CheckedRun run =
+            runChecked(*findPlannerAlgorithm(name), problem, options);
+        if (!run.violation.empty()) {
+          std::fprintf(stderr, "sweep %d/%llu: INVALID PLAN: %s\n", count,
+                       static_cast<unsigned long long>(seed),
+                       run.violation.c_str());
+          return 3;
+        }
+        times.push_back(run.seconds);
+        if (run.outcome.plan.arenaSize == run.outcome.lowerBound) {
+          ++solved;
+          slowest = std::max(slowest, run.seconds);
+        }
       }
-      times.push_back(run.seconds);
-      if (run.outcome.plan.arenaSize == run.outcome.lowerBound) {
-        ++solved;
-        slowest = std::max(slowest, run.seconds);
-      }
+      std::sort(times.begin(), times.end());
+      char row[256];
+      std::snprintf(row, sizeof(row), "| %d | %s | %d | %d | %.3f | %.3f |\n",
+                    count, name, seeds, solved, times[times.size() / 2],
+                    slowest);
+      std::fputs(row, stdout);
+      std::fflush(stdout);
+      sweep << row;
     }
-    std::sort(times.begin(), times.end());
-    char row[256];
-    std::snprintf(row, sizeof(row), "| %d | %d | %d | %.3f | %.3f |\n", count,
-                  seeds, solved, times[times.size() / 2], slowest);
-    std::fputs(row, stdout);
-    std::fflush(stdout);
-    sweep << row;
-  }
   table << sweep.str();
 
   if (!outPath.empty()) {

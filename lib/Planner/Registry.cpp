@@ -170,8 +170,7 @@ void runRestarts(const Problem &problem, int64_t goal, double seconds,
     uint64_t seed = attempt < 3 ? 0 : attempt - 2;
     Plan plan;
     if (planSkylineWithin(problem, rank, goal, plan, seed))
-      best.offer(std::move(plan),
-                 "skyline-within/" + std::to_string(attempt));
+      best.offer(std::move(plan), "skyline-within/" + std::to_string(attempt));
   }
 }
 

@@ -48,7 +48,9 @@ public:
     build(1, 0, size, demand);
   }
 
-  int64_t maxSky(int32_t lo, int32_t hi) { return querySky(1, 0, size, lo, hi); }
+  int64_t maxSky(int32_t lo, int32_t hi) {
+    return querySky(1, 0, size, lo, hi);
+  }
   int64_t maxDemand() const { return nodes[1].demand; }
   int64_t maxSum() const { return nodes[1].sum; }
 
@@ -139,8 +141,7 @@ private:
     update(2 * node + 1, mid, r, lo, hi, assign, add);
     pull(node);
   }
-  int64_t querySky(int32_t node, int32_t l, int32_t r, int32_t lo,
-                   int32_t hi) {
+  int64_t querySky(int32_t node, int32_t l, int32_t r, int32_t lo, int32_t hi) {
     if (hi <= l || r <= lo)
       return 0;
     if (lo <= l && r <= hi)
@@ -234,10 +235,10 @@ public:
           *out = k - leaves;
         continue;
       }
-      std::merge(entries.data() + begin[2 * k], entries.data() + begin[2 * k + 1],
-                 entries.data() + begin[2 * k + 1],
-                 entries.data() + begin[2 * k + 2], out,
-                 [&](int32_t x, int32_t y) { return before(x, y); });
+      std::merge(
+          entries.data() + begin[2 * k], entries.data() + begin[2 * k + 1],
+          entries.data() + begin[2 * k + 1], entries.data() + begin[2 * k + 2],
+          out, [&](int32_t x, int32_t y) { return before(x, y); });
     }
   }
 
@@ -280,10 +281,9 @@ private:
     const int32_t m = begin[k + 1] - begin[k];
     auto byLast = [&](int32_t bound) {
       return static_cast<int32_t>(
-          std::upper_bound(first, first + m, bound,
-                           [&](int32_t value, int32_t x) {
-                             return value < lastOf[x];
-                           }) -
+          std::upper_bound(
+              first, first + m, bound,
+              [&](int32_t value, int32_t x) { return value < lastOf[x]; }) -
           first);
     };
     int32_t a = byLast(lastAbove) + m, b = byLast(lastAtMost) + m;
@@ -310,8 +310,9 @@ public:
   SkylineDescent(const Problem &problem, const detail::Sections &sections,
                  const std::vector<uint32_t> &byRank, int64_t capacity)
       : buffers(problem.buffers), sections(sections), byRank(byRank),
-        capacity(capacity), tree(initialDemand()), positions(makePositions()),
-        present(lastByPosition, rankByPosition) {}
+        capacity(capacity), tree(initialDemand()),
+        positions(sortByFirst(sections, byRank)),
+        present(positions.lasts, positions.ranks) {}
 
   /// Places every buffer into `offsets`; false at a dead end under the
   /// capacity.
@@ -341,7 +342,7 @@ public:
       if (top > capacity)
         return false;
       offsets[i] = level;
-      present.erase(positionOf[r]);
+      present.erase(positions.of[r]);
       tree.place(sections.first(i), sections.last(i), top, buffers[i].size);
       events.push({top, r});
       --remaining;
@@ -375,33 +376,41 @@ private:
 
   /// Positions: buffers by first section, so that the buffers starting in a
   /// run of sections are one position range.
-  int makePositions() {
+  struct Positions {
+    std::vector<int32_t> of;     // rank -> position
+    std::vector<uint32_t> ranks; // position -> rank
+    std::vector<int32_t> firsts, lasts;
+  };
+  static Positions sortByFirst(const detail::Sections &sections,
+                               const std::vector<uint32_t> &byRank) {
     const uint32_t n = static_cast<uint32_t>(byRank.size());
-    std::vector<uint32_t> byFirst(n);
+    Positions result;
+    result.ranks.resize(n);
     for (uint32_t r = 0; r < n; ++r)
-      byFirst[r] = r;
-    std::sort(byFirst.begin(), byFirst.end(), [&](uint32_t x, uint32_t y) {
-      int32_t fx = sections.first(byRank[x]), fy = sections.first(byRank[y]);
-      return fx < fy || (fx == fy && x < y);
-    });
-    positionOf.resize(n);
-    firsts.resize(n);
-    lastByPosition.resize(n);
-    rankByPosition.resize(n);
+      result.ranks[r] = r;
+    std::sort(result.ranks.begin(), result.ranks.end(),
+              [&](uint32_t x, uint32_t y) {
+                int32_t fx = sections.first(byRank[x]);
+                int32_t fy = sections.first(byRank[y]);
+                return fx < fy || (fx == fy && x < y);
+              });
+    result.of.resize(n);
+    result.firsts.resize(n);
+    result.lasts.resize(n);
     for (uint32_t p = 0; p < n; ++p) {
-      uint32_t r = byFirst[p];
-      positionOf[r] = static_cast<int32_t>(p);
-      rankByPosition[p] = r;
-      firsts[p] = sections.first(byRank[r]);
-      lastByPosition[p] = sections.last(byRank[r]);
+      uint32_t r = result.ranks[p];
+      result.of[r] = static_cast<int32_t>(p);
+      result.firsts[p] = sections.first(byRank[r]);
+      result.lasts[p] = sections.last(byRank[r]);
     }
-    return 0;
+    return result;
   }
 
   int32_t positionAt(int32_t section) const {
     return static_cast<int32_t>(
-        std::lower_bound(firsts.begin(), firsts.end(), section) -
-        firsts.begin());
+        std::lower_bound(positions.firsts.begin(), positions.firsts.end(),
+                         section) -
+        positions.firsts.begin());
   }
   /// The best rank present lying inside sections [begin, end).
   uint32_t bestInside(int32_t begin, int32_t end) const {
@@ -452,7 +461,7 @@ private:
   /// An obstacle or alignment lifts buffer (rank) r above the level: it
   /// waits, out of the tree, until the level reaches its candidate.
   void defer(uint32_t r) {
-    present.erase(positionOf[r]);
+    present.erase(positions.of[r]);
     deferred.push({sections.lowestFeasible(byRank[r], level), r});
   }
 
@@ -478,7 +487,7 @@ private:
     while (!deferred.empty() && deferred.top().first <= level) {
       uint32_t r = deferred.top().second;
       deferred.pop();
-      present.insert(positionOf[r]);
+      present.insert(positions.of[r]);
       if (tree.maxSky(sections.first(byRank[r]), sections.last(byRank[r])) <=
           level)
         open(r);
@@ -536,9 +545,7 @@ private:
   const std::vector<uint32_t> &byRank;
   const int64_t capacity;
   SectionTree tree;
-  std::vector<int32_t> positionOf, firsts, lastByPosition;
-  std::vector<uint32_t> rankByPosition;
-  int positions; // sets up the vectors above before `present` reads them
+  const Positions positions;
   RangeTree present;
   std::priority_queue<Valley, std::vector<Valley>, std::greater<Valley>>
       valleys;

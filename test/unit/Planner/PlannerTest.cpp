@@ -445,9 +445,10 @@ std::vector<int64_t> referenceSkyline(const Problem &problem,
         moved = false;
         for (size_t j = 0; j < bs.size(); ++j) {
           bool placedMovable = done[j] && !bs[j].fixedOffset;
-          bool clash = bs[j].fixedOffset
-                           ? at < offsets[j] + bs[j].size && offsets[j] < at + bs[i].size
-                           : placedMovable && at < offsets[j] + bs[j].size;
+          bool clash =
+              bs[j].fixedOffset
+                  ? at < offsets[j] + bs[j].size && offsets[j] < at + bs[i].size
+                  : placedMovable && at < offsets[j] + bs[j].size;
           if (i != j && bs[j].size > 0 && timeOverlap(bs[i], bs[j]) &&
               (bs[j].fixedOffset || placedMovable) && clash) {
             at = alignUp(offsets[j] + bs[j].size, bs[i].alignment);
@@ -497,8 +498,8 @@ TEST(Skyline, WithinACapacityIsValidAndNeverBeatsTheOptimum) {
     for (int64_t capacity : {optimum - 1, optimum, optimum + 8}) {
       for (uint64_t restart = 0; restart < 4; ++restart) {
         Plan plan;
-        bool ok = planSkylineWithin(p, SkylineRank::Area, capacity, plan,
-                                    restart);
+        bool ok =
+            planSkylineWithin(p, SkylineRank::Area, capacity, plan, restart);
         if (capacity < optimum) {
           ASSERT_FALSE(ok) << "seed " << seed;
           continue;
