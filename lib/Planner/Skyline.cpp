@@ -66,18 +66,21 @@ public:
   /// The first section at or after `at` whose skyline is above `level`, or
   /// the section count.
   int32_t firstAbove(int32_t at, int64_t level) {
-    int32_t found = findFirst(1, 0, size, at, level);
+    int32_t found =
+        findFirst(1, 0, size, at, [&](const Node &n) { return n.sky > level; });
     return found < 0 ? size : found;
   }
   /// The first section at or after `at` whose skyline is at or below
   /// `level`, or the section count.
   int32_t firstAtOrBelow(int32_t at, int64_t level) {
-    int32_t found = findLow(1, 0, size, at, level);
+    int32_t found = findFirst(1, 0, size, at,
+                              [&](const Node &n) { return n.lowSky <= level; });
     return found < 0 ? size : found;
   }
   /// The first section whose demand is above `bound`, or -1.
   int32_t firstDemandAbove(int64_t bound) {
-    return findDemand(1, 0, size, bound);
+    return findFirst(1, 0, size, 0,
+                     [&](const Node &n) { return n.demand > bound; });
   }
 
 private:
@@ -162,37 +165,20 @@ private:
     int32_t found = findLast(2 * node + 1, mid, r, before, level);
     return found >= 0 ? found : findLast(2 * node, l, mid, before, level);
   }
+  /// The first section at or after `from` in a subtree where `holds` is
+  /// true of every leaf it marks; `holds` on an inner node says whether the
+  /// subtree may contain one (a maximum or minimum test).
+  template <typename Holds>
   int32_t findFirst(int32_t node, int32_t l, int32_t r, int32_t from,
-                    int64_t level) {
-    if (r <= from || nodes[node].sky <= level)
+                    const Holds &holds) {
+    if (r <= from || !holds(nodes[node]))
       return -1;
     if (r - l == 1)
       return l;
     push(node);
     int32_t mid = (l + r) / 2;
-    int32_t found = findFirst(2 * node, l, mid, from, level);
-    return found >= 0 ? found : findFirst(2 * node + 1, mid, r, from, level);
-  }
-  int32_t findLow(int32_t node, int32_t l, int32_t r, int32_t from,
-                  int64_t level) {
-    if (r <= from || nodes[node].lowSky > level)
-      return -1;
-    if (r - l == 1)
-      return l;
-    push(node);
-    int32_t mid = (l + r) / 2;
-    int32_t found = findLow(2 * node, l, mid, from, level);
-    return found >= 0 ? found : findLow(2 * node + 1, mid, r, from, level);
-  }
-  int32_t findDemand(int32_t node, int32_t l, int32_t r, int64_t bound) {
-    if (nodes[node].demand <= bound)
-      return -1;
-    if (r - l == 1)
-      return l;
-    push(node);
-    int32_t mid = (l + r) / 2;
-    int32_t found = findDemand(2 * node, l, mid, bound);
-    return found >= 0 ? found : findDemand(2 * node + 1, mid, r, bound);
+    int32_t found = findFirst(2 * node, l, mid, from, holds);
+    return found >= 0 ? found : findFirst(2 * node + 1, mid, r, from, holds);
   }
 
   int32_t size;
@@ -407,10 +393,10 @@ private:
   }
 
   int32_t positionAt(int32_t section) const {
-    return static_cast<int32_t>(
-        std::lower_bound(positions.firsts.begin(), positions.firsts.end(),
-                         section) -
-        positions.firsts.begin());
+    return static_cast<int32_t>(std::lower_bound(positions.firsts.begin(),
+                                                 positions.firsts.end(),
+                                                 section) -
+                                positions.firsts.begin());
   }
   /// The best rank present lying inside sections [begin, end).
   uint32_t bestInside(int32_t begin, int32_t end) const {
