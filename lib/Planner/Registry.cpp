@@ -14,7 +14,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Enough tries for the real sets (S_1 needs about 50); beyond that the
+/// Far more tries than the real sets need (at most 12); beyond that the
 /// exact search is the better use of the time.
 constexpr uint64_t kMaxRestarts = 1024;
 

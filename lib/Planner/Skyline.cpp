@@ -544,13 +544,8 @@ private:
 } // namespace
 
 Plan planSkyline(const Problem &problem, SkylineRank rank) {
-  detail::Sections sections(problem);
-  Plan plan;
-  plan.offsets = sections.initialOffsets();
-  std::vector<uint32_t> byRank =
-      detail::rankBuffers(problem.buffers, sections.movable(), rank);
-  SkylineDescent(problem, sections, byRank, INT64_MAX).run(plan.offsets);
-  plan.arenaSize = computeArenaSize(problem, plan.offsets);
+  Plan plan; // with no capacity the descent always succeeds
+  planSkylineWithin(problem, rank, INT64_MAX, plan);
   return plan;
 }
 
