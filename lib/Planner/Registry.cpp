@@ -80,6 +80,10 @@ PlanOutcome runSkyline(const Problem &problem, const PlanOptions &options) {
                 std::move(best.producedBy));
 }
 
+uint64_t nodeBudget(const PlanOptions &options) {
+  return options.nodeLimit ? options.nodeLimit : UINT64_MAX;
+}
+
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -147,31 +151,33 @@ PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
   // A skyline descent, as a starting plan.
   best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
   return searchExact(problem, options, start, lowerBound, std::move(best),
-                     options.nodeLimit ? options.nodeLimit : UINT64_MAX);
+                     nodeBudget(options));
 }
 
 /// Skyline descents kept under `goal` (planSkylineWithin): each ranking
 /// plainly, then area rankings perturbed by seeds 1, 2, ... Descents that
 /// fail end at different dead ends, so restarts are cheap tries at the goal.
-/// Stops when one fits, after `seconds`, or when `nodesLeft` (a descent costs
-/// one node per buffer) runs out.
-void runRestarts(const Problem &problem, int64_t goal, double seconds,
-                 uint64_t &nodesLeft, Incumbent &best) {
+/// Stops when one fits, after `seconds`, or when `nodes` (a descent costs one
+/// node per buffer) run out. Returns the nodes used.
+uint64_t runRestarts(const Problem &problem, int64_t goal, double seconds,
+                     uint64_t nodes, Incumbent &best) {
   auto start = Clock::now();
+  uint64_t used = 0;
   const uint64_t cost = std::max<uint64_t>(problem.buffers.size(), 1);
   const SkylineRank plain[] = {SkylineRank::Area, SkylineRank::Lifetime,
                                SkylineRank::Size};
   for (uint64_t attempt = 0; attempt < kMaxRestarts; ++attempt) {
-    if (best.plan.arenaSize <= goal || nodesLeft < cost ||
+    if (best.plan.arenaSize <= goal || nodes - used < cost ||
         (attempt > 0 && secondsSince(start) >= seconds))
-      return;
-    nodesLeft -= cost;
+      break;
+    used += cost;
     SkylineRank rank = attempt < 3 ? plain[attempt] : SkylineRank::Area;
     uint64_t seed = attempt < 3 ? 0 : attempt - 2;
     Plan plan;
     if (planSkylineWithin(problem, rank, goal, plan, seed))
       best.offer(std::move(plan), "skyline-within/" + std::to_string(attempt));
   }
+  return used;
 }
 
 PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
@@ -179,14 +185,12 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   const int64_t lowerBound = computeLowerBound(problem);
   const int64_t goal =
       options.capacity ? std::max(*options.capacity, lowerBound) : lowerBound;
-  uint64_t nodesLeft = options.nodeLimit ? options.nodeLimit : UINT64_MAX;
+  uint64_t nodesLeft = nodeBudget(options);
   Incumbent best;
   runSkylines(problem, goal, best);
   // Restarts get at most half the time and nodes; the exact search the rest.
-  uint64_t restartNodes = nodesLeft / 2;
-  nodesLeft -= restartNodes;
-  runRestarts(problem, goal, options.timeLimitSeconds / 2, restartNodes, best);
-  nodesLeft += restartNodes;
+  nodesLeft -= runRestarts(problem, goal, options.timeLimitSeconds / 2,
+                           nodesLeft / 2, best);
   if (best.plan.arenaSize > goal) {
     std::string name;
     Plan plan = planGreedyBest(problem, goal, name,

@@ -186,10 +186,11 @@ private:
 };
 
 /// Buffers at positions sorted by first section, each with its last section
-/// and a rank; present or not. Answers: the best (smallest) rank present
-/// among positions [lo, hi) whose last section is in (lastAbove, lastAtMost].
-/// A merge-sort tree: each node keeps its positions sorted by last section
-/// and a min-rank tree over them, so queries and updates take O(log^2 n).
+/// and a rank; present (at first, all) or not. Answers: the best (smallest)
+/// rank present among positions [lo, hi) whose last section is in (lastAbove,
+/// lastAtMost]. A merge-sort tree: each node keeps its positions sorted by last
+/// section and a min-rank tree over them, so queries and updates take O(log^2
+/// n).
 class RangeTree {
 public:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -200,31 +201,34 @@ public:
     const int32_t n = static_cast<int32_t>(lastOf.size());
     while (leaves < n)
       leaves *= 2;
-    begin.assign(2 * leaves + 1, 0);
-    // Node k covers positions [l, r); its slice of `entries` is sorted by
-    // (last, position). Children are merged into parents level by level.
-    std::vector<std::pair<int32_t, int32_t>> span(2 * leaves);
-    for (int32_t k = leaves; k < 2 * leaves; ++k)
-      span[k] = {k - leaves, k - leaves + 1};
+    // Node k's slice of `entries` holds its positions sorted by (last,
+    // position); leaves past n are empty. Children merge into parents.
+    std::vector<int32_t> count(2 * leaves, 0);
+    for (int32_t p = 0; p < n; ++p)
+      count[leaves + p] = 1;
     for (int32_t k = leaves - 1; k >= 1; --k)
-      span[k] = {span[2 * k].first, span[2 * k + 1].second};
-    for (int32_t k = 1; k < 2 * leaves; ++k) {
-      int32_t count = std::max(0, std::min(span[k].second, n) - span[k].first);
-      begin[k + 1] = begin[k] + count;
-    }
+      count[k] = count[2 * k] + count[2 * k + 1];
+    begin.assign(2 * leaves + 1, 0);
+    for (int32_t k = 1; k < 2 * leaves; ++k)
+      begin[k + 1] = begin[k] + count[k];
     entries.resize(begin[2 * leaves]);
-    best.assign(2 * entries.size(), kNone);
-    for (int32_t k = 2 * leaves - 1; k >= 1; --k) {
-      int32_t *out = entries.data() + begin[k];
-      if (k >= leaves) {
-        if (k - leaves < n)
-          *out = k - leaves;
-        continue;
-      }
-      std::merge(
-          entries.data() + begin[2 * k], entries.data() + begin[2 * k + 1],
-          entries.data() + begin[2 * k + 1], entries.data() + begin[2 * k + 2],
-          out, [&](int32_t x, int32_t y) { return before(x, y); });
+    for (int32_t p = 0; p < n; ++p)
+      entries[begin[leaves + p]] = p;
+    for (int32_t k = leaves - 1; k >= 1; --k)
+      std::merge(entries.data() + begin[2 * k],
+                 entries.data() + begin[2 * k + 1],
+                 entries.data() + begin[2 * k + 1],
+                 entries.data() + begin[2 * k + 2], entries.data() + begin[k],
+                 [&](int32_t x, int32_t y) { return before(x, y); });
+    // Every position starts present: each node's min tree over its entries.
+    best.resize(2 * entries.size());
+    for (int32_t k = 1; k < 2 * leaves; ++k) {
+      const int32_t m = begin[k + 1] - begin[k];
+      uint32_t *tree = best.data() + 2 * begin[k];
+      for (int32_t j = 0; j < m; ++j)
+        tree[m + j] = rankOf[entries[begin[k] + j]];
+      for (int32_t j = m - 1; j >= 1; --j)
+        tree[j] = std::min(tree[2 * j], tree[2 * j + 1]);
     }
   }
 
@@ -305,11 +309,8 @@ public:
   bool run(std::vector<int64_t> &offsets) {
     if (tree.maxDemand() > capacity)
       return false;
-    const int32_t n = static_cast<int32_t>(byRank.size());
-    for (int32_t p = 0; p < n; ++p)
-      present.insert(p);
     pushValley(0, sections.count());
-    for (int32_t remaining = n; remaining > 0;) {
+    for (size_t remaining = byRank.size(); remaining > 0;) {
       uint32_t r = RangeTree::kNone;
       if (capacity != INT64_MAX)
         r = pickUrgent();
