@@ -173,6 +173,8 @@ static LogicalResult verifyArgRole(FunctionOpInterface fn, unsigned argIndex,
                     << element;
     return success();
   case ArgRole::Parameter:
+  case ArgRole::OptimizerState:
+  case ArgRole::Accumulator:
     if (!isFloatElement(element))
       return emit() << "must have a floating-point element type, got "
                     << element;
@@ -186,6 +188,21 @@ static LogicalResult verifyArgRole(FunctionOpInterface fn, unsigned argIndex,
     return success();
   }
   llvm_unreachable("unknown ArgRole");
+}
+
+/// Names identify persistent tensors across entry points and in
+/// checkpoints: non-empty printable text.
+static LogicalResult verifyName(FunctionOpInterface fn, StringRef what,
+                                unsigned index, Attribute value) {
+  auto name = dyn_cast<StringAttr>(value);
+  if (name && !name.getValue().empty() &&
+      llvm::all_of(name.getValue(), [](char c) { return c > ' ' && c < 127; }))
+    return success();
+  return fn->emitOpError() << what << " #" << index << ": '"
+                           << ZTDialect::kNameAttrName
+                           << "' must be a non-empty string of printable "
+                              "characters without spaces, got "
+                           << value;
 }
 
 LogicalResult ZTDialect::verifyRegionArgAttribute(Operation *op,
@@ -213,14 +230,88 @@ LogicalResult ZTDialect::verifyRegionArgAttribute(Operation *op,
              << "' must be a #zt.init<...> attribute, got "
              << attribute.getValue();
     auto role = fn.getArgAttrOfType<ArgRoleAttr>(argIndex, kRoleAttrName);
-    if (!role || role.getValue() != ArgRole::Parameter)
+    if (!role || !isPersistentRole(role.getValue()))
       return fn->emitOpError()
              << "argument #" << argIndex << ": '" << kInitAttrName
-             << "' is only valid on a #zt.role<parameter> argument";
+             << "' is only valid on a parameter, optimizer_state or "
+                "accumulator argument";
     return success();
   }
+  if (name == kNameAttrName)
+    return verifyName(fn, "argument", argIndex, attribute.getValue());
   return fn->emitOpError() << "argument #" << argIndex
                            << ": unknown zt argument attribute '" << name
-                           << "'; expected '" << kRoleAttrName << "' or '"
-                           << kInitAttrName << "'";
+                           << "'; expected '" << kRoleAttrName << "', '"
+                           << kInitAttrName << "' or '" << kNameAttrName
+                           << "'";
+}
+
+/// `zt.tied` and `zt.gradient_of` name an argument of the same type as the
+/// result; a tied argument must be persistent, since it is overwritten.
+static LogicalResult verifyResultArgIndex(FunctionOpInterface fn,
+                                          unsigned resultIndex, StringRef name,
+                                          Attribute value) {
+  auto emit = [&]() {
+    return fn->emitOpError() << "result #" << resultIndex << ": '" << name
+                             << "' ";
+  };
+  auto index = dyn_cast<IntegerAttr>(value);
+  if (!index || !index.getType().isInteger(64))
+    return emit() << "must be an i64 argument index, got " << value;
+  int64_t arg = index.getInt();
+  if (arg < 0 || arg >= static_cast<int64_t>(fn.getNumArguments()))
+    return emit() << "names argument #" << arg << ", but the function has "
+                  << fn.getNumArguments() << " arguments";
+  Type argType = fn.getArgumentTypes()[arg];
+  Type resultType = fn.getResultTypes()[resultIndex];
+  if (argType != resultType)
+    return emit() << "names argument #" << arg << " of type " << argType
+                  << ", but the result has type " << resultType;
+  if (name != ZTDialect::kTiedAttrName)
+    return success();
+  auto role = fn.getArgAttrOfType<ArgRoleAttr>(arg, ZTDialect::kRoleAttrName);
+  if (!role || !isPersistentRole(role.getValue()))
+    return emit() << "names argument #" << arg
+                  << ", which is not persistent (a parameter, optimizer_state "
+                     "or accumulator): only persistent tensors are updated in "
+                     "place";
+  return success();
+}
+
+LogicalResult ZTDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attribute) {
+  StringRef name = attribute.getName().strref();
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn || regionIndex != 0)
+    return op->emitError() << "'" << name
+                           << "' is only valid on function results";
+  if (name == kTiedAttrName || name == kGradientOfAttrName)
+    return verifyResultArgIndex(fn, resultIndex, name, attribute.getValue());
+  if (name == kNameAttrName)
+    return verifyName(fn, "result", resultIndex, attribute.getValue());
+  return fn->emitOpError() << "result #" << resultIndex
+                           << ": unknown zt result attribute '" << name
+                           << "'; expected '" << kTiedAttrName << "', '"
+                           << kGradientOfAttrName << "' or '" << kNameAttrName
+                           << "'";
+}
+
+LogicalResult ZTDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attribute) {
+  StringRef name = attribute.getName().strref();
+  if (name != kEntryAttrName)
+    return op->emitError() << "unknown zt attribute '" << name << "'";
+  if (!isa<FunctionOpInterface>(op))
+    return op->emitError() << "'" << name << "' is only valid on a function";
+  auto kind = dyn_cast<StringAttr>(attribute.getValue());
+  if (!kind || !llvm::is_contained(ArrayRef<StringRef>{"train_step",
+                                                       "microbatch", "apply"},
+                                   kind.getValue()))
+    return op->emitError() << "'" << name
+                           << "' must be \"train_step\", \"microbatch\" or "
+                              "\"apply\", got "
+                           << attribute.getValue();
+  return success();
 }

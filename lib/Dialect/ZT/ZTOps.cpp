@@ -124,6 +124,14 @@ LogicalResult ConstantOp::verify() {
                            getValue().getType());
 }
 
+LogicalResult ScaleOp::verify() {
+  double factor = getFactor().convertToDouble();
+  if (std::isfinite(factor))
+    return success();
+  return emitOpError() << "factor must be finite, got "
+                       << formatNumber(factor);
+}
+
 LogicalResult CausalMaskOp::verify() {
   RankedTensorType type = tensorTypeOf(getResult());
   if (type.getRank() != 2 || type.getDimSize(0) != type.getDimSize(1))
@@ -188,7 +196,11 @@ LogicalResult TransposeOp::verify() {
   return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
 }
 
-ParseResult SliceOp::parse(OpAsmParser &parser, OperationState &result) {
+/// `%value [start:limit(:stride), ...] attr-dict : (type) -> type`, shared by
+/// zt.slice and zt.slice_grad (whose ranges index its result).
+template <typename OpT>
+static ParseResult parseSliceLike(OpAsmParser &parser,
+                                  OperationState &result) {
   OpAsmParser::UnresolvedOperand operand;
   SmallVector<int64_t> starts, limits, strides;
   auto parseRange = [&]() -> ParseResult {
@@ -214,7 +226,7 @@ ParseResult SliceOp::parse(OpAsmParser &parser, OperationState &result) {
     return parser.emitError(parser.getCurrentLocation(),
                             "expected a (operand type) -> result type");
   Builder &builder = parser.getBuilder();
-  SliceOp::Properties &props = result.getOrAddProperties<SliceOp::Properties>();
+  auto &props = result.getOrAddProperties<typename OpT::Properties>();
   props.start_indices = builder.getDenseI64ArrayAttr(starts);
   props.limit_indices = builder.getDenseI64ArrayAttr(limits);
   props.strides = builder.getDenseI64ArrayAttr(strides);
@@ -222,49 +234,81 @@ ParseResult SliceOp::parse(OpAsmParser &parser, OperationState &result) {
   return parser.resolveOperand(operand, fnType.getInput(0), result.operands);
 }
 
-void SliceOp::print(OpAsmPrinter &printer) {
-  printer << ' ' << getOperand() << " [";
+template <typename OpT>
+static void printSliceLike(OpT op, OpAsmPrinter &printer) {
+  printer << ' ' << op->getOperand(0) << " [";
   llvm::interleaveComma(
-      llvm::zip(getStartIndices(), getLimitIndices(), getStrides()), printer,
-      [&](auto range) {
+      llvm::zip(op.getStartIndices(), op.getLimitIndices(), op.getStrides()),
+      printer, [&](auto range) {
         auto [start, limit, stride] = range;
         printer << start << ':' << limit;
         if (stride != 1)
           printer << ':' << stride;
       });
   printer << ']';
-  printer.printOptionalAttrDict((*this)->getAttrs(), {getStartIndicesAttrName(),
-                                                      getLimitIndicesAttrName(),
-                                                      getStridesAttrName()});
+  printer.printOptionalAttrDict(
+      op->getAttrs(), {op.getStartIndicesAttrName(),
+                       op.getLimitIndicesAttrName(), op.getStridesAttrName()});
   printer << " : ";
-  printer.printFunctionalType(*this);
+  printer.printFunctionalType(op.getOperation());
 }
 
-LogicalResult SliceOp::verify() {
-  RankedTensorType operandType = tensorTypeOf(getOperand());
-  int64_t rank = operandType.getRank();
-  ArrayRef<int64_t> starts = getStartIndices();
-  ArrayRef<int64_t> limits = getLimitIndices();
-  ArrayRef<int64_t> strides = getStrides();
+/// The ranges select a `part` of a `whole` tensor: one range per dimension,
+/// in bounds, positive strides, and `part`'s shape is the one they derive.
+static LogicalResult verifySliceRanges(Operation *op, RankedTensorType whole,
+                                       Value part, ArrayRef<int64_t> starts,
+                                       ArrayRef<int64_t> limits,
+                                       ArrayRef<int64_t> strides) {
+  int64_t rank = whole.getRank();
   if (static_cast<int64_t>(starts.size()) != rank ||
       static_cast<int64_t>(limits.size()) != rank ||
       static_cast<int64_t>(strides.size()) != rank)
-    return emitOpError() << "needs one start:limit[:stride] range per operand "
-                            "dimension (rank "
-                         << rank << "), got " << starts.size();
+    return op->emitOpError()
+           << "needs one start:limit[:stride] range per operand dimension "
+              "(rank "
+           << rank << "), got " << starts.size();
   SmallVector<int64_t> expected;
   for (int64_t d = 0; d < rank; ++d) {
-    int64_t size = operandType.getDimSize(d);
+    int64_t size = whole.getDimSize(d);
     if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > size)
-      return emitOpError() << "dimension " << d << ": range " << starts[d]
-                           << ':' << limits[d] << " is out of bounds for size "
-                           << size;
+      return op->emitOpError()
+             << "dimension " << d << ": range " << starts[d] << ':'
+             << limits[d] << " is out of bounds for size " << size;
     if (strides[d] < 1)
-      return emitOpError() << "dimension " << d << ": stride must be >= 1, got "
-                           << strides[d];
+      return op->emitOpError() << "dimension " << d
+                               << ": stride must be >= 1, got " << strides[d];
     expected.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
   }
-  return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
+  RankedTensorType partType = tensorTypeOf(part);
+  if (partType.getShape() == ArrayRef<int64_t>(expected))
+    return success();
+  return op->emitOpError() << "expected " << (part == op->getResult(0) ? "result" : "grad")
+                           << " shape " << formatList(expected) << ", got "
+                           << partType;
+}
+
+ParseResult SliceOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseSliceLike<SliceOp>(parser, result);
+}
+
+void SliceOp::print(OpAsmPrinter &printer) { printSliceLike(*this, printer); }
+
+LogicalResult SliceOp::verify() {
+  return verifySliceRanges(*this, tensorTypeOf(getOperand()), getResult(),
+                           getStartIndices(), getLimitIndices(), getStrides());
+}
+
+ParseResult SliceGradOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseSliceLike<SliceGradOp>(parser, result);
+}
+
+void SliceGradOp::print(OpAsmPrinter &printer) {
+  printSliceLike(*this, printer);
+}
+
+LogicalResult SliceGradOp::verify() {
+  return verifySliceRanges(*this, tensorTypeOf(getResult()), getGrad(),
+                           getStartIndices(), getLimitIndices(), getStrides());
 }
 
 LogicalResult ConcatOp::verify() {
@@ -342,6 +386,12 @@ LogicalResult MaxOp::verify() {
                          getResult());
 }
 
+LogicalResult MaxGradOp::verify() {
+  // `grad` has the shape the forward max's result had.
+  return verifyReduction(*this, getOperand(), getDims(), getKeepDims(),
+                         getGrad());
+}
+
 //===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//
@@ -393,6 +443,14 @@ LogicalResult LogSoftmaxOp::verify() {
   return normalizeAxis(*this, getAxis(), tensorTypeOf(getOperand()).getRank());
 }
 
+LogicalResult SoftmaxGradOp::verify() {
+  return normalizeAxis(*this, getAxis(), tensorTypeOf(getGrad()).getRank());
+}
+
+LogicalResult LogSoftmaxGradOp::verify() {
+  return normalizeAxis(*this, getAxis(), tensorTypeOf(getGrad()).getRank());
+}
+
 /// Rules shared by layer_norm and rms_norm: normalised over the last
 /// dimension, affine parameters of shape [D], positive epsilon.
 static LogicalResult verifyNorm(Operation *op, Value operand,
@@ -420,6 +478,16 @@ LogicalResult LayerNormOp::verify() {
                     getEpsilon().convertToDouble());
 }
 
+LogicalResult LayerNormGradOp::verify() {
+  return verifyNorm(*this, getOperand(), {{"gamma", getGamma()}},
+                    getEpsilon().convertToDouble());
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  return verifyNorm(*this, getOperand(), {{"gamma", getGamma()}},
+                    getEpsilon().convertToDouble());
+}
+
 LogicalResult RmsNormOp::verify() {
   return verifyNorm(*this, getOperand(), {{"gamma", getGamma()}},
                     getEpsilon().convertToDouble());
@@ -439,19 +507,46 @@ LogicalResult EmbeddingOp::verify() {
   return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
 }
 
-LogicalResult SoftmaxCrossEntropyOp::verify() {
-  RankedTensorType logitsType = tensorTypeOf(getLogits());
-  RankedTensorType labelsType = tensorTypeOf(getLabels());
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType resultType = tensorTypeOf(getResult());
+  if (resultType.getRank() != 2)
+    return emitOpError() << "result must have rank 2 ([vocabulary, dim]), got "
+                         << resultType;
+  SmallVector<int64_t> expected(tensorTypeOf(getIndices()).getShape());
+  expected.push_back(resultType.getDimSize(1));
+  RankedTensorType gradType = tensorTypeOf(getGrad());
+  if (gradType.getShape() == ArrayRef<int64_t>(expected))
+    return success();
+  return emitOpError() << "expected grad shape " << formatList(expected)
+                       << " (the indices' shape and the table's row width), "
+                          "got "
+                       << gradType;
+}
+
+/// Labels index the rows of `logits`: their shape is logits' without the
+/// class dimension.
+static LogicalResult verifyLogitsAndLabels(Operation *op, Value logits,
+                                           Value labels) {
+  RankedTensorType logitsType = tensorTypeOf(logits);
+  RankedTensorType labelsType = tensorTypeOf(labels);
   if (logitsType.getRank() < 1)
-    return emitOpError() << "logits must have a class dimension, got "
-                         << logitsType;
+    return op->emitOpError() << "logits must have a class dimension, got "
+                             << logitsType;
   ArrayRef<int64_t> rows = logitsType.getShape().drop_back();
   if (labelsType.getShape() != rows)
-    return emitOpError() << "labels shape " << formatList(labelsType.getShape())
-                         << " must equal the logits shape without its class "
-                            "dimension, "
-                         << formatList(rows);
+    return op->emitOpError()
+           << "labels shape " << formatList(labelsType.getShape())
+           << " must equal the logits shape without its class dimension, "
+           << formatList(rows);
   return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  return verifyLogitsAndLabels(*this, getLogits(), getLabels());
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  return verifyLogitsAndLabels(*this, getLogits(), getLabels());
 }
 
 LogicalResult DropoutOp::verify() {

@@ -14,7 +14,7 @@ func.func @integer_parameter(%w: tensor<4xi32> {zt.role = #zt.role<parameter>, z
 }
 
 // -----
-// expected-error @+1 {{argument #0: 'zt.init' is only valid on a #zt.role<parameter> argument}}
+// expected-error @+1 {{argument #0: 'zt.init' is only valid on a parameter, optimizer_state or accumulator argument}}
 func.func @init_on_input(%x: tensor<4xf32> {zt.role = #zt.role<input>, zt.init = #zt.init<zeros>}) {
   return
 }
@@ -56,7 +56,7 @@ func.func @init_as_number(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.i
 }
 
 // -----
-// expected-error @+1 {{argument #0: unknown zt argument attribute 'zt.rol'; expected 'zt.role' or 'zt.init'}}
+// expected-error @+1 {{argument #0: unknown zt argument attribute 'zt.rol'; expected 'zt.role', 'zt.init' or 'zt.name'}}
 func.func @misspelled(%x: tensor<4xf32> {zt.rol = #zt.role<input>}) {
   return
 }
@@ -95,5 +95,69 @@ func.func @constant_without_value(%w: tensor<4xf32> {zt.role = #zt.role<paramete
 // expected-error @+2 {{expected ::zcc::zt::ArgRole to be one of: input, label, parameter, step}}
 // expected-error @+1 {{failed to parse ZT_ArgRoleAttr parameter 'value'}}
 func.func @unknown_role(%x: tensor<4xf32> {zt.role = #zt.role<weights>}) {
+  return
+}
+
+// -----
+
+// Optimizer state and accumulators are persistent: they need an initializer.
+// expected-error @+1 {{argument #0 with role 'optimizer_state' needs a 'zt.init' initializer}}
+func.func @state_without_init(%m: tensor<4xf32> {zt.role = #zt.role<optimizer_state>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0 with role 'accumulator' must have a floating-point element type, got 'i32'}}
+func.func @integer_accumulator(%a: tensor<4xi32> {zt.role = #zt.role<accumulator>, zt.init = #zt.init<zeros>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'zt.name' must be a non-empty string of printable characters without spaces, got "two words"}}
+func.func @name_with_space(%x: tensor<4xf32> {zt.role = #zt.role<input>, zt.name = "two words"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{result #0: 'zt.tied' names argument #0, which is not persistent (a parameter, optimizer_state or accumulator): only persistent tensors are updated in place}}
+func.func @tied_to_input(%x: tensor<4xf32> {zt.role = #zt.role<input>}) -> (tensor<4xf32> {zt.tied = 0 : i64}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{result #0: 'zt.tied' names argument #3, but the function has 1 arguments}}
+func.func @tied_out_of_range(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> (tensor<4xf32> {zt.tied = 3 : i64}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{result #0: 'zt.gradient_of' names argument #0 of type 'tensor<4xf32>', but the result has type 'tensor<8xf32>'}}
+func.func @gradient_type(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}, %g: tensor<8xf32> {zt.role = #zt.role<input>}) -> (tensor<8xf32> {zt.gradient_of = 0 : i64}) {
+  return %g : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{result #0: unknown zt result attribute 'zt.tie'; expected 'zt.tied', 'zt.gradient_of' or 'zt.name'}}
+func.func @misspelled_result(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> (tensor<4xf32> {zt.tie = 0 : i64}) {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'zt.entry' must be "train_step", "microbatch" or "apply", got "step"}}
+func.func @bad_entry() attributes {zt.entry = "step"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown zt attribute 'zt.entri'}}
+func.func @unknown_function_attr() attributes {zt.entri = "apply"} {
   return
 }

@@ -569,3 +569,82 @@ func.func @causal_mask_rank(%x: tensor<4xf32>) {
   %0 = zt.causal_mask : tensor<2x4x4xf32>
   return
 }
+
+// -----
+func.func @scale_not_finite(%x: tensor<4xf32>) {
+  // expected-error @+1 {{factor must be finite, got inf}}
+  %0 = zt.scale %x, factor = 0x7FF0000000000000 : tensor<4xf32>
+  return
+}
+
+// -----
+func.func @softmax_grad_axis(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = zt.softmax_grad %y, %dy, axis = 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @log_softmax_grad_axis(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis -3 is out of range for rank 2}}
+  %0 = zt.log_softmax_grad %y, %dy, axis = -3 : tensor<4x8xf32>
+  return
+}
+
+// -----
+// max_grad's incoming gradient has the forward max's result shape.
+func.func @max_grad_shape(%x: tensor<4x8xf32>, %dy: tensor<8xf32>) {
+  // expected-error @+1 {{expected result shape [4], got 'tensor<8xf32>'}}
+  %0 = zt.max_grad %x, %dy, dims = [1] : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+// slice_grad's ranges index its result; grad has the slice's shape.
+func.func @slice_grad_shape(%dy: tensor<4x4xf32>) {
+  // expected-error @+1 {{expected grad shape [4, 3], got 'tensor<4x4xf32>'}}
+  %0 = zt.slice_grad %dy [0:4, 2:8:2] : (tensor<4x4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @slice_grad_bounds(%dy: tensor<4x3xf32>) {
+  // expected-error @+1 {{dimension 1: range 2:9 is out of bounds for size 8}}
+  %0 = zt.slice_grad %dy [0:4, 2:9:3] : (tensor<4x3xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @layer_norm_grad_gamma(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{gamma must have shape [8] (the operand's last dimension), got 'tensor<4xf32>'}}
+  %0:3 = zt.layer_norm_grad %x, %g, %dy, eps = 1.0e-5 : (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @rms_norm_grad_eps(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{epsilon must be > 0, got 0}}
+  %0:2 = zt.rms_norm_grad %x, %g, %dy, eps = 0.0 : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+func.func @embedding_grad_rank(%ids: tensor<4xi32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{result must have rank 2 ([vocabulary, dim]), got 'tensor<16xf32>'}}
+  %0 = zt.embedding_grad %ids, %dy : (tensor<4xi32>, tensor<4x8xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+func.func @embedding_grad_width(%ids: tensor<4xi32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{expected grad shape [4, 6] (the indices' shape and the table's row width), got 'tensor<4x8xf32>'}}
+  %0 = zt.embedding_grad %ids, %dy : (tensor<4xi32>, tensor<4x8xf32>) -> tensor<16x6xf32>
+  return
+}
+
+// -----
+func.func @cross_entropy_grad_labels(%l: tensor<4x8xf32>, %ids: tensor<8xi32>, %dl: tensor<f32>) {
+  // expected-error @+1 {{labels shape [8] must equal the logits shape without its class dimension, [4]}}
+  %0 = zt.softmax_cross_entropy_grad %l, %ids, %dl : (tensor<4x8xf32>, tensor<8xi32>, tensor<f32>) -> tensor<4x8xf32>
+  return
+}

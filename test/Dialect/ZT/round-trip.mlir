@@ -165,3 +165,62 @@ func.func @argument_roles(
     %step: tensor<i64> {zt.role = #zt.role<step>}) {
   return
 }
+
+// Entry points after zt-autodiff / zt-optimizer: names, roles of persistent
+// state, and results tied to the argument they overwrite.
+// CHECK-LABEL: func.func @entry_point
+// CHECK-SAME: {zt.init = #zt.init<zeros>, zt.name = "w", zt.role = #zt.role<parameter>}
+// CHECK-SAME: {zt.init = #zt.init<zeros>, zt.name = "w.momentum", zt.role = #zt.role<optimizer_state>}
+// CHECK-SAME: {zt.init = #zt.init<zeros>, zt.name = "w.grad_acc", zt.role = #zt.role<accumulator>}
+// CHECK-SAME: -> (tensor<8xf32> {zt.tied = 0 : i64}, tensor<8xf32> {zt.gradient_of = 0 : i64, zt.name = "w.grad"})
+// CHECK-SAME: attributes {zt.entry = "train_step"}
+func.func @entry_point(
+    %w: tensor<8xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>, zt.name = "w"},
+    %m: tensor<8xf32> {zt.role = #zt.role<optimizer_state>, zt.init = #zt.init<zeros>, zt.name = "w.momentum"},
+    %a: tensor<8xf32> {zt.role = #zt.role<accumulator>, zt.init = #zt.init<zeros>, zt.name = "w.grad_acc"})
+    -> (tensor<8xf32> {zt.tied = 0 : i64}, tensor<8xf32> {zt.gradient_of = 0 : i64, zt.name = "w.grad"})
+    attributes {zt.entry = "train_step"} {
+  return %w, %a : tensor<8xf32>, tensor<8xf32>
+}
+
+// The backward ops zt-autodiff emits.
+// CHECK-LABEL: func.func @backward_ops
+func.func @backward_ops(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %g: tensor<8xf32>,
+                        %r: tensor<4xf32>, %part: tensor<4x3xf32>, %ids: tensor<4xi32>,
+                        %dl: tensor<f32>) {
+  // CHECK: zt.scale %{{.+}}, factor = 5.000000e-01 : tensor<4x8xf32>
+  %0 = zt.scale %x, factor = 0.5 : tensor<4x8xf32>
+  // CHECK: zt.relu_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
+  %1 = zt.relu_grad %x, %dy : tensor<4x8xf32>
+  // CHECK: zt.gelu_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
+  %2 = zt.gelu_grad %x, %dy : tensor<4x8xf32>
+  // CHECK: zt.silu_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
+  %3 = zt.silu_grad %x, %dy : tensor<4x8xf32>
+  // CHECK: zt.tanh_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
+  %4 = zt.tanh_grad %x, %dy : tensor<4x8xf32>
+  // CHECK: zt.sigmoid_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
+  %5 = zt.sigmoid_grad %x, %dy : tensor<4x8xf32>
+  // CHECK: zt.sqrt_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
+  %6 = zt.sqrt_grad %x, %dy : tensor<4x8xf32>
+  // CHECK: zt.rsqrt_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
+  %7 = zt.rsqrt_grad %x, %dy : tensor<4x8xf32>
+  // CHECK: zt.softmax_grad %{{.+}}, %{{.+}}, axis = -1 : tensor<4x8xf32>
+  %8 = zt.softmax_grad %x, %dy, axis = -1 : tensor<4x8xf32>
+  // CHECK: zt.log_softmax_grad %{{.+}}, %{{.+}}, axis = 1 : tensor<4x8xf32>
+  %9 = zt.log_softmax_grad %x, %dy, axis = 1 : tensor<4x8xf32>
+  // CHECK: zt.max_grad %{{.+}}, %{{.+}}, dims = [1] : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  %10 = zt.max_grad %x, %r, dims = [1] : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  // CHECK: zt.slice_grad %{{.+}} [0:4, 2:8:2] : (tensor<4x3xf32>) -> tensor<4x8xf32>
+  %11 = zt.slice_grad %part [0:4, 2:8:2] : (tensor<4x3xf32>) -> tensor<4x8xf32>
+  // CHECK: zt.layer_norm_grad %{{.+}}, %{{.+}}, %{{.+}}, eps = 1.000000e-05 : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %12:3 = zt.layer_norm_grad %x, %g, %dy, eps = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: zt.rms_norm_grad %{{.+}}, %{{.+}}, %{{.+}}, eps = 9.9999999999999995E-7 : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  %13:2 = zt.rms_norm_grad %x, %g, %dy, eps = 1.0e-6 : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  // CHECK: zt.embedding_grad %{{.+}}, %{{.+}} : (tensor<4xi32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+  %14 = zt.embedding_grad %ids, %dy : (tensor<4xi32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+  // CHECK: zt.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x8xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x8xf32>
+  %15 = zt.softmax_cross_entropy_grad %x, %ids, %dl : (tensor<4x8xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x8xf32>
+  // CHECK: zt.mse_grad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %16 = zt.mse_grad %x, %dy, %dl : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return
+}

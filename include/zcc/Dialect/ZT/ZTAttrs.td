@@ -13,7 +13,9 @@ def ZT_ArgRole : I32EnumAttr<"ArgRole", "role of a training-step function argume
   I32EnumAttrCase<"Input", 0, "input">,
   I32EnumAttrCase<"Label", 1, "label">,
   I32EnumAttrCase<"Parameter", 2, "parameter">,
-  I32EnumAttrCase<"Step", 3, "step">
+  I32EnumAttrCase<"Step", 3, "step">,
+  I32EnumAttrCase<"OptimizerState", 4, "optimizer_state">,
+  I32EnumAttrCase<"Accumulator", 5, "accumulator">
 ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::zcc::zt";
@@ -32,6 +34,8 @@ def ZT_ArgRoleAttr : EnumAttr<ZT_Dialect, ZT_ArgRole, "role"> {
     | `label` | targets fed every step (integer class ids or float targets) | step input slot |
     | `parameter` | a trained weight; needs `zt.init` | persistent region |
     | `step` | the step counter, `tensor<i64>`, written by the runtime | step input slot |
+    | `optimizer_state` | momentum or Adam moments, added by `zt-optimizer`; needs `zt.init` | persistent region |
+    | `accumulator` | a gradient accumulator, added by `zt-autodiff` with accumulation; needs `zt.init` | persistent region |
 
     Example: `%w: tensor<784x128xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}`.
   }];
@@ -56,7 +60,8 @@ def ZT_InitAttr : AttrDef<ZT_Dialect, "Init"> {
   let mnemonic = "init";
   let summary = "Initial value of a parameter";
   let description = [{
-    Attached to `parameter` arguments as `zt.init`. The runtime fills the
+    Attached to persistent arguments (`parameter`, `optimizer_state`,
+    `accumulator`) as `zt.init`. The runtime fills the
     persistent slot of the parameter once, before the first step, from a
     counter-based generator keyed by the run seed and the argument's index,
     so initial weights are reproducible bit for bit.

@@ -30,14 +30,34 @@ def ZT_Dialect : Dialect {
     Function arguments carry a role (`zt.role`) that later passes turn into a
     memory kind: `input`, `label` and `step` are per-step slots, `parameter`
     lives in the persistent region and needs an initializer (`zt.init`).
+    `zt.name` names an argument or result in plans and checkpoints.
+
+    After `zt-autodiff` a function is an entry point (`zt.entry`): its
+    results say what they are, `zt.gradient_of` (the gradient of an
+    argument, returned) or `zt.tied` (the new value of a persistent
+    argument, written over it in place).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Name of the function-argument attribute holding an ArgRoleAttr.
     static constexpr ::llvm::StringLiteral kRoleAttrName = "zt.role";
     /// Name of the function-argument attribute holding an InitAttr.
     static constexpr ::llvm::StringLiteral kInitAttrName = "zt.init";
+    /// Argument or result attribute: a StringAttr naming the tensor in plans
+    /// and checkpoints.
+    static constexpr ::llvm::StringLiteral kNameAttrName = "zt.name";
+    /// Result attribute: the index of the persistent argument the result
+    /// overwrites in place.
+    static constexpr ::llvm::StringLiteral kTiedAttrName = "zt.tied";
+    /// Result attribute: the index of the argument the result is the
+    /// gradient of.
+    static constexpr ::llvm::StringLiteral kGradientOfAttrName = "zt.gradient_of";
+    /// Function attribute: what kind of entry point the function is
+    /// ("train_step", "microbatch" or "apply").
+    static constexpr ::llvm::StringLiteral kEntryAttrName = "zt.entry";
 
     void registerAttributes();
   }];

@@ -15,4 +15,13 @@
 #define GET_ATTRDEF_CLASSES
 #include "zcc/Dialect/ZT/ZTAttrs.h.inc"
 
+namespace zcc::zt {
+/// The roles whose tensors live in the persistent region for the whole run
+/// (and so need an initializer).
+inline bool isPersistentRole(ArgRole role) {
+  return role == ArgRole::Parameter || role == ArgRole::OptimizerState ||
+         role == ArgRole::Accumulator;
+}
+} // namespace zcc::zt
+
 #endif // ZCC_DIALECT_ZT_ZTDIALECT_H

@@ -438,6 +438,243 @@ def ZT_DropoutOp : ZT_Op<"dropout", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// Backward ops
+//
+// zt-autodiff emits these for the vector-Jacobian products that are not a
+// short composition of forward ops. Each is one fused kernel that reads what
+// the forward saved (the operand or the result, whichever lets the other die
+// earlier) and the incoming gradient, so the backward never materialises a
+// Jacobian-sized intermediate.
+//===----------------------------------------------------------------------===//
+
+def ZT_ScaleOp : ZT_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "multiply by a compile-time number";
+  let description = [{
+    `result[i] = operand[i] * factor`. The gradients of `mean` and `sqrt`
+    scale by a number known at compile time; a rank-0 constant broadcast to
+    the full shape would cost a full-size buffer instead.
+
+    ```mlir
+    %r = zt.scale %x, factor = 5.000000e-01 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, F64Attr:$factor);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$operand `,` `factor` `=` $factor attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+// `saved` is the forward value the derivative is computed from: the operand
+// `x` or the result `y` of the forward op, as the formula says.
+class ZT_UnaryGradOp<string forward, string savedName, string formula>
+    : ZT_Op<forward # "_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "gradient of zt." # forward;
+  let description = [{
+    The vector-Jacobian product of `zt.}] # forward # [{`:
+    `result[i] = }] # formula # [{`, where `saved` is the forward op's
+    }] # savedName # [{ and `grad` the gradient of its result.
+
+    ```mlir
+    %dx = zt.}] # forward # [{_grad %saved, %dy : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$saved, ZT_FloatTensor:$grad);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$saved `,` $grad attr-dict `:` type($result)";
+}
+
+def ZT_ReluGradOp : ZT_UnaryGradOp<"relu", "result `y`",
+    "y[i] > 0 ? grad[i] : 0">;
+def ZT_GeluGradOp : ZT_UnaryGradOp<"gelu", "operand `x`",
+    "grad[i] * gelu'(x[i])` with the exact derivative of the tanh form: `0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)`, `t = tanh(c (x + 0.044715 x^3))`, `c = sqrt(2/pi)">;
+def ZT_SiluGradOp : ZT_UnaryGradOp<"silu", "operand `x`",
+    "grad[i] * s (1 + x[i] (1 - s))` with `s = sigmoid(x[i])">;
+def ZT_TanhGradOp : ZT_UnaryGradOp<"tanh", "result `y`",
+    "grad[i] * (1 - y[i]^2)">;
+def ZT_SigmoidGradOp : ZT_UnaryGradOp<"sigmoid", "result `y`",
+    "grad[i] * y[i] * (1 - y[i])">;
+def ZT_SqrtGradOp : ZT_UnaryGradOp<"sqrt", "result `y`",
+    "grad[i] * 0.5 / y[i]">;
+def ZT_RsqrtGradOp : ZT_UnaryGradOp<"rsqrt", "result `y`",
+    "grad[i] * -0.5 * y[i]^3">;
+
+class ZT_AxisGradOp<string forward, string formula> : ZT_Op<forward # "_grad",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "gradient of zt." # forward;
+  let description = [{
+    The vector-Jacobian product of `zt.}] # forward # [{` along `axis`, from
+    its result `y` and the gradient `grad` of that result:
+    `}] # formula # [{`, the sum taken along the axis.
+
+    ```mlir
+    %dx = zt.}] # forward # [{_grad %y, %dy, axis = -1 : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$result_value, ZT_FloatTensor:$grad,
+                       I64Attr:$axis);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $result_value `,` $grad `,` `axis` `=` $axis attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_SoftmaxGradOp : ZT_AxisGradOp<"softmax",
+    "result[i] = y[i] * (grad[i] - sum_j grad[j] * y[j])">;
+def ZT_LogSoftmaxGradOp : ZT_AxisGradOp<"log_softmax",
+    "result[i] = grad[i] - exp(y[i]) * sum_j grad[j]">;
+
+def ZT_MaxGradOp : ZT_Op<"max_grad", [Pure,
+    AllTypesMatch<["operand", "result"]>]> {
+  let summary = "gradient of zt.max";
+  let description = [{
+    Routes each reduced row's gradient to the first maximal element of the
+    row in row-major order (recomputed from `operand`); every other element
+    gets 0. `dims` and `keep_dims` are the forward `zt.max`'s, and `grad` has
+    the forward result's shape.
+
+    ```mlir
+    %dx = zt.max_grad %x, %dy, dims = [1] : (tensor<32x10xf32>, tensor<32xf32>) -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, ZT_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$dims, UnitAttr:$keep_dims);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $grad `,` `dims` `=` $dims attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_SliceGradOp : ZT_Op<"slice_grad", [Pure,
+    AllElementTypesMatch<["grad", "result"]>]> {
+  let summary = "gradient of zt.slice: scatter into zeros";
+  let description = [{
+    The result has the forward slice's operand shape: the elements the slice
+    took receive `grad`, every other element is 0. The indices are the
+    forward slice's.
+
+    ```mlir
+    %dx = zt.slice_grad %dy [0:4, 2:8:2] : (tensor<4x3xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$grad, DenseI64ArrayAttr:$start_indices,
+                       DenseI64ArrayAttr:$limit_indices, DenseI64ArrayAttr:$strides);
+  let results = (outs ZT_FloatTensor:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def ZT_LayerNormGradOp : ZT_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["operand", "grad", "operand_grad"]>,
+    AllTypesMatch<["gamma", "gamma_grad", "beta_grad"]>]> {
+  let summary = "gradient of zt.layer_norm";
+  let description = [{
+    Recomputes each row's mean and `rstd = 1/sqrt(var + epsilon)` from the
+    saved operand `x` (two numbers per row, cheaper than saving them), then,
+    with `xhat = (x - mu) * rstd` and `g = grad * gamma`:
+    `operand_grad = rstd * (g - mean(g) - xhat * mean(g * xhat))` per row,
+    `gamma_grad = sum over rows of grad * xhat`, `beta_grad = sum over rows of grad`.
+
+    ```mlir
+    %dx, %dg, %db = zt.layer_norm_grad %x, %g, %dy, eps = 1.0e-05 : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, ZT_FloatTensor:$gamma,
+                       ZT_FloatTensor:$grad, F64Attr:$epsilon);
+  let results = (outs ZT_FloatTensor:$operand_grad, ZT_FloatTensor:$gamma_grad,
+                      ZT_FloatTensor:$beta_grad);
+  let assemblyFormat = [{
+    $operand `,` $gamma `,` $grad `,` `eps` `=` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_RmsNormGradOp : ZT_Op<"rms_norm_grad", [Pure,
+    AllTypesMatch<["operand", "grad", "operand_grad"]>,
+    AllTypesMatch<["gamma", "gamma_grad"]>]> {
+  let summary = "gradient of zt.rms_norm";
+  let description = [{
+    Recomputes each row's `r = 1/sqrt(mean(x^2) + epsilon)` from the saved
+    operand `x`; with `g = grad * gamma`:
+    `operand_grad = r * g - x * r^3 * mean(g * x)` per row,
+    `gamma_grad = sum over rows of grad * x * r`.
+
+    ```mlir
+    %dx, %dg = zt.rms_norm_grad %x, %g, %dy, eps = 1.0e-06 : (tensor<4x16xf32>, tensor<16xf32>, tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, ZT_FloatTensor:$gamma,
+                       ZT_FloatTensor:$grad, F64Attr:$epsilon);
+  let results = (outs ZT_FloatTensor:$operand_grad, ZT_FloatTensor:$gamma_grad);
+  let assemblyFormat = [{
+    $operand `,` $gamma `,` $grad `,` `eps` `=` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_EmbeddingGradOp : ZT_Op<"embedding_grad", [Pure,
+    AllElementTypesMatch<["grad", "result"]>]> {
+  let summary = "gradient of zt.embedding: scatter-add rows";
+  let description = [{
+    The result is a `[V, D]` table, zero except that row `indices[s...]`
+    accumulates `grad[s..., :]` for every position `s`, in row-major order of
+    the positions (deterministic, no atomics). `V` comes from the result
+    type; an index outside `[0, V)` is a runtime error.
+
+    ```mlir
+    %dt = zt.embedding_grad %tokens, %dy : (tensor<4x64xi32>, tensor<4x64x128xf32>) -> tensor<512x128xf32>
+    ```
+  }];
+  let arguments = (ins ZT_IndexTensor:$indices, ZT_FloatTensor:$grad);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$indices `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def ZT_SoftmaxCrossEntropyGradOp : ZT_Op<"softmax_cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "result"]>,
+    AllElementTypesMatch<["logits", "loss_grad"]>]> {
+  let summary = "gradient of zt.softmax_cross_entropy";
+  let description = [{
+    `result[row, c] = loss_grad * (softmax(logits[row])[c] - (c == labels[row])) / rows`,
+    with `rows` the number of label positions. The probabilities are
+    recomputed from the logits, so the forward stores none.
+
+    ```mlir
+    %dl = zt.softmax_cross_entropy_grad %logits, %labels, %dloss : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$logits, ZT_IndexTensor:$labels,
+                       ZT_FloatScalar:$loss_grad);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $loss_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_MseGradOp : ZT_Op<"mse_grad", [Pure,
+    AllTypesMatch<["prediction", "target", "result"]>,
+    AllElementTypesMatch<["prediction", "loss_grad"]>]> {
+  let summary = "gradient of zt.mse with respect to the prediction";
+  let description = [{
+    `result[i] = loss_grad * 2 * (prediction[i] - target[i]) / n`, `n` the
+    element count. The target's gradient is its negation.
+
+    ```mlir
+    %dp = zt.mse_grad %pred, %target, %dloss : (tensor<32x1xf32>, tensor<32x1xf32>, tensor<f32>) -> tensor<32x1xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$prediction, ZT_FloatTensor:$target,
+                       ZT_FloatScalar:$loss_grad);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $prediction `,` $target `,` $loss_grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
