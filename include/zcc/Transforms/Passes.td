@@ -28,4 +28,63 @@ def ZTPrintArgRoles : Pass<"zt-print-arg-roles", "::mlir::ModuleOp"> {
   }];
 }
 
+def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Append the backward pass to a forward + loss function";
+  let description = [{
+    Differentiates every function whose arguments carry `zt.role` and that
+    returns one rank-0 loss, with respect to its `parameter` arguments
+    (reverse mode). The forward ops stay; after them, in reverse order, come
+    the vector-Jacobian products of every op on a path from a parameter to the
+    loss, and the gradient of a value used several times is the sum of its
+    contributions. Forward values the backward reads (saved tensors) are
+    plain SSA uses, so `zt-liveness` sees how long each must live. Dropout's
+    mask is recomputed from its seed and the step counter, never saved.
+
+    The function becomes an entry point (`zt.entry = "train_step"`) that
+    returns the loss and one gradient per parameter (`zt.gradient_of`), and
+    every argument gets a `zt.name` (`arg<N>` when it had none).
+
+    With `accumulate`, each parameter gets a persistent `accumulator`
+    argument instead, the gradient is added into it and the sum is returned
+    tied to it (`zt.tied`): the entry is a `"microbatch"` whose gradients
+    add up across calls without growing memory.
+
+    Before:
+
+    ```mlir
+    func.func @f(%x: tensor<4x8xf32> {zt.role = #zt.role<input>},
+                 %w: tensor<8x2xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> tensor<f32> {
+      %y = zt.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+      %l = zt.sum %y, dims = [0, 1] : (tensor<4x2xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @f(%x: tensor<4x8xf32> {zt.name = "arg0", zt.role = #zt.role<input>},
+                 %w: tensor<8x2xf32> {zt.init = #zt.init<zeros>, zt.name = "arg1", zt.role = #zt.role<parameter>})
+        -> (tensor<f32> {zt.name = "loss"}, tensor<8x2xf32> {zt.gradient_of = 1 : i64, zt.name = "arg1.grad"})
+        attributes {zt.entry = "train_step"} {
+      %y = zt.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+      %l = zt.sum %y, dims = [0, 1] : (tensor<4x2xf32>) -> tensor<f32>
+      %one = zt.constant dense<1.000000e+00> : tensor<f32>
+      %dy = zt.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> tensor<4x2xf32>
+      %dw = zt.matmul %x, %dy {transpose_lhs} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+      return %l, %dw : tensor<f32>, tensor<8x2xf32>
+    }
+    ```
+
+    The rules are in docs/passes.md; ops without one (optimizer updates,
+    backward ops, other dialects) are an error when the loss depends on them
+    through a parameter.
+  }];
+  let options = [
+    Option<"accumulate", "accumulate", "bool", /*default=*/"false",
+           "Add gradients into persistent accumulators (a microbatch entry) "
+           "instead of returning them">
+  ];
+}
+
 #endif // ZCC_TRANSFORMS_PASSES_TD

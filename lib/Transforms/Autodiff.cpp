@@ -1,0 +1,692 @@
+//===- Autodiff.cpp - reverse-mode differentiation of a zt loss -----------===//
+//
+// Turns a forward + loss function into a training step: the forward ops are
+// kept, the backward ops are appended in reverse order, one vector-Jacobian
+// rule per op. Saved tensors are ordinary SSA uses of forward values, so the
+// liveness analysis sees exactly how long each must live.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EntryPoints.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Transforms/Passes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <numeric>
+
+namespace zcc {
+#define GEN_PASS_DEF_ZTAUTODIFF
+#include "zcc/Transforms/Passes.h.inc"
+} // namespace zcc
+
+using namespace mlir;
+using namespace zcc::zt;
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+bool isFloatTensor(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+/// A gradient contribution to a value. Contributions through a zt.slice are
+/// kept unscattered until the value's gradient is summed, so slices that
+/// tile the value (attention's q/k/v) become one concat instead of a
+/// zero-filled full-size tensor each.
+struct GradientPiece {
+  Value grad;
+  SliceOp throughSlice;
+};
+
+class GradientBuilder {
+public:
+  GradientBuilder(OpBuilder &builder, Location loc,
+                  const DenseSet<Value> &active)
+      : b(builder), loc(loc), active(active) {}
+
+  void contribute(Value value, Value grad) {
+    if (active.contains(value))
+      pieces[value].push_back({grad, SliceOp()});
+  }
+
+  /// The sum of every contribution to `value`, or null when it has none.
+  Value gradientOf(Value value);
+
+  /// Emits the vector-Jacobian products of `op` for its active operands,
+  /// given the gradients of its results (null where a result has none).
+  LogicalResult backward(Operation *op, ArrayRef<Value> resultGrads);
+
+private:
+  Value concatIfTiling(Value value, ArrayRef<GradientPiece> slices);
+
+  Value add(Value lhs, Value rhs) {
+    return b.create<AddOp>(loc, lhs.getType(), lhs, rhs);
+  }
+  Value neg(Value x) { return b.create<NegOp>(loc, x.getType(), x); }
+  Value mul(Value lhs, Value rhs) {
+    return b.create<MulOp>(loc, lhs.getType(), lhs, rhs);
+  }
+  Value scale(Value x, double factor) {
+    return b.create<ScaleOp>(loc, x.getType(), x, b.getF64FloatAttr(factor));
+  }
+  Value reshape(Value x, Type type) {
+    if (x.getType() == type)
+      return x;
+    return b.create<ReshapeOp>(loc, type, x);
+  }
+  Value transpose(Value x, ArrayRef<int64_t> perm) {
+    RankedTensorType type = tensorType(x);
+    SmallVector<int64_t> shape;
+    for (int64_t p : perm)
+      shape.push_back(type.getDimSize(p));
+    return b.create<TransposeOp>(loc, type.clone(shape), x,
+                                 b.getDenseI64ArrayAttr(perm));
+  }
+  /// Swaps the last two dimensions (a matrix transpose per batch entry).
+  Value transposeLastTwo(Value x) {
+    SmallVector<int64_t> perm(tensorType(x).getRank());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    return transpose(x, perm);
+  }
+  Value matmul(Value lhs, Value rhs, bool transposeLhs, bool transposeRhs) {
+    RankedTensorType lhsType = tensorType(lhs);
+    RankedTensorType rhsType = tensorType(rhs);
+    int64_t lr = lhsType.getRank(), rr = rhsType.getRank();
+    SmallVector<int64_t> shape(lhsType.getShape().drop_back(2));
+    shape.push_back(lhsType.getDimSize(lr - (transposeLhs ? 1 : 2)));
+    shape.push_back(rhsType.getDimSize(rr - (transposeRhs ? 2 : 1)));
+    return b.create<MatmulOp>(loc, lhsType.clone(shape), lhs, rhs,
+                              transposeLhs ? b.getUnitAttr() : UnitAttr(),
+                              transposeRhs ? b.getUnitAttr() : UnitAttr());
+  }
+  Value broadcast(Value x, RankedTensorType type, ArrayRef<int64_t> dims) {
+    return b.create<BroadcastInDimOp>(loc, type, x,
+                                      b.getDenseI64ArrayAttr(dims));
+  }
+  Value sum(Value x, ArrayRef<int64_t> dims) {
+    RankedTensorType type = tensorType(x);
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (!llvm::is_contained(dims, d))
+        shape.push_back(type.getDimSize(d));
+    return b.create<SumOp>(loc, type.clone(shape), x,
+                           b.getDenseI64ArrayAttr(dims), UnitAttr());
+  }
+  /// The gradient of a reduction: `grad` spread back over `operandType`.
+  Value unreduce(Value grad, RankedTensorType operandType,
+                 ArrayRef<int64_t> dims, bool keepDims) {
+    SmallVector<int64_t> kept;
+    for (int64_t d = 0; d < operandType.getRank(); ++d)
+      if (keepDims || !llvm::is_contained(dims, d))
+        kept.push_back(d);
+    return broadcast(grad, operandType, kept);
+  }
+
+  void matmulBackward(MatmulOp op, Value grad);
+  void broadcastBackward(BroadcastInDimOp op, Value grad);
+  void concatBackward(ConcatOp op, Value grad);
+
+  OpBuilder &b;
+  Location loc;
+  const DenseSet<Value> &active;
+  // Looked up by value, never iterated: the output order comes from the ops.
+  DenseMap<Value, SmallVector<GradientPiece, 2>> pieces;
+};
+
+Value GradientBuilder::gradientOf(Value value) {
+  auto it = pieces.find(value);
+  if (it == pieces.end())
+    return Value();
+  SmallVector<GradientPiece> slices;
+  SmallVector<Value> terms;
+  for (const GradientPiece &piece : it->second) {
+    if (piece.throughSlice)
+      slices.push_back(piece);
+    else
+      terms.push_back(piece.grad);
+  }
+  if (Value tiled = concatIfTiling(value, slices)) {
+    terms.push_back(tiled);
+  } else {
+    for (const GradientPiece &piece : slices) {
+      SliceOp slice = piece.throughSlice;
+      terms.push_back(b.create<SliceGradOp>(
+          loc, value.getType(), piece.grad, slice.getStartIndicesAttr(),
+          slice.getLimitIndicesAttr(), slice.getStridesAttr()));
+    }
+  }
+  Value total = terms.front();
+  for (Value term : ArrayRef<Value>(terms).drop_front())
+    total = add(total, term);
+  return total;
+}
+
+Value GradientBuilder::concatIfTiling(Value value,
+                                      ArrayRef<GradientPiece> slices) {
+  if (slices.size() < 2)
+    return Value();
+  RankedTensorType type = tensorType(value);
+  int64_t rank = type.getRank();
+  // The one dimension the slices split; every other is taken whole.
+  std::optional<int64_t> splitDim;
+  for (const GradientPiece &piece : slices) {
+    SliceOp slice = piece.throughSlice;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (slice.getStrides()[d] != 1)
+        return Value();
+      bool whole = slice.getStartIndices()[d] == 0 &&
+                   slice.getLimitIndices()[d] == type.getDimSize(d);
+      if (whole)
+        continue;
+      if (splitDim && *splitDim != d)
+        return Value();
+      splitDim = d;
+    }
+  }
+  if (!splitDim)
+    return Value();
+  SmallVector<GradientPiece> sorted(slices);
+  auto startOf = [&](SliceOp slice) {
+    return slice.getStartIndices()[*splitDim];
+  };
+  llvm::stable_sort(sorted, [&](GradientPiece a, GradientPiece b) {
+    return startOf(a.throughSlice) < startOf(b.throughSlice);
+  });
+  int64_t next = 0;
+  SmallVector<Value> parts;
+  for (GradientPiece piece : sorted) {
+    if (startOf(piece.throughSlice) != next)
+      return Value();
+    next = piece.throughSlice.getLimitIndices()[*splitDim];
+    parts.push_back(piece.grad);
+  }
+  if (next != type.getDimSize(*splitDim))
+    return Value();
+  return b.create<ConcatOp>(loc, type, parts,
+                            b.getI64IntegerAttr(*splitDim));
+}
+
+void GradientBuilder::matmulBackward(MatmulOp op, Value grad) {
+  Value lhs = op.getLhs(), rhs = op.getRhs();
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  int64_t lhsRank = tensorType(lhs).getRank();
+  int64_t rhsRank = tensorType(rhs).getRank();
+  // C = op(A) op(B): d op(A) = dC op(B)^T, d op(B) = op(A)^T dC, and the
+  // transpose flags absorb every transpose when the ranks allow.
+  if (active.contains(lhs)) {
+    if (!ta)
+      contribute(lhs, matmul(grad, rhs, false, !tb));
+    else if (rhsRank == lhsRank)
+      contribute(lhs, matmul(rhs, grad, tb, true));
+    else // A shared rank-2 B cannot be a batched lhs: transpose explicitly.
+      contribute(lhs, transposeLastTwo(matmul(grad, rhs, false, !tb)));
+  }
+  if (active.contains(rhs)) {
+    if (rhsRank == lhsRank) {
+      contribute(rhs, tb ? matmul(grad, lhs, true, ta)
+                         : matmul(lhs, grad, !ta, false));
+      return;
+    }
+    // A weight shared by every batch entry: its gradient sums over the
+    // batch, which is one matrix product over the flattened rows.
+    RankedTensorType gradType = tensorType(grad);
+    Value rowsA = ta ? transposeLastTwo(lhs) : lhs;
+    RankedTensorType rowsType = tensorType(rowsA);
+    int64_t k = rowsType.getShape().back();
+    int64_t n = gradType.getShape().back();
+    int64_t rows = rowsType.getNumElements() / k;
+    Value a2 = reshape(rowsA, rowsType.clone({rows, k}));
+    Value g2 = reshape(grad, gradType.clone({rows, n}));
+    contribute(rhs, tb ? matmul(g2, a2, true, false)
+                       : matmul(a2, g2, true, false));
+  }
+}
+
+void GradientBuilder::broadcastBackward(BroadcastInDimOp op, Value grad) {
+  RankedTensorType operandType = tensorType(op.getOperand());
+  RankedTensorType resultType = tensorType(op.getResult());
+  ArrayRef<int64_t> dims = op.getBroadcastDimensions();
+  // Sum over the new dimensions and the size-1 dimensions that were
+  // repeated; what remains has the operand's elements in its order.
+  SmallVector<int64_t> summed;
+  for (int64_t d = 0; d < resultType.getRank(); ++d) {
+    auto pos = llvm::find(dims, d);
+    if (pos == dims.end()) {
+      summed.push_back(d);
+      continue;
+    }
+    int64_t i = pos - dims.begin();
+    if (operandType.getDimSize(i) == 1 && resultType.getDimSize(d) != 1)
+      summed.push_back(d);
+  }
+  Value g = summed.empty() ? grad : sum(grad, summed);
+  contribute(op.getOperand(), reshape(g, operandType));
+}
+
+void GradientBuilder::concatBackward(ConcatOp op, Value grad) {
+  int64_t dim = op.getDimension();
+  RankedTensorType gradType = tensorType(grad);
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    RankedTensorType inputType = tensorType(input);
+    int64_t size = inputType.getDimSize(dim);
+    if (active.contains(input)) {
+      SmallVector<int64_t> starts(gradType.getRank(), 0);
+      SmallVector<int64_t> limits(gradType.getShape());
+      SmallVector<int64_t> strides(gradType.getRank(), 1);
+      starts[dim] = offset;
+      limits[dim] = offset + size;
+      contribute(input, b.create<SliceOp>(loc, inputType, grad,
+                                          b.getDenseI64ArrayAttr(starts),
+                                          b.getDenseI64ArrayAttr(limits),
+                                          b.getDenseI64ArrayAttr(strides)));
+    }
+    offset += size;
+  }
+}
+
+LogicalResult GradientBuilder::backward(Operation *op,
+                                        ArrayRef<Value> resultGrads) {
+  Value dy = resultGrads.empty() ? Value() : resultGrads.front();
+  auto isActive = [&](Value v) { return active.contains(v); };
+  // Multi-result ops are the optimizer updates, which have no rule; every
+  // differentiable op has one result.
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](AddOp o) {
+        contribute(o.getLhs(), dy);
+        contribute(o.getRhs(), dy);
+        return success();
+      })
+      .Case([&](SubOp o) {
+        contribute(o.getLhs(), dy);
+        if (isActive(o.getRhs()))
+          contribute(o.getRhs(), neg(dy));
+        return success();
+      })
+      .Case([&](MulOp o) {
+        if (isActive(o.getLhs()))
+          contribute(o.getLhs(), mul(dy, o.getRhs()));
+        if (isActive(o.getRhs()))
+          contribute(o.getRhs(), mul(dy, o.getLhs()));
+        return success();
+      })
+      .Case([&](DivOp o) {
+        // d lhs = dy / rhs; d rhs = -dy lhs / rhs^2 = -(dy / rhs) * result.
+        Value quotient = b.create<DivOp>(loc, dy.getType(), dy, o.getRhs());
+        contribute(o.getLhs(), quotient);
+        if (isActive(o.getRhs()))
+          contribute(o.getRhs(), neg(mul(quotient, o.getResult())));
+        return success();
+      })
+      .Case([&](NegOp o) {
+        contribute(o.getOperand(), neg(dy));
+        return success();
+      })
+      .Case([&](ExpOp o) {
+        contribute(o.getOperand(), mul(dy, o.getResult()));
+        return success();
+      })
+      .Case([&](LogOp o) {
+        contribute(o.getOperand(),
+                   b.create<DivOp>(loc, dy.getType(), dy, o.getOperand()));
+        return success();
+      })
+      .Case([&](ScaleOp o) {
+        contribute(o.getOperand(),
+                   scale(dy, o.getFactor().convertToDouble()));
+        return success();
+      })
+      // Activations whose derivative is a function of the result let the
+      // operand die at the forward op; the others save the operand.
+      .Case([&](TanhOp o) {
+        contribute(o.getOperand(), b.create<TanhGradOp>(loc, dy.getType(),
+                                                        o.getResult(), dy));
+        return success();
+      })
+      .Case([&](SigmoidOp o) {
+        contribute(o.getOperand(), b.create<SigmoidGradOp>(
+                                       loc, dy.getType(), o.getResult(), dy));
+        return success();
+      })
+      .Case([&](ReluOp o) {
+        contribute(o.getOperand(), b.create<ReluGradOp>(loc, dy.getType(),
+                                                        o.getResult(), dy));
+        return success();
+      })
+      .Case([&](SqrtOp o) {
+        contribute(o.getOperand(), b.create<SqrtGradOp>(loc, dy.getType(),
+                                                        o.getResult(), dy));
+        return success();
+      })
+      .Case([&](RsqrtOp o) {
+        contribute(o.getOperand(), b.create<RsqrtGradOp>(
+                                       loc, dy.getType(), o.getResult(), dy));
+        return success();
+      })
+      .Case([&](GeluOp o) {
+        contribute(o.getOperand(), b.create<GeluGradOp>(loc, dy.getType(),
+                                                        o.getOperand(), dy));
+        return success();
+      })
+      .Case([&](SiluOp o) {
+        contribute(o.getOperand(), b.create<SiluGradOp>(loc, dy.getType(),
+                                                        o.getOperand(), dy));
+        return success();
+      })
+      .Case([&](BroadcastInDimOp o) {
+        broadcastBackward(o, dy);
+        return success();
+      })
+      .Case([&](ReshapeOp o) {
+        contribute(o.getOperand(), reshape(dy, o.getOperand().getType()));
+        return success();
+      })
+      .Case([&](TransposeOp o) {
+        ArrayRef<int64_t> perm = o.getPermutation();
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [i, p] : llvm::enumerate(perm))
+          inverse[p] = i;
+        contribute(o.getOperand(), transpose(dy, inverse));
+        return success();
+      })
+      .Case([&](SliceOp o) {
+        if (isActive(o.getOperand()))
+          pieces[o.getOperand()].push_back({dy, o});
+        return success();
+      })
+      .Case([&](ConcatOp o) {
+        concatBackward(o, dy);
+        return success();
+      })
+      .Case([&](SumOp o) {
+        contribute(o.getOperand(), unreduce(dy, tensorType(o.getOperand()),
+                                            o.getDims(), o.getKeepDims()));
+        return success();
+      })
+      .Case([&](MeanOp o) {
+        RankedTensorType type = tensorType(o.getOperand());
+        int64_t count = 1;
+        for (int64_t d : o.getDims())
+          count *= type.getDimSize(d);
+        // Scale the small reduced gradient, then spread it.
+        Value scaled = scale(dy, 1.0 / static_cast<double>(count));
+        contribute(o.getOperand(),
+                   unreduce(scaled, type, o.getDims(), o.getKeepDims()));
+        return success();
+      })
+      .Case([&](MaxOp o) {
+        contribute(o.getOperand(),
+                   b.create<MaxGradOp>(loc, o.getOperand().getType(),
+                                       o.getOperand(), dy, o.getDimsAttr(),
+                                       o.getKeepDimsAttr()));
+        return success();
+      })
+      .Case([&](MatmulOp o) {
+        matmulBackward(o, dy);
+        return success();
+      })
+      .Case([&](SoftmaxOp o) {
+        contribute(o.getOperand(),
+                   b.create<SoftmaxGradOp>(loc, dy.getType(), o.getResult(),
+                                           dy, o.getAxisAttr()));
+        return success();
+      })
+      .Case([&](LogSoftmaxOp o) {
+        contribute(o.getOperand(),
+                   b.create<LogSoftmaxGradOp>(loc, dy.getType(), o.getResult(),
+                                              dy, o.getAxisAttr()));
+        return success();
+      })
+      .Case([&](LayerNormOp o) {
+        Type gammaType = o.getGamma().getType();
+        auto grad = b.create<LayerNormGradOp>(
+            loc, TypeRange{dy.getType(), gammaType, gammaType}, o.getOperand(),
+            o.getGamma(), dy, o.getEpsilonAttr());
+        contribute(o.getOperand(), grad.getOperandGrad());
+        contribute(o.getGamma(), grad.getGammaGrad());
+        contribute(o.getBeta(), grad.getBetaGrad());
+        return success();
+      })
+      .Case([&](RmsNormOp o) {
+        auto grad = b.create<RmsNormGradOp>(
+            loc, TypeRange{dy.getType(), o.getGamma().getType()},
+            o.getOperand(), o.getGamma(), dy, o.getEpsilonAttr());
+        contribute(o.getOperand(), grad.getOperandGrad());
+        contribute(o.getGamma(), grad.getGammaGrad());
+        return success();
+      })
+      .Case([&](EmbeddingOp o) {
+        contribute(o.getTable(),
+                   b.create<EmbeddingGradOp>(loc, o.getTable().getType(),
+                                             o.getIndices(), dy));
+        return success();
+      })
+      .Case([&](SoftmaxCrossEntropyOp o) {
+        contribute(o.getLogits(), b.create<SoftmaxCrossEntropyGradOp>(
+                                      loc, o.getLogits().getType(),
+                                      o.getLogits(), o.getLabels(), dy));
+        return success();
+      })
+      .Case([&](MseOp o) {
+        Value dPrediction = b.create<MseGradOp>(
+            loc, o.getPrediction().getType(), o.getPrediction(),
+            o.getTarget(), dy);
+        contribute(o.getPrediction(), dPrediction);
+        if (isActive(o.getTarget()))
+          contribute(o.getTarget(), neg(dPrediction));
+        return success();
+      })
+      .Case([&](DropoutOp o) {
+        // The same mask, recomputed from (seed, step, index): never saved.
+        contribute(o.getOperand(),
+                   b.create<DropoutOp>(loc, dy.getType(), dy, o.getStep(),
+                                       o.getRateAttr(), o.getSeedAttr()));
+        return success();
+      })
+      .Case<SgdOp, AdamwOp>([&](Operation *o) {
+        return o->emitOpError()
+               << "has no gradient rule: optimizer updates belong after "
+                  "zt-autodiff (zt-optimizer adds them)";
+      })
+      .Default([&](Operation *o) {
+        if (isa<ZTDialect>(o->getDialect()))
+          return o->emitOpError()
+                 << "has no gradient rule (zt-autodiff differentiates "
+                    "forward ops once; higher-order gradients are not "
+                    "supported)";
+        return o->emitOpError()
+               << "has no gradient rule: zt-autodiff differentiates zt ops "
+                  "only";
+      });
+}
+
+struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
+  using ZTAutodiffBase::ZTAutodiffBase;
+
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> functions;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (hasArgRoles(fn) && entryKind(fn).empty())
+        functions.push_back(fn);
+    for (func::FuncOp fn : functions)
+      if (failed(differentiate(fn)))
+        return signalPassFailure();
+  }
+
+  LogicalResult checkSignature(func::FuncOp fn) {
+    if (!fn.getBody().hasOneBlock())
+      return fn.emitOpError()
+             << "must have a single block to be differentiated";
+    if (fn.getNumResults() != 1)
+      return fn.emitOpError() << "must return exactly one value, the rank-0 "
+                                 "loss; it returns "
+                              << fn.getNumResults();
+    auto lossType = dyn_cast<RankedTensorType>(fn.getResultTypes()[0]);
+    if (!lossType || lossType.getRank() != 0 ||
+        !isa<FloatType>(lossType.getElementType()))
+      return fn.emitOpError()
+             << "must return a rank-0 floating-point loss, got "
+             << fn.getResultTypes()[0];
+    llvm::StringSet<> names;
+    bool anyParameter = false;
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+      std::optional<ArgRole> role = argRole(fn, i);
+      if (!role)
+        return fn.emitOpError()
+               << "argument #" << i
+               << " has no 'zt.role'; once one argument of a training-step "
+                  "function has a role, every argument needs one";
+      if (*role == ArgRole::OptimizerState || *role == ArgRole::Accumulator)
+        return fn.emitOpError()
+               << "argument #" << i << " has role '" << stringifyArgRole(*role)
+               << "', which zt-autodiff and zt-optimizer add themselves";
+      anyParameter |= *role == ArgRole::Parameter;
+      if (!names.insert(argName(fn, i)).second)
+        return fn.emitOpError() << "argument #" << i << ": the name '"
+                                << argName(fn, i)
+                                << "' is used by an earlier argument";
+    }
+    if (!anyParameter)
+      return fn.emitOpError() << "has no parameter argument to differentiate";
+    return success();
+  }
+
+  LogicalResult differentiate(func::FuncOp fn) {
+    if (failed(checkSignature(fn)))
+      return failure();
+    MLIRContext *ctx = &getContext();
+    Block &body = fn.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Value loss = ret.getOperand(0);
+
+    // Active values depend on a parameter; only they get gradients.
+    DenseSet<Value> active;
+    for (BlockArgument arg : body.getArguments())
+      if (argRole(fn, arg.getArgNumber()) == ArgRole::Parameter)
+        active.insert(arg);
+    for (Operation &op : body.without_terminator()) {
+      bool anyActive = llvm::any_of(
+          op.getOperands(), [&](Value v) { return active.contains(v); });
+      if (anyActive)
+        for (Value result : op.getResults())
+          if (isFloatTensor(result))
+            active.insert(result);
+    }
+
+    OpBuilder builder(ret);
+    Location loc = fn.getLoc();
+    GradientBuilder grads(builder, loc, active);
+    if (active.contains(loss)) {
+      auto lossType = cast<RankedTensorType>(loss.getType());
+      Value seed = builder.create<ConstantOp>(
+          loc, DenseElementsAttr::get(lossType, builder.getFloatAttr(
+                                                    lossType.getElementType(),
+                                                    1.0)));
+      grads.contribute(loss, seed);
+    }
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value result : op->getResults()) {
+        resultGrads.push_back(grads.gradientOf(result));
+        any |= static_cast<bool>(resultGrads.back());
+      }
+      if (any && failed(grads.backward(op, resultGrads)))
+        return failure();
+    }
+
+    // Name every argument, so plans and checkpoints can refer to it.
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+      fn.setArgAttr(i, ZTDialect::kNameAttrName,
+                    StringAttr::get(ctx, argName(fn, i)));
+
+    SmallVector<Value> results{loss};
+    SmallVector<NamedAttrList> resultAttrs(1);
+    resultAttrs[0].set(ZTDialect::kNameAttrName, StringAttr::get(ctx, "loss"));
+    unsigned numForwardArgs = fn.getNumArguments();
+    for (unsigned i = 0; i < numForwardArgs; ++i) {
+      if (argRole(fn, i) != ArgRole::Parameter)
+        continue;
+      BlockArgument param = body.getArgument(i);
+      std::string name = argName(fn, i);
+      Value grad = grads.gradientOf(param);
+      if (!grad) {
+        fn.emitWarning() << "parameter '" << name
+                         << "' does not affect the loss; its gradient is zero";
+        auto type = cast<RankedTensorType>(param.getType());
+        grad = builder.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     type, builder.getFloatAttr(type.getElementType(), 0.0)));
+      }
+      NamedAttrList attrs;
+      if (accumulate) {
+        // The accumulator is a new persistent argument; the sum overwrites
+        // it in place, so microbatches add up without growing memory.
+        NamedAttrList argAttrs;
+        argAttrs.set(ZTDialect::kRoleAttrName,
+                     ArgRoleAttr::get(ctx, ArgRole::Accumulator));
+        argAttrs.set(ZTDialect::kInitAttrName, InitAttr::getZeros(ctx));
+        argAttrs.set(ZTDialect::kNameAttrName,
+                     StringAttr::get(ctx, name + ".grad_acc"));
+        unsigned accIndex = fn.getNumArguments();
+        fn.insertArgument(accIndex, param.getType(),
+                          argAttrs.getDictionary(ctx), loc);
+        Value acc = body.getArgument(accIndex);
+        grad = builder.create<AddOp>(loc, acc.getType(), acc, grad);
+        attrs.set(ZTDialect::kTiedAttrName,
+                  builder.getI64IntegerAttr(accIndex));
+        attrs.set(ZTDialect::kNameAttrName,
+                  StringAttr::get(ctx, name + ".grad_acc"));
+      } else {
+        attrs.set(ZTDialect::kGradientOfAttrName,
+                  builder.getI64IntegerAttr(i));
+        attrs.set(ZTDialect::kNameAttrName,
+                  StringAttr::get(ctx, name + ".grad"));
+      }
+      results.push_back(grad);
+      resultAttrs.push_back(attrs);
+    }
+
+    builder.create<func::ReturnOp>(loc, results);
+    ret.erase();
+    SmallVector<Type> resultTypes;
+    for (Value v : results)
+      resultTypes.push_back(v.getType());
+    fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(), resultTypes));
+    SmallVector<DictionaryAttr> resultDicts;
+    for (NamedAttrList &attrs : resultAttrs)
+      resultDicts.push_back(attrs.getDictionary(ctx));
+    fn.setAllResultAttrs(resultDicts);
+    fn->setAttr(ZTDialect::kEntryAttrName,
+                StringAttr::get(ctx, accumulate ? "microbatch" : "train_step"));
+
+    // Forward code the loss does not use, and backward ops whose results
+    // went unused, need no buffer.
+    SmallVector<Operation *> all;
+    for (Operation &op : body.without_terminator())
+      all.push_back(&op);
+    for (Operation *op : llvm::reverse(all))
+      if (isOpTriviallyDead(op))
+        op->erase();
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,85 @@
+// What zt-autodiff rejects, each with the rule it breaks.
+// RUN: zt-opt %s -split-input-file -zt-autodiff -verify-diagnostics
+
+// The loss is one rank-0 float.
+// expected-error @+1 {{must return a rank-0 floating-point loss, got 'tensor<4xf32>'}}
+func.func @vector_loss(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> tensor<4xf32> {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{must return exactly one value, the rank-0 loss; it returns 2}}
+func.func @two_results(%w: tensor<f32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> (tensor<f32>, tensor<f32>) {
+  return %w, %w : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{has no parameter argument to differentiate}}
+func.func @no_parameter(%x: tensor<4xf32> {zt.role = #zt.role<input>}) -> tensor<f32> {
+  %l = zt.sum %x, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Once one argument has a role, all need one.
+// expected-error @+1 {{argument #1 has no 'zt.role'; once one argument of a training-step function has a role, every argument needs one}}
+func.func @missing_role(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}, %x: tensor<4xf32>) -> tensor<f32> {
+  %y = zt.mul %w, %x : tensor<4xf32>
+  %l = zt.sum %y, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Names identify persistent tensors in plans and checkpoints.
+// expected-error @+1 {{argument #1: the name 'w' is used by an earlier argument}}
+func.func @duplicate_names(%a: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>, zt.name = "w"},
+                           %b: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>, zt.name = "w"}) -> tensor<f32> {
+  %y = zt.mul %a, %b : tensor<4xf32>
+  %l = zt.sum %y, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Accumulators and optimizer state are the passes' to add.
+// expected-error @+1 {{argument #1 has role 'accumulator', which zt-autodiff and zt-optimizer add themselves}}
+func.func @own_accumulator(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+                           %a: tensor<4xf32> {zt.role = #zt.role<accumulator>, zt.init = #zt.init<zeros>}) -> tensor<f32> {
+  %l = zt.sum %w, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// An optimizer update in the forward has no gradient.
+func.func @sgd_in_forward(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> tensor<f32> {
+  // expected-error @+1 {{has no gradient rule: optimizer updates belong after zt-autodiff (zt-optimizer adds them)}}
+  %n = zt.sgd %w, %w {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = zt.sum %n, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Backward ops are differentiated once: no second-order gradients.
+func.func @second_order(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> tensor<f32> {
+  // expected-error @+1 {{has no gradient rule (zt-autodiff differentiates forward ops once; higher-order gradients are not supported)}}
+  %g = zt.tanh_grad %w, %w : tensor<4xf32>
+  %l = zt.sum %g, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Ops of other dialects have no rule.
+func.func private @helper(tensor<4xf32>) -> tensor<4xf32>
+func.func @call_in_forward(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> tensor<f32> {
+  // expected-error @+1 {{has no gradient rule: zt-autodiff differentiates zt ops only}}
+  %c = func.call @helper(%w) : (tensor<4xf32>) -> tensor<4xf32>
+  %l = zt.sum %c, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
