@@ -655,11 +655,11 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
         attrs.set(ZTDialect::kNameAttrName,
                   StringAttr::get(ctx, name + ".grad_acc"));
       } else {
-        attrs.set(ZTDialect::kGradientOfAttrName,
-                  builder.getI64IntegerAttr(i));
         attrs.set(ZTDialect::kNameAttrName,
                   StringAttr::get(ctx, name + ".grad"));
       }
+      // Accumulated or not, the result is this parameter's gradient.
+      attrs.set(ZTDialect::kGradientOfAttrName, builder.getI64IntegerAttr(i));
       results.push_back(grad);
       resultAttrs.push_back(attrs);
     }

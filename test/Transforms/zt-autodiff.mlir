@@ -21,13 +21,13 @@
 // CHECK: %[[DW:.+]] = zt.sum %[[DWB]], dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
 // CHECK: return %[[L]], %[[DW]]
 // With accumulate: a zero-initialised accumulator argument per parameter,
-// the gradient added into it and the sum returned tied to it; a microbatch
-// entry.
+// the gradient added into it and the sum returned tied to it (and still
+// marked as the parameter's gradient); a microbatch entry.
 // ACC-LABEL: func.func @signature
 // ACC-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32> {zt.name = "x", zt.role = #zt.role<input>}
 // ACC-SAME: %[[W:[a-z0-9]+]]: tensor<8xf32> {zt.init = #zt.init<zeros>, zt.name = "arg1", zt.role = #zt.role<parameter>}
 // ACC-SAME: %[[ACC:[a-z0-9]+]]: tensor<8xf32> {zt.init = #zt.init<zeros>, zt.name = "arg1.grad_acc", zt.role = #zt.role<accumulator>}
-// ACC-SAME: -> (tensor<f32> {zt.name = "loss"}, tensor<8xf32> {zt.name = "arg1.grad_acc", zt.tied = 2 : i64})
+// ACC-SAME: -> (tensor<f32> {zt.name = "loss"}, tensor<8xf32> {zt.gradient_of = 1 : i64, zt.name = "arg1.grad_acc", zt.tied = 2 : i64})
 // ACC-SAME: attributes {zt.entry = "microbatch"}
 // ACC: %[[DW:.+]] = zt.sum %{{.+}}, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
 // ACC-NEXT: %[[NEW:.+]] = zt.add %[[ACC]], %[[DW]] : tensor<8xf32>

@@ -87,4 +87,71 @@ def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Append SGD (momentum) or AdamW updates, in place on persistent state";
+  let description = [{
+    For every `"train_step"` entry, replaces each returned parameter
+    gradient (`zt.gradient_of`) with a `zt.sgd` or `zt.adamw` update. Its
+    results are returned tied (`zt.tied`) to the parameter and to the
+    optimizer state they overwrite, so the plan updates them in place. The
+    state (`<name>.momentum`, or `<name>.exp_avg` and `<name>.exp_avg_sq`) is
+    added as `optimizer_state` arguments initialised to zeros; AdamW also
+    needs the `step` argument and adds one if there is none.
+
+    For every `"microbatch"` entry (zt-autodiff with `accumulate`), adds a
+    separate `"apply"` entry, `@<name>_apply`. It takes the same parameters
+    and accumulators (same names, so both entries address the same
+    persistent slots), updates each parameter from its accumulator times
+    `grad-scale`, and then zeroes the accumulators for the next microbatches.
+
+    Before:
+
+    ```mlir
+    func.func @f(%w: tensor<8xf32> {zt.init = #zt.init<zeros>, zt.name = "w", zt.role = #zt.role<parameter>}, ...)
+        -> (tensor<f32> {zt.name = "loss"}, tensor<8xf32> {zt.gradient_of = 0 : i64, zt.name = "w.grad"})
+        attributes {zt.entry = "train_step"} {
+      ...
+      return %loss, %dw : tensor<f32>, tensor<8xf32>
+    }
+    ```
+
+    After `zt-optimizer{optimizer=sgd lr=0.1 momentum=0.9}`:
+
+    ```mlir
+    func.func @f(%w: tensor<8xf32> {..., zt.name = "w", zt.role = #zt.role<parameter>}, ...,
+                 %m: tensor<8xf32> {zt.init = #zt.init<zeros>, zt.name = "w.momentum", zt.role = #zt.role<optimizer_state>})
+        -> (tensor<f32> {zt.name = "loss"}, tensor<8xf32> {zt.name = "w", zt.tied = 0 : i64},
+            tensor<8xf32> {zt.name = "w.momentum", zt.tied = 2 : i64})
+        attributes {zt.entry = "train_step"} {
+      ...
+      %w1, %m1 = zt.sgd %w, %dw, %m {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, ...}
+          : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+      return %loss, %w1, %m1 : tensor<f32>, tensor<8xf32>, tensor<8xf32>
+    }
+    ```
+
+    Out-of-range options are an error naming the option.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate (>= 0)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum in [0, 1); 0 keeps no momentum buffer">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD with Nesterov momentum (needs momentum > 0)">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (>= 0): L2 for SGD, decoupled for AdamW">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "AdamW first-moment decay in [0, 1)">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "AdamW second-moment decay in [0, 1)">,
+    Option<"eps", "eps", "double", /*default=*/"1.0e-8",
+           "AdamW denominator term (> 0)">,
+    Option<"gradScale", "grad-scale", "double", /*default=*/"1.0",
+           "Gradients are multiplied by this before the update (1/K to "
+           "average K accumulated microbatches)">
+  ];
+}
+
 #endif // ZCC_TRANSFORMS_PASSES_TD
