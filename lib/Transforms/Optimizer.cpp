@@ -235,11 +235,40 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
              << "returns no parameter gradient to apply (zt-optimizer runs "
                 "once, after zt-autodiff)";
     OpBuilder b(ret);
-    for (auto [param, grad] : gradients)
+    for (auto [param, grad] : gradients) {
+      // Each update goes right after its gradient and the parameter's last
+      // read, so a gradient dies as soon as it is computed instead of all of
+      // them living until the end of the step.
+      Operation *after = lastReader(param, grad, ret);
+      if (after)
+        b.setInsertionPointAfter(after);
+      else
+        b.setInsertionPointToStart(&fn.getBody().front());
       if (failed(emitUpdate(b, sig, param, grad)))
         return failure();
+    }
     sig.finish(b);
     return success();
+  }
+
+  /// The latest op before `ret` that defines `grad` or reads `param`
+  /// (directly or through a zt.reshape view); null when there is none.
+  static Operation *lastReader(Value param, Value grad, Operation *ret) {
+    Operation *last = grad.getDefiningOp();
+    auto later = [&](Operation *op) {
+      if (op != ret && (!last || last->isBeforeInBlock(op)))
+        last = op;
+    };
+    SmallVector<Value> worklist{param};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        later(user);
+        if (auto view = dyn_cast<ReshapeOp>(user))
+          worklist.push_back(view.getResult());
+      }
+    }
+    return last;
   }
 
   /// Builds `@<name>_apply`: the update from each accumulator (scaled by

@@ -154,4 +154,45 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def ZTPrintLiveness : Pass<"zt-print-liveness", "::mlir::ModuleOp"> {
+  let summary = "Print the zt-liveness analysis: buffers, kinds and lifetimes";
+  let description = [{
+    A test pass for the `BufferLiveness` analysis (zt-liveness), which
+    zt-plan-memory runs. For every entry point (`zt.entry`) it prints:
+
+    - each buffer: its memory kind, and for the arena its lifetime
+      `[first, last)` over op positions, its bytes and the op defining it.
+      Inputs (`input`, `label`, `step`) get fixed input slots; parameters,
+      optimizer state and accumulators are persistent; results that are not
+      tied are output slots; non-splat constants are plan data.
+    - the schedule: each op's position and the buffers it reads and writes.
+      A `zt.reshape` is a view: its result is its operand's buffer, and every
+      use of the view extends that buffer's interval.
+    - where each result ends up. A result tied to a persistent argument is
+      computed in its slot when the argument's old value is read no later
+      than the update (at the update only by an elementwise op), else copied
+      there at the return.
+
+    Example (a ReLU saved for the backward of a matmul):
+
+    ```
+    zt-print-liveness @f: 9 ops, 5 arena buffers, peak 384 live arena bytes
+      buffers:
+        #0 input "x" 128 bytes
+        #1 persistent "w" 32 bytes
+        #3 arena [1, 7) 128 bytes: zt.relu at 1
+        ...
+      schedule:
+        0 zt.matmul (#0, #1) -> (#2)
+        1 zt.relu (#2) -> (#3)
+        ...
+        6 zt.relu_grad (#3, #8) -> (#9)
+        9 return
+      results:
+        #0 "loss" in #4
+        #1 "w" in #1
+    ```
+  }];
+}
+
 #endif // ZCC_TRANSFORMS_PASSES_TD

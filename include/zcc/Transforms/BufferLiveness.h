@@ -1,0 +1,105 @@
+//===- BufferLiveness.h - buffers and lifetimes of a training step -*- C++ -*-===//
+//
+// The zt-liveness analysis: which buffer holds each value of an entry point,
+// of which memory kind, and over which half-open interval [first, last) of
+// the op schedule it must hold it. Views (zt.reshape) share their source's
+// buffer and extend its interval; tied results live in the persistent slot
+// they overwrite. zt-plan-memory places the arena buffers; zt-print-liveness
+// prints the result for tests.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_TRANSFORMS_BUFFERLIVENESS_H
+#define ZCC_TRANSFORMS_BUFFERLIVENESS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Value.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace zcc {
+
+enum class MemoryKind {
+  /// Planned: bytes reused across the step by values with disjoint lifetimes.
+  Arena,
+  /// Parameters, optimizer state, accumulators: the whole run.
+  Persistent,
+  /// Inputs, labels, the step counter: a fixed slot written before a step.
+  Input,
+  /// Step results (the loss, returned gradients): a fixed slot read after.
+  Output,
+  /// Non-splat compile-time tensors: read-only data loaded with the plan.
+  Constant,
+};
+
+llvm::StringRef stringifyMemoryKind(MemoryKind kind);
+
+struct LiveBuffer {
+  MemoryKind kind = MemoryKind::Arena;
+  /// The value whose definition fills the buffer: an op result, or a block
+  /// argument for inputs and persistent tensors. Output buffers filled by a
+  /// copy at the return have none.
+  mlir::Value root;
+  int64_t bytes = 0;
+  /// Live over schedule positions [first, last). Meaningful for the arena;
+  /// the other kinds are live for the whole step (or run).
+  int64_t first = 0;
+  int64_t last = 0;
+  /// Persistent, input and output buffers: the tensor's name.
+  std::string name;
+  /// Input and persistent buffers: the function argument.
+  int argIndex = -1;
+  /// Output buffers: the function result.
+  int resultIndex = -1;
+};
+
+/// Where a function result ends up, and whether it gets there by a copy at
+/// the return (when its value could not be computed in place: a view, an
+/// argument, a value returned twice, a tied update whose argument is still
+/// read afterwards).
+struct ResultPlacement {
+  unsigned buffer = 0;
+  /// The buffer the value is computed in, when a copy is needed.
+  std::optional<unsigned> copyFrom;
+};
+
+class BufferLiveness {
+public:
+  /// Analyses `fn`, an entry point whose body is one block of zt ops.
+  /// Emits an error and fails on anything else.
+  static mlir::FailureOr<BufferLiveness> compute(mlir::func::FuncOp fn);
+
+  /// Buffers in a deterministic order: arguments, then op results in
+  /// schedule order, then output slots filled by copies.
+  llvm::ArrayRef<LiveBuffer> getBuffers() const { return buffers; }
+  unsigned getBufferId(mlir::Value value) const {
+    return bufferOf.lookup(value);
+  }
+  /// Ops in schedule order; the return is at position getSchedule().size().
+  llvm::ArrayRef<mlir::Operation *> getSchedule() const { return schedule; }
+  int64_t getPosition(mlir::Operation *op) const {
+    return positionOf.lookup(op);
+  }
+  llvm::ArrayRef<ResultPlacement> getResults() const { return results; }
+  /// Largest sum of live arena bytes at one position (no alignment): no
+  /// arena can be smaller.
+  int64_t getPeakArenaBytes() const;
+
+private:
+  llvm::SmallVector<LiveBuffer> buffers;
+  llvm::DenseMap<mlir::Value, unsigned> bufferOf;
+  llvm::SmallVector<mlir::Operation *> schedule;
+  llvm::DenseMap<mlir::Operation *, int64_t> positionOf;
+  llvm::SmallVector<ResultPlacement> results;
+};
+
+/// Bytes of a statically shaped tensor type.
+int64_t tensorBytes(mlir::Type type);
+
+} // namespace zcc
+
+#endif // ZCC_TRANSFORMS_BUFFERLIVENESS_H

@@ -1,0 +1,253 @@
+//===- BufferLiveness.cpp - the zt-liveness analysis ----------------------===//
+
+#include "zcc/Transforms/BufferLiveness.h"
+
+#include "EntryPoints.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "zcc/Dialect/ZT/ZTOps.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+using namespace zcc;
+using namespace zcc::zt;
+
+StringRef zcc::stringifyMemoryKind(MemoryKind kind) {
+  switch (kind) {
+  case MemoryKind::Arena:
+    return "arena";
+  case MemoryKind::Persistent:
+    return "persistent";
+  case MemoryKind::Input:
+    return "input";
+  case MemoryKind::Output:
+    return "output";
+  case MemoryKind::Constant:
+    return "constant";
+  }
+  llvm_unreachable("unknown MemoryKind");
+}
+
+int64_t zcc::tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() *
+         ((tensor.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// Ops that read each operand element only to write the same result element,
+/// so a result may overwrite an operand's buffer (the tied updates).
+static bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, LogOp, TanhOp,
+             SigmoidOp, ReluOp, GeluOp, SiluOp, SqrtOp, RsqrtOp, ScaleOp,
+             SgdOp, AdamwOp>(op);
+}
+
+/// A splat constant is filled by a kernel; any other constant is data the
+/// plan carries.
+static bool isDataConstant(Operation *op) {
+  auto constant = dyn_cast<ConstantOp>(op);
+  if (!constant)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  return !dense || !dense.isSplat();
+}
+
+FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
+  BufferLiveness live;
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitOpError() << "liveness needs a single-block function";
+  Block &body = fn.getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    if (!isa<ZTDialect>(op.getDialect()))
+      return op.emitOpError()
+             << "is not a zt op: the liveness analysis (and the plan) cover "
+                "zt ops only";
+    if (op.getNumRegions() != 0)
+      return op.emitOpError() << "has regions, which a plan cannot schedule";
+    live.positionOf[&op] = live.schedule.size();
+    live.schedule.push_back(&op);
+  }
+  int64_t returnPosition = live.schedule.size();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  live.positionOf[ret] = returnPosition;
+
+  auto addBuffer = [&](LiveBuffer buffer) {
+    live.buffers.push_back(std::move(buffer));
+    return static_cast<unsigned>(live.buffers.size() - 1);
+  };
+
+  // Arguments: persistent tensors and per-step input slots.
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    std::optional<ArgRole> role = argRole(fn, i);
+    if (!role)
+      return fn.emitOpError()
+             << "argument #" << i
+             << " has no 'zt.role': every argument of an entry point needs "
+                "one to get a memory kind";
+    LiveBuffer buffer;
+    buffer.kind = isPersistentRole(*role) ? MemoryKind::Persistent
+                                          : MemoryKind::Input;
+    buffer.root = arg;
+    buffer.bytes = tensorBytes(arg.getType());
+    buffer.first = 0;
+    buffer.last = returnPosition + 1;
+    buffer.name = argName(fn, i);
+    buffer.argIndex = i;
+    live.bufferOf[arg] = addBuffer(buffer);
+  }
+
+  // Op results: a view shares its source's buffer, anything else gets its
+  // own, in the arena unless a result claims it below.
+  for (Operation *op : live.schedule) {
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      live.bufferOf[reshape.getResult()] =
+          live.bufferOf.lookup(reshape.getOperand());
+      continue;
+    }
+    for (Value result : op->getResults()) {
+      LiveBuffer buffer;
+      buffer.kind =
+          isDataConstant(op) ? MemoryKind::Constant : MemoryKind::Arena;
+      buffer.root = result;
+      buffer.bytes = tensorBytes(result.getType());
+      buffer.first = live.positionOf[op];
+      buffer.last = buffer.first + 1;
+      live.bufferOf[result] = addBuffer(buffer);
+    }
+  }
+
+  // Every read extends the interval of the buffer read, views included.
+  // lastRead[b] is the position of the last op other than the return that
+  // reads buffer b (-1 when none).
+  SmallVector<int64_t> lastRead(live.buffers.size(), -1);
+  for (Operation *op : live.schedule) {
+    if (isa<ReshapeOp>(op))
+      continue; // a view reads nothing; its users read the buffer
+    int64_t pos = live.positionOf[op];
+    for (Value operand : op->getOperands()) {
+      unsigned b = live.bufferOf.lookup(operand);
+      lastRead[b] = std::max(lastRead[b], pos);
+      live.buffers[b].last = std::max(live.buffers[b].last, pos + 1);
+    }
+  }
+
+  // Results: computed in place where that is safe, else copied at the
+  // return. `claimed` marks arena buffers that became another kind.
+  SmallVector<bool> claimed(live.buffers.size(), false);
+  SmallVector<bool> tiedArg(fn.getNumArguments(), false);
+  unsigned numResults = ret.getNumOperands();
+  live.results.resize(numResults);
+  SmallVector<unsigned> copies;
+  for (unsigned r = 0; r < numResults; ++r) {
+    Value value = ret.getOperand(r);
+    unsigned source = live.bufferOf.lookup(value);
+    LiveBuffer &src = live.buffers[source];
+    bool ownsBuffer = src.kind == MemoryKind::Arena && !claimed[source] &&
+                      src.root == value;
+    std::optional<unsigned> tied =
+        resultArgIndex(fn, r, ZTDialect::kTiedAttrName);
+    if (tied) {
+      if (tiedArg[*tied])
+        return fn.emitOpError()
+               << "result #" << r << " is tied to argument #" << *tied
+               << ", which an earlier result already overwrites";
+      tiedArg[*tied] = true;
+      unsigned target = live.bufferOf.lookup(fn.getArgument(*tied));
+      if (source == target) { // returned unchanged: nothing to write
+        live.results[r].buffer = target;
+        continue;
+      }
+      // In place when the target's old value is read no later than the
+      // update, and at the update only by an elementwise op.
+      Operation *def = value.getDefiningOp();
+      bool inPlace = ownsBuffer && def;
+      if (inPlace) {
+        int64_t pos = live.positionOf[def];
+        bool readsTarget = llvm::any_of(def->getOperands(), [&](Value v) {
+          return live.bufferOf.lookup(v) == target;
+        });
+        inPlace = lastRead[target] < pos ||
+                  (lastRead[target] == pos && readsTarget &&
+                   isElementwise(def));
+      }
+      if (inPlace) {
+        for (auto &[v, b] : live.bufferOf)
+          if (b == source)
+            b = target;
+        claimed[source] = true;
+        src.kind = MemoryKind::Persistent; // orphaned: no value maps here
+        src.bytes = 0;
+        live.results[r].buffer = target;
+        continue;
+      }
+      live.results[r].buffer = target;
+      live.results[r].copyFrom = source;
+      copies.push_back(source);
+      continue;
+    }
+    // A step output: computed straight into its slot when it owns its
+    // buffer, else copied into a new slot at the return.
+    if (ownsBuffer) {
+      src.kind = MemoryKind::Output;
+      src.name = resultName(fn, r);
+      src.resultIndex = r;
+      claimed[source] = true;
+      live.results[r].buffer = source;
+      continue;
+    }
+    LiveBuffer out;
+    out.kind = MemoryKind::Output;
+    out.bytes = tensorBytes(value.getType());
+    out.first = returnPosition;
+    out.last = returnPosition + 1;
+    out.name = resultName(fn, r);
+    out.resultIndex = r;
+    live.results[r].buffer = addBuffer(out);
+    live.results[r].copyFrom = source;
+    copies.push_back(source);
+  }
+  // Buffers copied at the return live until it.
+  for (unsigned b : copies)
+    live.buffers[b].last = std::max(live.buffers[b].last, returnPosition + 1);
+
+  // Drop the buffers orphaned by in-place updates, renumbering the rest.
+  SmallVector<int> newId(live.buffers.size(), -1);
+  SmallVector<LiveBuffer> kept;
+  for (auto [i, buffer] : llvm::enumerate(live.buffers)) {
+    if (buffer.kind == MemoryKind::Persistent && buffer.bytes == 0 &&
+        buffer.argIndex < 0)
+      continue;
+    newId[i] = kept.size();
+    kept.push_back(std::move(buffer));
+  }
+  live.buffers = std::move(kept);
+  for (auto &[v, b] : live.bufferOf)
+    b = newId[b];
+  for (ResultPlacement &placement : live.results) {
+    placement.buffer = newId[placement.buffer];
+    if (placement.copyFrom)
+      placement.copyFrom = newId[*placement.copyFrom];
+  }
+  return live;
+}
+
+int64_t BufferLiveness::getPeakArenaBytes() const {
+  // Sweep over interval ends; an end at p frees before a start at p uses.
+  std::map<int64_t, int64_t> delta;
+  for (const LiveBuffer &buffer : buffers) {
+    if (buffer.kind != MemoryKind::Arena)
+      continue;
+    delta[buffer.first] += buffer.bytes;
+    delta[buffer.last] -= buffer.bytes;
+  }
+  int64_t current = 0, peak = 0;
+  for (auto [position, change] : delta) {
+    current += change;
+    peak = std::max(peak, current);
+  }
+  return peak;
+}
