@@ -9,12 +9,13 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.zcc_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "python", "Inputs", "expect_exit.py", "check_op_coverage.py"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "python", "Inputs", "expect_exit.py", "check_op_coverage.py", "check_zplan.py"]
 
 # Project tools first, then FileCheck/not/count from LLVM 19.
 config.environment["PATH"] = os.pathsep.join(
     [config.zcc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]
 )
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%examples", os.path.join(config.zcc_src_root, "examples")))
 config.substitutions.append(
     ("%expect-exit", "%s %s" % (sys.executable, os.path.join(config.test_source_root, "tools", "expect_exit.py")))

@@ -13,10 +13,12 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<zcc::zt::ZTDialect, mlir::func::FuncDialect>();
+  registry.insert<zcc::zt::ZTDialect, zcc::zplan::ZPlanDialect,
+                  mlir::func::FuncDialect>();
   // Generic cleanups (canonicalize, cse, ...) for tests and pipelines.
   mlir::registerTransformsPasses();
   zcc::registerZCCPasses();
+  zcc::registerTrainStepPipeline();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "zt optimizer driver\n", registry));
 }

@@ -5,6 +5,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+#include "zcc/Dialect/ZPlan/ZPlanOps.h"
 
 namespace zcc {
 
@@ -13,6 +15,51 @@ namespace zcc {
 
 #define GEN_PASS_REGISTRATION
 #include "zcc/Transforms/Passes.h.inc"
+
+/// Options of the whole training-step pipeline (zcc-train-step): those of
+/// zt-autodiff, zt-optimizer and zt-plan-memory, under the same names.
+struct TrainStepPipelineOptions
+    : public mlir::PassPipelineOptions<TrainStepPipelineOptions> {
+  Option<bool> accumulate{*this, "accumulate",
+                          llvm::cl::desc("Accumulate gradients (microbatch and "
+                                         "apply entries)"),
+                          llvm::cl::init(false)};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd or adamw"),
+                                llvm::cl::init("sgd")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                    llvm::cl::init(0.01)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("Weight decay"),
+                             llvm::cl::init(0.0)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("AdamW eps"),
+                     llvm::cl::init(1.0e-8)};
+  Option<double> gradScale{*this, "grad-scale",
+                           llvm::cl::desc("Gradient scale before the update"),
+                           llvm::cl::init(1.0)};
+  Option<int64_t> alignment{*this, "alignment",
+                            llvm::cl::desc("Slot offset alignment in bytes"),
+                            llvm::cl::init(256)};
+  Option<std::string> algorithm{*this, "algorithm",
+                                llvm::cl::desc("Planner algorithm"),
+                                llvm::cl::init("auto")};
+};
+
+/// zt-autodiff, zt-optimizer, zt-plan-memory: a forward + loss module in, a
+/// zplan module out. The zcc tool runs it; `zt-opt -zcc-train-step` too.
+void buildTrainStepPipeline(mlir::OpPassManager &pm,
+                            const TrainStepPipelineOptions &options);
+
+/// Registers the zcc-train-step pipeline with the pass registry.
+void registerTrainStepPipeline();
 
 } // namespace zcc
 

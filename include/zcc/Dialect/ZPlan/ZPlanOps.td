@@ -1,0 +1,142 @@
+//===- ZPlanOps.td - the planned form of a training step ---*- tablegen -*-===//
+//
+// What zt-plan-memory produces and the plan file serializes: every tensor a
+// slot at a fixed offset in one of the plan's regions, and the step an
+// ordered list of kernel launches over those slots. No value semantics are
+// left: a launch writes its output slots.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_DIALECT_ZPLAN_ZPLANOPS_TD
+#define ZCC_DIALECT_ZPLAN_ZPLANOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def ZPlan_Dialect : Dialect {
+  let name = "zplan";
+  let cppNamespace = "::zcc::zplan";
+  let summary = "A training step with a static memory plan: slots and launches";
+  let description = [{
+    A module in the `zplan` dialect is a memory plan. Its attributes give
+    the sizes of the regions (`zplan.arena_size`, `zplan.persistent_size`,
+    `zplan.constant_size`) and their alignment (`zplan.alignment`). Each
+    `zplan.entry` is one entry point (a training step, a microbatch, an
+    apply): its slots say where each tensor lives, and its launches, in
+    order, are the step.
+
+    | region | holds | lives |
+    | --- | --- | --- |
+    | `arena` | activations, saved values, gradients, temporaries | planned per entry: offsets reused by values with disjoint lifetimes |
+    | `persistent` | parameters, optimizer state, accumulators | the whole run; one layout shared by every entry (by name) |
+    | `input` | inputs, labels, the step counter | written before each step |
+    | `output` | the loss and returned gradients | read after each step |
+    | `constant` | non-splat compile-time tensors | loaded with the plan, read-only |
+  }];
+  let hasOperationAttrVerify = 1;
+}
+
+def ZPlan_Region : I32EnumAttr<"Region", "memory region of a slot", [
+  I32EnumAttrCase<"Arena", 0, "arena">,
+  I32EnumAttrCase<"Persistent", 1, "persistent">,
+  I32EnumAttrCase<"Input", 2, "input">,
+  I32EnumAttrCase<"Output", 3, "output">,
+  I32EnumAttrCase<"Constant", 4, "constant">
+]> {
+  let cppNamespace = "::zcc::zplan";
+}
+
+class ZPlan_Op<string mnemonic, list<Trait> traits = []>
+    : Op<ZPlan_Dialect, mnemonic, traits>;
+
+def ZPlan_EntryOp : ZPlan_Op<"entry", [Symbol, IsolatedFromAbove, NoTerminator,
+    SingleBlock]> {
+  let summary = "one entry point of a plan";
+  let description = [{
+    `kind` is the zt entry kind (`train_step`, `microbatch`, `apply`).
+    `arena` is the bytes this entry's arena buffers need as planned,
+    `lower_bound` the peak of live arena bytes (no plan can use less) and
+    `no_reuse` the bytes they would need with no reuse at all.
+
+    ```mlir
+    zplan.entry @mlp_loss kind = "train_step" arena = 868352 lower_bound = 868352 no_reuse = 1233408 {
+      %0 = zplan.slot input offset = 0 size = 100352 name = "images" : memref<32x784xf32>
+      ...
+      zplan.launch "matmul"(%0, %2) -> (%8) {} : (memref<32x784xf32>, memref<784x256xf32>) -> (memref<32x256xf32>)
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
+                       I64Attr:$arena, I64Attr:$lower_bound, I64Attr:$no_reuse);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `kind` `=` $kind `arena` `=` $arena `lower_bound` `=` $lower_bound
+    `no_reuse` `=` $no_reuse attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+}
+
+def ZPlan_SlotOp : ZPlan_Op<"slot", [HasParent<"EntryOp">]> {
+  let summary = "a tensor's place: region, offset and size";
+  let description = [{
+    `size` bytes at `offset` in `region`. Arena slots carry their lifetime
+    `live = [first, last]`, meaning the half-open interval of op positions
+    `[first, last)` of the zt schedule; two arena slots whose lifetimes
+    overlap never share a byte. Persistent slots carry their initializer
+    (`init`, a `#zt.init`), constant slots their data (`init`, dense
+    elements). `name` is the tensor's name where it has one.
+
+    ```mlir
+    %3 = zplan.slot arena offset = 32768 size = 32768 live = [3, 22] : memref<32x256xf32>
+    %1 = zplan.slot persistent offset = 0 size = 802816 name = "w1" {init = #zt.init<zeros>} : memref<784x256xf32>
+    ```
+  }];
+  let arguments = (ins ZPlan_Region:$region, I64Attr:$offset, I64Attr:$size,
+                       OptionalAttr<DenseI64ArrayAttr>:$live,
+                       OptionalAttr<StrAttr>:$name, OptionalAttr<AnyAttr>:$init);
+  let results = (outs AnyStaticShapeMemRef:$buffer);
+  let assemblyFormat = [{
+    $region `offset` `=` $offset `size` `=` $size (`live` `=` $live^)?
+    (`name` `=` $name^)? attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZPlan_ViewOp : ZPlan_Op<"view", [Pure]> {
+  let summary = "the same bytes with another shape (zt.reshape)";
+  let description = [{
+    ```mlir
+    %4 = zplan.view %3 : memref<32x256xf32> to memref<8192xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeMemRef:$source);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def ZPlan_LaunchOp : ZPlan_Op<"launch", [AttrSizedOperandSegments,
+    HasParent<"EntryOp">]> {
+  let summary = "run one kernel over slots";
+  let description = [{
+    Runs `kernel` (a zt op's name without the prefix, or `copy`) reading
+    `inputs` and writing `outputs`; `params` are the zt op's attributes.
+    Launches run in the order they appear.
+
+    ```mlir
+    zplan.launch "matmul"(%3, %4) -> (%5) {transpose_rhs} : (memref<32x10xf32>, memref<128x10xf32>) -> (memref<32x128xf32>)
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, Variadic<AnyStaticShapeMemRef>:$inputs,
+                       Variadic<AnyStaticShapeMemRef>:$outputs,
+                       DictionaryAttr:$params);
+  let assemblyFormat = [{
+    $kernel `(` $inputs `)` `->` `(` $outputs `)` $params attr-dict `:`
+    `(` type($inputs) `)` `->` `(` type($outputs) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ZCC_DIALECT_ZPLAN_ZPLANOPS_TD

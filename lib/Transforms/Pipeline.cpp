@@ -1,0 +1,36 @@
+//===- Pipeline.cpp - the zcc-train-step pass pipeline --------------------===//
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "zcc/Transforms/Passes.h"
+
+using namespace mlir;
+
+void zcc::buildTrainStepPipeline(OpPassManager &pm,
+                                 const TrainStepPipelineOptions &options) {
+  ZTAutodiffOptions autodiff;
+  autodiff.accumulate = options.accumulate;
+  pm.addPass(createZTAutodiff(autodiff));
+  ZTOptimizerOptions optimizer;
+  optimizer.optimizer = options.optimizer;
+  optimizer.lr = options.lr;
+  optimizer.momentum = options.momentum;
+  optimizer.nesterov = options.nesterov;
+  optimizer.weightDecay = options.weightDecay;
+  optimizer.beta1 = options.beta1;
+  optimizer.beta2 = options.beta2;
+  optimizer.eps = options.eps;
+  optimizer.gradScale = options.gradScale;
+  pm.addPass(createZTOptimizer(optimizer));
+  ZTPlanMemoryOptions plan;
+  plan.alignment = options.alignment;
+  plan.algorithm = options.algorithm;
+  pm.addPass(createZTPlanMemory(plan));
+}
+
+void zcc::registerTrainStepPipeline() {
+  PassPipelineRegistration<TrainStepPipelineOptions>(
+      "zcc-train-step",
+      "The whole training step: zt-autodiff, zt-optimizer, zt-plan-memory",
+      buildTrainStepPipeline);
+}

@@ -1,0 +1,295 @@
+//===- PlanMemory.cpp - lower entry points to the planned zplan form ------===//
+//
+// Extract buffer info (BufferLiveness) -> plan the arena with an algorithm
+// from the planner's registry -> verify with the independent checker ->
+// rewrite to slots and launches. A plan the checker rejects is a compiler
+// error, never output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EntryPoints.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "zcc/Dialect/ZPlan/ZPlanOps.h"
+#include "zcc/Planner/Algorithms.h"
+#include "zcc/Planner/PlanChecker.h"
+#include "zcc/Transforms/BufferLiveness.h"
+#include "zcc/Transforms/Passes.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <vector>
+
+namespace zcc {
+#define GEN_PASS_DEF_ZTPLANMEMORY
+#include "zcc/Transforms/Passes.h.inc"
+} // namespace zcc
+
+using namespace mlir;
+using namespace zcc;
+using namespace zcc::zt;
+namespace planner = zcc::planner;
+
+namespace {
+
+MemRefType memrefOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+/// A tensor of the persistent region, shared by every entry by name.
+struct PersistentTensor {
+  Type type;
+  Attribute init;
+  int64_t offset = 0;
+};
+
+/// A name for an arena slot: the defining op's location name, if it has one
+/// (`loc("saved")`), so tests and reports can point at a value.
+StringAttr slotName(Value root) {
+  if (!root)
+    return {};
+  if (auto name = dyn_cast<NameLoc>(root.getLoc()))
+    return name.getName();
+  return {};
+}
+
+struct ZTPlanMemoryPass
+    : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
+  using ZTPlanMemoryBase::ZTPlanMemoryBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (alignment < 1 || !llvm::isPowerOf2_64(alignment)) {
+      module.emitError() << "zt-plan-memory option 'alignment' must be a "
+                            "power of two, got "
+                         << alignment;
+      return signalPassFailure();
+    }
+    if (!planner::findPlannerAlgorithm(algorithm)) {
+      std::string names;
+      for (const planner::PlannerAlgorithm &a : planner::plannerAlgorithms())
+        names += (names.empty() ? "" : ", ") + std::string(a.name);
+      module.emitError() << "zt-plan-memory option 'algorithm': unknown '"
+                         << algorithm << "'; expected one of " << names;
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> entries;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!entryKind(fn).empty())
+        entries.push_back(fn);
+    if (entries.empty()) {
+      module.emitError()
+          << "zt-plan-memory found no entry point: run zt-autodiff first";
+      return signalPassFailure();
+    }
+    std::vector<BufferLiveness> analyses;
+    for (func::FuncOp fn : entries) {
+      FailureOr<BufferLiveness> live = BufferLiveness::compute(fn);
+      if (failed(live))
+        return signalPassFailure();
+      analyses.push_back(std::move(*live));
+    }
+    if (failed(layOutPersistent(entries, analyses)))
+      return signalPassFailure();
+    int64_t arenaSize = 0;
+    for (auto [index, live] : llvm::enumerate(analyses)) {
+      FailureOr<int64_t> arena = lowerEntry(entries[index], live);
+      if (failed(arena))
+        return signalPassFailure();
+      arenaSize = std::max(arenaSize, *arena);
+    }
+    for (func::FuncOp fn : entries)
+      fn.erase();
+    Builder b(&getContext());
+    module->setAttr("zplan.arena_size", b.getI64IntegerAttr(arenaSize));
+    module->setAttr("zplan.persistent_size",
+                    b.getI64IntegerAttr(persistentSize));
+    module->setAttr("zplan.constant_size", b.getI64IntegerAttr(constantSize));
+    module->setAttr("zplan.alignment", b.getI64IntegerAttr(alignment));
+  }
+
+  /// One layout of the persistent region for all entries, in order of first
+  /// appearance; a name used twice must mean the same tensor.
+  LogicalResult layOutPersistent(ArrayRef<func::FuncOp> entries,
+                                 ArrayRef<BufferLiveness> analyses) {
+    for (auto [index, live] : llvm::enumerate(analyses)) {
+      func::FuncOp fn = entries[index];
+      for (const LiveBuffer &buffer : live.getBuffers()) {
+        if (buffer.kind != MemoryKind::Persistent)
+          continue;
+        Type type = buffer.root.getType();
+        Attribute init =
+            fn.getArgAttr(buffer.argIndex, ZTDialect::kInitAttrName);
+        auto [it, inserted] =
+            persistent.try_emplace(buffer.name, PersistentTensor{type, init});
+        if (inserted) {
+          persistentOrder.push_back(buffer.name);
+          it->second.offset = persistentSize;
+          persistentSize = planner::alignUp(
+              persistentSize + tensorBytes(type), alignment);
+          continue;
+        }
+        if (it->second.type != type || it->second.init != init)
+          return fn.emitOpError()
+                 << "argument #" << buffer.argIndex << " ('" << buffer.name
+                 << "') differs in type or initializer from the persistent "
+                    "tensor of that name in an earlier entry";
+      }
+    }
+    return success();
+  }
+
+  /// Plans `fn`'s arena, replaces it with a zplan.entry, and returns the
+  /// arena bytes it needs.
+  FailureOr<int64_t> lowerEntry(func::FuncOp fn, const BufferLiveness &live) {
+    ArrayRef<LiveBuffer> buffers = live.getBuffers();
+    planner::Problem problem;
+    SmallVector<int> requestOf(buffers.size(), -1);
+    int64_t noReuse = 0;
+    for (auto [id, buffer] : llvm::enumerate(buffers)) {
+      if (buffer.kind != MemoryKind::Arena)
+        continue;
+      requestOf[id] = problem.buffers.size();
+      planner::BufferRequest request;
+      request.id = id;
+      request.lower = buffer.first;
+      request.upper = buffer.last;
+      request.size = buffer.bytes;
+      request.alignment = alignment;
+      problem.buffers.push_back(request);
+      noReuse += planner::alignUp(buffer.bytes, alignment);
+    }
+    planner::PlanOptions options;
+    options.timeLimitSeconds = timeLimit;
+    options.nodeLimit = nodeLimit;
+    planner::CheckedRun run = planner::runChecked(
+        *planner::findPlannerAlgorithm(algorithm), problem, options);
+    if (!run.violation.empty())
+      return fn.emitOpError()
+             << "memory plan rejected by the independent checker (a planner "
+                "bug; nothing was written): "
+             << run.violation;
+    const planner::Plan &plan = run.outcome.plan;
+
+    OpBuilder b(fn);
+    auto entry = b.create<zplan::EntryOp>(
+        fn.getLoc(), fn.getName(), entryKind(fn), plan.arenaSize,
+        run.outcome.lowerBound, noReuse);
+    Block *body = b.createBlock(&entry.getBody());
+    b.setInsertionPointToStart(body);
+
+    // Input and output slots are laid out in order, per entry.
+    int64_t inputSize = 0, outputSize = 0;
+    SmallVector<Value> slots(buffers.size());
+    for (auto [id, buffer] : llvm::enumerate(buffers)) {
+      Type type;
+      if (buffer.root)
+        type = buffer.root.getType();
+      else // an output filled by a copy: typed like its result
+        type = fn.getResultTypes()[buffer.resultIndex];
+      int64_t offset = 0;
+      zplan::Region region;
+      DenseI64ArrayAttr liveAttr;
+      StringAttr name;
+      if (!buffer.name.empty())
+        name = b.getStringAttr(buffer.name);
+      Attribute init;
+      switch (buffer.kind) {
+      case MemoryKind::Arena:
+        region = zplan::Region::Arena;
+        offset = plan.offsets[requestOf[id]];
+        liveAttr = b.getDenseI64ArrayAttr({buffer.first, buffer.last});
+        name = slotName(buffer.root);
+        break;
+      case MemoryKind::Persistent: {
+        region = zplan::Region::Persistent;
+        const PersistentTensor &tensor = persistent.find(buffer.name)->second;
+        offset = tensor.offset;
+        init = tensor.init;
+        break;
+      }
+      case MemoryKind::Input:
+        region = zplan::Region::Input;
+        offset = inputSize;
+        inputSize = planner::alignUp(inputSize + buffer.bytes, alignment);
+        break;
+      case MemoryKind::Output:
+        region = zplan::Region::Output;
+        offset = outputSize;
+        outputSize = planner::alignUp(outputSize + buffer.bytes, alignment);
+        break;
+      case MemoryKind::Constant:
+        region = zplan::Region::Constant;
+        offset = constantSize;
+        constantSize = planner::alignUp(constantSize + buffer.bytes, alignment);
+        init = cast<ConstantOp>(buffer.root.getDefiningOp()).getValue();
+        name = slotName(buffer.root);
+        break;
+      }
+      slots[id] = b.create<zplan::SlotOp>(
+          fn.getLoc(), memrefOf(type), region, offset, buffer.bytes, liveAttr,
+          name, init);
+    }
+
+    // Every zt value as a memref: its buffer's slot, or a view of it when
+    // the value's shape differs (reshapes; updates written in place).
+    DenseMap<Value, Value> memrefs;
+    auto memrefFor = [&](Value v) -> Value {
+      auto it = memrefs.find(v);
+      if (it != memrefs.end())
+        return it->second;
+      Value slot = slots[live.getBufferId(v)];
+      Value result = slot;
+      if (slot.getType() != memrefOf(v.getType()))
+        result = b.create<zplan::ViewOp>(fn.getLoc(), memrefOf(v.getType()),
+                                         slot);
+      memrefs[v] = result;
+      return result;
+    };
+    for (BlockArgument arg : fn.getArguments())
+      memrefFor(arg);
+    for (Operation *op : live.getSchedule()) {
+      if (isa<ReshapeOp>(op)) {
+        memrefFor(op->getResult(0));
+        continue;
+      }
+      if (live.getBuffers()[live.getBufferId(op->getResult(0))].kind ==
+          MemoryKind::Constant)
+        continue; // data the plan carries: nothing to run
+      SmallVector<Value> inputs, outputs;
+      for (Value operand : op->getOperands())
+        inputs.push_back(memrefFor(operand));
+      for (Value result : op->getResults())
+        outputs.push_back(memrefFor(result));
+      b.create<zplan::LaunchOp>(
+          op->getLoc(), op->getName().stripDialect(), inputs, outputs,
+          op->getAttrDictionary());
+    }
+    // Copies at the return: outputs first, since a tied copy may overwrite
+    // an argument another output returns.
+    auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+    for (bool tied : {false, true}) {
+      for (auto [r, placement] : llvm::enumerate(live.getResults())) {
+        if (!placement.copyFrom ||
+            tied != static_cast<bool>(
+                        resultArgIndex(fn, r, ZTDialect::kTiedAttrName)))
+          continue;
+        Value from = memrefFor(ret.getOperand(r));
+        Value to = slots[placement.buffer];
+        if (to.getType() != from.getType())
+          to = b.create<zplan::ViewOp>(fn.getLoc(), from.getType(), to);
+        b.create<zplan::LaunchOp>(fn.getLoc(), "copy", ValueRange{from},
+                                  ValueRange{to}, b.getDictionaryAttr({}));
+      }
+    }
+    return plan.arenaSize;
+  }
+
+  llvm::StringMap<PersistentTensor> persistent;
+  SmallVector<std::string> persistentOrder;
+  int64_t persistentSize = 0;
+  int64_t constantSize = 0;
+};
+
+} // namespace

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""An independent checker for zplan modules, sharing no code with the compiler.
+
+Reads the text zt-plan-memory prints and checks, for every entry, that:
+  - arena slots whose lifetimes [first, last) overlap never share a byte,
+  - every slot is aligned and ends within its region (the arena within the
+    entry's arena, the persistent and constant regions within the module's
+    sizes), the entry's arena is no larger than the module's,
+  - input, output, persistent and constant slots never overlap each other,
+  - a persistent name means the same offset and size in every entry,
+  - lower bound <= arena <= no reuse.
+With --saved NAME it also reports the slot named NAME (loc("NAME") in the
+source): its lifetime and how many arena slots live at the same time share
+none of its bytes (the arena-reset failure cannot happen).
+
+usage: check_zplan.py FILE|- [--saved NAME]...
+Prints one line per entry ("entry @f: ... ok") and exits 1 on any violation.
+"""
+import re
+import sys
+
+SLOT = re.compile(
+    r"^\s*(%\S+) = zplan\.slot (\w+) offset = (\d+) size = (\d+)"
+    r"(?: live = \[(\d+), (\d+)\])?(?: name = \"([^\"]*)\")?")
+ENTRY = re.compile(
+    r"zplan\.entry @(\S+) kind = \"(\w+)\" arena = (\d+) lower_bound = (\d+) no_reuse = (\d+)")
+MODULE_ATTR = re.compile(r"zplan\.(\w+) = (\d+) : i64")
+
+
+def overlaps(a_lo, a_hi, b_lo, b_hi):
+    return a_lo < b_hi and b_lo < a_hi
+
+
+def check_module(text, saved, out):
+    errors = []
+    attrs = {}
+    for line in text.splitlines():
+        if line.startswith("module attributes"):
+            attrs = {k: int(v) for k, v in MODULE_ATTR.findall(line)}
+    align = attrs.get("alignment", 1)
+    entries = []
+    for line in text.splitlines():
+        m = ENTRY.search(line)
+        if m:
+            entries.append({"name": m.group(1), "arena": int(m.group(3)),
+                            "lower": int(m.group(4)), "noreuse": int(m.group(5)),
+                            "slots": []})
+            continue
+        m = SLOT.match(line)
+        if m and entries:
+            entries[-1]["slots"].append({
+                "id": m.group(1), "region": m.group(2), "offset": int(m.group(3)),
+                "size": int(m.group(4)),
+                "live": (int(m.group(5)), int(m.group(6))) if m.group(5) else None,
+                "name": m.group(7)})
+    if not entries:
+        errors.append("no zplan.entry found")
+    persistent_names = {}
+    for e in entries:
+        where = "entry @" + e["name"]
+        slots = e["slots"]
+        if not e["lower"] <= e["arena"] <= max(e["noreuse"], e["arena"]):
+            errors.append(f"{where}: lower bound {e['lower']} > arena {e['arena']}")
+        if e["arena"] > attrs.get("arena_size", e["arena"]):
+            errors.append(f"{where}: arena {e['arena']} > module arena {attrs.get('arena_size')}")
+        limits = {"arena": e["arena"], "persistent": attrs.get("persistent_size"),
+                  "constant": attrs.get("constant_size")}
+        for s in slots:
+            if s["offset"] % align:
+                errors.append(f"{where}: {s['id']} offset {s['offset']} not aligned to {align}")
+            limit = limits.get(s["region"])
+            if limit is not None and s["offset"] + s["size"] > limit:
+                errors.append(f"{where}: {s['id']} ends at {s['offset'] + s['size']}, past the "
+                              f"{s['region']} region's {limit} bytes")
+            if s["region"] == "persistent" and s["name"]:
+                key = (s["offset"], s["size"])
+                if persistent_names.setdefault(s["name"], key) != key:
+                    errors.append(f"{where}: persistent '{s['name']}' at {key}, elsewhere at "
+                                  f"{persistent_names[s['name']]}")
+        arena = [s for s in slots if s["region"] == "arena"]
+        # Quadratic on purpose: simple enough to trust, and plans here are small.
+        for i, a in enumerate(arena):
+            for b in arena[i + 1:]:
+                if overlaps(*a["live"], *b["live"]) and overlaps(
+                        a["offset"], a["offset"] + a["size"], b["offset"], b["offset"] + b["size"]):
+                    errors.append(f"{where}: {a['id']} live {a['live']} and {b['id']} live "
+                                  f"{b['live']} share bytes")
+        for region in ("input", "output", "persistent", "constant"):
+            fixed = [s for s in slots if s["region"] == region]
+            for i, a in enumerate(fixed):
+                for b in fixed[i + 1:]:
+                    if overlaps(a["offset"], a["offset"] + a["size"], b["offset"], b["offset"] + b["size"]):
+                        errors.append(f"{where}: {region} slots {a['id']} and {b['id']} overlap")
+        for name in saved:
+            match = [s for s in arena if s["name"] == name]
+            if not match:
+                continue
+            s = match[0]
+            during = [t for t in arena if t is not s and overlaps(*t["live"], *s["live"])]
+            sharing = [t for t in during if overlaps(t["offset"], t["offset"] + t["size"],
+                                                     s["offset"], s["offset"] + s["size"])]
+            print(f"{where}: saved '{name}' live [{s['live'][0]}, {s['live'][1]}) at "
+                  f"[{s['offset']}, {s['offset'] + s['size']}); {len(during)} slots live with it, "
+                  f"{len(sharing)} share its bytes", file=out)
+        print(f"{where}: {len(arena)} arena slots, arena {e['arena']}, lower bound {e['lower']}, "
+              f"no reuse {e['noreuse']}: {'ok' if not errors else 'FAILED'}", file=out)
+    return errors
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if not args:
+        print(__doc__, file=sys.stderr)
+        return 2
+    path = args[0]
+    saved = [args[i + 1] for i, a in enumerate(args) if a == "--saved" and i + 1 < len(args)]
+    text = sys.stdin.read() if path == "-" else open(path).read()
+    errors = []
+    for module in text.split("// -----"):
+        if "zplan.entry" in module:
+            errors += check_module(module, saved, sys.stdout)
+    for e in errors:
+        print("error: " + e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
