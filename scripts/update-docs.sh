@@ -7,4 +7,5 @@ build=${ZCC_BUILD_DIR:-$root/build}
 ZCC_BUILD_DIR=$build "$root/scripts/build.sh" >/dev/null
 cp "$build/docs/ZT/ZT.md" "$root/docs/generated/ZT.md"
 cp "$build/docs/ZCCPasses.md" "$root/docs/generated/Passes.md"
-echo "updated docs/generated/ZT.md and docs/generated/Passes.md"
+cp "$build/docs/ZPlan/ZPlan.md" "$root/docs/generated/ZPlan.md"
+echo "updated docs/generated/ZT.md, ZPlan.md and Passes.md"

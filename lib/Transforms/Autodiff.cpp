@@ -601,6 +601,21 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
       forward.push_back(&op);
+    // A parameter's gradient is complete once the reverse walk has passed
+    // its first user: summed (and accumulated) there, it dies right away
+    // instead of living until the end of the step.
+    DenseMap<Operation *, SmallVector<BlockArgument, 1>> completedAt;
+    for (BlockArgument arg : body.getArguments()) {
+      if (argRole(fn, arg.getArgNumber()) != ArgRole::Parameter)
+        continue;
+      Operation *first = nullptr;
+      for (Operation *user : arg.getUsers())
+        if (user != ret && (!first || user->isBeforeInBlock(first)))
+          first = user;
+      if (first)
+        completedAt[first].push_back(arg);
+    }
+    DenseMap<Value, Value> paramGrads;
     for (Operation *op : llvm::reverse(forward)) {
       SmallVector<Value> resultGrads;
       bool any = false;
@@ -610,6 +625,9 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
       }
       if (any && failed(grads.backward(op, resultGrads)))
         return failure();
+      for (BlockArgument param : completedAt.lookup(op))
+        if (Value grad = grads.gradientOf(param))
+          paramGrads[param] = grad;
     }
 
     // Name every argument, so plans and checkpoints can refer to it.
@@ -626,7 +644,7 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
         continue;
       BlockArgument param = body.getArgument(i);
       std::string name = argName(fn, i);
-      Value grad = grads.gradientOf(param);
+      Value grad = paramGrads.lookup(param);
       if (!grad) {
         fn.emitWarning() << "parameter '" << name
                          << "' does not affect the loss; its gradient is zero";
@@ -649,6 +667,10 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
         fn.insertArgument(accIndex, param.getType(),
                           argAttrs.getDictionary(ctx), loc);
         Value acc = body.getArgument(accIndex);
+        // Right after the gradient: it dies into the accumulator at once.
+        OpBuilder::InsertionGuard guard(builder);
+        if (Operation *def = grad.getDefiningOp())
+          builder.setInsertionPointAfter(def);
         grad = builder.create<AddOp>(loc, acc.getType(), acc, grad);
         attrs.set(ZTDialect::kTiedAttrName,
                   builder.getI64IntegerAttr(accIndex));

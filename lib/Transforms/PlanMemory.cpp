@@ -63,7 +63,7 @@ struct ZTPlanMemoryPass
     if (alignment < 1 || !llvm::isPowerOf2_64(alignment)) {
       module.emitError() << "zt-plan-memory option 'alignment' must be a "
                             "power of two, got "
-                         << alignment;
+                         << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
     if (!planner::findPlannerAlgorithm(algorithm)) {
