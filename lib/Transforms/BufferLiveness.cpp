@@ -138,6 +138,8 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
   // Results: computed in place where that is safe, else copied at the
   // return. `claimed` marks arena buffers that became another kind.
   SmallVector<bool> claimed(live.buffers.size(), false);
+  // Buffers whose values now live in a persistent slot, dropped below.
+  SmallVector<bool> merged(live.buffers.size(), false);
   SmallVector<bool> tiedArg(fn.getNumArguments(), false);
   unsigned numResults = ret.getNumOperands();
   live.results.resize(numResults);
@@ -179,8 +181,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
           if (b == source)
             b = target;
         claimed[source] = true;
-        src.kind = MemoryKind::Persistent; // orphaned: no value maps here
-        src.bytes = 0;
+        merged[source] = true;
         live.results[r].buffer = target;
         continue;
       }
@@ -218,8 +219,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
   SmallVector<int> newId(live.buffers.size(), -1);
   SmallVector<LiveBuffer> kept;
   for (auto [i, buffer] : llvm::enumerate(live.buffers)) {
-    if (buffer.kind == MemoryKind::Persistent && buffer.bytes == 0 &&
-        buffer.argIndex < 0)
+    if (i < merged.size() && merged[i])
       continue;
     newId[i] = kept.size();
     kept.push_back(std::move(buffer));

@@ -124,7 +124,6 @@ struct ZTPlanMemoryPass
         auto [it, inserted] =
             persistent.try_emplace(buffer.name, PersistentTensor{type, init});
         if (inserted) {
-          persistentOrder.push_back(buffer.name);
           it->second.offset = persistentSize;
           persistentSize = planner::alignUp(
               persistentSize + tensorBytes(type), alignment);
@@ -287,7 +286,6 @@ struct ZTPlanMemoryPass
   }
 
   llvm::StringMap<PersistentTensor> persistent;
-  SmallVector<std::string> persistentOrder;
   int64_t persistentSize = 0;
   int64_t constantSize = 0;
 };

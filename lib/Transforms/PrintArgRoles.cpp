@@ -3,6 +3,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Transforms/BufferLiveness.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -22,11 +23,6 @@ struct RoleTotal {
   int64_t tensors = 0;
   int64_t bytes = 0;
 };
-
-int64_t tensorBytes(RankedTensorType type) {
-  // Sub-byte element types do not occur in zt (f32/f16/bf16/i32/i64).
-  return type.getNumElements() * (type.getElementTypeBitWidth() / 8);
-}
 
 struct ZTPrintArgRolesPass
     : public zcc::impl::ZTPrintArgRolesBase<ZTPrintArgRolesPass> {
@@ -61,7 +57,7 @@ struct ZTPrintArgRolesPass
       ArgRoleAttr role = roleOf(i);
       // The dialect's argument verifier has made this a static tensor.
       auto type = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
-      int64_t bytes = tensorBytes(type);
+      int64_t bytes = zcc::tensorBytes(type);
       os << "  arg #" << i << " " << stringifyArgRole(role.getValue()) << " "
          << type << " " << bytes << " bytes";
       if (auto init =
