@@ -136,6 +136,15 @@ private:
     return broadcast(grad, operandType, kept);
   }
 
+  /// A unary activation's gradient: one fused op reading `saved` (the
+  /// forward operand or result) and the incoming gradient.
+  template <typename GradOpT>
+  LogicalResult activation(Operation *forward, Value saved, Value grad) {
+    contribute(forward->getOperand(0),
+               b.create<GradOpT>(loc, grad.getType(), saved, grad));
+    return success();
+  }
+
   void matmulBackward(MatmulOp op, Value grad);
   void broadcastBackward(BroadcastInDimOp op, Value grad);
   void concatBackward(ConcatOp op, Value grad);
@@ -216,8 +225,7 @@ Value GradientBuilder::concatIfTiling(Value value,
   }
   if (next != type.getDimSize(*splitDim))
     return Value();
-  return b.create<ConcatOp>(loc, type, parts,
-                            b.getI64IntegerAttr(*splitDim));
+  return b.create<ConcatOp>(loc, type, parts, b.getI64IntegerAttr(*splitDim));
 }
 
 void GradientBuilder::matmulBackward(MatmulOp op, Value grad) {
@@ -251,8 +259,8 @@ void GradientBuilder::matmulBackward(MatmulOp op, Value grad) {
     int64_t rows = rowsType.getNumElements() / k;
     Value a2 = reshape(rowsA, rowsType.clone({rows, k}));
     Value g2 = reshape(grad, gradType.clone({rows, n}));
-    contribute(rhs, tb ? matmul(g2, a2, true, false)
-                       : matmul(a2, g2, true, false));
+    contribute(rhs,
+               tb ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false));
   }
 }
 
@@ -346,46 +354,31 @@ LogicalResult GradientBuilder::backward(Operation *op,
         return success();
       })
       .Case([&](ScaleOp o) {
-        contribute(o.getOperand(),
-                   scale(dy, o.getFactor().convertToDouble()));
+        contribute(o.getOperand(), scale(dy, o.getFactor().convertToDouble()));
         return success();
       })
       // Activations whose derivative is a function of the result let the
       // operand die at the forward op; the others save the operand.
       .Case([&](TanhOp o) {
-        contribute(o.getOperand(), b.create<TanhGradOp>(loc, dy.getType(),
-                                                        o.getResult(), dy));
-        return success();
+        return activation<TanhGradOp>(o, o.getResult(), dy);
       })
       .Case([&](SigmoidOp o) {
-        contribute(o.getOperand(), b.create<SigmoidGradOp>(
-                                       loc, dy.getType(), o.getResult(), dy));
-        return success();
+        return activation<SigmoidGradOp>(o, o.getResult(), dy);
       })
       .Case([&](ReluOp o) {
-        contribute(o.getOperand(), b.create<ReluGradOp>(loc, dy.getType(),
-                                                        o.getResult(), dy));
-        return success();
+        return activation<ReluGradOp>(o, o.getResult(), dy);
       })
       .Case([&](SqrtOp o) {
-        contribute(o.getOperand(), b.create<SqrtGradOp>(loc, dy.getType(),
-                                                        o.getResult(), dy));
-        return success();
+        return activation<SqrtGradOp>(o, o.getResult(), dy);
       })
       .Case([&](RsqrtOp o) {
-        contribute(o.getOperand(), b.create<RsqrtGradOp>(
-                                       loc, dy.getType(), o.getResult(), dy));
-        return success();
+        return activation<RsqrtGradOp>(o, o.getResult(), dy);
       })
       .Case([&](GeluOp o) {
-        contribute(o.getOperand(), b.create<GeluGradOp>(loc, dy.getType(),
-                                                        o.getOperand(), dy));
-        return success();
+        return activation<GeluGradOp>(o, o.getOperand(), dy);
       })
       .Case([&](SiluOp o) {
-        contribute(o.getOperand(), b.create<SiluGradOp>(loc, dy.getType(),
-                                                        o.getOperand(), dy));
-        return success();
+        return activation<SiluGradOp>(o, o.getOperand(), dy);
       })
       .Case([&](BroadcastInDimOp o) {
         broadcastBackward(o, dy);
@@ -441,8 +434,8 @@ LogicalResult GradientBuilder::backward(Operation *op,
       })
       .Case([&](SoftmaxOp o) {
         contribute(o.getOperand(),
-                   b.create<SoftmaxGradOp>(loc, dy.getType(), o.getResult(),
-                                           dy, o.getAxisAttr()));
+                   b.create<SoftmaxGradOp>(loc, dy.getType(), o.getResult(), dy,
+                                           o.getAxisAttr()));
         return success();
       })
       .Case([&](LogSoftmaxOp o) {
@@ -482,9 +475,9 @@ LogicalResult GradientBuilder::backward(Operation *op,
         return success();
       })
       .Case([&](MseOp o) {
-        Value dPrediction = b.create<MseGradOp>(
-            loc, o.getPrediction().getType(), o.getPrediction(),
-            o.getTarget(), dy);
+        Value dPrediction =
+            b.create<MseGradOp>(loc, o.getPrediction().getType(),
+                                o.getPrediction(), o.getTarget(), dy);
         contribute(o.getPrediction(), dPrediction);
         if (isActive(o.getTarget()))
           contribute(o.getTarget(), neg(dPrediction));
@@ -556,9 +549,9 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
                << "', which zt-autodiff and zt-optimizer add themselves";
       anyParameter |= *role == ArgRole::Parameter;
       if (!names.insert(argName(fn, i)).second)
-        return fn.emitOpError() << "argument #" << i << ": the name '"
-                                << argName(fn, i)
-                                << "' is used by an earlier argument";
+        return fn.emitOpError()
+               << "argument #" << i << ": the name '" << argName(fn, i)
+               << "' is used by an earlier argument";
     }
     if (!anyParameter)
       return fn.emitOpError() << "has no parameter argument to differentiate";
@@ -593,9 +586,9 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
     if (active.contains(loss)) {
       auto lossType = cast<RankedTensorType>(loss.getType());
       Value seed = builder.create<ConstantOp>(
-          loc, DenseElementsAttr::get(lossType, builder.getFloatAttr(
-                                                    lossType.getElementType(),
-                                                    1.0)));
+          loc,
+          DenseElementsAttr::get(
+              lossType, builder.getFloatAttr(lossType.getElementType(), 1.0)));
       grads.contribute(loss, seed);
     }
     SmallVector<Operation *> forward;

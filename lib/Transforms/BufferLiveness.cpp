@@ -33,16 +33,15 @@ StringRef zcc::stringifyMemoryKind(MemoryKind kind) {
 
 int64_t zcc::tensorBytes(Type type) {
   auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         ((tensor.getElementTypeBitWidth() + 7) / 8);
+  return tensor.getNumElements() * ((tensor.getElementTypeBitWidth() + 7) / 8);
 }
 
 /// Ops that read each operand element only to write the same result element,
 /// so a result may overwrite an operand's buffer (the tied updates).
 static bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, LogOp, TanhOp,
-             SigmoidOp, ReluOp, GeluOp, SiluOp, SqrtOp, RsqrtOp, ScaleOp,
-             SgdOp, AdamwOp>(op);
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, LogOp, TanhOp, SigmoidOp,
+             ReluOp, GeluOp, SiluOp, SqrtOp, RsqrtOp, ScaleOp, SgdOp, AdamwOp>(
+      op);
 }
 
 /// A splat constant is filled by a kernel; any other constant is data the
@@ -89,8 +88,8 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
              << " has no 'zt.role': every argument of an entry point needs "
                 "one to get a memory kind";
     LiveBuffer buffer;
-    buffer.kind = isPersistentRole(*role) ? MemoryKind::Persistent
-                                          : MemoryKind::Input;
+    buffer.kind =
+        isPersistentRole(*role) ? MemoryKind::Persistent : MemoryKind::Input;
     buffer.root = arg;
     buffer.bytes = tensorBytes(arg.getType());
     buffer.first = 0;
@@ -148,8 +147,8 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
     Value value = ret.getOperand(r);
     unsigned source = live.bufferOf.lookup(value);
     LiveBuffer &src = live.buffers[source];
-    bool ownsBuffer = src.kind == MemoryKind::Arena && !claimed[source] &&
-                      src.root == value;
+    bool ownsBuffer =
+        src.kind == MemoryKind::Arena && !claimed[source] && src.root == value;
     std::optional<unsigned> tied =
         resultArgIndex(fn, r, ZTDialect::kTiedAttrName);
     if (tied) {
@@ -172,9 +171,8 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
         bool readsTarget = llvm::any_of(def->getOperands(), [&](Value v) {
           return live.bufferOf.lookup(v) == target;
         });
-        inPlace = lastRead[target] < pos ||
-                  (lastRead[target] == pos && readsTarget &&
-                   isElementwise(def));
+        inPlace = lastRead[target] < pos || (lastRead[target] == pos &&
+                                             readsTarget && isElementwise(def));
       }
       if (inPlace) {
         for (auto &[v, b] : live.bufferOf)

@@ -17,8 +17,8 @@
 namespace zcc::zt {
 
 inline std::optional<ArgRole> argRole(mlir::func::FuncOp fn, unsigned index) {
-  if (auto role = fn.getArgAttrOfType<ArgRoleAttr>(index,
-                                                   ZTDialect::kRoleAttrName))
+  if (auto role =
+          fn.getArgAttrOfType<ArgRoleAttr>(index, ZTDialect::kRoleAttrName))
     return role.getValue();
   return std::nullopt;
 }

@@ -63,9 +63,9 @@ struct StepSignature {
     attrs.set(ZTDialect::kTiedAttrName,
               IntegerAttr::get(IntegerType::get(fn.getContext(), 64),
                                arg.getArgNumber()));
-    attrs.set(ZTDialect::kNameAttrName,
-              StringAttr::get(fn.getContext(),
-                              argName(fn, arg.getArgNumber())));
+    attrs.set(
+        ZTDialect::kNameAttrName,
+        StringAttr::get(fn.getContext(), argName(fn, arg.getArgNumber())));
     results.push_back(value);
     resultAttrs.push_back(attrs);
   }
@@ -185,8 +185,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       BlockArgument buffer;
       SmallVector<Type> types{type};
       if (momentum != 0) {
-        buffer = sig.addState(ArgRole::OptimizerState, type,
-                              name + ".momentum");
+        buffer =
+            sig.addState(ArgRole::OptimizerState, type, name + ".momentum");
         types.push_back(type);
       }
       auto sgd = b.create<SgdOp>(loc, types, param, grad,
@@ -205,10 +205,9 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
         sig.addState(ArgRole::OptimizerState, type, name + ".exp_avg");
     BlockArgument expAvgSq =
         sig.addState(ArgRole::OptimizerState, type, name + ".exp_avg_sq");
-    auto adamw = b.create<AdamwOp>(loc, TypeRange{type, type, type}, param,
-                                   grad, expAvg, expAvgSq, *step, f64(lr),
-                                   f64(beta1), f64(beta2), f64(eps),
-                                   f64(weightDecay));
+    auto adamw = b.create<AdamwOp>(
+        loc, TypeRange{type, type, type}, param, grad, expAvg, expAvgSq, *step,
+        f64(lr), f64(beta1), f64(beta2), f64(eps), f64(weightDecay));
     sig.addTied(adamw.getNewParam(), param);
     sig.addTied(adamw.getNewExpAvg(), expAvg);
     sig.addTied(adamw.getNewExpAvgSq(), expAvgSq);
@@ -297,8 +296,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     OpBuilder b(ctx);
     b.setInsertionPointAfter(microbatch);
     Location loc = microbatch.getLoc();
-    auto apply = b.create<func::FuncOp>(loc, applyName,
-                                        FunctionType::get(ctx, {}, {}));
+    auto apply =
+        b.create<func::FuncOp>(loc, applyName, FunctionType::get(ctx, {}, {}));
     apply->setAttr(ZTDialect::kEntryAttrName, StringAttr::get(ctx, "apply"));
     Block *body = apply.addEntryBlock();
     b.setInsertionPointToStart(body);
@@ -311,8 +310,9 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       BlockArgument p =
           sig.addArgument(microbatch.getArgument(param).getType(),
                           attrList(microbatch.getArgAttrDict(param)));
-      BlockArgument a = sig.addArgument(microbatch.getArgument(acc).getType(),
-                                        attrList(microbatch.getArgAttrDict(acc)));
+      BlockArgument a =
+          sig.addArgument(microbatch.getArgument(acc).getType(),
+                          attrList(microbatch.getArgAttrDict(acc)));
       args.push_back({p, a});
     }
     b.setInsertionPoint(body->getTerminator());

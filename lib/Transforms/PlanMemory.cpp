@@ -54,8 +54,7 @@ StringAttr slotName(Value root) {
   return {};
 }
 
-struct ZTPlanMemoryPass
-    : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
+struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
   using ZTPlanMemoryBase::ZTPlanMemoryBase;
 
   void runOnOperation() override {
@@ -125,8 +124,8 @@ struct ZTPlanMemoryPass
             persistent.try_emplace(buffer.name, PersistentTensor{type, init});
         if (inserted) {
           it->second.offset = persistentSize;
-          persistentSize = planner::alignUp(
-              persistentSize + tensorBytes(type), alignment);
+          persistentSize =
+              planner::alignUp(persistentSize + tensorBytes(type), alignment);
           continue;
         }
         if (it->second.type != type || it->second.init != init)
@@ -172,9 +171,9 @@ struct ZTPlanMemoryPass
     const planner::Plan &plan = run.outcome.plan;
 
     OpBuilder b(fn);
-    auto entry = b.create<zplan::EntryOp>(
-        fn.getLoc(), fn.getName(), entryKind(fn), plan.arenaSize,
-        run.outcome.lowerBound, noReuse);
+    auto entry = b.create<zplan::EntryOp>(fn.getLoc(), fn.getName(),
+                                          entryKind(fn), plan.arenaSize,
+                                          run.outcome.lowerBound, noReuse);
     Block *body = b.createBlock(&entry.getBody());
     b.setInsertionPointToStart(body);
 
@@ -226,9 +225,9 @@ struct ZTPlanMemoryPass
         name = slotName(buffer.root);
         break;
       }
-      slots[id] = b.create<zplan::SlotOp>(
-          fn.getLoc(), memrefOf(type), region, offset, buffer.bytes, liveAttr,
-          name, init);
+      slots[id] =
+          b.create<zplan::SlotOp>(fn.getLoc(), memrefOf(type), region, offset,
+                                  buffer.bytes, liveAttr, name, init);
     }
 
     // Every zt value as a memref: its buffer's slot, or a view of it when
@@ -241,13 +240,11 @@ struct ZTPlanMemoryPass
       Value slot = slots[live.getBufferId(v)];
       Value result = slot;
       if (slot.getType() != memrefOf(v.getType()))
-        result = b.create<zplan::ViewOp>(fn.getLoc(), memrefOf(v.getType()),
-                                         slot);
+        result =
+            b.create<zplan::ViewOp>(fn.getLoc(), memrefOf(v.getType()), slot);
       memrefs[v] = result;
       return result;
     };
-    for (BlockArgument arg : fn.getArguments())
-      memrefFor(arg);
     for (Operation *op : live.getSchedule()) {
       if (isa<ReshapeOp>(op)) {
         memrefFor(op->getResult(0));
@@ -261,9 +258,8 @@ struct ZTPlanMemoryPass
         inputs.push_back(memrefFor(operand));
       for (Value result : op->getResults())
         outputs.push_back(memrefFor(result));
-      b.create<zplan::LaunchOp>(
-          op->getLoc(), op->getName().stripDialect(), inputs, outputs,
-          op->getAttrDictionary());
+      b.create<zplan::LaunchOp>(op->getLoc(), op->getName().stripDialect(),
+                                inputs, outputs, op->getAttrDictionary());
     }
     // Copies at the return: outputs first, since a tied copy may overwrite
     // an argument another output returns.

@@ -58,9 +58,8 @@ struct ZTPrintLivenessPass
     }
     auto printIds = [&](ValueRange values) {
       os << "(";
-      llvm::interleaveComma(values, os, [&](Value v) {
-        os << "#" << live.getBufferId(v);
-      });
+      llvm::interleaveComma(values, os,
+                            [&](Value v) { os << "#" << live.getBufferId(v); });
       os << ")";
     };
     os << "  schedule:\n";

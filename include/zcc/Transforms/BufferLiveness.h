@@ -1,4 +1,5 @@
-//===- BufferLiveness.h - buffers and lifetimes of a training step -*- C++ -*-===//
+//===- BufferLiveness.h - buffers and lifetimes of a training step -*- C++
+//-*-===//
 //
 // The zt-liveness analysis: which buffer holds each value of an entry point,
 // of which memory kind, and over which half-open interval [first, last) of
