@@ -9,6 +9,9 @@ packages=(
   # not and lit.py come from llvm-19-tools.
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libgtest-dev
+  # The runtime: the plan file (flatbuffers), matrix products (OpenBLAS),
+  # safetensors headers (nlohmann-json), .npz members (zlib).
+  libflatbuffers-dev flatbuffers-compiler libopenblas-dev nlohmann-json3-dev zlib1g-dev
 )
 
 missing=()

@@ -11,17 +11,21 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
   ZTAutodiffOptions autodiff;
   autodiff.accumulate = options.accumulate;
   pm.addPass(createZTAutodiff(autodiff));
-  ZTOptimizerOptions optimizer;
-  optimizer.optimizer = options.optimizer;
-  optimizer.lr = options.lr;
-  optimizer.momentum = options.momentum;
-  optimizer.nesterov = options.nesterov;
-  optimizer.weightDecay = options.weightDecay;
-  optimizer.beta1 = options.beta1;
-  optimizer.beta2 = options.beta2;
-  optimizer.eps = options.eps;
-  optimizer.gradScale = options.gradScale;
-  pm.addPass(createZTOptimizer(optimizer));
+  // "none" keeps the gradients as step outputs (gradient checks, custom
+  // optimizers outside the plan).
+  if (options.optimizer != "none") {
+    ZTOptimizerOptions optimizer;
+    optimizer.optimizer = options.optimizer;
+    optimizer.lr = options.lr;
+    optimizer.momentum = options.momentum;
+    optimizer.nesterov = options.nesterov;
+    optimizer.weightDecay = options.weightDecay;
+    optimizer.beta1 = options.beta1;
+    optimizer.beta2 = options.beta2;
+    optimizer.eps = options.eps;
+    optimizer.gradScale = options.gradScale;
+    pm.addPass(createZTOptimizer(optimizer));
+  }
   ZTPlanMemoryOptions plan;
   plan.alignment = options.alignment;
   plan.algorithm = options.algorithm;

@@ -54,6 +54,26 @@ StringAttr slotName(Value root) {
   return {};
 }
 
+/// What an input or output slot holds, for the runtime: it writes the step
+/// itself, feeds inputs and labels, and reports the loss.
+StringAttr slotRole(func::FuncOp fn, const LiveBuffer &buffer) {
+  MLIRContext *ctx = fn.getContext();
+  if (buffer.kind == MemoryKind::Input) {
+    std::optional<ArgRole> role = argRole(fn, buffer.argIndex);
+    if (role == ArgRole::Label)
+      return StringAttr::get(ctx, "label");
+    if (role == ArgRole::Step)
+      return StringAttr::get(ctx, "step");
+    return StringAttr::get(ctx, "input");
+  }
+  if (buffer.kind == MemoryKind::Output)
+    return StringAttr::get(ctx, resultArgIndex(fn, buffer.resultIndex,
+                                               ZTDialect::kGradientOfAttrName)
+                                    ? "gradient"
+                                    : "loss");
+  return {};
+}
+
 struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
   using ZTPlanMemoryBase::ZTPlanMemoryBase;
 
@@ -225,9 +245,9 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
         name = slotName(buffer.root);
         break;
       }
-      slots[id] =
-          b.create<zplan::SlotOp>(fn.getLoc(), memrefOf(type), region, offset,
-                                  buffer.bytes, liveAttr, name, init);
+      slots[id] = b.create<zplan::SlotOp>(fn.getLoc(), memrefOf(type), region,
+                                          offset, buffer.bytes, liveAttr, name,
+                                          slotRole(fn, buffer), init);
     }
 
     // Every zt value as a memref: its buffer's slot, or a view of it when

@@ -15,13 +15,13 @@
 //   5    %f     output slot, written in place of an arena buffer
 // Peak: %a, %b, %c at 2 = 3072 bytes, so the plan is optimal.
 // CHECK-LABEL: zplan.entry @chain kind = "train_step" arena = 3072 lower_bound = 3072 no_reuse = 5120
-// CHECK-NEXT: %[[X:.+]] = zplan.slot input offset = 0 size = 1024 name = "x" : memref<256xf32>
+// CHECK-NEXT: %[[X:.+]] = zplan.slot input offset = 0 size = 1024 name = "x" role = "input" : memref<256xf32>
 // CHECK-NEXT: %[[A:.+]] = zplan.slot arena offset = 0 size = 1024 live = [0, 4] name = "a"
 // CHECK-NEXT: %[[B:.+]] = zplan.slot arena offset = 1024 size = 1024 live = [1, 3] name = "b"
 // CHECK-NEXT: %[[C:.+]] = zplan.slot arena offset = 2048 size = 1024 live = [2, 4] name = "c"
 // CHECK-NEXT: %[[D:.+]] = zplan.slot arena offset = 1024 size = 1024 live = [3, 5] name = "d"
 // CHECK-NEXT: %[[E:.+]] = zplan.slot arena offset = 0 size = 1024 live = [4, 6] name = "e"
-// CHECK-NEXT: %[[F:.+]] = zplan.slot output offset = 0 size = 1024 name = "out"
+// CHECK-NEXT: %[[F:.+]] = zplan.slot output offset = 0 size = 1024 name = "out" role = "loss"
 // CHECK-NEXT: zplan.launch "exp"(%[[X]]) -> (%[[A]])
 // CHECK-NEXT: zplan.launch "exp"(%[[A]]) -> (%[[B]])
 // CHECK-NEXT: zplan.launch "exp"(%[[B]]) -> (%[[C]])

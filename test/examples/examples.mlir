@@ -10,8 +10,8 @@
 // RUN: FileCheck %s --check-prefix=GPT --input-file=%t.gpt.1.mlir
 
 // MLP-LABEL: func.func @mlp_loss
-// MLP-SAME: {zt.role = #zt.role<input>}
-// MLP-SAME: {zt.role = #zt.role<label>}
+// MLP-SAME: {zt.name = "images", zt.role = #zt.role<input>}
+// MLP-SAME: {zt.name = "labels", zt.role = #zt.role<label>}
 // MLP: zt.matmul {{.*}} -> tensor<32x256xf32>
 // MLP: zt.relu
 // MLP: zt.matmul {{.*}} -> tensor<32x128xf32>
@@ -21,7 +21,7 @@
 // MLP-NEXT: return
 
 // GPT-LABEL: func.func @gpt_loss
-// GPT-SAME: {zt.role = #zt.role<step>}
+// GPT-SAME: {zt.name = "step", zt.role = #zt.role<step>}
 // GPT: zt.embedding
 // GPT: zt.causal_mask : tensor<16x16xf32>
 // Two blocks, each: layer_norm, attention with a causal softmax, GELU MLP.

@@ -24,9 +24,10 @@ struct TrainStepPipelineOptions
                           llvm::cl::desc("Accumulate gradients (microbatch and "
                                          "apply entries)"),
                           llvm::cl::init(false)};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd or adamw"),
-                                llvm::cl::init("sgd")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("sgd, adamw, or none (gradients are outputs)"),
+      llvm::cl::init("sgd")};
   Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
                     llvm::cl::init(0.01)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),

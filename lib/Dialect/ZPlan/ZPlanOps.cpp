@@ -82,6 +82,20 @@ LogicalResult SlotOp::verify() {
     if (live->size() != 2 || (*live)[0] < 0 || (*live)[0] >= (*live)[1])
       return emitOpError() << "live must be [first, last] with 0 <= first < "
                               "last";
+  if (std::optional<StringRef> role = getRole()) {
+    bool input = getRegion() == Region::Input;
+    bool output = getRegion() == Region::Output;
+    if (!input && !output)
+      return emitOpError() << "only input and output slots have a role";
+    if (input && *role != "input" && *role != "label" && *role != "step")
+      return emitOpError() << "an input slot's role is 'input', 'label' or "
+                              "'step', got '"
+                           << *role << "'";
+    if (output && *role != "loss" && *role != "gradient")
+      return emitOpError() << "an output slot's role is 'loss' or "
+                              "'gradient', got '"
+                           << *role << "'";
+  }
   if (Attribute init = getInitAttr()) {
     if (getRegion() == Region::Constant) {
       auto data = dyn_cast<ElementsAttr>(init);

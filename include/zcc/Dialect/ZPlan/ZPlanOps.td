@@ -86,20 +86,24 @@ def ZPlan_SlotOp : ZPlan_Op<"slot", [HasParent<"EntryOp">]> {
     `[first, last)` of the zt schedule; two arena slots whose lifetimes
     overlap never share a byte. Persistent slots carry their initializer
     (`init`, a `#zt.init`), constant slots their data (`init`, dense
-    elements). `name` is the tensor's name where it has one.
+    elements). `name` is the tensor's name where it has one. Input and
+    output slots say what they hold with `role`: `input`, `label` or `step`
+    (written by the runtime) for inputs, `loss` or `gradient` for outputs.
 
     ```mlir
     %3 = zplan.slot arena offset = 32768 size = 32768 live = [3, 22] : memref<32x256xf32>
     %1 = zplan.slot persistent offset = 0 size = 802816 name = "w1" {init = #zt.init<zeros>} : memref<784x256xf32>
+    %2 = zplan.slot input offset = 0 size = 128 name = "labels" role = "label" : memref<32xi32>
     ```
   }];
   let arguments = (ins ZPlan_Region:$region, I64Attr:$offset, I64Attr:$size,
                        OptionalAttr<DenseI64ArrayAttr>:$live,
-                       OptionalAttr<StrAttr>:$name, OptionalAttr<AnyAttr>:$init);
+                       OptionalAttr<StrAttr>:$name, OptionalAttr<StrAttr>:$role,
+                       OptionalAttr<AnyAttr>:$init);
   let results = (outs AnyStaticShapeMemRef:$buffer);
   let assemblyFormat = [{
     $region `offset` `=` $offset `size` `=` $size (`live` `=` $live^)?
-    (`name` `=` $name^)? attr-dict `:` type($buffer)
+    (`name` `=` $name^)? (`role` `=` $role^)? attr-dict `:` type($buffer)
   }];
   let hasVerifier = 1;
 }

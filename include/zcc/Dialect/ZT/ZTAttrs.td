@@ -63,7 +63,7 @@ def ZT_InitAttr : AttrDef<ZT_Dialect, "Init"> {
     Attached to persistent arguments (`parameter`, `optimizer_state`,
     `accumulator`) as `zt.init`. The runtime fills the
     persistent slot of the parameter once, before the first step, from a
-    counter-based generator keyed by the run seed and the argument's index,
+    counter-based generator keyed by the run seed and the tensor's name,
     so initial weights are reproducible bit for bit.
 
     ```mlir

@@ -99,6 +99,10 @@ TEST_F(ZTDialectTest, BuilderMatchesMlpExample) {
   auto role = [&](ArgRole r) { return ArgRoleAttr::get(&context, r); };
   fn.setArgAttr(0, ZTDialect::kRoleAttrName, role(ArgRole::Input));
   fn.setArgAttr(1, ZTDialect::kRoleAttrName, role(ArgRole::Label));
+  const char *names[] = {"images", "labels", "w1", "b1",
+                         "w2",     "b2",     "w3", "b3"};
+  for (unsigned i = 0; i < 8; ++i)
+    fn.setArgAttr(i, ZTDialect::kNameAttrName, b.getStringAttr(names[i]));
   for (int layer = 0; layer < 3; ++layer) {
     unsigned w = 2 + 2 * layer;
     fn.setArgAttr(w, ZTDialect::kInitAttrName,

@@ -1,0 +1,111 @@
+//===- Kernels.h - the kernels a plan may launch and their rules -*- C++
+//-*-===//
+//
+// One entry per zt op (its name without the `zt.` prefix) plus `copy`. The
+// loader checks every launch against its kernel's rules (operand counts,
+// dtypes, shapes, parameters) before anything runs, so an executor never
+// sees a launch that could read or write out of bounds: a corrupt plan is an
+// error at load, never a crash in a kernel. Executors (CPU, CUDA) implement
+// the kernels; the rules are shared.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_RUNTIME_KERNELS_H
+#define ZCC_RUNTIME_KERNELS_H
+
+#include "zcc/Runtime/Plan.h"
+#include "zcc/Runtime/Status.h"
+
+#include <optional>
+#include <string_view>
+
+namespace zcc::runtime {
+
+// X(Id, "name"): every kernel, in the order of docs/zt-dialect.md.
+#define ZRT_KERNEL_LIST(X)                                                     \
+  X(Add, "add")                                                                \
+  X(Sub, "sub")                                                                \
+  X(Mul, "mul")                                                                \
+  X(Div, "div")                                                                \
+  X(Neg, "neg")                                                                \
+  X(Exp, "exp")                                                                \
+  X(Log, "log")                                                                \
+  X(Tanh, "tanh")                                                              \
+  X(Sigmoid, "sigmoid")                                                        \
+  X(Relu, "relu")                                                              \
+  X(Gelu, "gelu")                                                              \
+  X(Silu, "silu")                                                              \
+  X(Sqrt, "sqrt")                                                              \
+  X(Rsqrt, "rsqrt")                                                            \
+  X(Constant, "constant")                                                      \
+  X(CausalMask, "causal_mask")                                                 \
+  X(BroadcastInDim, "broadcast_in_dim")                                        \
+  X(Transpose, "transpose")                                                    \
+  X(Slice, "slice")                                                            \
+  X(Concat, "concat")                                                          \
+  X(Sum, "sum")                                                                \
+  X(Mean, "mean")                                                              \
+  X(Max, "max")                                                                \
+  X(Matmul, "matmul")                                                          \
+  X(Softmax, "softmax")                                                        \
+  X(LogSoftmax, "log_softmax")                                                 \
+  X(LayerNorm, "layer_norm")                                                   \
+  X(RmsNorm, "rms_norm")                                                       \
+  X(Embedding, "embedding")                                                    \
+  X(SoftmaxCrossEntropy, "softmax_cross_entropy")                              \
+  X(Mse, "mse")                                                                \
+  X(Dropout, "dropout")                                                        \
+  X(Scale, "scale")                                                            \
+  X(ReluGrad, "relu_grad")                                                     \
+  X(GeluGrad, "gelu_grad")                                                     \
+  X(SiluGrad, "silu_grad")                                                     \
+  X(TanhGrad, "tanh_grad")                                                     \
+  X(SigmoidGrad, "sigmoid_grad")                                               \
+  X(SqrtGrad, "sqrt_grad")                                                     \
+  X(RsqrtGrad, "rsqrt_grad")                                                   \
+  X(SoftmaxGrad, "softmax_grad")                                               \
+  X(LogSoftmaxGrad, "log_softmax_grad")                                        \
+  X(MaxGrad, "max_grad")                                                       \
+  X(SliceGrad, "slice_grad")                                                   \
+  X(LayerNormGrad, "layer_norm_grad")                                          \
+  X(RmsNormGrad, "rms_norm_grad")                                              \
+  X(EmbeddingGrad, "embedding_grad")                                           \
+  X(SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad")                     \
+  X(MseGrad, "mse_grad")                                                       \
+  X(Sgd, "sgd")                                                                \
+  X(Adamw, "adamw")                                                            \
+  X(Copy, "copy")
+
+enum class KernelId : uint16_t {
+#define ZRT_KERNEL_ENUM(id, name) id,
+  ZRT_KERNEL_LIST(ZRT_KERNEL_ENUM)
+#undef ZRT_KERNEL_ENUM
+      NumKernels
+};
+
+const char *kernelName(KernelId id);
+std::optional<KernelId> findKernel(std::string_view name);
+
+/// Whether an output of `id` may be the very buffer of one of its inputs
+/// (elementwise kernels and the optimizers, whose updates are written in
+/// place). Any other sharing between a launch's operands is rejected.
+bool kernelAllowsInPlace(KernelId id);
+
+/// Checks one launch of `entry` against the kernel's rules: operand counts,
+/// dtypes, shapes and parameters, as the zt verifiers state them. The
+/// message names the launch index, the kernel and the rule broken.
+Status checkLaunch(const Entry &entry, size_t launchIndex, KernelId id);
+
+// Parameter lookups used by the rules and the executors; the rules have
+// already checked presence and kind, so executors may call these freely.
+int64_t paramInt(const Launch &launch, std::string_view name,
+                 int64_t fallback = 0);
+double paramFloat(const Launch &launch, std::string_view name,
+                  double fallback = 0);
+/// The `ints` of a parameter, or an empty list.
+const std::vector<int64_t> &paramInts(const Launch &launch,
+                                      std::string_view name);
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_KERNELS_H

@@ -1,0 +1,112 @@
+/*===- zrt.h - the zcc runtime's C API ----------------------------*- C -*-===*
+ *
+ * For Python (ctypes/nanobind), Go (cgo) and anything else that speaks C.
+ * Conventions: every call that can fail returns a zrt_status, NULL meaning
+ * success; a non-NULL status owns its message and is freed with
+ * zrt_status_free. Outputs come last and are named out_*. Objects are
+ * created by *_create/*_load and freed by the matching *_free; a session
+ * keeps its plan alive on its own, so the plan may be freed first.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ZCC_RUNTIME_ZRT_H
+#define ZCC_RUNTIME_ZRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zrt_status_s *zrt_status;
+typedef struct zrt_plan_s zrt_plan;
+typedef struct zrt_session_s zrt_session;
+
+typedef enum {
+  ZRT_OK = 0,
+  ZRT_INVALID_ARGUMENT = 1,
+  ZRT_INVALID_PLAN = 2,
+  ZRT_UNSUPPORTED = 3,
+  ZRT_OUT_OF_MEMORY = 4,
+  ZRT_IO_ERROR = 5,
+  ZRT_EXECUTION_ERROR = 6,
+} zrt_status_code;
+
+zrt_status_code zrt_status_get_code(zrt_status status);
+/* "invalid plan: <what>"; valid until the status is freed. */
+const char *zrt_status_message(zrt_status status);
+void zrt_status_free(zrt_status status);
+
+/* Reads and fully verifies a .zplan file (see docs/plan-format.md). */
+zrt_status zrt_plan_load_file(const char *path, zrt_plan **out_plan);
+zrt_status zrt_plan_load_bytes(const void *data, size_t size,
+                               zrt_plan **out_plan);
+void zrt_plan_free(zrt_plan *plan);
+
+typedef enum {
+  ZRT_MODE_PLANNED = 0,
+  ZRT_MODE_NO_REUSE = 1,
+  ZRT_MODE_POISON = 2,
+} zrt_mode;
+
+typedef enum {
+  ZRT_PRECISION_F32 = 0,
+  ZRT_PRECISION_F64 = 1,
+} zrt_precision;
+
+typedef struct {
+  zrt_mode mode;
+  zrt_precision precision;
+  uint64_t seed;
+} zrt_session_options;
+
+/* Planned mode, f32, seed 0. */
+void zrt_session_options_init(zrt_session_options *options);
+
+/* Allocates every region of the plan (the only allocations the session
+ * makes) and fills the parameters from their initializers. */
+zrt_status zrt_session_create(const zrt_plan *plan,
+                              const zrt_session_options *options,
+                              zrt_session **out_session);
+void zrt_session_free(zrt_session *session);
+
+/* `entry` may be NULL or "" for the plan's training entry. Inputs are
+ * given in their own dtype (f32, i32 or i64), `size` bytes exactly. */
+zrt_status zrt_session_set_input(zrt_session *session, const char *entry,
+                                 const char *name, const void *data,
+                                 size_t size);
+zrt_status zrt_session_run(zrt_session *session, const char *entry);
+/* An output or persistent tensor as f32 (`count` elements exactly). */
+zrt_status zrt_session_read_f32(const zrt_session *session, const char *entry,
+                                const char *name, float *out_values,
+                                size_t count);
+
+zrt_status zrt_session_save_checkpoint(const zrt_session *session,
+                                       const char *path);
+zrt_status zrt_session_load_checkpoint(zrt_session *session, const char *path);
+
+typedef struct {
+  uint64_t arena_capacity;
+  uint64_t arena_size;
+  uint64_t lower_bound;
+  uint64_t no_reuse_size;
+  uint64_t persistent_size;
+  uint64_t input_size;
+  uint64_t output_size;
+  uint64_t constant_size;
+  uint64_t steps_run;
+  uint64_t launches_run;
+  uint64_t allocations_at_load;
+  uint64_t allocations_after_load;
+  uint64_t bytes_allocated;
+} zrt_stats;
+
+zrt_status zrt_session_get_stats(const zrt_session *session,
+                                 zrt_stats *out_stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZCC_RUNTIME_ZRT_H */

@@ -1,0 +1,281 @@
+//===- PlanExport.cpp - zplan IR to runtime::Plan -------------------------===//
+
+#include "zcc/Target/PlanExport.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "zcc/Dialect/ZPlan/ZPlanOps.h"
+#include "zcc/Dialect/ZT/ZTOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace zcc;
+namespace rt = zcc::runtime;
+
+namespace {
+
+FailureOr<rt::DType> dtypeOf(Location loc, Type element) {
+  if (element.isF32())
+    return rt::DType::F32;
+  if (element.isSignlessInteger(32))
+    return rt::DType::I32;
+  if (element.isSignlessInteger(64))
+    return rt::DType::I64;
+  return emitError(loc) << "the plan format holds f32, i32 and i64 tensors; "
+                           "got element type "
+                        << element;
+}
+
+FailureOr<rt::TensorType> typeOf(Location loc, Type type) {
+  auto memref = cast<MemRefType>(type);
+  FailureOr<rt::DType> dtype = dtypeOf(loc, memref.getElementType());
+  if (failed(dtype))
+    return failure();
+  ArrayRef<int64_t> shape = memref.getShape();
+  return rt::TensorType{*dtype,
+                        std::vector<int64_t>(shape.begin(), shape.end())};
+}
+
+rt::Region regionOf(zplan::Region region) {
+  switch (region) {
+  case zplan::Region::Arena:
+    return rt::Region::Arena;
+  case zplan::Region::Persistent:
+    return rt::Region::Persistent;
+  case zplan::Region::Input:
+    return rt::Region::Input;
+  case zplan::Region::Output:
+    return rt::Region::Output;
+  case zplan::Region::Constant:
+    return rt::Region::Constant;
+  }
+  llvm_unreachable("unknown region");
+}
+
+rt::TensorRole roleOf(std::optional<StringRef> role) {
+  if (!role)
+    return rt::TensorRole::None;
+  return llvm::StringSwitch<rt::TensorRole>(*role)
+      .Case("input", rt::TensorRole::Input)
+      .Case("label", rt::TensorRole::Label)
+      .Case("step", rt::TensorRole::Step)
+      .Case("loss", rt::TensorRole::Loss)
+      .Case("gradient", rt::TensorRole::Gradient)
+      .Default(rt::TensorRole::None);
+}
+
+FailureOr<rt::EntryKind> entryKindOf(zplan::EntryOp entry) {
+  StringRef kind = entry.getKind();
+  if (kind == "train_step")
+    return rt::EntryKind::TrainStep;
+  if (kind == "microbatch")
+    return rt::EntryKind::Microbatch;
+  if (kind == "apply")
+    return rt::EntryKind::Apply;
+  return entry.emitOpError() << "unknown entry kind '" << kind << "'";
+}
+
+FailureOr<rt::Initializer> initializerOf(zplan::SlotOp slot) {
+  auto init = dyn_cast_or_null<zt::InitAttr>(slot.getInitAttr());
+  if (!init)
+    return slot.emitOpError() << "a persistent slot needs a #zt.init";
+  rt::Initializer result;
+  switch (init.getKind()) {
+  case zt::InitKind::Zeros:
+    result.kind = rt::InitKind::Zeros;
+    break;
+  case zt::InitKind::Ones:
+    result.kind = rt::InitKind::Ones;
+    break;
+  case zt::InitKind::Constant:
+    result.kind = rt::InitKind::Constant;
+    break;
+  case zt::InitKind::Normal:
+    result.kind = rt::InitKind::Normal;
+    break;
+  case zt::InitKind::Uniform:
+    result.kind = rt::InitKind::Uniform;
+    break;
+  }
+  result.first = init.getFirst().convertToDouble();
+  result.second = init.getSecond().convertToDouble();
+  return result;
+}
+
+/// One zt attribute as a launch parameter.
+FailureOr<rt::Param> paramOf(zplan::LaunchOp launch, NamedAttribute attr) {
+  rt::Param param;
+  param.name = attr.getName().str();
+  Attribute value = attr.getValue();
+  if (isa<UnitAttr>(value)) {
+    param.kind = rt::ParamKind::Unit;
+  } else if (auto b = dyn_cast<BoolAttr>(value)) {
+    param.kind = rt::ParamKind::Int;
+    param.intValue = b.getValue();
+  } else if (auto i = dyn_cast<IntegerAttr>(value)) {
+    param.kind = rt::ParamKind::Int;
+    param.intValue = i.getInt();
+  } else if (auto f = dyn_cast<FloatAttr>(value)) {
+    param.kind = rt::ParamKind::Float;
+    param.floatValue = f.getValueAsDouble();
+  } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(value)) {
+    param.kind = rt::ParamKind::Ints;
+    param.ints.assign(ints.asArrayRef().begin(), ints.asArrayRef().end());
+  } else if (auto splat = dyn_cast<SplatElementsAttr>(value)) {
+    // A splat constant: its one value (an integer splat is exact in a
+    // double up to 2^53, far beyond any index).
+    param.kind = rt::ParamKind::Float;
+    Type element = splat.getElementType();
+    if (isa<FloatType>(element))
+      param.floatValue = splat.getSplatValue<APFloat>().convertToDouble();
+    else
+      param.floatValue =
+          static_cast<double>(splat.getSplatValue<APInt>().getSExtValue());
+  } else {
+    return launch.emitOpError()
+           << "parameter '" << attr.getName()
+           << "' has an attribute kind the plan format cannot hold: " << value;
+  }
+  return param;
+}
+
+/// Writes a constant slot's data into the constant region, little-endian.
+LogicalResult writeConstant(zplan::SlotOp slot, std::vector<uint8_t> &out) {
+  auto data = dyn_cast<DenseElementsAttr>(slot.getInitAttr());
+  if (!data)
+    return slot.emitOpError() << "constant data must be dense elements";
+  uint8_t *at = out.data() + slot.getOffset();
+  Type element = data.getElementType();
+  int64_t i = 0;
+  if (element.isF32()) {
+    for (const APFloat &v : data.getValues<APFloat>()) {
+      float f = v.convertToFloat();
+      std::memcpy(at + 4 * i++, &f, 4);
+    }
+  } else if (element.isSignlessInteger(32)) {
+    for (const APInt &v : data.getValues<APInt>()) {
+      int32_t x = static_cast<int32_t>(v.getSExtValue());
+      std::memcpy(at + 4 * i++, &x, 4);
+    }
+  } else if (element.isSignlessInteger(64)) {
+    for (const APInt &v : data.getValues<APInt>()) {
+      int64_t x = v.getSExtValue();
+      std::memcpy(at + 8 * i++, &x, 8);
+    }
+  } else {
+    return slot.emitOpError()
+           << "constant of unsupported element type " << element;
+  }
+  return success();
+}
+
+uint64_t i64Attr(ModuleOp module, StringRef name) {
+  if (auto attr = module->getAttrOfType<IntegerAttr>(name))
+    return static_cast<uint64_t>(attr.getInt());
+  return 0;
+}
+
+} // namespace
+
+FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
+  rt::Plan plan;
+  if (!module->getAttrOfType<IntegerAttr>("zplan.arena_size"))
+    return module.emitError()
+           << "not a planned module (no zplan.arena_size): run the "
+              "zcc-train-step pipeline first";
+  plan.alignment = i64Attr(module, "zplan.alignment");
+  plan.arenaSize = i64Attr(module, "zplan.arena_size");
+  plan.persistentSize = i64Attr(module, "zplan.persistent_size");
+  plan.constantSize = i64Attr(module, "zplan.constant_size");
+  plan.constants.assign(plan.constantSize, 0);
+  llvm::StringMap<unsigned> persistentIndex;
+
+  for (auto entryOp : module.getOps<zplan::EntryOp>()) {
+    rt::Entry entry;
+    entry.name = entryOp.getSymName().str();
+    FailureOr<rt::EntryKind> kind = entryKindOf(entryOp);
+    if (failed(kind))
+      return failure();
+    entry.kind = *kind;
+    entry.arenaSize = entryOp.getArena();
+    entry.lowerBound = entryOp.getLowerBound();
+    entry.noReuseSize = entryOp.getNoReuse();
+    llvm::DenseMap<Value, uint32_t> tensorOf;
+    for (Operation &op : entryOp.getBody().front()) {
+      if (auto slot = dyn_cast<zplan::SlotOp>(op)) {
+        FailureOr<rt::TensorType> type = typeOf(slot.getLoc(), slot.getType());
+        if (failed(type))
+          return failure();
+        rt::Buffer buffer{regionOf(slot.getRegion()),
+                          static_cast<uint64_t>(slot.getOffset()),
+                          static_cast<uint64_t>(slot.getSize())};
+        uint64_t end = buffer.offset + buffer.size;
+        if (buffer.region == rt::Region::Input)
+          entry.inputSize = std::max(entry.inputSize, end);
+        if (buffer.region == rt::Region::Output)
+          entry.outputSize = std::max(entry.outputSize, end);
+        rt::Tensor tensor;
+        tensor.name = slot.getName().value_or("").str();
+        tensor.type = *type;
+        tensor.buffer = static_cast<uint32_t>(entry.buffers.size());
+        tensor.role = roleOf(slot.getRole());
+        if (buffer.region == rt::Region::Persistent) {
+          FailureOr<rt::Initializer> init = initializerOf(slot);
+          if (failed(init))
+            return failure();
+          auto [it, inserted] = persistentIndex.try_emplace(
+              tensor.name, static_cast<unsigned>(plan.persistent.size()));
+          if (inserted)
+            plan.persistent.push_back(
+                {tensor.name, *type, buffer.offset, *init});
+        }
+        if (buffer.region == rt::Region::Constant &&
+            failed(writeConstant(slot, plan.constants)))
+          return failure();
+        entry.buffers.push_back(buffer);
+        tensorOf[slot.getBuffer()] = entry.tensors.size();
+        entry.tensors.push_back(std::move(tensor));
+        continue;
+      }
+      if (auto view = dyn_cast<zplan::ViewOp>(op)) {
+        FailureOr<rt::TensorType> type = typeOf(view.getLoc(), view.getType());
+        if (failed(type))
+          return failure();
+        const rt::Tensor &source = entry.tensors[tensorOf.at(view.getSource())];
+        rt::Tensor tensor;
+        tensor.type = *type;
+        tensor.buffer = source.buffer;
+        // A view of a named persistent tensor keeps its name (the loader
+        // matches persistent tensors by name).
+        if (entry.buffers[source.buffer].region == rt::Region::Persistent)
+          tensor.name = source.name;
+        tensorOf[view.getResult()] = entry.tensors.size();
+        entry.tensors.push_back(std::move(tensor));
+        continue;
+      }
+      auto launchOp = dyn_cast<zplan::LaunchOp>(op);
+      if (!launchOp)
+        return op.emitOpError() << "unexpected in a zplan.entry";
+      rt::Launch launch;
+      launch.kernel = launchOp.getKernel().str();
+      for (Value v : launchOp.getInputs())
+        launch.inputs.push_back(tensorOf.at(v));
+      for (Value v : launchOp.getOutputs())
+        launch.outputs.push_back(tensorOf.at(v));
+      for (NamedAttribute attr : launchOp.getParams()) {
+        FailureOr<rt::Param> param = paramOf(launchOp, attr);
+        if (failed(param))
+          return failure();
+        launch.params.push_back(std::move(*param));
+      }
+      entry.launches.push_back(std::move(launch));
+    }
+    uint64_t align = std::max<uint64_t>(plan.alignment, 1);
+    entry.inputSize = (entry.inputSize + align - 1) / align * align;
+    entry.outputSize = (entry.outputSize + align - 1) / align * align;
+    plan.entries.push_back(std::move(entry));
+  }
+  return plan;
+}

@@ -1,0 +1,14 @@
+// tanh: the fused tanh_grad rule (reads the result).
+// RUN: zcc %s --optimizer none -o %t.zplan
+// RUN: zcc-gradcheck %t.zplan --samples 32 | FileCheck %s
+// CHECK: ok{{ +}}w:
+// CHECK-NEXT: gradient check: PASS
+func.func @tanh_step(
+    %x: tensor<4x6xf32> {zt.name = "x", zt.role = #zt.role<input>},
+    %t: tensor<4x6xf32> {zt.name = "target", zt.role = #zt.role<label>},
+    %w: tensor<4x6xf32> {zt.name = "w", zt.role = #zt.role<parameter>, zt.init = #zt.init<normal(mean = 0.0, std = 1.5)>}) -> tensor<f32> {
+  %a = zt.tanh %w : tensor<4x6xf32>
+  %y = zt.mul %a, %x : tensor<4x6xf32>
+  %l = zt.mse %y, %t : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

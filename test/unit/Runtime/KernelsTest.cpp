@@ -1,0 +1,1778 @@
+//===- KernelsTest.cpp - kernel rules, Philox and the CPU kernels ---------===//
+//
+// The rules are tested the way the zt verifiers are: one good launch per
+// family and launches that break one rule each. The kernels are tested
+// against hand computations, naive reference loops and, for the backward
+// kernels, finite differences of the forward kernels in double precision.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPU/CpuKernels.h"
+
+#include "zcc/Runtime/Kernels.h"
+#include "zcc/Runtime/Philox.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace zcc::runtime;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Expects `text` to occur in `message`, printing both when it does not.
+#define EXPECT_CONTAINS(message, text)                                         \
+  EXPECT_NE(std::string(message).find(text), std::string::npos)                \
+      << "'" << (message) << "' does not contain '" << (text) << "'"
+
+//===----------------------------------------------------------------------===//
+// Building launches
+//===----------------------------------------------------------------------===//
+
+Param unitParam(const std::string &name) {
+  Param p;
+  p.name = name;
+  p.kind = ParamKind::Unit;
+  return p;
+}
+
+Param intParam(const std::string &name, int64_t value) {
+  Param p;
+  p.name = name;
+  p.kind = ParamKind::Int;
+  p.intValue = value;
+  return p;
+}
+
+Param floatParam(const std::string &name, double value) {
+  Param p;
+  p.name = name;
+  p.kind = ParamKind::Float;
+  p.floatValue = value;
+  return p;
+}
+
+Param intsParam(const std::string &name, std::vector<int64_t> values) {
+  Param p;
+  p.name = name;
+  p.kind = ParamKind::Ints;
+  p.ints = std::move(values);
+  return p;
+}
+
+/// Reproducible values in [lo, hi) from Philox, so tests need no seeded
+/// global generator.
+std::vector<double> randomValues(int64_t n, uint64_t seed, double lo = -1,
+                                 double hi = 1) {
+  std::vector<double> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    PhiloxBlock block = philox4x32_10(
+        philoxCounter(static_cast<uint64_t>(i), 0), philoxKeyFromSeed(seed));
+    values[i] = lo + (hi - lo) * uniformFromWord(block.words[0]);
+  }
+  return values;
+}
+
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// A one-launch entry: the tensors it names, their input values, and after
+/// run<T>() the values of its outputs.
+class LaunchCase {
+public:
+  explicit LaunchCase(const std::string &kernel) {
+    entry.launches.emplace_back();
+    launch().kernel = kernel;
+  }
+
+  Launch &launch() { return entry.launches[0]; }
+  const Launch &launch() const { return entry.launches[0]; }
+
+  /// An input tensor; without values it holds reproducible random ones.
+  LaunchCase &typedInput(DType dtype, std::vector<int64_t> shape,
+                         std::vector<double> data = {}) {
+    if (data.empty())
+      data = randomValues(elementCount(shape), 17 + entry.tensors.size());
+    launch().inputs.push_back(addTensor(dtype, std::move(shape), data));
+    return *this;
+  }
+  LaunchCase &input(std::vector<int64_t> shape, std::vector<double> data = {}) {
+    return typedInput(DType::F32, std::move(shape), std::move(data));
+  }
+
+  LaunchCase &typedOutput(DType dtype, std::vector<int64_t> shape) {
+    launch().outputs.push_back(addTensor(dtype, std::move(shape), {}));
+    return *this;
+  }
+  LaunchCase &output(std::vector<int64_t> shape) {
+    return typedOutput(DType::F32, std::move(shape));
+  }
+
+  /// An output written over input `inputIndex`'s buffer.
+  LaunchCase &outputInPlace(size_t inputIndex) {
+    launch().outputs.push_back(launch().inputs[inputIndex]);
+    return *this;
+  }
+
+  LaunchCase &param(Param p) {
+    launch().params.push_back(std::move(p));
+    return *this;
+  }
+
+  KernelId id() const {
+    std::optional<KernelId> id = findKernel(launch().kernel);
+    EXPECT_TRUE(id.has_value()) << launch().kernel;
+    return id.value_or(KernelId::Copy);
+  }
+
+  Status check() const { return checkLaunch(entry, 0, id()); }
+
+  /// Checks the launch, then runs it in precision T over fresh buffers
+  /// sized by the tensor types (outputs start as a sentinel, so an unwritten
+  /// element shows). Output buffers are fenced by canary bytes: a kernel that
+  /// writes outside them fails the test. Read-only buffers are exactly their
+  /// size, so a sanitizer build catches a read past them.
+  template <typename T> Status run() {
+    ZRT_RETURN_IF_ERROR(check());
+    std::vector<size_t> fences(entry.tensors.size(), 0);
+    for (uint32_t t : launch().outputs)
+      fences[t] = kCanaryBytes;
+    std::vector<std::vector<unsigned char>> storage;
+    for (size_t t = 0; t < entry.tensors.size(); ++t) {
+      std::vector<unsigned char> bytes =
+          pack<T>(entry.tensors[t].type, values[t]);
+      std::vector<unsigned char> fenced(bytes.size() + 2 * fences[t], kCanary);
+      std::copy(bytes.begin(), bytes.end(), fenced.begin() + fences[t]);
+      storage.push_back(std::move(fenced));
+    }
+    std::vector<cpu::Operand> ins, outs;
+    for (uint32_t t : launch().inputs)
+      ins.push_back({storage[t].data() + fences[t], &entry.tensors[t].type});
+    for (uint32_t t : launch().outputs)
+      outs.push_back({storage[t].data() + fences[t], &entry.tensors[t].type});
+    cpu::KernelCall call;
+    call.id = id();
+    call.launch = &launch();
+    call.inputs = ins.data();
+    call.numInputs = ins.size();
+    call.outputs = outs.data();
+    call.numOutputs = outs.size();
+    Status status = cpu::runKernel<T>(call);
+    for (size_t t = 0; t < storage.size(); ++t) {
+      const std::vector<unsigned char> &fenced = storage[t];
+      size_t end = fenced.size() - fences[t];
+      for (size_t b = 0; b < fences[t]; ++b)
+        if (fenced[b] != kCanary || fenced[end + b] != kCanary) {
+          ADD_FAILURE() << launch().kernel << " wrote outside tensor " << t
+                        << " (" << typeString(entry.tensors[t].type) << ")";
+          break;
+        }
+    }
+    results.clear();
+    for (uint32_t t : launch().outputs)
+      results.push_back(
+          unpack<T>(entry.tensors[t].type,
+                    std::vector<unsigned char>(storage[t].begin() + fences[t],
+                                               storage[t].end() - fences[t])));
+    return status;
+  }
+
+  const std::vector<double> &result(size_t i = 0) const { return results[i]; }
+
+  Entry entry;
+  std::vector<std::vector<double>> values;  // per tensor
+  std::vector<std::vector<double>> results; // per output, after run
+
+private:
+  uint32_t addTensor(DType dtype, std::vector<int64_t> shape,
+                     std::vector<double> data) {
+    Tensor tensor;
+    tensor.type.dtype = dtype;
+    tensor.type.shape = std::move(shape);
+    if (data.empty())
+      data.assign(static_cast<size_t>(tensor.type.numElements()), 777.0);
+    entry.tensors.push_back(tensor);
+    values.push_back(std::move(data));
+    return static_cast<uint32_t>(entry.tensors.size() - 1);
+  }
+
+  static constexpr size_t kCanaryBytes = 64;
+  static constexpr unsigned char kCanary = 0xA5;
+
+  /// The tensor's bytes: `data` converted to E, cut or zero-padded to the
+  /// element count (a test may change a shape after giving values).
+  template <typename E>
+  static void store(std::vector<unsigned char> &bytes, int64_t count,
+                    const std::vector<double> &data) {
+    bytes.assign(static_cast<size_t>(count) * sizeof(E), 0);
+    for (size_t i = 0; i < data.size() && i < static_cast<size_t>(count); ++i) {
+      E value = static_cast<E>(data[i]);
+      std::memcpy(bytes.data() + i * sizeof(E), &value, sizeof(E));
+    }
+  }
+
+  template <typename E>
+  static std::vector<double> load(const std::vector<unsigned char> &bytes) {
+    std::vector<double> data(bytes.size() / sizeof(E));
+    for (size_t i = 0; i < data.size(); ++i) {
+      E value;
+      std::memcpy(&value, bytes.data() + i * sizeof(E), sizeof(E));
+      data[i] = static_cast<double>(value);
+    }
+    return data;
+  }
+
+  template <typename T>
+  static std::vector<unsigned char> pack(const TensorType &type,
+                                         const std::vector<double> &data) {
+    std::vector<unsigned char> bytes;
+    int64_t count = type.numElements();
+    if (type.dtype == DType::F32)
+      store<T>(bytes, count, data);
+    else if (type.dtype == DType::I32)
+      store<int32_t>(bytes, count, data);
+    else
+      store<int64_t>(bytes, count, data);
+    return bytes;
+  }
+
+  template <typename T>
+  static std::vector<double> unpack(const TensorType &type,
+                                    const std::vector<unsigned char> &bytes) {
+    if (type.dtype == DType::F32)
+      return load<T>(bytes);
+    if (type.dtype == DType::I32)
+      return load<int32_t>(bytes);
+    return load<int64_t>(bytes);
+  }
+};
+
+void expectNear(const std::vector<double> &actual,
+                const std::vector<double> &expected, double tolerance) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isinf(expected[i]) || std::isnan(expected[i])) {
+      EXPECT_EQ(std::isnan(actual[i]), std::isnan(expected[i])) << "at " << i;
+      if (std::isinf(expected[i])) {
+        EXPECT_EQ(actual[i], expected[i]) << "at " << i;
+      }
+      continue;
+    }
+    EXPECT_NEAR(actual[i], expected[i],
+                tolerance * std::max(1.0, std::fabs(expected[i])))
+        << "at " << i;
+  }
+}
+
+/// Expects the launch to be rejected with a message containing `text`.
+void expectRejected(const LaunchCase &c, const std::string &text) {
+  Status status = c.check();
+  EXPECT_EQ(status.code(), StatusCode::InvalidPlan) << status.toString();
+  EXPECT_CONTAINS(status.message(), text);
+  EXPECT_CONTAINS(status.message(), "launch 0 (" + c.launch().kernel + "): ");
+}
+
+void expectAccepted(const LaunchCase &c) {
+  Status status = c.check();
+  EXPECT_TRUE(status.isOk()) << status.toString();
+}
+
+//===----------------------------------------------------------------------===//
+// Names and in-place rules
+//===----------------------------------------------------------------------===//
+
+TEST(KernelNames, RoundTripEveryKernel) {
+  for (int i = 0; i < static_cast<int>(KernelId::NumKernels); ++i) {
+    KernelId id = static_cast<KernelId>(i);
+    std::optional<KernelId> found = findKernel(kernelName(id));
+    ASSERT_TRUE(found.has_value()) << kernelName(id);
+    EXPECT_EQ(*found, id);
+  }
+  EXPECT_STREQ(kernelName(KernelId::SoftmaxCrossEntropyGrad),
+               "softmax_cross_entropy_grad");
+  EXPECT_FALSE(findKernel("reshape").has_value());
+  EXPECT_FALSE(findKernel("").has_value());
+}
+
+TEST(KernelNames, InPlaceOnlyForElementwiseAndOptimizers) {
+  EXPECT_TRUE(kernelAllowsInPlace(KernelId::Add));
+  EXPECT_TRUE(kernelAllowsInPlace(KernelId::GeluGrad));
+  EXPECT_TRUE(kernelAllowsInPlace(KernelId::Scale));
+  EXPECT_TRUE(kernelAllowsInPlace(KernelId::Dropout));
+  EXPECT_TRUE(kernelAllowsInPlace(KernelId::Sgd));
+  EXPECT_TRUE(kernelAllowsInPlace(KernelId::Adamw));
+  EXPECT_TRUE(kernelAllowsInPlace(KernelId::Copy));
+  EXPECT_FALSE(kernelAllowsInPlace(KernelId::Matmul));
+  EXPECT_FALSE(kernelAllowsInPlace(KernelId::Softmax));
+  EXPECT_FALSE(kernelAllowsInPlace(KernelId::Transpose));
+  EXPECT_FALSE(kernelAllowsInPlace(KernelId::Sum));
+  EXPECT_FALSE(kernelAllowsInPlace(KernelId::LayerNormGrad));
+}
+
+//===----------------------------------------------------------------------===//
+// Rules
+//===----------------------------------------------------------------------===//
+
+TEST(KernelRules, OperandsMustBeSane) {
+  LaunchCase tooDeep("neg");
+  std::vector<int64_t> deep(9, 1);
+  tooDeep.input(deep).output(deep);
+  expectRejected(tooDeep, "above the kernels' limit of 8");
+
+  LaunchCase negative("neg");
+  negative.input({2}).output({2});
+  negative.entry.tensors[1].type.shape = {-2};
+  expectRejected(negative, "negative dimension");
+
+  LaunchCase huge("neg");
+  huge.input({2}).output({2});
+  huge.entry.tensors[0].type.shape = {0, int64_t(1) << 40, int64_t(1) << 40};
+  expectRejected(huge, "too large");
+
+  LaunchCase dangling("neg");
+  dangling.input({2}).output({2});
+  dangling.launch().outputs[0] = 5;
+  expectRejected(dangling, "names tensor 5");
+
+  LaunchCase badDType("neg");
+  badDType.input({2}).output({2});
+  badDType.entry.tensors[0].type.dtype = static_cast<DType>(9);
+  expectRejected(badDType, "unknown element type");
+}
+
+TEST(KernelRules, Elementwise) {
+  LaunchCase good("add");
+  good.input({2, 3}).input({2, 3}).output({2, 3});
+  expectAccepted(good);
+
+  LaunchCase count("add");
+  count.input({2, 3}).output({2, 3});
+  expectRejected(count, "expected 2 inputs and 1 outputs, got 1 and 1");
+
+  LaunchCase dtype("exp");
+  dtype.typedInput(DType::I32, {4}).typedOutput(DType::I32, {4});
+  expectRejected(dtype, "operand must be an f32 tensor, got 4xi32");
+
+  LaunchCase shape("mul");
+  shape.input({2, 3}).input({3, 2}).output({2, 3});
+  expectRejected(shape, "rhs type 3x2xf32 must match lhs type 2x3xf32");
+
+  LaunchCase result("relu_grad");
+  result.input({4}).input({4}).output({5});
+  expectRejected(result, "result type 5xf32 must match saved type 4xf32");
+
+  LaunchCase scale("scale");
+  scale.input({4}).output({4}).param(intParam("factor", 2));
+  expectAccepted(scale); // an int where a float is expected is converted
+  LaunchCase infinite("scale");
+  infinite.input({4}).output({4}).param(floatParam("factor", kInf));
+  expectRejected(infinite, "factor must be finite");
+  LaunchCase missing("scale");
+  missing.input({4}).output({4});
+  expectRejected(missing, "missing parameter 'factor'");
+}
+
+TEST(KernelRules, ConstantsAndMask) {
+  LaunchCase good("constant");
+  good.typedOutput(DType::I64, {3}).param(floatParam("value", 5));
+  expectAccepted(good);
+  LaunchCase inputs("constant");
+  inputs.input({3}).output({3}).param(floatParam("value", 1));
+  expectRejected(inputs, "expected 0 inputs");
+  LaunchCase range("constant");
+  range.typedOutput(DType::I32, {3}).param(floatParam("value", 3e9));
+  expectRejected(range, "out of range for i32");
+  LaunchCase nan("constant");
+  nan.typedOutput(DType::I64, {3}).param(floatParam("value", std::nan("")));
+  expectRejected(nan, "out of range for i64");
+  LaunchCase wrongKind("constant");
+  wrongKind.output({3}).param(intsParam("value", {1}));
+  expectRejected(wrongKind, "parameter 'value' must be a float, got an int "
+                            "list");
+
+  LaunchCase mask("causal_mask");
+  mask.output({4, 4});
+  expectAccepted(mask);
+  LaunchCase notSquare("causal_mask");
+  notSquare.output({4, 3});
+  expectRejected(notSquare, "square 2-D");
+}
+
+TEST(KernelRules, BroadcastTransposeSliceConcat) {
+  LaunchCase broadcast("broadcast_in_dim");
+  broadcast.input({3}).output({2, 3}).param(
+      intsParam("broadcast_dimensions", {1}));
+  expectAccepted(broadcast);
+  LaunchCase size("broadcast_in_dim");
+  size.input({3}).output({3, 2}).param(intsParam("broadcast_dimensions", {1}));
+  expectRejected(size, "cannot broadcast to result dimension 1");
+  LaunchCase order("broadcast_in_dim");
+  order.input({1, 3}).output({3, 3}).param(
+      intsParam("broadcast_dimensions", {1, 0}));
+  expectRejected(order, "strictly increasing");
+  LaunchCase range("broadcast_in_dim");
+  range.input({3}).output({3}).param(intsParam("broadcast_dimensions", {1}));
+  expectRejected(range, "broadcast_dimensions[0] = 1 is out of range");
+  LaunchCase entries("broadcast_in_dim");
+  entries.input({3}).output({3}).param(intsParam("broadcast_dimensions", {}));
+  expectRejected(entries, "has 0 entries but the operand has rank 1");
+
+  LaunchCase transpose("transpose");
+  transpose.input({2, 3, 4}).output({4, 2, 3}).param(
+      intsParam("permutation", {2, 0, 1}));
+  expectAccepted(transpose);
+  LaunchCase duplicate("transpose");
+  duplicate.input({2, 3}).output({2, 2}).param(
+      intsParam("permutation", {0, 0}));
+  expectRejected(duplicate, "is not a permutation of 0..1");
+  LaunchCase permuted("transpose");
+  permuted.input({2, 3}).output({2, 3}).param(intsParam("permutation", {1, 0}));
+  expectRejected(permuted, "expected result shape [3, 2], got 2x3xf32");
+
+  auto slice = [](std::vector<int64_t> in, std::vector<int64_t> out,
+                  std::vector<int64_t> starts, std::vector<int64_t> limits,
+                  std::vector<int64_t> strides) {
+    LaunchCase c("slice");
+    c.input(in).output(out);
+    c.param(intsParam("start_indices", starts))
+        .param(intsParam("limit_indices", limits))
+        .param(intsParam("strides", strides));
+    return c;
+  };
+  expectAccepted(slice({4, 5}, {2, 2}, {1, 0}, {4, 5}, {2, 3}));
+  expectRejected(slice({4, 5}, {2, 2}, {1, 0}, {6, 5}, {2, 3}),
+                 "dimension 0: range 1:6 is out of bounds for size 4");
+  expectRejected(slice({4, 5}, {2, 2}, {1, 0}, {4, 5}, {2, 0}),
+                 "dimension 1: stride must be >= 1, got 0");
+  expectRejected(slice({4, 5}, {3, 2}, {1, 0}, {4, 5}, {2, 3}),
+                 "expected result shape [2, 2], got 3x2xf32");
+  expectRejected(slice({4, 5}, {2}, {1}, {4}, {2}),
+                 "needs one start:limit:stride range per dimension");
+  LaunchCase noStrides("slice");
+  noStrides.input({4}).output({4});
+  noStrides.param(intsParam("start_indices", {0}))
+      .param(intsParam("limit_indices", {4}));
+  expectRejected(noStrides, "missing parameter 'strides'");
+
+  LaunchCase sliceGrad("slice_grad");
+  sliceGrad.input({2, 2}).output({4, 5});
+  sliceGrad.param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  expectAccepted(sliceGrad);
+  sliceGrad.entry.tensors[0].type.shape = {2, 3};
+  expectRejected(sliceGrad, "expected grad shape [2, 2], got 2x3xf32");
+
+  LaunchCase concat("concat");
+  concat.input({2, 2}).input({2, 1}).output({2, 3}).param(
+      intParam("dimension", 1));
+  expectAccepted(concat);
+  LaunchCase none("concat");
+  none.output({2, 3}).param(intParam("dimension", 0));
+  expectRejected(none, "expected at least 1 input");
+  LaunchCase other("concat");
+  other.input({2, 2}).input({3, 1}).output({2, 3}).param(
+      intParam("dimension", 1));
+  expectRejected(other, "operand #1 has size 3 in dimension 0, expected 2");
+  LaunchCase sum("concat");
+  sum.input({2, 2}).input({2, 1}).output({2, 4}).param(
+      intParam("dimension", 1));
+  expectRejected(sum, "expected result shape [2, 3]");
+  LaunchCase dim("concat");
+  dim.input({2, 2}).output({2, 2}).param(intParam("dimension", 2));
+  expectRejected(dim, "dimension 2 is out of range for rank 2");
+  LaunchCase mixed("concat");
+  mixed.input({2})
+      .typedInput(DType::I32, {2})
+      .output({4})
+      .param(intParam("dimension", 0));
+  expectRejected(mixed, "operand #1 has element type i32, expected f32");
+}
+
+TEST(KernelRules, Reductions) {
+  LaunchCase keep("sum");
+  keep.input({2, 3, 4}).output({1, 3, 1});
+  keep.param(intsParam("dims", {0, 2})).param(unitParam("keep_dims"));
+  expectAccepted(keep);
+  LaunchCase drop("mean");
+  drop.input({2, 3, 4}).output({1, 3, 1}).param(intsParam("dims", {0, 2}));
+  expectRejected(drop, "expected result shape [3], got 1x3x1xf32");
+  LaunchCase order("max");
+  order.input({2, 3}).output({}).param(intsParam("dims", {1, 0}));
+  expectRejected(order, "dims must be strictly increasing, got [1, 0]");
+  LaunchCase empty("sum");
+  empty.input({2, 3}).output({2, 3}).param(intsParam("dims", {}));
+  expectRejected(empty, "at least one dimension");
+  LaunchCase range("sum");
+  range.input({2, 3}).output({2}).param(intsParam("dims", {2}));
+  expectRejected(range, "dims[0] = 2 is out of range for rank 2");
+  LaunchCase unitKind("sum");
+  unitKind.input({2, 3}).output({1, 3});
+  unitKind.param(intsParam("dims", {0})).param(intParam("keep_dims", 1));
+  expectRejected(unitKind, "'keep_dims' must be a unit flag, got an int");
+
+  LaunchCase maxGrad("max_grad");
+  maxGrad.input({2, 3}).input({2}).output({2, 3}).param(intsParam("dims", {1}));
+  expectAccepted(maxGrad);
+  LaunchCase badGrad("max_grad");
+  badGrad.input({2, 3}).input({3}).output({2, 3}).param(intsParam("dims", {1}));
+  expectRejected(badGrad, "expected grad shape [2], got 3xf32");
+  LaunchCase badResult("max_grad");
+  badResult.input({2, 3}).input({2}).output({2}).param(intsParam("dims", {1}));
+  expectRejected(badResult, "result type 2xf32 must match operand type");
+}
+
+TEST(KernelRules, Matmul) {
+  LaunchCase good("matmul");
+  good.input({32, 784}).input({784, 128}).output({32, 128});
+  expectAccepted(good);
+  LaunchCase contraction("matmul");
+  contraction.input({32, 784}).input({128, 784}).output({32, 128});
+  expectRejected(contraction, "launch 0 (matmul): contraction sizes differ: "
+                              "lhs 32x784xf32, rhs 128x784xf32");
+  LaunchCase flagged("matmul");
+  flagged.input({32, 784})
+      .input({128, 784})
+      .output({32, 128})
+      .param(unitParam("transpose_rhs"));
+  expectAccepted(flagged);
+  LaunchCase shared("matmul");
+  shared.input({4, 8, 16}).input({16, 5}).output({4, 8, 5});
+  expectAccepted(shared);
+  LaunchCase batch("matmul");
+  batch.input({4, 8, 16}).input({3, 16, 5}).output({4, 8, 5});
+  expectRejected(batch, "batch dimensions differ");
+  LaunchCase rank("matmul");
+  rank.input({2, 4, 8, 16}).input({4, 16, 5}).output({2, 4, 8, 5});
+  expectRejected(rank, "rhs must have the rank of lhs (4) or rank 2");
+  LaunchCase vector("matmul");
+  vector.input({16}).input({16, 5}).output({5});
+  expectRejected(vector, "lhs must have rank >= 2");
+  LaunchCase result("matmul");
+  result.input({8, 16}).input({16, 5}).output({5, 8});
+  expectRejected(result, "expected result shape [8, 5], got 5x8xf32");
+  LaunchCase dtype("matmul");
+  dtype.input({8, 16}).typedInput(DType::I64, {16, 5}).output({8, 5});
+  expectRejected(dtype, "rhs must be an f32 tensor");
+}
+
+TEST(KernelRules, AxisAndNormalisation) {
+  LaunchCase softmax("softmax");
+  softmax.input({2, 3}).output({2, 3}).param(intParam("axis", -2));
+  expectAccepted(softmax);
+  LaunchCase axis("log_softmax");
+  axis.input({2, 3}).output({2, 3}).param(intParam("axis", 2));
+  expectRejected(axis, "axis 2 is out of range for rank 2");
+  LaunchCase kind("softmax");
+  kind.input({2, 3}).output({2, 3}).param(floatParam("axis", 1));
+  expectRejected(kind, "parameter 'axis' must be an int, got a float");
+  LaunchCase missing("softmax_grad");
+  missing.input({2, 3}).input({2, 3}).output({2, 3});
+  expectRejected(missing, "missing parameter 'axis'");
+  LaunchCase extra("softmax");
+  extra.input({2, 3})
+      .output({2, 3})
+      .param(intParam("axis", 1))
+      .param(floatParam("temperature", 2));
+  expectAccepted(extra); // unknown extra parameters are ignored
+
+  LaunchCase layerNorm("layer_norm");
+  layerNorm.input({4, 8}).input({8}).input({8}).output({4, 8}).param(
+      floatParam("epsilon", 1e-5));
+  expectAccepted(layerNorm);
+  LaunchCase gamma("layer_norm");
+  gamma.input({4, 8}).input({4}).input({8}).output({4, 8}).param(
+      floatParam("epsilon", 1e-5));
+  expectRejected(gamma, "gamma must have shape [8]");
+  LaunchCase epsilon("rms_norm");
+  epsilon.input({4, 8}).input({8}).output({4, 8}).param(
+      floatParam("epsilon", 0));
+  expectRejected(epsilon, "epsilon must be > 0, got 0");
+  LaunchCase scalar("rms_norm");
+  scalar.input({}).input({1}).output({}).param(floatParam("epsilon", 1));
+  expectRejected(scalar, "operand must have rank >= 1");
+
+  LaunchCase grad("layer_norm_grad");
+  grad.input({4, 8}).input({8}).input({4, 8});
+  grad.output({4, 8}).output({8}).output({8}).param(
+      floatParam("epsilon", 1e-5));
+  expectAccepted(grad);
+  LaunchCase dbeta("layer_norm_grad");
+  dbeta.input({4, 8}).input({8}).input({4, 8});
+  dbeta.output({4, 8}).output({8}).output({4, 8}).param(
+      floatParam("epsilon", 1e-5));
+  expectRejected(dbeta, "beta_grad type 4x8xf32 must match gamma type 8xf32");
+  LaunchCase outputs("rms_norm_grad");
+  outputs.input({4, 8}).input({8}).input({4, 8});
+  outputs.output({4, 8}).output({8}).output({8}).param(
+      floatParam("epsilon", 1e-5));
+  expectRejected(outputs, "expected 3 inputs and 2 outputs, got 3 and 3");
+}
+
+TEST(KernelRules, LookupAndLosses) {
+  LaunchCase embedding("embedding");
+  embedding.input({10, 4}).typedInput(DType::I32, {2, 3}).output({2, 3, 4});
+  expectAccepted(embedding);
+  LaunchCase table("embedding");
+  table.input({10, 4, 1}).typedInput(DType::I32, {2}).output({2, 4});
+  expectRejected(table, "table must have rank 2");
+  LaunchCase indices("embedding");
+  indices.input({10, 4}).input({2}).output({2, 4});
+  expectRejected(indices, "indices must be an i32 or i64 tensor, got 2xf32");
+  LaunchCase rows("embedding");
+  rows.input({10, 4}).typedInput(DType::I64, {2}).output({3, 4});
+  expectRejected(rows, "expected result shape [2, 4], got 3x4xf32");
+  LaunchCase grad("embedding_grad");
+  grad.typedInput(DType::I64, {2, 3}).input({2, 3, 4}).output({10, 4});
+  expectAccepted(grad);
+  grad.entry.tensors[1].type.shape = {2, 3, 5};
+  expectRejected(grad, "expected grad shape [2, 3, 4], got 2x3x5xf32");
+
+  LaunchCase sce("softmax_cross_entropy");
+  sce.input({4, 10}).typedInput(DType::I32, {4}).output({});
+  expectAccepted(sce);
+  LaunchCase labels("softmax_cross_entropy");
+  labels.input({4, 10}).typedInput(DType::I32, {10}).output({});
+  expectRejected(labels, "labels shape [10] must equal the logits shape");
+  LaunchCase floatLabels("softmax_cross_entropy");
+  floatLabels.input({4, 10}).input({4}).output({});
+  expectRejected(floatLabels, "labels must be an i32 or i64 tensor");
+  LaunchCase loss("softmax_cross_entropy");
+  loss.input({4, 10}).typedInput(DType::I32, {4}).output({1});
+  expectRejected(loss, "result must be a rank-0 f32 tensor, got 1xf32");
+  LaunchCase sceGrad("softmax_cross_entropy_grad");
+  sceGrad.input({4, 10}).typedInput(DType::I32, {4}).input({}).output({4, 10});
+  expectAccepted(sceGrad);
+  LaunchCase dloss("softmax_cross_entropy_grad");
+  dloss.input({4, 10}).typedInput(DType::I32, {4}).input({4}).output({4, 10});
+  expectRejected(dloss, "loss_grad must be a rank-0 f32 tensor");
+
+  LaunchCase mse("mse");
+  mse.input({4, 1}).input({4, 1}).output({});
+  expectAccepted(mse);
+  LaunchCase target("mse_grad");
+  target.input({4, 1}).input({4}).input({}).output({4, 1});
+  expectRejected(target, "target type 4xf32 must match prediction type");
+}
+
+TEST(KernelRules, Dropout) {
+  auto dropout = [](DType stepType, double rate) {
+    LaunchCase c("dropout");
+    c.input({8}).typedInput(stepType, {}, {0}).output({8});
+    c.param(floatParam("rate", rate)).param(intParam("seed", 7));
+    return c;
+  };
+  expectAccepted(dropout(DType::I64, 0.0));
+  expectRejected(dropout(DType::I64, 1.0), "rate must be >= 0 and < 1, got 1");
+  expectRejected(dropout(DType::I32, 0.5),
+                 "step must be a rank-0 i64 tensor, got i32");
+  LaunchCase noSeed("dropout");
+  noSeed.input({8})
+      .typedInput(DType::I64, {}, {0})
+      .output({8})
+      .param(floatParam("rate", 0.1));
+  expectRejected(noSeed, "missing parameter 'seed'");
+}
+
+TEST(KernelRules, Optimizers) {
+  LaunchCase plain("sgd");
+  plain.input({10}).input({10}).output({10}).param(floatParam("lr", 0.1));
+  expectAccepted(plain);
+  LaunchCase noLr("sgd");
+  noLr.input({10}).input({10}).output({10});
+  expectRejected(noLr, "missing parameter 'lr'");
+  LaunchCase noBuffer("sgd");
+  noBuffer.input({10}).input({10}).output({10});
+  noBuffer.param(floatParam("lr", 0.1)).param(floatParam("momentum", 0.9));
+  expectRejected(noBuffer, "expected 3 inputs and 2 outputs, got 2 and 1");
+  LaunchCase extraBuffer("sgd");
+  extraBuffer.input({10}).input({10}).input({10}).output({10}).output({10});
+  extraBuffer.param(floatParam("lr", 0.1));
+  expectRejected(extraBuffer, "expected 2 inputs and 1 outputs, got 3 and 2");
+  LaunchCase nesterov("sgd");
+  nesterov.input({10}).input({10}).output({10});
+  nesterov.param(floatParam("lr", 0.1)).param(unitParam("nesterov"));
+  expectRejected(nesterov, "nesterov needs momentum != 0");
+  LaunchCase momentum("sgd");
+  momentum.input({10}).input({10}).input({10}).output({10}).output({10});
+  momentum.param(floatParam("lr", 0.1)).param(floatParam("momentum", 0.9));
+  expectAccepted(momentum);
+  momentum.entry.tensors[2].type.shape = {11};
+  expectRejected(momentum, "momentum_buffer type 11xf32 must match param");
+  LaunchCase negative("sgd");
+  negative.input({10}).input({10}).output({10}).param(floatParam("lr", -1));
+  expectRejected(negative, "lr must be >= 0, got -1");
+
+  auto adamw = [](double beta1) {
+    LaunchCase c("adamw");
+    c.input({10}).input({10}).input({10}).input({10});
+    c.typedInput(DType::I64, {}, {0});
+    c.outputInPlace(0).outputInPlace(2).outputInPlace(3);
+    c.param(floatParam("lr", 1e-3)).param(floatParam("beta1", beta1));
+    return c;
+  };
+  expectAccepted(adamw(0.9));
+  expectRejected(adamw(1.0), "beta1 must be >= 0 and < 1, got 1");
+  LaunchCase state("adamw");
+  state.input({10}).input({10}).input({10, 1}).input({10});
+  state.typedInput(DType::I64, {}, {0});
+  state.output({10}).output({10}).output({10}).param(floatParam("lr", 1e-3));
+  expectRejected(state, "exp_avg type 10x1xf32 must match param type 10xf32");
+  LaunchCase eps("adamw");
+  eps.input({10}).input({10}).input({10}).input({10});
+  eps.typedInput(DType::I64, {}, {0});
+  eps.output({10}).output({10}).output({10});
+  eps.param(floatParam("lr", 1e-3)).param(floatParam("eps", 0));
+  expectRejected(eps, "eps must be > 0, got 0");
+}
+
+TEST(KernelRules, Copy) {
+  LaunchCase reshape("copy");
+  reshape.input({2, 6}).output({3, 4});
+  expectAccepted(reshape);
+  LaunchCase count("copy");
+  count.input({2, 6}).output({3, 3});
+  expectRejected(count, "copies 12 elements (2x6xf32) into 9 (3x3xf32)");
+  LaunchCase dtype("copy");
+  dtype.typedInput(DType::I32, {4}).output({4});
+  expectRejected(dtype, "result element type f32 must match operand element "
+                        "type i32");
+}
+
+//===----------------------------------------------------------------------===//
+// Philox
+//===----------------------------------------------------------------------===//
+
+// Random123's known-answer vectors for philox4x32 with 10 rounds (counter
+// words, key words, output words; from its kat_vectors file).
+TEST(Philox, KnownAnswerVectors) {
+  struct Vector {
+    PhiloxBlock counter;
+    PhiloxKey key;
+    PhiloxBlock expected;
+  };
+  const Vector vectors[] = {
+      {{{0, 0, 0, 0}},
+       {{0, 0}},
+       {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
+      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+       {{0xffffffff, 0xffffffff}},
+       {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
+      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+       {{0xa4093822, 0x299f31d0}},
+       {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
+  };
+  for (const Vector &v : vectors) {
+    PhiloxBlock out = philox4x32_10(v.counter, v.key);
+    for (int w = 0; w < 4; ++w)
+      EXPECT_EQ(out.words[w], v.expected.words[w]) << "word " << w;
+  }
+}
+
+TEST(Philox, DropoutKeepUsesSeedIndexAndStepWords) {
+  uint64_t seed = 0x0123456789abcdefull, index = 0x1122334455667788ull,
+           step = 0x99aabbccddeeff00ull;
+  PhiloxBlock counter{{0x55667788u, 0x11223344u, 0xddeeff00u, 0x99aabbccu}};
+  PhiloxKey key{{0x89abcdefu, 0x01234567u}};
+  double u = philox4x32_10(counter, key).words[0] / 4294967296.0;
+  EXPECT_EQ(dropoutKeep(seed, index, step, u), true); // u >= u
+  EXPECT_EQ(dropoutKeep(seed, index, step, std::nextafter(u, 2.0)), false);
+  EXPECT_TRUE(dropoutKeep(seed, index, step, 0.0));
+  EXPECT_EQ(uniformFromWord(0), 0.0);
+  EXPECT_LT(uniformFromWord(0xffffffffu), 1.0);
+  EXPECT_GT(uniformOpenFromWord(0), 0.0);
+  EXPECT_EQ(uniformOpenFromWord(0xffffffffu), 1.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+/// result[b, m, n] = sum_k op(lhs)[b, m, k] op(rhs)[b, k, n], by the
+/// definition.
+std::vector<double> naiveMatmul(const std::vector<double> &lhs,
+                                const std::vector<double> &rhs, int64_t batch,
+                                int64_t m, int64_t n, int64_t k,
+                                bool transposeLhs, bool transposeRhs,
+                                bool sharedRhs) {
+  std::vector<double> out(batch * m * n, 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double a = transposeLhs ? lhs[b * m * k + p * m + i]
+                                  : lhs[b * m * k + i * k + p];
+          int64_t rb = sharedRhs ? 0 : b * k * n;
+          double r = transposeRhs ? rhs[rb + j * k + p] : rhs[rb + p * n + j];
+          sum += a * r;
+        }
+        out[b * m * n + i * n + j] = sum;
+      }
+  return out;
+}
+
+struct MatmulShape {
+  int64_t batch, m, n, k;
+  bool sharedRhs;
+};
+
+class MatmulTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(MatmulTest, MatchesNaiveLoop) {
+  auto [transposeLhs, transposeRhs] = GetParam();
+  const MatmulShape shapes[] = {
+      {1, 5, 3, 4, true},  // plain rank-2 product
+      {3, 5, 3, 4, false}, // batched, one rhs per batch entry
+      {3, 5, 3, 4, true},  // batched lhs, shared rank-2 rhs
+      {2, 1, 7, 6, true},
+  };
+  for (const MatmulShape &s : shapes) {
+    std::vector<int64_t> lhsShape, rhsShape, outShape;
+    if (s.batch > 1 || !s.sharedRhs)
+      lhsShape.push_back(s.batch);
+    outShape = lhsShape;
+    lhsShape.push_back(transposeLhs ? s.k : s.m);
+    lhsShape.push_back(transposeLhs ? s.m : s.k);
+    if (!s.sharedRhs)
+      rhsShape.push_back(s.batch);
+    rhsShape.push_back(transposeRhs ? s.n : s.k);
+    rhsShape.push_back(transposeRhs ? s.k : s.n);
+    outShape.push_back(s.m);
+    outShape.push_back(s.n);
+    LaunchCase c("matmul");
+    c.input(lhsShape).input(rhsShape).output(outShape);
+    if (transposeLhs)
+      c.param(unitParam("transpose_lhs"));
+    if (transposeRhs)
+      c.param(unitParam("transpose_rhs"));
+    std::vector<double> expected =
+        naiveMatmul(c.values[0], c.values[1], s.batch, s.m, s.n, s.k,
+                    transposeLhs, transposeRhs, s.sharedRhs);
+    ASSERT_TRUE(c.run<double>().isOk());
+    expectNear(c.result(), expected, 1e-12);
+    ASSERT_TRUE(c.run<float>().isOk());
+    expectNear(c.result(), expected, 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransposeFlags, MatmulTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Bool()));
+
+TEST(MatmulKernel, EmptyContractionGivesZeros) {
+  LaunchCase c("matmul");
+  c.input({2, 0}, {}).input({0, 3}, {}).output({2, 3});
+  c.values[0].clear();
+  c.values[1].clear();
+  ASSERT_TRUE(c.run<float>().isOk());
+  expectNear(c.result(), std::vector<double>(6, 0.0), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape kernels
+//===----------------------------------------------------------------------===//
+
+TEST(ShapeKernels, BroadcastInDim) {
+  LaunchCase row("broadcast_in_dim");
+  row.input({3}, {1, 2, 3})
+      .output({2, 3})
+      .param(intsParam("broadcast_dimensions", {1}));
+  ASSERT_TRUE(row.run<float>().isOk());
+  expectNear(row.result(), {1, 2, 3, 1, 2, 3}, 0);
+
+  LaunchCase column("broadcast_in_dim");
+  column.input({2, 1}, {5, 6})
+      .output({2, 3})
+      .param(intsParam("broadcast_dimensions", {0, 1}));
+  ASSERT_TRUE(column.run<double>().isOk());
+  expectNear(column.result(), {5, 5, 5, 6, 6, 6}, 0);
+
+  LaunchCase scalar("broadcast_in_dim");
+  scalar.typedInput(DType::I64, {}, {9})
+      .typedOutput(DType::I64, {2, 2})
+      .param(intsParam("broadcast_dimensions", {}));
+  ASSERT_TRUE(scalar.run<float>().isOk());
+  expectNear(scalar.result(), {9, 9, 9, 9}, 0);
+
+  LaunchCase middle("broadcast_in_dim");
+  middle.input({2, 2}, {1, 2, 3, 4})
+      .output({2, 3, 2})
+      .param(intsParam("broadcast_dimensions", {0, 2}));
+  ASSERT_TRUE(middle.run<float>().isOk());
+  expectNear(middle.result(), {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4}, 0);
+}
+
+TEST(ShapeKernels, Transpose) {
+  LaunchCase c("transpose");
+  c.input({2, 3, 4}).output({4, 2, 3}).param(
+      intsParam("permutation", {2, 0, 1}));
+  ASSERT_TRUE(c.run<double>().isOk());
+  const std::vector<double> &x = c.values[0];
+  std::vector<double> expected;
+  for (int l = 0; l < 4; ++l)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j)
+        expected.push_back(x[i * 12 + j * 4 + l]);
+  expectNear(c.result(), expected, 0);
+
+  LaunchCase ints("transpose");
+  ints.typedInput(DType::I32, {2, 3}, {1, 2, 3, 4, 5, 6})
+      .typedOutput(DType::I32, {3, 2})
+      .param(intsParam("permutation", {1, 0}));
+  ASSERT_TRUE(ints.run<double>().isOk());
+  expectNear(ints.result(), {1, 4, 2, 5, 3, 6}, 0);
+}
+
+TEST(ShapeKernels, SliceWithStridesAndItsGradient) {
+  std::vector<double> x(20);
+  for (int i = 0; i < 20; ++i)
+    x[i] = i;
+  // Rows 1, 3 and columns 0, 3 of a 4x5 matrix.
+  LaunchCase slice("slice");
+  slice.input({4, 5}, x).output({2, 2});
+  slice.param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  ASSERT_TRUE(slice.run<float>().isOk());
+  expectNear(slice.result(), {5, 8, 15, 18}, 0);
+
+  LaunchCase grad("slice_grad");
+  grad.input({2, 2}, {1, 2, 3, 4}).output({4, 5});
+  grad.param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  ASSERT_TRUE(grad.run<double>().isOk());
+  std::vector<double> expected(20, 0);
+  expected[5] = 1;
+  expected[8] = 2;
+  expected[15] = 3;
+  expected[18] = 4;
+  expectNear(grad.result(), expected, 0);
+
+  LaunchCase empty("slice");
+  empty.input({4}, {1, 2, 3, 4}).output({0});
+  empty.param(intsParam("start_indices", {2}))
+      .param(intsParam("limit_indices", {2}))
+      .param(intsParam("strides", {1}));
+  ASSERT_TRUE(empty.run<float>().isOk());
+  EXPECT_TRUE(empty.result().empty());
+}
+
+TEST(ShapeKernels, Concat) {
+  LaunchCase c("concat");
+  c.input({2, 2}, {1, 2, 3, 4})
+      .input({2, 1}, {9, 8})
+      .input({2, 0}, {})
+      .output({2, 3})
+      .param(intParam("dimension", 1));
+  c.values[2].clear();
+  ASSERT_TRUE(c.run<float>().isOk());
+  expectNear(c.result(), {1, 2, 9, 3, 4, 8}, 0);
+
+  LaunchCase rows("concat");
+  rows.typedInput(DType::I64, {1, 2}, {1, 2})
+      .typedInput(DType::I64, {2, 2}, {3, 4, 5, 6})
+      .typedOutput(DType::I64, {3, 2})
+      .param(intParam("dimension", 0));
+  ASSERT_TRUE(rows.run<double>().isOk());
+  expectNear(rows.result(), {1, 2, 3, 4, 5, 6}, 0);
+}
+
+TEST(ShapeKernels, ConstantCausalMaskAndCopy) {
+  LaunchCase constant("constant");
+  constant.typedOutput(DType::I32, {3}).param(floatParam("value", -4));
+  ASSERT_TRUE(constant.run<float>().isOk());
+  expectNear(constant.result(), {-4, -4, -4}, 0);
+  LaunchCase half("constant");
+  half.output({2}).param(floatParam("value", 0.125));
+  ASSERT_TRUE(half.run<double>().isOk());
+  expectNear(half.result(), {0.125, 0.125}, 0);
+
+  LaunchCase mask("causal_mask");
+  mask.output({3, 3});
+  ASSERT_TRUE(mask.run<float>().isOk());
+  expectNear(mask.result(), {0, -kInf, -kInf, 0, 0, -kInf, 0, 0, 0}, 0);
+
+  LaunchCase copy("copy");
+  copy.input({2, 3}).output({6});
+  ASSERT_TRUE(copy.run<double>().isOk());
+  expectNear(copy.result(), copy.values[0], 0);
+  LaunchCase self("copy");
+  self.typedInput(DType::I64, {3}, {7, 8, 9}).outputInPlace(0);
+  ASSERT_TRUE(self.run<float>().isOk());
+  expectNear(self.result(), {7, 8, 9}, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+TEST(Reductions, SumMeanMaxWithKeepDims) {
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = (i * 7) % 11 - 5; // a fixed jumble with repeats
+  // Over dims 0 and 2 of [2, 3, 4], keeping them: result [1, 3, 1].
+  std::vector<double> sum(3, 0), max(3, -kInf);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int l = 0; l < 4; ++l) {
+        double v = x[i * 12 + j * 4 + l];
+        sum[j] += v;
+        max[j] = std::max(max[j], v);
+      }
+  std::vector<double> mean = {sum[0] / 8, sum[1] / 8, sum[2] / 8};
+  for (const char *kernel : {"sum", "mean", "max"}) {
+    LaunchCase c(kernel);
+    c.input({2, 3, 4}, x).output({1, 3, 1});
+    c.param(intsParam("dims", {0, 2})).param(unitParam("keep_dims"));
+    ASSERT_TRUE(c.run<float>().isOk()) << kernel;
+    std::string name = kernel;
+    expectNear(c.result(),
+               name == "sum"    ? sum
+               : name == "mean" ? mean
+                                : max,
+               1e-6);
+  }
+  LaunchCase all("sum");
+  all.input({2, 3}, {1, 2, 3, 4, 5, 6})
+      .output({})
+      .param(intsParam("dims", {0, 1}));
+  ASSERT_TRUE(all.run<double>().isOk());
+  expectNear(all.result(), {21}, 0);
+  LaunchCase columns("sum");
+  columns.input({2, 3}, {1, 2, 3, 4, 5, 6})
+      .output({3})
+      .param(intsParam("dims", {0}));
+  ASSERT_TRUE(columns.run<double>().isOk());
+  expectNear(columns.result(), {5, 7, 9}, 0);
+}
+
+TEST(Reductions, MaxPropagatesNaN) {
+  LaunchCase c("max");
+  c.input({2, 3}, {1, std::nan(""), 3, -kInf, -kInf, -kInf}).output({2});
+  c.param(intsParam("dims", {1}));
+  ASSERT_TRUE(c.run<float>().isOk());
+  EXPECT_TRUE(std::isnan(c.result()[0]));
+  EXPECT_EQ(c.result()[1], -kInf);
+}
+
+TEST(Reductions, MaxGradGoesToTheFirstMaximum) {
+  // Rows over dim 0 of a 3x2 matrix: column 0 has its maximum 5 twice.
+  LaunchCase c("max_grad");
+  c.input({3, 2}, {5, 1, 2, 7, 5, 7}).input({2}, {10, 20}).output({3, 2});
+  c.param(intsParam("dims", {0}));
+  ASSERT_TRUE(c.run<double>().isOk());
+  expectNear(c.result(), {10, 0, 0, 20, 0, 0}, 0);
+
+  // Over both dims of a 2x2x2 tensor (kept), the first maximum in row-major
+  // order of each [i, :, :] block.
+  LaunchCase block("max_grad");
+  block.input({2, 2, 2}, {0, 3, 3, 1, 9, 2, 9, 9})
+      .input({2, 1, 1}, {1, 2})
+      .output({2, 2, 2});
+  block.param(intsParam("dims", {1, 2})).param(unitParam("keep_dims"));
+  ASSERT_TRUE(block.run<float>().isOk());
+  expectNear(block.result(), {0, 1, 0, 0, 2, 0, 0, 0}, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax family and normalisation
+//===----------------------------------------------------------------------===//
+
+TEST(AxisKernels, SoftmaxAndLogSoftmaxWithMinusInfinity) {
+  double e = std::exp(1.0);
+  LaunchCase softmax("softmax");
+  softmax.input({2, 3}, {0, -kInf, 1, 1000, 1000, -kInf}).output({2, 3});
+  softmax.param(intParam("axis", -1));
+  ASSERT_TRUE(softmax.run<float>().isOk());
+  expectNear(softmax.result(), {1 / (1 + e), 0, e / (1 + e), 0.5, 0.5, 0},
+             1e-6);
+  EXPECT_EQ(softmax.result()[1], 0.0); // exactly 0, never NaN
+
+  LaunchCase log("log_softmax");
+  log.input({2, 3}, {0, -kInf, 1, 1000, 1000, -kInf}).output({2, 3});
+  log.param(intParam("axis", 1));
+  ASSERT_TRUE(log.run<double>().isOk());
+  double l = std::log(1 + e);
+  expectNear(log.result(),
+             {-l, -kInf, 1 - l, -std::log(2.0), -std::log(2.0), -kInf}, 1e-12);
+
+  // Along axis 0 of [3, 2]: columns are the lines.
+  LaunchCase column("softmax");
+  column.input({3, 2}, {0, 5, 0, 5, 0, 5}).output({3, 2});
+  column.param(intParam("axis", 0));
+  ASSERT_TRUE(column.run<double>().isOk());
+  expectNear(column.result(), std::vector<double>(6, 1.0 / 3), 1e-12);
+}
+
+TEST(NormKernels, LayerNormAgainstHandComputation) {
+  std::vector<double> x = {1, 2, 3, 6, -1, 0, 1, 0};
+  std::vector<double> gamma = {1, 2, 0.5, -1}, beta = {0, 1, 0, 0.25};
+  double eps = 1e-5;
+  LaunchCase c("layer_norm");
+  c.input({2, 4}, x).input({4}, gamma).input({4}, beta).output({2, 4});
+  c.param(floatParam("epsilon", eps));
+  std::vector<double> expected;
+  for (int r = 0; r < 2; ++r) {
+    double mean = 0, var = 0;
+    for (int j = 0; j < 4; ++j)
+      mean += x[r * 4 + j] / 4;
+    for (int j = 0; j < 4; ++j)
+      var += (x[r * 4 + j] - mean) * (x[r * 4 + j] - mean) / 4;
+    for (int j = 0; j < 4; ++j)
+      expected.push_back(
+          (x[r * 4 + j] - mean) / std::sqrt(var + eps) * gamma[j] + beta[j]);
+  }
+  ASSERT_TRUE(c.run<double>().isOk());
+  expectNear(c.result(), expected, 1e-12);
+  ASSERT_TRUE(c.run<float>().isOk());
+  expectNear(c.result(), expected, 1e-5);
+
+  LaunchCase rms("rms_norm");
+  rms.input({1, 2}, {3, 4}).input({2}, {1, 2}).output({1, 2});
+  rms.param(floatParam("epsilon", 0.5));
+  ASSERT_TRUE(rms.run<double>().isOk());
+  double scale = 1 / std::sqrt(12.5 + 0.5);
+  expectNear(rms.result(), {3 * scale, 8 * scale}, 1e-12);
+}
+
+//===----------------------------------------------------------------------===//
+// Backward kernels against finite differences of the forward ones
+//===----------------------------------------------------------------------===//
+
+/// sum(dy * forward(inputs)) as a function of input `which`'s elements: its
+/// gradient by central differences, in double precision.
+std::vector<double> numericalGradient(LaunchCase forward, size_t which,
+                                      const std::vector<double> &dy,
+                                      double step = 1e-6) {
+  uint32_t tensor = forward.launch().inputs[which];
+  std::vector<double> grad(forward.values[tensor].size());
+  for (size_t i = 0; i < grad.size(); ++i) {
+    double saved = forward.values[tensor][i];
+    double sums[2];
+    for (int side = 0; side < 2; ++side) {
+      forward.values[tensor][i] = saved + (side ? -step : step);
+      EXPECT_TRUE(forward.run<double>().isOk());
+      sums[side] = 0;
+      for (size_t k = 0; k < dy.size(); ++k)
+        sums[side] += dy[k] * forward.result()[k];
+    }
+    forward.values[tensor][i] = saved;
+    grad[i] = (sums[0] - sums[1]) / (2 * step);
+  }
+  return grad;
+}
+
+TEST(BackwardKernels, ElementwiseGradientsMatchFiniteDifferences) {
+  std::vector<double> x = randomValues(12, 3, -3, 3);
+  std::vector<double> dy = randomValues(12, 4);
+  struct Pair {
+    const char *forward, *backward;
+    bool readsResult;
+  };
+  const Pair pairs[] = {
+      {"gelu", "gelu_grad", false}, {"silu", "silu_grad", false},
+      {"tanh", "tanh_grad", true},  {"sigmoid", "sigmoid_grad", true},
+      {"relu", "relu_grad", true},
+  };
+  for (const Pair &p : pairs) {
+    LaunchCase forward(p.forward);
+    forward.input({3, 4}, x).output({3, 4});
+    ASSERT_TRUE(forward.run<double>().isOk());
+    std::vector<double> saved = p.readsResult ? forward.result() : x;
+    LaunchCase backward(p.backward);
+    backward.input({3, 4}, saved).input({3, 4}, dy).output({3, 4});
+    ASSERT_TRUE(backward.run<double>().isOk()) << p.backward;
+    SCOPED_TRACE(p.backward);
+    expectNear(backward.result(), numericalGradient(forward, 0, dy), 1e-6);
+  }
+  // sqrt and rsqrt need positive operands.
+  std::vector<double> positive = randomValues(6, 5, 0.5, 4);
+  std::vector<double> dy6 = randomValues(6, 6);
+  for (const char *name : {"sqrt", "rsqrt"}) {
+    LaunchCase forward(name);
+    forward.input({6}, positive).output({6});
+    ASSERT_TRUE(forward.run<double>().isOk());
+    LaunchCase backward(std::string(name) + "_grad");
+    backward.input({6}, forward.result()).input({6}, dy6).output({6});
+    ASSERT_TRUE(backward.run<double>().isOk());
+    SCOPED_TRACE(name);
+    expectNear(backward.result(), numericalGradient(forward, 0, dy6), 1e-6);
+  }
+}
+
+TEST(BackwardKernels, SoftmaxGradientsMatchFiniteDifferences) {
+  std::vector<double> x = randomValues(12, 7, -2, 2);
+  std::vector<double> dy = randomValues(12, 8);
+  for (int64_t axis : {0, -1}) {
+    for (const char *name : {"softmax", "log_softmax"}) {
+      LaunchCase forward(name);
+      forward.input({3, 4}, x).output({3, 4}).param(intParam("axis", axis));
+      ASSERT_TRUE(forward.run<double>().isOk());
+      LaunchCase backward(std::string(name) + "_grad");
+      backward.input({3, 4}, forward.result()).input({3, 4}, dy).output({3, 4});
+      backward.param(intParam("axis", axis));
+      ASSERT_TRUE(backward.run<double>().isOk());
+      SCOPED_TRACE(std::string(name) + " axis " + std::to_string(axis));
+      expectNear(backward.result(), numericalGradient(forward, 0, dy), 1e-6);
+    }
+  }
+}
+
+TEST(BackwardKernels, NormGradientsMatchFiniteDifferences) {
+  std::vector<double> x = randomValues(15, 9, -2, 2);
+  std::vector<double> gamma = randomValues(5, 10, 0.5, 1.5);
+  std::vector<double> beta = randomValues(5, 11);
+  std::vector<double> dy = randomValues(15, 12);
+  double eps = 1e-3;
+
+  LaunchCase layerNorm("layer_norm");
+  layerNorm.input({3, 5}, x).input({5}, gamma).input({5}, beta).output({3, 5});
+  layerNorm.param(floatParam("epsilon", eps));
+  LaunchCase layerGrad("layer_norm_grad");
+  layerGrad.input({3, 5}, x).input({5}, gamma).input({3, 5}, dy);
+  layerGrad.output({3, 5}).output({5}).output({5});
+  layerGrad.param(floatParam("epsilon", eps));
+  ASSERT_TRUE(layerGrad.run<double>().isOk());
+  expectNear(layerGrad.result(0), numericalGradient(layerNorm, 0, dy), 1e-6);
+  expectNear(layerGrad.result(1), numericalGradient(layerNorm, 1, dy), 1e-6);
+  expectNear(layerGrad.result(2), numericalGradient(layerNorm, 2, dy), 1e-6);
+
+  LaunchCase rmsNorm("rms_norm");
+  rmsNorm.input({3, 5}, x).input({5}, gamma).output({3, 5});
+  rmsNorm.param(floatParam("epsilon", eps));
+  LaunchCase rmsGrad("rms_norm_grad");
+  rmsGrad.input({3, 5}, x).input({5}, gamma).input({3, 5}, dy);
+  rmsGrad.output({3, 5}).output({5}).param(floatParam("epsilon", eps));
+  ASSERT_TRUE(rmsGrad.run<double>().isOk());
+  expectNear(rmsGrad.result(0), numericalGradient(rmsNorm, 0, dy), 1e-6);
+  expectNear(rmsGrad.result(1), numericalGradient(rmsNorm, 1, dy), 1e-6);
+}
+
+TEST(BackwardKernels, LossGradientsMatchFiniteDifferences) {
+  std::vector<double> logits = randomValues(12, 13, -3, 3);
+  std::vector<double> labels = {2, 0, 3};
+  LaunchCase loss("softmax_cross_entropy");
+  loss.input({3, 4}, logits).typedInput(DType::I32, {3}, labels).output({});
+  LaunchCase grad("softmax_cross_entropy_grad");
+  grad.input({3, 4}, logits)
+      .typedInput(DType::I32, {3}, labels)
+      .input({}, {0.5});
+  grad.output({3, 4});
+  ASSERT_TRUE(grad.run<double>().isOk());
+  expectNear(grad.result(), numericalGradient(loss, 0, {0.5}), 1e-6);
+
+  std::vector<double> p = randomValues(6, 14), t = randomValues(6, 15);
+  LaunchCase mse("mse");
+  mse.input({2, 3}, p).input({2, 3}, t).output({});
+  LaunchCase mseGrad("mse_grad");
+  mseGrad.input({2, 3}, p).input({2, 3}, t).input({}, {3}).output({2, 3});
+  ASSERT_TRUE(mseGrad.run<double>().isOk());
+  expectNear(mseGrad.result(), numericalGradient(mse, 0, {3}), 1e-6);
+}
+
+//===----------------------------------------------------------------------===//
+// Lookup, losses, dropout, optimizers
+//===----------------------------------------------------------------------===//
+
+TEST(LookupKernels, EmbeddingGathersRows) {
+  LaunchCase c("embedding");
+  c.input({3, 2}, {1, 2, 3, 4, 5, 6})
+      .typedInput(DType::I64, {2, 2}, {2, 0, 1, 2})
+      .output({2, 2, 2});
+  ASSERT_TRUE(c.run<float>().isOk());
+  expectNear(c.result(), {5, 6, 1, 2, 3, 4, 5, 6}, 0);
+}
+
+TEST(LookupKernels, EmbeddingIndexOutOfRangeIsAnError) {
+  for (double bad : {3.0, -1.0}) {
+    LaunchCase c("embedding");
+    c.input({3, 2})
+        .typedInput(DType::I32, {2, 2}, {0, 1, bad, 2})
+        .output({2, 2, 2});
+    Status status = c.run<float>();
+    EXPECT_EQ(status.code(), StatusCode::ExecutionError);
+    EXPECT_CONTAINS(status.message(), "embedding: index ");
+    EXPECT_CONTAINS(status.message(),
+                    " at position [1, 0] is out of range [0, 3)");
+  }
+  LaunchCase grad("embedding_grad");
+  grad.typedInput(DType::I64, {2}, {0, 7}).input({2, 2}).output({3, 2});
+  Status status = grad.run<double>();
+  EXPECT_EQ(status.code(), StatusCode::ExecutionError);
+  EXPECT_CONTAINS(status.message(), "embedding_grad: index 7 at position [1]");
+}
+
+TEST(LookupKernels, EmbeddingGradAddsRepeatedIndices) {
+  LaunchCase c("embedding_grad");
+  c.typedInput(DType::I32, {4}, {1, 0, 1, 1})
+      .input({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})
+      .output({3, 2});
+  ASSERT_TRUE(c.run<float>().isOk());
+  expectNear(c.result(), {3, 4, 13, 16, 0, 0}, 0);
+}
+
+TEST(LossKernels, SoftmaxCrossEntropyAgainstHandComputation) {
+  std::vector<double> logits = {1, 2, 3, 0, 0, 0};
+  LaunchCase c("softmax_cross_entropy");
+  c.input({2, 3}, logits).typedInput(DType::I64, {2}, {2, 1}).output({});
+  ASSERT_TRUE(c.run<double>().isOk());
+  // Row 0: log(e + e^2 + e^3) - 3; row 1: log 3 - 0; mean of the two.
+  double row0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3.0;
+  double row1 = std::log(3.0);
+  expectNear(c.result(), {(row0 + row1) / 2}, 1e-12);
+  ASSERT_TRUE(c.run<float>().isOk());
+  expectNear(c.result(), {(row0 + row1) / 2}, 1e-6);
+
+  // A certain prediction gives exactly 0 and never overflows.
+  LaunchCase exact("softmax_cross_entropy");
+  exact.input({1, 3}, {1e30, -kInf, -kInf}).typedInput(DType::I32, {1}, {0});
+  exact.output({});
+  ASSERT_TRUE(exact.run<float>().isOk());
+  EXPECT_EQ(exact.result()[0], 0.0);
+
+  LaunchCase bad("softmax_cross_entropy");
+  bad.input({2, 3}, logits).typedInput(DType::I32, {2}, {0, 3}).output({});
+  Status status = bad.run<float>();
+  EXPECT_EQ(status.code(), StatusCode::ExecutionError);
+  EXPECT_CONTAINS(status.message(),
+                  "softmax_cross_entropy: label 3 at position [1] is "
+                  "out of range [0, 3)");
+}
+
+TEST(RandomKernels, DropoutKeepsAboutOneMinusRate) {
+  const int64_t n = 20000;
+  const double rate = 0.3;
+  std::vector<double> x(n, 2.0);
+  auto run = [&](int64_t step, uint64_t seed) {
+    LaunchCase c("dropout");
+    c.input({n}, x).typedInput(DType::I64, {}, {double(step)}).output({n});
+    c.param(floatParam("rate", rate)).param(intParam("seed", seed));
+    EXPECT_TRUE(c.run<float>().isOk());
+    return c.result();
+  };
+  std::vector<double> first = run(5, 7);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (first[i] != 0) {
+      ++kept;
+      EXPECT_NEAR(first[i], 2.0 / (1 - rate), 1e-6);
+    }
+    EXPECT_EQ(first[i] != 0, dropoutKeep(7, i, 5, rate)) << "at " << i;
+  }
+  // 20000 draws: the kept fraction is within 4 standard deviations (~0.013).
+  EXPECT_NEAR(double(kept) / n, 1 - rate, 0.013);
+  EXPECT_EQ(run(5, 7), first); // the same (seed, step): the same mask
+  EXPECT_NE(run(6, 7), first); // another step: another mask
+  EXPECT_NE(run(5, 8), first); // another seed: another mask
+
+  LaunchCase none("dropout");
+  none.input({4}, {1, 2, 3, 4})
+      .typedInput(DType::I64, {}, {0})
+      .outputInPlace(0);
+  none.param(floatParam("rate", 0.0)).param(intParam("seed", 1));
+  ASSERT_TRUE(none.run<double>().isOk());
+  expectNear(none.result(), {1, 2, 3, 4}, 0);
+}
+
+TEST(OptimizerKernels, AdamwOneStepInPlace) {
+  std::vector<double> p = {1.0, -2.0}, g = {0.5, 0.25}, m = {0.1, 0.0},
+                      v = {0.01, 0.0};
+  double lr = 0.01, b1 = 0.8, b2 = 0.9, eps = 1e-6, wd = 0.1;
+  int64_t step = 2; // t = 3
+  LaunchCase c("adamw");
+  c.input({2}, p).input({2}, g).input({2}, m).input({2}, v);
+  c.typedInput(DType::I64, {}, {double(step)});
+  c.outputInPlace(0).outputInPlace(2).outputInPlace(3);
+  c.param(floatParam("lr", lr))
+      .param(floatParam("beta1", b1))
+      .param(floatParam("beta2", b2))
+      .param(floatParam("eps", eps))
+      .param(floatParam("weight_decay", wd));
+  std::vector<double> newP, newM, newV;
+  for (int i = 0; i < 2; ++i) {
+    double mi = b1 * m[i] + (1 - b1) * g[i];
+    double vi = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    double mHat = mi / (1 - std::pow(b1, 3)), vHat = vi / (1 - std::pow(b2, 3));
+    newM.push_back(mi);
+    newV.push_back(vi);
+    newP.push_back(p[i] - lr * (mHat / (std::sqrt(vHat) + eps) + wd * p[i]));
+  }
+  ASSERT_TRUE(c.run<double>().isOk());
+  expectNear(c.result(0), newP, 1e-12);
+  expectNear(c.result(1), newM, 1e-12);
+  expectNear(c.result(2), newV, 1e-12);
+  ASSERT_TRUE(c.run<float>().isOk());
+  expectNear(c.result(0), newP, 1e-6);
+
+  // The ODS defaults apply when the parameters are absent.
+  LaunchCase defaults("adamw");
+  defaults.input({2}, p).input({2}, g).input({2}, m).input({2}, v);
+  defaults.typedInput(DType::I64, {}, {0});
+  defaults.output({2}).output({2}).output({2});
+  defaults.param(floatParam("lr", lr));
+  ASSERT_TRUE(defaults.run<double>().isOk());
+  double m0 = 0.9 * m[0] + 0.1 * g[0], v0 = 0.999 * v[0] + 0.001 * g[0] * g[0];
+  double p0 =
+      p[0] - lr * ((m0 / 0.1) / (std::sqrt(v0 / 0.001) + 1e-8) + 0.01 * p[0]);
+  EXPECT_NEAR(defaults.result(0)[0], p0, 1e-12);
+}
+
+TEST(OptimizerKernels, SgdPlainMomentumAndNesterov) {
+  std::vector<double> p = {1.0, 2.0}, g = {0.5, -1.0}, buf = {0.2, 0.4};
+  double lr = 0.1, mu = 0.9, wd = 0.01;
+  LaunchCase plain("sgd");
+  plain.input({2}, p).input({2}, g).outputInPlace(0);
+  plain.param(floatParam("lr", lr)).param(floatParam("weight_decay", wd));
+  ASSERT_TRUE(plain.run<double>().isOk());
+  expectNear(plain.result(),
+             {p[0] - lr * (g[0] + wd * p[0]), p[1] - lr * (g[1] + wd * p[1])},
+             1e-12);
+
+  for (bool nesterov : {false, true}) {
+    LaunchCase c("sgd");
+    c.input({2}, p).input({2}, g).input({2}, buf);
+    c.outputInPlace(0).outputInPlace(2);
+    c.param(floatParam("lr", lr))
+        .param(floatParam("momentum", mu))
+        .param(floatParam("weight_decay", wd));
+    if (nesterov)
+      c.param(unitParam("nesterov"));
+    std::vector<double> newP, newBuf;
+    for (int i = 0; i < 2; ++i) {
+      double gi = g[i] + wd * p[i];
+      double b = mu * buf[i] + gi;
+      newBuf.push_back(b);
+      newP.push_back(nesterov ? p[i] - lr * (gi + mu * b) : p[i] - lr * b);
+    }
+    ASSERT_TRUE(c.run<double>().isOk());
+    expectNear(c.result(0), newP, 1e-12);
+    expectNear(c.result(1), newBuf, 1e-12);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Precision: the float kernels track the double ones
+//===----------------------------------------------------------------------===//
+
+TEST(Precision, FloatAgreesWithDouble) {
+  std::vector<LaunchCase> cases;
+  cases.emplace_back("gelu");
+  cases.back().input({64}).output({64});
+  cases.emplace_back("sigmoid");
+  cases.back().input({64}, randomValues(64, 30, -40, 40)).output({64});
+  cases.emplace_back("softmax");
+  cases.back().input({4, 16}).output({4, 16}).param(intParam("axis", 1));
+  cases.emplace_back("layer_norm");
+  cases.back().input({4, 16}).input({16}).input({16}).output({4, 16}).param(
+      floatParam("epsilon", 1e-5));
+  cases.emplace_back("matmul");
+  cases.back().input({2, 8, 16}).input({16, 4}).output({2, 8, 4});
+  cases.emplace_back("softmax_cross_entropy_grad");
+  cases.back()
+      .input({4, 5})
+      .typedInput(DType::I32, {4}, {0, 4, 2, 1})
+      .input({}, {1})
+      .output({4, 5});
+  cases.emplace_back("mean");
+  cases.back().input({8, 8}).output({8}).param(intsParam("dims", {1}));
+  for (LaunchCase &c : cases) {
+    SCOPED_TRACE(c.launch().kernel);
+    ASSERT_TRUE(c.run<double>().isOk());
+    std::vector<double> reference = c.result();
+    ASSERT_TRUE(c.run<float>().isOk());
+    expectNear(c.result(), reference, 1e-6);
+  }
+}
+
+TEST(Precision, SigmoidNeverOverflows) {
+  LaunchCase c("sigmoid");
+  c.input({3}, {-1000, 0, 1000}).output({3});
+  ASSERT_TRUE(c.run<float>().isOk());
+  expectNear(c.result(), {0, 0.5, 1}, 0);
+  LaunchCase relu("relu");
+  relu.input({3}, {std::nan(""), -1, 2}).output({3});
+  ASSERT_TRUE(relu.run<float>().isOk());
+  EXPECT_TRUE(std::isnan(relu.result()[0]));
+  expectNear({relu.result()[1], relu.result()[2]}, {0, 2}, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Every kernel, and corrupted launches
+//===----------------------------------------------------------------------===//
+
+/// One valid launch of every kernel.
+std::vector<LaunchCase> everyKernel() {
+  std::vector<LaunchCase> cases;
+  auto add = [&](const char *kernel) -> LaunchCase & {
+    cases.emplace_back(kernel);
+    return cases.back();
+  };
+  for (const char *name :
+       {"add", "sub", "mul", "div", "relu_grad", "gelu_grad", "silu_grad",
+        "tanh_grad", "sigmoid_grad", "sqrt_grad", "rsqrt_grad"})
+    add(name).input({2, 3}).input({2, 3}).output({2, 3});
+  for (const char *name : {"neg", "exp", "log", "tanh", "sigmoid", "relu",
+                           "gelu", "silu", "sqrt", "rsqrt"})
+    add(name).input({2, 3}).output({2, 3});
+  add("constant").output({2, 2}).param(floatParam("value", 1.5));
+  add("causal_mask").output({3, 3});
+  add("broadcast_in_dim")
+      .input({3})
+      .output({2, 3})
+      .param(intsParam("broadcast_dimensions", {1}));
+  add("transpose")
+      .input({2, 3, 4})
+      .output({4, 2, 3})
+      .param(intsParam("permutation", {2, 0, 1}));
+  add("slice")
+      .input({4, 5})
+      .output({2, 2})
+      .param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  add("concat").input({2, 2}).input({2, 1}).output({2, 3}).param(
+      intParam("dimension", 1));
+  for (const char *name : {"sum", "mean", "max"})
+    add(name).input({2, 3, 4}).output({3}).param(intsParam("dims", {0, 2}));
+  add("matmul").input({2, 3, 4}).input({4, 5}).output({2, 3, 5});
+  for (const char *name : {"softmax", "log_softmax"})
+    add(name).input({2, 3}).output({2, 3}).param(intParam("axis", 1));
+  add("layer_norm")
+      .input({2, 4})
+      .input({4})
+      .input({4})
+      .output({2, 4})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm")
+      .input({2, 4})
+      .input({4})
+      .output({2, 4})
+      .param(floatParam("epsilon", 1e-5));
+  add("embedding")
+      .input({5, 3})
+      .typedInput(DType::I32, {2, 2}, {4, 0, 1, 2})
+      .output({2, 2, 3});
+  add("softmax_cross_entropy")
+      .input({3, 4})
+      .typedInput(DType::I64, {3}, {3, 0, 1})
+      .output({});
+  add("mse").input({2, 3}).input({2, 3}).output({});
+  add("dropout")
+      .input({6})
+      .typedInput(DType::I64, {}, {3})
+      .output({6})
+      .param(floatParam("rate", 0.5))
+      .param(intParam("seed", 1));
+  add("scale").input({2, 3}).output({2, 3}).param(floatParam("factor", 3));
+  for (const char *name : {"softmax_grad", "log_softmax_grad"})
+    add(name).input({2, 3}).input({2, 3}).output({2, 3}).param(
+        intParam("axis", 0));
+  add("max_grad")
+      .input({2, 3})
+      .input({2})
+      .output({2, 3})
+      .param(intsParam("dims", {1}));
+  add("slice_grad")
+      .input({2, 2})
+      .output({4, 5})
+      .param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  add("layer_norm_grad")
+      .input({2, 4})
+      .input({4})
+      .input({2, 4})
+      .output({2, 4})
+      .output({4})
+      .output({4})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm_grad")
+      .input({2, 4})
+      .input({4})
+      .input({2, 4})
+      .output({2, 4})
+      .output({4})
+      .param(floatParam("epsilon", 1e-5));
+  add("embedding_grad")
+      .typedInput(DType::I32, {2, 2}, {4, 0, 4, 2})
+      .input({2, 2, 3})
+      .output({5, 3});
+  add("softmax_cross_entropy_grad")
+      .input({3, 4})
+      .typedInput(DType::I64, {3}, {3, 0, 1})
+      .input({}, {1})
+      .output({3, 4});
+  add("mse_grad").input({2, 3}).input({2, 3}).input({}, {1}).output({2, 3});
+  add("sgd")
+      .input({4})
+      .input({4})
+      .input({4})
+      .outputInPlace(0)
+      .outputInPlace(2)
+      .param(floatParam("lr", 0.1))
+      .param(floatParam("momentum", 0.9))
+      .param(unitParam("nesterov"));
+  add("adamw")
+      .input({4})
+      .input({4})
+      .input({4})
+      .input({4}, {0.1, 0.2, 0.3, 0.4})
+      .typedInput(DType::I64, {}, {0})
+      .outputInPlace(0)
+      .outputInPlace(2)
+      .outputInPlace(3)
+      .param(floatParam("lr", 1e-3));
+  add("copy").input({2, 3}).output({6});
+  return cases;
+}
+
+TEST(EveryKernel, RunsAndWritesEveryOutputElement) {
+  std::vector<LaunchCase> cases = everyKernel();
+  std::vector<bool> covered(static_cast<size_t>(KernelId::NumKernels), false);
+  for (LaunchCase &c : cases) {
+    SCOPED_TRACE(c.launch().kernel);
+    covered[static_cast<size_t>(c.id())] = true;
+    for (int precision = 0; precision < 2; ++precision) {
+      Status status = precision ? c.run<double>() : c.run<float>();
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      for (const std::vector<double> &output : c.results)
+        for (double v : output)
+          EXPECT_NE(v, 777.0); // the sentinel: an element left unwritten
+    }
+  }
+  for (size_t i = 0; i < covered.size(); ++i)
+    EXPECT_TRUE(covered[i]) << kernelName(static_cast<KernelId>(i));
+}
+
+/// Corrupts one launch the way a flipped byte in a plan file could: a
+/// dimension, a rank, a dtype, a parameter, an operand.
+void corrupt(LaunchCase &c, std::mt19937_64 &rng) {
+  auto pick = [&](size_t n) {
+    return static_cast<size_t>(rng() % std::max<size_t>(n, 1));
+  };
+  const int64_t extremes[] = {-1,
+                              0,
+                              1,
+                              2,
+                              3,
+                              5,
+                              int64_t(1) << 40,
+                              std::numeric_limits<int64_t>::max(),
+                              std::numeric_limits<int64_t>::min()};
+  const double floats[] = {-1, 0, 0.5, 1, 2, 1e300, kInf, std::nan("")};
+  Launch &launch = c.launch();
+  std::vector<Tensor> &tensors = c.entry.tensors;
+  switch (pick(7)) {
+  case 0: { // a dimension
+    TensorType &type = tensors[pick(tensors.size())].type;
+    if (!type.shape.empty())
+      type.shape[pick(type.shape.size())] = static_cast<int64_t>(pick(6));
+    break;
+  }
+  case 1: { // a rank
+    TensorType &type = tensors[pick(tensors.size())].type;
+    if (!type.shape.empty() && pick(2))
+      type.shape.pop_back();
+    else
+      type.shape.push_back(1 + static_cast<int64_t>(pick(3)));
+    break;
+  }
+  case 2: // a dtype
+    tensors[pick(tensors.size())].type.dtype = static_cast<DType>(pick(3));
+    break;
+  case 3: { // a parameter's value
+    if (launch.params.empty())
+      break;
+    Param &p = launch.params[pick(launch.params.size())];
+    if (p.kind == ParamKind::Int)
+      p.intValue = extremes[pick(std::size(extremes))];
+    else if (p.kind == ParamKind::Float)
+      p.floatValue = floats[pick(std::size(floats))];
+    else if (p.kind == ParamKind::Ints && !p.ints.empty() && pick(4))
+      p.ints[pick(p.ints.size())] = extremes[pick(std::size(extremes))];
+    else if (p.kind == ParamKind::Ints)
+      p.ints.push_back(extremes[pick(4)]);
+    else
+      p.kind = ParamKind::Int;
+    break;
+  }
+  case 4: // a parameter's kind, or its absence
+    if (launch.params.empty())
+      break;
+    if (pick(2))
+      launch.params.erase(launch.params.begin() + pick(launch.params.size()));
+    else
+      launch.params[pick(launch.params.size())].kind =
+          static_cast<ParamKind>(pick(4));
+    break;
+  case 5: { // an operand names another tensor
+    std::vector<uint32_t> &list =
+        pick(2) || launch.outputs.empty() ? launch.inputs : launch.outputs;
+    if (!list.empty())
+      list[pick(list.size())] = static_cast<uint32_t>(pick(tensors.size()));
+    break;
+  }
+  case 6: // an operand more or less
+    if (pick(2) && !launch.inputs.empty())
+      launch.inputs.pop_back();
+    else if (!tensors.empty())
+      launch.inputs.push_back(static_cast<uint32_t>(pick(tensors.size())));
+    break;
+  }
+}
+
+// The safety net for corrupt plans: whatever checkLaunch accepts, the kernel
+// runs within its operands' bytes (the canaries around every buffer), and
+// every kernel family sees accepted corruptions, so the test is not vacuous.
+TEST(EveryKernel, CorruptLaunchesAreRejectedOrRunInBounds) {
+  std::mt19937_64 rng(20240531);
+  std::vector<LaunchCase> seeds = everyKernel();
+  int accepted = 0, rejected = 0;
+  for (int round = 0; round < 200; ++round) {
+    for (const LaunchCase &seed : seeds) {
+      LaunchCase c = seed;
+      int mutations = 1 + static_cast<int>(rng() % 3);
+      for (int m = 0; m < mutations; ++m)
+        corrupt(c, rng);
+      // Tiny tensors only: a corruption that keeps the rules but asks for a
+      // huge buffer would test the allocator, not the kernel.
+      bool small = true;
+      for (const Tensor &t : c.entry.tensors)
+        for (int64_t d : t.type.shape)
+          small = small && d >= 0 && d <= 64;
+      if (!small)
+        continue;
+      if (!c.check().isOk()) {
+        ++rejected;
+        continue;
+      }
+      ++accepted;
+      SCOPED_TRACE(c.launch().kernel);
+      // An error is allowed only for bad data (an index now out of range).
+      for (Status status : {c.run<float>(), c.run<double>()}) {
+        if (!status.isOk())
+          EXPECT_EQ(status.code(), StatusCode::ExecutionError)
+              << status.toString();
+      }
+    }
+  }
+  EXPECT_GT(accepted, 1000);
+  EXPECT_GT(rejected, 1000);
+  RecordProperty("accepted", accepted);
+  RecordProperty("rejected", rejected);
+}
+
+} // namespace

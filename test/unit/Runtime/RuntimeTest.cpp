@@ -1,0 +1,493 @@
+//===- RuntimeTest.cpp - plan files, sessions, modes, the C API -----------===//
+//
+// Plans come from the shipped examples, compiled by zcc at build time
+// (ZCC_TEST_PLANS_DIR); in a runtime-only build there is no zcc and the
+// tests that need them skip and say so.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Runtime/DataSource.h"
+#include "zcc/Runtime/PlanFile.h"
+#include "zcc/Runtime/Session.h"
+#include "zcc/Runtime/zrt.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <new>
+
+using namespace zcc::runtime;
+
+//===----------------------------------------------------------------------===//
+// Heap allocations while a step runs: every operator new is counted.
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::atomic<bool> countingNews{false};
+std::atomic<uint64_t> newsCounted{0};
+} // namespace
+
+namespace {
+void *countedMalloc(size_t size) {
+  if (countingNews.load(std::memory_order_relaxed))
+    newsCounted.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size ? size : 1);
+}
+} // namespace
+
+// Every replaceable (non-aligned) form, so that new and delete always pair.
+void *operator new(size_t size) {
+  if (void *p = countedMalloc(size))
+    return p;
+  throw std::bad_alloc();
+}
+void *operator new[](size_t size) { return operator new(size); }
+void *operator new(size_t size, const std::nothrow_t &) noexcept {
+  return countedMalloc(size);
+}
+void *operator new[](size_t size, const std::nothrow_t &) noexcept {
+  return countedMalloc(size);
+}
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete(void *p, size_t) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete[](void *p, size_t) noexcept { std::free(p); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+#ifdef ZCC_TEST_PLANS_DIR
+std::vector<uint8_t> readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+}
+#define REQUIRE_PLANS()                                                        \
+  do {                                                                         \
+  } while (0)
+std::string planPath(const char *name) {
+  return std::string(ZCC_TEST_PLANS_DIR) + "/" + name + ".zplan";
+}
+#else
+#define REQUIRE_PLANS()                                                        \
+  GTEST_SKIP() << "no example plans: this is a runtime-only build "            \
+                  "(ZCC_BUILD_COMPILER=OFF), and zcc makes them"
+std::string planPath(const char *) { return ""; }
+std::vector<uint8_t> readBytes(const std::string &) { return {}; }
+#endif
+
+std::shared_ptr<Plan> loadExample(const char *name) {
+  auto plan = std::make_shared<Plan>();
+  Status s = loadPlanFile(planPath(name), *plan);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  return plan;
+}
+
+/// One training run: a session, its synthetic data, its loss tensor.
+struct Trainer {
+  std::unique_ptr<Session> session;
+  std::unique_ptr<DataSource> data;
+  int entry = -1;
+  TensorInfo loss;
+
+  Trainer(std::shared_ptr<const Plan> plan, ExecutionMode mode,
+          Precision precision = Precision::F32) {
+    SessionOptions options;
+    options.mode = mode;
+    options.precision = precision;
+    options.seed = 7;
+    Status s = Session::create(plan, options, session);
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    EXPECT_TRUE(session->findEntry("", entry).isOk());
+    EXPECT_TRUE(session->findTensor(entry, "loss", loss).isOk());
+    s = makeDataSource(*session, entry, "synthetic", 7, data);
+    EXPECT_TRUE(s.isOk()) << s.toString();
+  }
+
+  float step(int64_t batch) {
+    data->fill(*session, batch);
+    Status s = session->run(entry);
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    float value;
+    std::memcpy(&value, session->data(loss), sizeof(float));
+    return value;
+  }
+
+  /// Every persistent tensor's bytes, in plan order.
+  std::vector<uint8_t> persistentBytes() const {
+    std::vector<uint8_t> out;
+    const Plan &plan = session->plan();
+    for (const PersistentTensor &t : plan.persistent) {
+      TensorInfo info;
+      EXPECT_TRUE(session->findTensor(entry, t.name, info).isOk()) << t.name;
+      const uint8_t *p = static_cast<const uint8_t *>(session->data(info));
+      out.insert(out.end(), p, p + t.type.bytes());
+    }
+    return out;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The plan file
+//===----------------------------------------------------------------------===//
+
+TEST(PlanFile, RoundTripIsByteIdentical) {
+  REQUIRE_PLANS();
+  for (const char *name : {"mlp", "gpt_block"}) {
+    std::vector<uint8_t> file = readBytes(planPath(name));
+    Plan plan;
+    ASSERT_TRUE(parsePlan(file.data(), file.size(), plan).isOk());
+    EXPECT_EQ(serializePlan(plan), file) << name;
+    EXPECT_FALSE(plan.producer.empty());
+  }
+}
+
+TEST(PlanFile, TruncationsAreErrorsNeverCrashes) {
+  REQUIRE_PLANS();
+  std::vector<uint8_t> file = readBytes(planPath("mlp"));
+  ASSERT_GT(file.size(), 1000u);
+  for (size_t size = 0; size < file.size(); ++size) {
+    Plan plan;
+    Status s = parsePlan(file.data(), size, plan);
+    ASSERT_FALSE(s.isOk()) << "a " << size << "-byte prefix was accepted";
+    ASSERT_EQ(s.code(), StatusCode::InvalidPlan) << s.toString();
+  }
+}
+
+TEST(PlanFile, ByteFlipsAreErrorsNeverCrashes) {
+  REQUIRE_PLANS();
+  std::vector<uint8_t> file = readBytes(planPath("mlp"));
+  size_t accepted = 0, checksum = 0;
+  for (size_t at = 0; at < file.size(); ++at)
+    for (uint8_t mask : {0x01, 0x80, 0xff}) {
+      std::vector<uint8_t> bad = file;
+      bad[at] ^= mask;
+      Plan plan;
+      Status s = parsePlan(bad.data(), bad.size(), plan);
+      if (s.isOk()) {
+        // Only bytes outside what the verifier and checksum cover (padding)
+        // may flip harmlessly, and then the plan must be the same plan.
+        ++accepted;
+        EXPECT_EQ(serializePlan(plan), file) << "flip at " << at;
+        continue;
+      }
+      checksum += s.message().find("checksum") != std::string::npos;
+      EXPECT_NE(s.message(), "");
+    }
+  // Flips inside the body are caught by the checksum.
+  EXPECT_GT(checksum, file.size());
+  std::printf("byte flips: %zu accepted (padding), %zu caught by the checksum, "
+              "of %zu\n",
+              accepted, checksum, 3 * file.size());
+}
+
+/// The envelope's checksum hides body corruption from the validator; these
+/// mutate the body and re-seal it, as a buggy writer would, so every check
+/// behind the checksum is exercised. A mutant that still validates must run.
+TEST(PlanFile, ResealedBodyMutationsAreCaughtOrSafe) {
+  REQUIRE_PLANS();
+  std::vector<uint8_t> file = readBytes(planPath("mlp"));
+  size_t offset = 0, size = 0;
+  ASSERT_TRUE(locatePlanBody(file.data(), file.size(), offset, size).isOk());
+  std::vector<uint8_t> body(file.begin() + offset,
+                            file.begin() + offset + size);
+  ASSERT_EQ(sealPlanBody(body.data(), body.size()), file);
+  size_t rejected = 0, ran = 0;
+  for (size_t at = 0; at < body.size(); ++at)
+    for (uint8_t mask : {0x01, 0xff}) {
+      std::vector<uint8_t> mutant = body;
+      mutant[at] ^= mask;
+      std::vector<uint8_t> bad = sealPlanBody(mutant.data(), mutant.size());
+      auto plan = std::make_shared<Plan>();
+      Status s = parsePlan(bad.data(), bad.size(), *plan);
+      if (!s.isOk()) {
+        ++rejected;
+        continue;
+      }
+      // Valid after all (a float parameter, a name): it must run safely.
+      std::unique_ptr<Session> session;
+      SessionOptions options;
+      options.mode = ExecutionMode::NoReuse;
+      Status created = Session::create(plan, options, session);
+      if (!created.isOk())
+        continue; // e.g. an absurd but valid region size: out of memory
+      int entry = 0;
+      if (!session->findEntry("", entry).isOk())
+        continue;
+      Status ran1 = session->run(entry);
+      (void)ran1; // errors (a label out of range) are fine; crashes are not
+      ++ran;
+    }
+  EXPECT_GT(rejected, 0u);
+  std::printf("resealed body mutations: %zu rejected by the validator, %zu "
+              "valid and ran\n",
+              rejected, ran);
+}
+
+TEST(PlanFile, ForeignFilesAreNamed) {
+  Plan plan;
+  const char text[] = "module { func.func @f() { return } }";
+  Status s =
+      parsePlan(reinterpret_cast<const uint8_t *>(text), sizeof(text), plan);
+  EXPECT_EQ(s.code(), StatusCode::InvalidPlan);
+  EXPECT_NE(s.message().find("not a .zplan file"), std::string::npos)
+      << s.message();
+  s = loadPlanFile("/nonexistent/file.zplan", plan);
+  EXPECT_EQ(s.code(), StatusCode::IoError);
+}
+
+TEST(PlanFile, ValidatorNamesTheBrokenRule) {
+  REQUIRE_PLANS();
+  std::shared_ptr<Plan> good = loadExample("mlp");
+  {
+    Plan bad = *good;
+    bad.entries[0].launches[0].kernel = "matmul_fast";
+    EXPECT_NE(validatePlan(bad).message().find("unknown kernel 'matmul_fast'"),
+              std::string::npos);
+  }
+  {
+    Plan bad = *good;
+    for (Buffer &b : bad.entries[0].buffers)
+      if (b.region == Region::Arena) {
+        b.offset = bad.entries[0].arenaSize;
+        break;
+      }
+    Status s = validatePlan(bad);
+    EXPECT_NE(s.message().find("but its buffers end at"), std::string::npos)
+        << s.message();
+  }
+  {
+    Plan bad = *good;
+    bad.entries[0].launches[0].inputs[0] = 100000;
+    Status s = validatePlan(bad);
+    EXPECT_NE(s.message().find("operand tensor 100000"), std::string::npos)
+        << s.message();
+  }
+  {
+    Plan bad = *good;
+    bad.persistent[0].init.second = bad.persistent[0].init.first;
+    EXPECT_NE(validatePlan(bad).message().find("low < high"),
+              std::string::npos);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Sessions
+//===----------------------------------------------------------------------===//
+
+TEST(Session, NoAllocationAfterLoad) {
+  REQUIRE_PLANS();
+  Trainer t(loadExample("gpt_block"), ExecutionMode::Planned);
+  SessionStats before = t.session->stats();
+  EXPECT_EQ(before.allocationsAfterLoad, 0u);
+  EXPECT_EQ(before.arenaCapacity, before.arenaSize);
+  t.step(0); // OpenBLAS sets up its buffers on the first product
+  newsCounted = 0;
+  countingNews = true;
+  for (int64_t i = 1; i <= 50; ++i)
+    t.step(i);
+  countingNews = false;
+  EXPECT_EQ(newsCounted.load(), 0u) << "operator new was called during steps";
+  SessionStats after = t.session->stats();
+  EXPECT_EQ(after.allocationsAfterLoad, 0u);
+  EXPECT_EQ(after.allocationsAtLoad, before.allocationsAtLoad);
+  EXPECT_EQ(after.stepsRun, 51u);
+}
+
+/// The arena-reset failure class, end to end: every mode computes the same
+/// bits at every step, so no planned reuse ever touches a live value.
+void expectModesAgree(const char *name, int steps) {
+  std::shared_ptr<Plan> plan = loadExample(name);
+  Trainer planned(plan, ExecutionMode::Planned);
+  Trainer noReuse(plan, ExecutionMode::NoReuse);
+  Trainer poison(plan, ExecutionMode::Poison);
+  EXPECT_GT(noReuse.session->stats().arenaCapacity,
+            planned.session->stats().arenaCapacity);
+  float first = 0, last = 0;
+  for (int i = 0; i < steps; ++i) {
+    float a = planned.step(i), b = noReuse.step(i), c = poison.step(i);
+    ASSERT_EQ(std::memcmp(&a, &b, 4), 0) << name << " step " << i;
+    ASSERT_EQ(std::memcmp(&a, &c, 4), 0) << name << " step " << i;
+    std::vector<uint8_t> p = planned.persistentBytes();
+    ASSERT_EQ(p, noReuse.persistentBytes()) << name << " step " << i;
+    ASSERT_EQ(p, poison.persistentBytes()) << name << " step " << i;
+    if (i == 0)
+      first = a;
+    last = a;
+  }
+  EXPECT_LT(last, first) << name << ": training did not lower the loss";
+}
+
+TEST(Modes, MlpPlannedNoReusePoisonBitIdentical100Steps) {
+  REQUIRE_PLANS();
+  expectModesAgree("mlp", 100);
+}
+
+TEST(Modes, GptPlannedNoReusePoisonBitIdentical100Steps) {
+  REQUIRE_PLANS();
+  expectModesAgree("gpt_block", 100);
+}
+
+/// A planted planner bug: a saved activation shares bytes with a buffer
+/// written while it is still needed (what the arena reset did). The loader
+/// rejects the plan; run anyway, planned execution drifts from no-reuse,
+/// which is what the differential test above would report.
+TEST(Modes, PlantedOverlapIsRejectedAndWouldCorruptTraining) {
+  REQUIRE_PLANS();
+  std::shared_ptr<Plan> plan = loadExample("mlp");
+  Entry &e = plan->entries[0];
+  // The first relu's result is saved for relu_grad near the end.
+  int saved = -1, clobber = -1;
+  for (size_t i = 0; i < e.launches.size() && saved < 0; ++i)
+    if (e.launches[i].kernel == "relu")
+      saved = static_cast<int>(e.tensors[e.launches[i].outputs[0]].buffer);
+  ASSERT_GE(saved, 0);
+  // A buffer of the same size written later in the forward pass.
+  for (size_t i = 0; i < e.launches.size() && clobber < 0; ++i) {
+    uint32_t b = e.tensors[e.launches[i].outputs[0]].buffer;
+    if (static_cast<int>(b) != saved && e.buffers[b].region == Region::Arena &&
+        e.buffers[b].size <= e.buffers[saved].size &&
+        e.launches[i].kernel == "relu")
+      clobber = static_cast<int>(b);
+  }
+  ASSERT_GE(clobber, 0);
+  e.buffers[clobber].offset = e.buffers[saved].offset;
+  Status s = validatePlan(*plan);
+  EXPECT_EQ(s.code(), StatusCode::InvalidPlan);
+  EXPECT_NE(s.message().find("overlap checker"), std::string::npos)
+      << s.message();
+
+  Trainer planned(plan, ExecutionMode::Planned);
+  Trainer noReuse(plan, ExecutionMode::NoReuse);
+  planned.step(0);
+  noReuse.step(0);
+  EXPECT_NE(planned.persistentBytes(), noReuse.persistentBytes())
+      << "the planted overlap went unnoticed by the differential check";
+}
+
+TEST(Session, F64PrecisionAgreesWithF32) {
+  REQUIRE_PLANS();
+  std::shared_ptr<Plan> plan = loadExample("mlp");
+  Trainer narrow(plan, ExecutionMode::Planned, Precision::F32);
+  Trainer wide(plan, ExecutionMode::Planned, Precision::F64);
+  for (int i = 0; i < 5; ++i) {
+    float a = narrow.step(i);
+    wide.data->fill(*wide.session, i);
+    ASSERT_TRUE(wide.session->run(wide.entry).isOk());
+    double b;
+    ASSERT_TRUE(wide.session->readValues(wide.loss, &b, 1).isOk());
+    EXPECT_NEAR(a, b, 1e-4 * std::abs(b)) << "step " << i;
+  }
+}
+
+TEST(Session, CheckpointRoundTripAndResume) {
+  REQUIRE_PLANS();
+  std::shared_ptr<Plan> plan = loadExample("gpt_block");
+  std::string path = ::testing::TempDir() + "/zcc-checkpoint.safetensors";
+  Trainer a(plan, ExecutionMode::Planned);
+  for (int i = 0; i < 5; ++i)
+    a.step(i);
+  ASSERT_TRUE(a.session->saveCheckpoint(path).isOk());
+  Trainer b(plan, ExecutionMode::Planned);
+  EXPECT_NE(a.persistentBytes(), b.persistentBytes());
+  Status s = b.session->loadCheckpoint(path);
+  ASSERT_TRUE(s.isOk()) << s.toString();
+  EXPECT_EQ(a.persistentBytes(), b.persistentBytes());
+  EXPECT_EQ(b.session->stepCount(b.entry), 5);
+  for (int i = 5; i < 10; ++i) {
+    float x = a.step(i), y = b.step(i);
+    ASSERT_EQ(std::memcmp(&x, &y, 4), 0) << "resumed run differs at " << i;
+  }
+  // A checkpoint of another model is refused, and nothing changes.
+  std::shared_ptr<Plan> mlp = loadExample("mlp");
+  Trainer c(mlp, ExecutionMode::Planned);
+  std::vector<uint8_t> before = c.persistentBytes();
+  s = c.session->loadCheckpoint(path);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("is not a persistent tensor of this plan"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(before, c.persistentBytes());
+  std::remove(path.c_str());
+}
+
+TEST(Session, BadLabelIsAnErrorNamingIt) {
+  REQUIRE_PLANS();
+  Trainer t(loadExample("mlp"), ExecutionMode::Planned);
+  t.data->fill(*t.session, 0);
+  std::vector<int32_t> labels(32, 3);
+  labels[5] = 10; // 10 classes: 0..9
+  ASSERT_TRUE(t.session
+                  ->setInput(t.entry, "labels", labels.data(),
+                             labels.size() * sizeof(int32_t))
+                  .isOk());
+  Status s = t.session->run(t.entry);
+  EXPECT_EQ(s.code(), StatusCode::ExecutionError);
+  EXPECT_NE(s.message().find("10"), std::string::npos) << s.message();
+  // Wrong sizes and names are refused before anything runs.
+  EXPECT_EQ(t.session->setInput(t.entry, "labels", labels.data(), 12).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(t.session->setInput(t.entry, "nope", labels.data(), 128).code(),
+            StatusCode::InvalidArgument);
+}
+
+//===----------------------------------------------------------------------===//
+// The C API
+//===----------------------------------------------------------------------===//
+
+TEST(CApi, TrainsAndReportsErrors) {
+  REQUIRE_PLANS();
+  zrt_plan *plan = nullptr;
+  zrt_status s = zrt_plan_load_file(planPath("mlp").c_str(), &plan);
+  ASSERT_EQ(s, nullptr) << zrt_status_message(s);
+  zrt_session_options options;
+  zrt_session_options_init(&options);
+  zrt_session *session = nullptr;
+  ASSERT_EQ(zrt_session_create(plan, &options, &session), nullptr);
+  zrt_plan_free(plan); // the session keeps it alive
+  std::vector<float> images(32 * 784, 0.5f);
+  std::vector<int32_t> labels(32, 1);
+  float first = 0, loss = 0;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(zrt_session_set_input(session, nullptr, "images", images.data(),
+                                    images.size() * 4),
+              nullptr);
+    ASSERT_EQ(zrt_session_set_input(session, "", "labels", labels.data(),
+                                    labels.size() * 4),
+              nullptr);
+    ASSERT_EQ(zrt_session_run(session, nullptr), nullptr);
+    ASSERT_EQ(zrt_session_read_f32(session, nullptr, "loss", &loss, 1),
+              nullptr);
+    if (i == 0)
+      first = loss;
+  }
+  EXPECT_LT(loss, first);
+  zrt_stats stats;
+  ASSERT_EQ(zrt_session_get_stats(session, &stats), nullptr);
+  EXPECT_EQ(stats.steps_run, 20u);
+  EXPECT_EQ(stats.allocations_after_load, 0u);
+
+  s = zrt_session_run(session, "no_such_entry");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(zrt_status_get_code(s), ZRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zrt_status_message(s)).find("no entry 'no_such_entry'"),
+            std::string::npos);
+  zrt_status_free(s);
+  zrt_session_free(session);
+
+  const uint8_t junk[16] = {1, 2, 3};
+  s = zrt_plan_load_bytes(junk, sizeof(junk), &plan);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(zrt_status_get_code(s), ZRT_INVALID_PLAN);
+  zrt_status_free(s);
+}
+
+} // namespace

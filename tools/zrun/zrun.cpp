@@ -1,0 +1,296 @@
+//===- zrun.cpp - train a compiled plan -----------------------------------===//
+//
+//   zrun MODEL.zplan [--steps N] [--device cpu|cuda] [--seed S]
+//        [--data synthetic|FILE.npz] [--mode planned|no-reuse|poison] ...
+//
+// Loads and verifies the plan, allocates its regions once, then runs steps:
+// one line per step with the loss (a progress line every so often on long
+// runs), then the session's stats, including the allocation count after
+// load. Exit status: 0 ok, 1 a runtime error, 2 bad usage.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Runtime/DataSource.h"
+#include "zcc/Runtime/PlanFile.h"
+#include "zcc/Runtime/PlanReport.h"
+#include "zcc/Runtime/Session.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using namespace zcc::runtime;
+
+namespace {
+
+const char *kUsage = R"(usage: zrun MODEL.zplan [options]
+  --steps N            optimizer steps to run (default 100)
+  --microbatches K     microbatches per step for plans compiled with
+                       --accumulate (default 1)
+  --device cpu|cuda    executor (default cpu)
+  --seed S             parameter initialization and synthetic data (default 0)
+  --data SPEC          synthetic (default) or FILE.npz, one array per input
+  --mode MODE          planned (default), no-reuse or poison
+  --precision P        f32 (default) or f64 (float math in double)
+  --print-every N      print every Nth step (default: every step up to 1000
+                       steps, else about 100 progress lines)
+  --trace              per step: the loss's bits and a hash of every
+                       persistent tensor (for bit-identical comparisons)
+  --load-checkpoint F  start from a safetensors checkpoint
+  --save-checkpoint F  write the parameters (safetensors) after the run
+  --report             print the plan's memory report first
+)";
+
+int usage(const std::string &message) {
+  std::fprintf(stderr, "zrun: error: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+int fail(const Status &status) {
+  std::fprintf(stderr, "zrun: error: %s\n", status.toString().c_str());
+  return 1;
+}
+
+bool parseInt(const char *text, int64_t &out) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno || !end || *end || end == text)
+    return false;
+  out = v;
+  return true;
+}
+
+uint64_t persistentHash(const Session &session) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  const Plan &plan = session.plan();
+  bool wide = session.options().precision == Precision::F64;
+  int entry = 0;
+  for (const PersistentTensor &t : plan.persistent) {
+    TensorInfo info;
+    if (!session.findTensor(entry, t.name, info).isOk()) {
+      // Not used by the first entry: look in the others.
+      for (size_t e = 1; e < plan.entries.size(); ++e)
+        if (session.findTensor(static_cast<int>(e), t.name, info).isOk())
+          break;
+    }
+    if (!info.desc)
+      continue;
+    size_t bytes = static_cast<size_t>(t.type.bytes()) * (wide ? 2 : 1);
+    hash ^= fnv1a64(static_cast<const uint8_t *>(session.data(info)), bytes);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string planPath, device = "cpu", data = "synthetic", mode = "planned",
+                        precision = "f32", loadCheckpoint, saveCheckpoint;
+  int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0;
+  bool trace = false, report = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *name) -> const char * {
+      if (i + 1 >= argc)
+        return nullptr;
+      (void)name;
+      return argv[++i];
+    };
+    auto intOption = [&](int64_t &out, int64_t min) -> bool {
+      const char *v = value(arg.c_str());
+      return v && parseInt(v, out) && out >= min;
+    };
+    if (arg == "--steps") {
+      if (!intOption(steps, 0))
+        return usage("--steps needs a count >= 0");
+    } else if (arg == "--microbatches") {
+      if (!intOption(microbatches, 1))
+        return usage("--microbatches needs a count >= 1");
+    } else if (arg == "--print-every") {
+      if (!intOption(printEvery, 1))
+        return usage("--print-every needs a count >= 1");
+    } else if (arg == "--seed") {
+      if (!intOption(seed, 0))
+        return usage("--seed needs a non-negative integer");
+    } else if (arg == "--device" || arg == "--data" || arg == "--mode" ||
+               arg == "--precision" || arg == "--load-checkpoint" ||
+               arg == "--save-checkpoint") {
+      const char *v = value(arg.c_str());
+      if (!v)
+        return usage(arg + " needs a value");
+      (arg == "--device"            ? device
+       : arg == "--data"            ? data
+       : arg == "--mode"            ? mode
+       : arg == "--precision"       ? precision
+       : arg == "--load-checkpoint" ? loadCheckpoint
+                                    : saveCheckpoint) = v;
+    } else if (arg == "--trace") {
+      trace = true;
+    } else if (arg == "--report") {
+      report = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usage("unknown option '" + arg + "'");
+    } else if (planPath.empty()) {
+      planPath = arg;
+    } else {
+      return usage("more than one plan file given");
+    }
+  }
+  if (planPath.empty())
+    return usage("no plan file given");
+  SessionOptions options;
+  options.seed = static_cast<uint64_t>(seed);
+  if (mode == "planned")
+    options.mode = ExecutionMode::Planned;
+  else if (mode == "no-reuse")
+    options.mode = ExecutionMode::NoReuse;
+  else if (mode == "poison")
+    options.mode = ExecutionMode::Poison;
+  else
+    return usage("--mode must be planned, no-reuse or poison");
+  if (precision == "f64")
+    options.precision = Precision::F64;
+  else if (precision != "f32")
+    return usage("--precision must be f32 or f64");
+  if (device == "cuda")
+    return fail(Status(StatusCode::Unsupported,
+                       "--device cuda: this zrun has no CUDA executor yet "
+                       "(docs/status.md); use --device cpu"));
+  if (device != "cpu")
+    return usage("--device must be cpu or cuda");
+
+  auto plan = std::make_shared<Plan>();
+  if (Status s = loadPlanFile(planPath, *plan); !s.isOk())
+    return fail(s);
+  if (report)
+    std::fputs(formatPlanReport(*plan).c_str(), stdout);
+  std::unique_ptr<Session> session;
+  if (Status s = Session::create(plan, options, session); !s.isOk())
+    return fail(s);
+  if (!loadCheckpoint.empty())
+    if (Status s = session->loadCheckpoint(loadCheckpoint); !s.isOk())
+      return fail(s);
+
+  // The step's entries: train_step, or microbatch x K then apply.
+  int entry = -1, apply = -1;
+  if (Status s = session->findEntry("", entry); !s.isOk())
+    return fail(s);
+  if (plan->entries[entry].kind == EntryKind::Microbatch)
+    for (size_t i = 0; i < plan->entries.size(); ++i)
+      if (plan->entries[i].kind == EntryKind::Apply)
+        apply = static_cast<int>(i);
+  if (plan->entries[entry].kind == EntryKind::TrainStep && microbatches != 1)
+    return usage("--microbatches needs a plan compiled with --accumulate");
+  const Entry &e = plan->entries[entry];
+  int lossTensor = -1;
+  for (size_t t = 0; t < e.tensors.size(); ++t)
+    if (e.tensors[t].role == TensorRole::Loss &&
+        e.buffers[e.tensors[t].buffer].region == Region::Output &&
+        e.tensors[t].type.numElements() == 1 && lossTensor < 0)
+      lossTensor = static_cast<int>(t);
+  if (lossTensor < 0)
+    return fail(Status(StatusCode::InvalidArgument,
+                       "entry '" + e.name + "' has no scalar loss output"));
+  TensorInfo loss{entry, lossTensor, &e.tensors[lossTensor], Region::Output};
+
+  std::unique_ptr<DataSource> source;
+  if (Status s = makeDataSource(*session, entry, data, seed, source); !s.isOk())
+    return fail(s);
+  std::printf("plan %s: entry '%s', %zu launches, arena %" PRIu64
+              " bytes; mode %s, precision %s, seed %" PRId64 "\n",
+              planPath.c_str(), e.name.c_str(), e.launches.size(),
+              plan->arenaSize, executionModeName(options.mode),
+              precision.c_str(), seed);
+  std::printf("data: %s\n", source->describe().c_str());
+  if (printEvery == 0)
+    printEvery = steps <= 1000 ? 1 : std::max<int64_t>(1, steps / 100);
+
+  double firstLoss = NAN, lastLoss = NAN;
+  auto start = std::chrono::steady_clock::now();
+  int64_t batch = 0;
+  for (int64_t step = 1; step <= steps; ++step) {
+    double sum = 0;
+    for (int64_t m = 0; m < microbatches; ++m) {
+      source->fill(*session, batch++);
+      if (Status s = session->run(entry); !s.isOk())
+        return fail(s);
+      double value = 0;
+      if (Status s = session->readValues(loss, &value, 1); !s.isOk())
+        return fail(s);
+      sum += value;
+    }
+    if (apply >= 0)
+      if (Status s = session->run(apply); !s.isOk())
+        return fail(s);
+    double value = sum / microbatches;
+    if (step == 1)
+      firstLoss = value;
+    lastLoss = value;
+    if (trace) {
+      float f = static_cast<float>(value);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      std::printf("step %" PRId64 " loss %.9g bits 0x%08x params 0x%016" PRIx64
+                  "\n",
+                  step, value, bits, persistentHash(*session));
+    } else if (step % printEvery == 0 || step == steps) {
+      if (printEvery == 1) {
+        std::printf("step %" PRId64 " loss %.6f\n", step, value);
+      } else {
+        double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+        std::printf("step %" PRId64 "/%" PRId64 " loss %.6f  (%.1f steps/s)\n",
+                    step, steps, value, step / std::max(seconds, 1e-9));
+      }
+    }
+    if (!std::isfinite(value)) {
+      std::fprintf(stderr,
+                   "zrun: error: the loss is %g at step %" PRId64
+                   " (diverged, or poison mode caught a read of a dead "
+                   "buffer)\n",
+                   value, step);
+      return 1;
+    }
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!saveCheckpoint.empty())
+    if (Status s = session->saveCheckpoint(saveCheckpoint); !s.isOk())
+      return fail(s);
+
+  SessionStats s = session->stats();
+  if (steps > 0)
+    std::printf("loss %.6f -> %.6f over %" PRId64 " steps (%.1f%% lower)\n",
+                firstLoss, lastLoss, steps,
+                100.0 * (1.0 - lastLoss / firstLoss));
+  std::printf("stats:\n");
+  std::printf("  arena capacity          %" PRIu64 " bytes\n", s.arenaCapacity);
+  std::printf("  arena (plan)            %" PRIu64 " bytes\n", s.arenaSize);
+  std::printf("  lower bound             %" PRIu64 " bytes\n", s.lowerBound);
+  std::printf("  no-reuse size           %" PRIu64 " bytes\n", s.noReuseSize);
+  std::printf("  persistent region       %" PRIu64 " bytes\n",
+              s.persistentSize);
+  std::printf("  input / output regions  %" PRIu64 " / %" PRIu64 " bytes\n",
+              s.inputSize, s.outputSize);
+  std::printf("  constant region         %" PRIu64 " bytes\n", s.constantSize);
+  std::printf("  steps run               %" PRIu64 " (%" PRIu64
+              " launches, %.2f ms per step)\n",
+              s.stepsRun, s.launchesRun,
+              s.stepsRun ? 1000.0 * seconds / s.stepsRun : 0.0);
+  std::printf("  allocations at load     %" PRIu64 " (%" PRIu64 " bytes)\n",
+              s.allocationsAtLoad, s.bytesAllocated);
+  std::printf("  allocations after load  %" PRIu64 "\n",
+              s.allocationsAfterLoad);
+  return 0;
+}
