@@ -33,9 +33,6 @@ static_assert(std::size(kKernelNames) ==
                   static_cast<size_t>(KernelId::NumKernels),
               "one name per kernel");
 
-/// The CPU kernels index with fixed-size per-dimension arrays (they must not
-/// allocate): CpuKernels.cpp has the same limit.
-constexpr int64_t kMaxKernelRank = 8;
 /// Bounds the product of an operand's non-zero dimensions, so every stride,
 /// offset and element count the kernels derive fits in int64_t with room to
 /// spare (an odometer may step a few sizes past the end before it wraps).

@@ -24,16 +24,15 @@ namespace {
 /// Regions larger than this are certainly corrupt (and would overflow
 /// offset arithmetic); the real limit is what the allocation gets.
 constexpr uint64_t kMaxRegionBytes = uint64_t(1) << 46;
-constexpr int64_t kMaxRank = 16;
 
 Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidPlan, message);
 }
 
 Status checkType(const TensorType &type, const std::string &what) {
-  if (type.rank() > kMaxRank)
+  if (type.rank() > kMaxKernelRank)
     return invalid(what + ": rank " + std::to_string(type.rank()) +
-                   " is above the limit of " + std::to_string(kMaxRank));
+                   " is above the limit of " + std::to_string(kMaxKernelRank));
   uint64_t elements = 1;
   for (int64_t d : type.shape) {
     if (d < 0)

@@ -96,14 +96,11 @@ int main(int argc, char **argv) {
   bool trace = false, report = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const char *name) -> const char * {
-      if (i + 1 >= argc)
-        return nullptr;
-      (void)name;
-      return argv[++i];
+    auto value = [&]() -> const char * {
+      return i + 1 < argc ? argv[++i] : nullptr;
     };
     auto intOption = [&](int64_t &out, int64_t min) -> bool {
-      const char *v = value(arg.c_str());
+      const char *v = value();
       return v && parseInt(v, out) && out >= min;
     };
     if (arg == "--steps") {
@@ -121,7 +118,7 @@ int main(int argc, char **argv) {
     } else if (arg == "--device" || arg == "--data" || arg == "--mode" ||
                arg == "--precision" || arg == "--load-checkpoint" ||
                arg == "--save-checkpoint") {
-      const char *v = value(arg.c_str());
+      const char *v = value();
       if (!v)
         return usage(arg + " needs a value");
       (arg == "--device"            ? device

@@ -83,6 +83,10 @@ enum class KernelId : uint16_t {
       NumKernels
 };
 
+/// The largest rank any kernel accepts: executors size their index arrays
+/// by it, and checkLaunch rejects anything above.
+inline constexpr int kMaxKernelRank = 8;
+
 const char *kernelName(KernelId id);
 std::optional<KernelId> findKernel(std::string_view name);
 

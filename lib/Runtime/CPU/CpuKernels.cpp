@@ -31,7 +31,7 @@ namespace {
 /// The highest rank a kernel indexes; checkLaunch rejects higher ranks
 /// (kMaxKernelRank in KernelRules.cpp), so per-dimension arrays of this
 /// size never overflow.
-constexpr int kMaxRank = 8;
+constexpr int kMaxRank = kMaxKernelRank;
 
 //===----------------------------------------------------------------------===//
 // Operand access and index arithmetic
