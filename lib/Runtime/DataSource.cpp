@@ -107,8 +107,8 @@ Status makeNpzSource(const Session &session, int entry, const std::string &path,
     const Tensor &tensor = e.tensors[t];
     if (tensor.role != TensorRole::Input && tensor.role != TensorRole::Label)
       continue;
-    const HostTensor *array = nullptr;
-    for (const HostTensor &a : arrays)
+    HostTensor *array = nullptr;
+    for (HostTensor &a : arrays)
       if (a.name == tensor.name)
         array = &a;
     if (!array)
@@ -143,14 +143,13 @@ Status makeNpzSource(const Session &session, int entry, const std::string &path,
           "; the input needs ", typeString(tensor.type),
           " or N rows of its row shape with N >= ", want.empty() ? 1 : want[0]);
     }
-    feed.array = *array;
+    feed.array = std::move(*array); // each array feeds one input
     feeds.push_back(std::move(feed));
   }
   // Every fed array must advance in step with the others.
   for (const Feed &f : feeds)
     if (f.examples != feeds.front().examples ||
-        f.rowsPerBatch * feeds.front().examples !=
-            feeds.front().rowsPerBatch * f.examples)
+        f.rowsPerBatch != feeds.front().rowsPerBatch)
       return makeError(StatusCode::InvalidArgument, path,
                        ": arrays have different numbers of examples (",
                        feeds.front().array.name, ": ", feeds.front().examples,

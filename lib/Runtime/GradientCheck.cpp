@@ -39,14 +39,7 @@ Status makeRun(std::shared_ptr<const Plan> plan, Precision precision,
   options.seed = seed;
   ZRT_RETURN_IF_ERROR(Session::create(plan, options, run.session));
   ZRT_RETURN_IF_ERROR(run.session->findEntry("", run.entry));
-  const Entry &e = plan->entries[run.entry];
-  for (size_t t = 0; t < e.tensors.size(); ++t)
-    if (e.tensors[t].role == TensorRole::Loss && !run.loss.desc)
-      run.loss = {run.entry, static_cast<int>(t), &e.tensors[t],
-                  Region::Output};
-  if (!run.loss.desc || run.loss.desc->type.numElements() != 1)
-    return makeError(StatusCode::InvalidArgument, "entry '", e.name,
-                     "' has no scalar loss output");
+  ZRT_RETURN_IF_ERROR(run.session->findLoss(run.entry, run.loss));
   ZRT_RETURN_IF_ERROR(
       makeDataSource(*run.session, run.entry, "synthetic", seed, run.data));
   run.data->fill(*run.session, 0);

@@ -73,22 +73,6 @@ const char *zcc::runtime::tensorRoleName(TensorRole role) {
   return "?";
 }
 
-const char *zcc::runtime::initKindName(InitKind kind) {
-  switch (kind) {
-  case InitKind::Zeros:
-    return "zeros";
-  case InitKind::Ones:
-    return "ones";
-  case InitKind::Constant:
-    return "constant";
-  case InitKind::Normal:
-    return "normal";
-  case InitKind::Uniform:
-    return "uniform";
-  }
-  return "?";
-}
-
 int64_t TensorType::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)

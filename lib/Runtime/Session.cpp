@@ -34,6 +34,15 @@ const char *zcc::runtime::executionModeName(ExecutionMode mode) {
 
 namespace {
 
+/// f32 elements (possibly unaligned plan or file bytes) into doubles.
+void widenF32(const uint8_t *from, double *to, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, from + 4 * i, 4);
+    to[i] = v;
+  }
+}
+
 struct PreparedLaunch {
   KernelId id;
   const Launch *launch;
@@ -128,11 +137,7 @@ void Session::Impl::fillConstants() {
       uint8_t *to = constants + b.offset * scale;
       int64_t n = t.type.numElements();
       if (t.type.dtype == DType::F32) {
-        for (int64_t i = 0; i < n; ++i) {
-          float v;
-          std::memcpy(&v, from + 4 * i, 4);
-          reinterpret_cast<double *>(to)[i] = v;
-        }
+        widenF32(from, reinterpret_cast<double *>(to), n);
       } else {
         std::memcpy(to, from, static_cast<size_t>(t.type.bytes()));
       }
@@ -347,6 +352,26 @@ Status Session::findTensor(int entry, std::string_view name,
                    "' has no input, output or persistent tensor '", name, "'");
 }
 
+Status Session::findLoss(int entry, TensorInfo &out) const {
+  const Plan &p = *impl->plan;
+  if (entry < 0 || entry >= static_cast<int>(p.entries.size()))
+    return makeError(StatusCode::InvalidArgument, "no entry ", entry);
+  const Entry &e = p.entries[entry];
+  for (size_t t = 0; t < e.tensors.size(); ++t)
+    if (e.tensors[t].role == TensorRole::Loss &&
+        e.buffers[e.tensors[t].buffer].region == Region::Output &&
+        e.tensors[t].type.numElements() == 1) {
+      out = {entry, static_cast<int>(t), &e.tensors[t], Region::Output};
+      return Status::ok();
+    }
+  return makeError(StatusCode::InvalidArgument, "entry '", e.name,
+                   "' has no scalar loss output");
+}
+
+const void *Session::persistentData(size_t index) const {
+  return impl->persistentData(impl->plan->persistent[index]);
+}
+
 void *Session::data(const TensorInfo &tensor) const {
   return impl->entries[tensor.entry].bufferAddress[tensor.desc->buffer];
 }
@@ -366,9 +391,8 @@ Status Session::setInput(int entry, std::string_view name, const void *data,
                      bytes, " bytes");
   uint8_t *to = static_cast<uint8_t *>(this->data(info));
   if (type.dtype == DType::F32 && impl->wide()) {
-    const float *from = static_cast<const float *>(data);
-    for (int64_t i = 0; i < type.numElements(); ++i)
-      reinterpret_cast<double *>(to)[i] = from[i];
+    widenF32(static_cast<const uint8_t *>(data), reinterpret_cast<double *>(to),
+             type.numElements());
   } else {
     std::memcpy(to, data, bytes);
   }
@@ -502,11 +526,7 @@ Status Session::loadCheckpoint(const std::string &path) {
     uint8_t *to = impl->persistentData(t);
     const uint8_t *from = byPersistent[i]->bytes.data();
     if (impl->wide() && t.type.dtype == DType::F32) {
-      for (int64_t k = 0; k < t.type.numElements(); ++k) {
-        float v;
-        std::memcpy(&v, from + 4 * k, 4);
-        reinterpret_cast<double *>(to)[k] = v;
-      }
+      widenF32(from, reinterpret_cast<double *>(to), t.type.numElements());
     } else {
       std::memcpy(to, from, static_cast<size_t>(t.type.bytes()));
     }

@@ -68,20 +68,11 @@ bool parseInt(const char *text, int64_t &out) {
 uint64_t persistentHash(const Session &session) {
   uint64_t hash = 0xcbf29ce484222325ull;
   const Plan &plan = session.plan();
-  bool wide = session.options().precision == Precision::F64;
-  int entry = 0;
-  for (const PersistentTensor &t : plan.persistent) {
-    TensorInfo info;
-    if (!session.findTensor(entry, t.name, info).isOk()) {
-      // Not used by the first entry: look in the others.
-      for (size_t e = 1; e < plan.entries.size(); ++e)
-        if (session.findTensor(static_cast<int>(e), t.name, info).isOk())
-          break;
-    }
-    if (!info.desc)
-      continue;
-    size_t bytes = static_cast<size_t>(t.type.bytes()) * (wide ? 2 : 1);
-    hash ^= fnv1a64(static_cast<const uint8_t *>(session.data(info)), bytes);
+  size_t scale = session.options().precision == Precision::F64 ? 2 : 1;
+  for (size_t i = 0; i < plan.persistent.size(); ++i) {
+    size_t bytes = static_cast<size_t>(plan.persistent[i].type.bytes()) * scale;
+    hash ^=
+        fnv1a64(static_cast<const uint8_t *>(session.persistentData(i)), bytes);
     hash *= 0x100000001b3ull;
   }
   return hash;
@@ -188,16 +179,9 @@ int main(int argc, char **argv) {
   if (plan->entries[entry].kind == EntryKind::TrainStep && microbatches != 1)
     return usage("--microbatches needs a plan compiled with --accumulate");
   const Entry &e = plan->entries[entry];
-  int lossTensor = -1;
-  for (size_t t = 0; t < e.tensors.size(); ++t)
-    if (e.tensors[t].role == TensorRole::Loss &&
-        e.buffers[e.tensors[t].buffer].region == Region::Output &&
-        e.tensors[t].type.numElements() == 1 && lossTensor < 0)
-      lossTensor = static_cast<int>(t);
-  if (lossTensor < 0)
-    return fail(Status(StatusCode::InvalidArgument,
-                       "entry '" + e.name + "' has no scalar loss output"));
-  TensorInfo loss{entry, lossTensor, &e.tensors[lossTensor], Region::Output};
+  TensorInfo loss;
+  if (Status s = session->findLoss(entry, loss); !s.isOk())
+    return fail(s);
 
   std::unique_ptr<DataSource> source;
   if (Status s = makeDataSource(*session, entry, data, seed, source); !s.isOk())

@@ -56,7 +56,6 @@ enum class InitKind : uint8_t {
   Normal = 3,
   Uniform = 4,
 };
-const char *initKindName(InitKind kind);
 
 /// `first`/`second`: (value), (mean, std) or (low, high) by kind.
 struct Initializer {

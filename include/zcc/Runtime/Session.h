@@ -94,6 +94,8 @@ public:
   Status findEntry(std::string_view name, int &out) const;
   /// An input, output or persistent tensor of `entry` by name.
   Status findTensor(int entry, std::string_view name, TensorInfo &out) const;
+  /// The entry's scalar loss output (role `loss`).
+  Status findLoss(int entry, TensorInfo &out) const;
 
   /// Copies `bytes` bytes in the tensor's own dtype (f32, i32, i64) into an
   /// input tensor; the size must match exactly.
@@ -114,6 +116,9 @@ public:
   /// The raw bytes of a tensor in the session's precision (f64 mode: float
   /// elements are doubles).
   void *data(const TensorInfo &tensor) const;
+  /// The bytes of the plan's persistent tensor `index`, in the session's
+  /// precision.
+  const void *persistentData(size_t index) const;
 
   /// Persistent tensors in the plan's order, as f32 safetensors.
   Status saveCheckpoint(const std::string &path) const;

@@ -35,10 +35,8 @@ public:
   /// One line: which task was chosen and why.
   const std::string &describe() const { return description; }
 
-  enum class Kind { Mixture, Bigram, Teacher, Random };
-  Kind kind() const { return taskKind; }
-
 private:
+  enum class Kind { Mixture, Bigram, Teacher, Random };
   SyntheticTask() = default;
   Kind taskKind = Kind::Random;
   int entry = -1;
