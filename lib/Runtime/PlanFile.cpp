@@ -61,7 +61,7 @@ flatbuffers::Offset<fb::Entry> writeEntry(flatbuffers::FlatBufferBuilder &b,
       b, b.CreateString(entry.name), static_cast<fb::EntryKind>(entry.kind),
       entry.arenaSize, entry.lowerBound, entry.noReuseSize, entry.inputSize,
       entry.outputSize, b.CreateVectorOfStructs(buffers),
-      b.CreateVector(tensors), b.CreateVector(launches));
+      b.CreateVector(tensors), b.CreateVector(launches), entry.workspace);
 }
 
 } // namespace
@@ -166,6 +166,7 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
   out.noReuseSize = in->no_reuse_size();
   out.inputSize = in->input_size();
   out.outputSize = in->output_size();
+  out.workspace = in->workspace();
   if (in->buffers())
     for (const fb::Buffer *buffer : *in->buffers()) {
       if (!enumInRange(buffer->region(), 4))

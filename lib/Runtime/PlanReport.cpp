@@ -47,6 +47,9 @@ std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
     out += line;
     out += "  inputs       " + bytes(e.inputSize) + "\n";
     out += "  outputs      " + bytes(e.outputSize) + "\n";
+    if (e.workspace >= 0)
+      out += "  workspace    " + bytes(e.buffers[e.workspace].size) +
+             " (device scratch and cuBLAS, in the arena)\n";
 
     // Each arena buffer: its size, the first launch writing it, its life.
     struct Row {
@@ -58,7 +61,8 @@ std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
     std::vector<Row> rows;
     std::vector<int> rowOf(e.buffers.size(), -1);
     for (size_t b = 0; b < e.buffers.size(); ++b)
-      if (e.buffers[b].region == Region::Arena) {
+      if (e.buffers[b].region == Region::Arena &&
+          static_cast<int64_t>(b) != e.workspace) {
         rowOf[b] = static_cast<int>(rows.size());
         rows.push_back({e.buffers[b].size, b});
       }

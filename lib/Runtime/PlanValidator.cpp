@@ -135,6 +135,7 @@ public:
     ZRT_RETURN_IF_ERROR(checkBuffers());
     ZRT_RETURN_IF_ERROR(checkTensors());
     ZRT_RETURN_IF_ERROR(checkLaunches());
+    ZRT_RETURN_IF_ERROR(checkWorkspace());
     ZRT_RETURN_IF_ERROR(checkLifetimes());
     return Status::ok();
   }
@@ -313,6 +314,31 @@ private:
     return Status::ok();
   }
 
+  /// The workspace is an arena buffer of its own, big enough for every
+  /// launch's scratch.
+  Status checkWorkspace() {
+    if (entry.workspace < 0)
+      return entry.workspace == -1
+                 ? Status::ok()
+                 : invalid(where + ": workspace index " +
+                           std::to_string(entry.workspace));
+    size_t w = static_cast<size_t>(entry.workspace);
+    if (w >= entry.buffers.size() ||
+        entry.buffers[w].region != Region::Arena)
+      return invalid(where + ": workspace " + std::to_string(w) +
+                     " is not an arena buffer of the entry");
+    for (const Tensor &t : entry.tensors)
+      if (t.buffer == w)
+        return invalid(where + ": workspace buffer " + std::to_string(w) +
+                       " is also a tensor's buffer");
+    uint64_t need = entryScratchBytes(entry);
+    if (entry.buffers[w].size < need)
+      return invalid(where + ": workspace of " +
+                     std::to_string(entry.buffers[w].size) +
+                     " bytes; the launches need " + std::to_string(need));
+    return Status::ok();
+  }
+
   /// Each arena and output buffer must be written before it is read within
   /// the step; arena buffers live from their first write to their last use,
   /// and no two live at once may share a byte.
@@ -338,6 +364,11 @@ private:
           first[b] = static_cast<int64_t>(i);
         last[b] = static_cast<int64_t>(i);
       }
+    }
+    // The workspace lives for the whole entry.
+    if (entry.workspace >= 0 && !entry.launches.empty()) {
+      first[entry.workspace] = 0;
+      last[entry.workspace] = static_cast<int64_t>(entry.launches.size()) - 1;
     }
     planner::Problem problem;
     std::vector<int64_t> offsets;

@@ -15,6 +15,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "zcc/Dialect/ZPlan/ZPlanOps.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Kernels.h"
 #include "zcc/Runtime/PlanFile.h"
 #include "zcc/Runtime/PlanReport.h"
 #include "zcc/Target/PlanExport.h"
@@ -67,6 +68,11 @@ cl::opt<int64_t> alignment("alignment", cl::desc("Slot alignment in bytes"),
                            cl::init(256), cl::cat(category));
 cl::opt<std::string> algorithm("algorithm", cl::desc("Planner algorithm"),
                                cl::init("auto"), cl::cat(category));
+cl::opt<int64_t> matmulWorkspace(
+    "matmul-workspace",
+    cl::desc("Bytes of each entry's workspace given to cuBLAS (default: "
+             "twice the largest matmul output, at most 32 MiB)"),
+    cl::init(zcc::runtime::kAutoMatmulWorkspace), cl::cat(category));
 cl::opt<bool> report("report",
                      cl::desc("Print the arena size, lower bound, ratio and "
                               "the largest buffers"),
@@ -88,6 +94,8 @@ std::string producerLine() {
     os << " weight-decay=" << weightDecay;
   if (accumulate)
     os << " accumulate grad-scale=" << gradScale;
+  if (matmulWorkspace >= 0)
+    os << " matmul-workspace=" << matmulWorkspace;
   return os.str();
 }
 
@@ -107,6 +115,8 @@ int main(int argc, char **argv) {
       "autodiff, optimizer, liveness, memory plan\n");
   if (outputFile.empty() && !report)
     return fail("no output: give -o FILE.zplan (or --report alone)");
+  if (matmulWorkspace < zcc::runtime::kAutoMatmulWorkspace)
+    return fail("--matmul-workspace must be a byte count (0 or more)");
   if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none")
     return fail("--optimizer must be sgd, adamw or none, got '" + optimizer +
                 "'");
@@ -158,6 +168,10 @@ int main(int argc, char **argv) {
   if (failed(plan))
     return fail("the planned module cannot be exported (see above)");
   plan->producer = producerLine();
+  zcc::runtime::Status workspaces =
+      zcc::runtime::addWorkspaces(*plan, matmulWorkspace);
+  if (!workspaces.isOk())
+    return fail(workspaces.toString());
   zcc::runtime::Status valid = zcc::runtime::validatePlan(*plan);
   if (!valid.isOk())
     return fail("the runtime would reject this plan (a compiler bug; "

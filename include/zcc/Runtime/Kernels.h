@@ -110,6 +110,34 @@ double paramFloat(const Launch &launch, std::string_view name,
 const std::vector<int64_t> &paramInts(const Launch &launch,
                                       std::string_view name);
 
+//===----------------------------------------------------------------------===//
+// Device workspaces (Entry::workspace)
+//===----------------------------------------------------------------------===//
+
+/// Bytes of scratch the device executors' version of a launch needs from the
+/// entry's workspace: per-row statistics (layer_norm_grad, rms_norm_grad)
+/// and per-row losses (softmax_cross_entropy), so that their column sums run
+/// in a fixed order without atomics. 0 for every other kernel.
+uint64_t kernelScratchBytes(const Entry &entry, const Launch &launch,
+                            KernelId id);
+/// The largest kernelScratchBytes of the entry's launches.
+uint64_t entryScratchBytes(const Entry &entry);
+
+/// cuBLAS's share of a workspace when the compiler picks it: room for the
+/// split-K partial products of the entry's largest need, one output per 128
+/// of the summed dimension, at most 16, and at most 32 MiB in all (NVIDIA's
+/// recommendation for Hopper); 0 with no matmul. cuBLAS only chooses
+/// algorithms that fit, so any size is correct; a bigger one may be faster.
+uint64_t autoMatmulWorkspaceBytes(const Entry &entry);
+
+inline constexpr int64_t kAutoMatmulWorkspace = -1;
+
+/// Gives every entry that needs one a workspace of max(scratch, matmul share)
+/// bytes (`matmulBytes`, or the automatic size), placed above the entry's
+/// other arena buffers: it lives for the whole entry, so no plan could share
+/// its bytes. Arena size, lower bound and no-reuse size grow by its size.
+Status addWorkspaces(Plan &plan, int64_t matmulBytes = kAutoMatmulWorkspace);
+
 } // namespace zcc::runtime
 
 #endif // ZCC_RUNTIME_KERNELS_H

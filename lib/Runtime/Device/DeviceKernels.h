@@ -1,0 +1,865 @@
+//===- DeviceKernels.h - the device executors' kernels, host and device ---===//
+//
+// Every kernel of the CUDA executor is a small functor over an index space,
+// written once and compiled twice: by nvcc for the GPU (CudaBackend.cu) and
+// by the host compiler for the emulator (Emulator.cpp), which runs the very
+// same code on the CPU. So the kernels' index arithmetic, data checks and
+// numerics are tested on machines with no GPU, against the CPU executor.
+//
+// Two shapes of kernel:
+//  - element kernels, `operator()(i)` for i in [0, count): one thread each;
+//  - group kernels, `operator()(g, group)` for g in [0, count): a group of
+//    lanes (a thread block on the GPU, one lane in the emulator) shares one
+//    row, striding over it and combining partial results with
+//    `group.reduce`, whose order is fixed, so results never depend on timing.
+// The emulator's single lane visits a row in order, as the CPU kernels do:
+// emulated results match the CPU executor bit for bit, while the GPU's wider
+// groups change only the order of floating-point sums.
+//
+// Functors hold raw pointers and sizes only (they are copied to the GPU as
+// kernel parameters). Every functor has `abort`: when set, the functor does
+// nothing once an earlier launch of the step has recorded a data error, so a
+// step with a bad index or label leaves parameters and optimizer state as
+// they were.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
+#define ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
+
+#include "zcc/Runtime/Philox.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace zcc::runtime::device {
+
+inline constexpr int kMaxRank = 8;
+
+/// The first data error of a step (written by the kernels, read by the host
+/// after the step). `flag` is 0 until an error is recorded.
+struct DeviceError {
+  int32_t flag;
+  int32_t launch;  // the plan launch's index in its entry
+  int32_t operand; // the input holding the bad value
+  int32_t what;    // 0: an index, 1: a label
+  int64_t position;
+  int64_t value;
+  int64_t limit;
+};
+
+/// Records an error unless one is recorded already (the first launch of the
+/// step to fail wins; within a launch, the emulator keeps the first position
+/// in order, the GPU any one of the bad positions).
+ZRT_HOST_DEVICE inline void recordError(DeviceError *error, int32_t launch,
+                                        int32_t operand, int32_t what,
+                                        int64_t position, int64_t value,
+                                        int64_t limit) {
+#ifdef __CUDA_ARCH__
+  if (atomicCAS(&error->flag, 0, 1) != 0)
+    return;
+#else
+  if (error->flag != 0)
+    return;
+  error->flag = 1;
+#endif
+  error->launch = launch;
+  error->operand = operand;
+  error->what = what;
+  error->position = position;
+  error->value = value;
+  error->limit = limit;
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar functions: the CPU kernels' formulas, in f32
+//===----------------------------------------------------------------------===//
+
+ZRT_HOST_DEVICE inline bool isNaN(float x) { return x != x; }
+
+#ifdef __CUDA_ARCH__
+ZRT_HOST_DEVICE inline float fExp(float x) { return ::expf(x); }
+ZRT_HOST_DEVICE inline float fLog(float x) { return ::logf(x); }
+ZRT_HOST_DEVICE inline float fTanh(float x) { return ::tanhf(x); }
+ZRT_HOST_DEVICE inline float fSqrt(float x) { return ::sqrtf(x); }
+ZRT_HOST_DEVICE inline double dPow(double x, double y) { return ::pow(x, y); }
+#else
+inline float fExp(float x) { return std::exp(x); }
+inline float fLog(float x) { return std::log(x); }
+inline float fTanh(float x) { return std::tanh(x); }
+inline float fSqrt(float x) { return std::sqrt(x); }
+inline double dPow(double x, double y) { return std::pow(x, y); }
+#endif
+
+ZRT_HOST_DEVICE inline float sigmoidOf(float x) {
+  // e^x / (1 + e^x) for negative x: e^-x would overflow.
+  if (x < 0.0f) {
+    float e = fExp(x);
+    return e / (1.0f + e);
+  }
+  return 1.0f / (1.0f + fExp(-x));
+}
+
+inline constexpr float kGeluC = 0.79788456080286535587989211986876f;
+inline constexpr float kGeluA = 0.044715f;
+
+ZRT_HOST_DEVICE inline float geluOf(float x) {
+  float inner = kGeluC * (x + kGeluA * x * x * x);
+  return 0.5f * x * (1.0f + fTanh(inner));
+}
+
+ZRT_HOST_DEVICE inline float geluDerivative(float x) {
+  float t = fTanh(kGeluC * (x + kGeluA * x * x * x));
+  return 0.5f * (1.0f + t) +
+         0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * x * x);
+}
+
+/// The largest of two, NaN spreading (reductions `max`).
+ZRT_HOST_DEVICE inline float maxKeepNaN(float a, float b) {
+  if (isNaN(a))
+    return a;
+  return b > a || isNaN(b) ? b : a;
+}
+/// The largest of two, NaN ignored (a softmax row's shift: a NaN reaches the
+/// sum instead).
+ZRT_HOST_DEVICE inline float maxSkipNaN(float a, float b) {
+  return b > a ? b : a;
+}
+
+struct Sum {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct MaxKeepNaN {
+  ZRT_HOST_DEVICE float operator()(float a, float b) const {
+    return maxKeepNaN(a, b);
+  }
+};
+struct MaxSkipNaN {
+  ZRT_HOST_DEVICE float operator()(float a, float b) const {
+    return maxSkipNaN(a, b);
+  }
+};
+struct Min {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+struct Max {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
+/// An index tensor's element (i32 or i64).
+ZRT_HOST_DEVICE inline int64_t readIndex(const void *data, bool wide,
+                                         int64_t position) {
+  return wide ? static_cast<const int64_t *>(data)[position]
+              : static_cast<const int32_t *>(data)[position];
+}
+
+/// Moves one element of `bytes` (4 or 8) bytes.
+ZRT_HOST_DEVICE inline void moveElement(const void *from, int64_t fromIndex,
+                                        void *to, int64_t toIndex,
+                                        int32_t bytes) {
+  if (bytes == 8)
+    static_cast<uint64_t *>(to)[toIndex] =
+        static_cast<const uint64_t *>(from)[fromIndex];
+  else
+    static_cast<uint32_t *>(to)[toIndex] =
+        static_cast<const uint32_t *>(from)[fromIndex];
+}
+
+/// A shape with per-dimension strides into some tensor: maps a row-major
+/// position in the shape to an element offset.
+struct StridedShape {
+  int32_t rank = 0;
+  int64_t size[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+
+  ZRT_HOST_DEVICE int64_t offsetOf(int64_t position) const {
+    int64_t offset = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t extent = size[d];
+      offset += (position % extent) * stride[d];
+      position /= extent;
+    }
+    return offset;
+  }
+};
+
+struct Functor {
+  /// Elements (element kernels) or groups (group kernels).
+  int64_t count = 0;
+  /// Set for launches that write persistent state: skip after an error.
+  const int32_t *abort = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// Element kernels
+//===----------------------------------------------------------------------===//
+
+enum class ElementOp : int32_t {
+  Neg, Exp, Log, Tanh, Sigmoid, Relu, Gelu, Silu, Sqrt, Rsqrt, Scale,
+  Add, Sub, Mul, Div, ReluGrad, GeluGrad, SiluGrad, TanhGrad, SigmoidGrad,
+  SqrtGrad, RsqrtGrad, MseGrad,
+};
+
+/// y = op(a) or op(a, b); an output may be an input's buffer (each element
+/// is read before it is written, by the same thread).
+struct Elementwise : Functor {
+  static constexpr bool kGrouped = false;
+  ElementOp op = ElementOp::Neg;
+  const float *a = nullptr;
+  const float *b = nullptr;
+  const float *lossGrad = nullptr; // mse_grad's scalar
+  float *y = nullptr;
+  float factor = 1.0f; // scale
+  int64_t elements = 0; // mse_grad's divisor
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    float x = a[i];
+    float r = 0.0f;
+    switch (op) {
+    case ElementOp::Neg: r = -x; break;
+    case ElementOp::Exp: r = fExp(x); break;
+    case ElementOp::Log: r = fLog(x); break;
+    case ElementOp::Tanh: r = fTanh(x); break;
+    case ElementOp::Sigmoid: r = sigmoidOf(x); break;
+    case ElementOp::Relu: r = isNaN(x) ? x : (x > 0.0f ? x : 0.0f); break;
+    case ElementOp::Gelu: r = geluOf(x); break;
+    case ElementOp::Silu: r = x * sigmoidOf(x); break;
+    case ElementOp::Sqrt: r = fSqrt(x); break;
+    case ElementOp::Rsqrt: r = 1.0f / fSqrt(x); break;
+    case ElementOp::Scale: r = x * factor; break;
+    case ElementOp::Add: r = x + b[i]; break;
+    case ElementOp::Sub: r = x - b[i]; break;
+    case ElementOp::Mul: r = x * b[i]; break;
+    case ElementOp::Div: r = x / b[i]; break;
+    case ElementOp::ReluGrad: r = x > 0.0f ? b[i] : 0.0f; break;
+    case ElementOp::GeluGrad: r = b[i] * geluDerivative(x); break;
+    case ElementOp::SiluGrad: {
+      float s = sigmoidOf(x);
+      r = b[i] * s * (1.0f + x * (1.0f - s));
+      break;
+    }
+    case ElementOp::TanhGrad: r = b[i] * (1.0f - x * x); break;
+    case ElementOp::SigmoidGrad: r = b[i] * x * (1.0f - x); break;
+    case ElementOp::SqrtGrad: r = b[i] * 0.5f / x; break;
+    case ElementOp::RsqrtGrad: r = b[i] * -0.5f * x * x * x; break;
+    case ElementOp::MseGrad: {
+      float f = *lossGrad * 2.0f / static_cast<float>(elements);
+      r = f * (x - b[i]);
+      break;
+    }
+    }
+    y[i] = r;
+  }
+};
+
+/// Every element set to one bit pattern of 4 or 8 bytes (`constant`).
+struct Fill : Functor {
+  static constexpr bool kGrouped = false;
+  void *y = nullptr;
+  uint64_t bits = 0;
+  int32_t bytes = 4;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    if (bytes == 8)
+      static_cast<uint64_t *>(y)[i] = bits;
+    else
+      static_cast<uint32_t *>(y)[i] = static_cast<uint32_t>(bits);
+  }
+};
+
+/// y[q, k] = 0 for k <= q, else -inf.
+struct CausalMask : Functor {
+  static constexpr bool kGrouped = false;
+  float *y = nullptr;
+  int64_t size = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t q = i / size, k = i % size;
+    y[i] = k <= q ? 0.0f : -INFINITY;
+  }
+};
+
+/// y[i] = x[offset + the source offset of output position i]: broadcast,
+/// transpose, slice and copy. The output is contiguous.
+struct StridedCopy : Functor {
+  static constexpr bool kGrouped = false;
+  const void *x = nullptr;
+  void *y = nullptr;
+  int64_t offset = 0;
+  int32_t bytes = 4;
+  StridedShape source; // the output's shape, the source's strides
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    moveElement(x, offset + source.offsetOf(i), y, i, bytes);
+  }
+};
+
+/// One concat operand: block `j` of its rows goes to the result's rows at
+/// `offset` (a concat launch is one of these per operand).
+struct ConcatPart : Functor {
+  static constexpr bool kGrouped = false;
+  const void *x = nullptr;
+  void *y = nullptr;
+  int64_t block = 1;       // operand elements per outer index
+  int64_t resultBlock = 1; // result elements per outer index
+  int64_t offset = 0;      // where this operand starts in a result block
+  int32_t bytes = 4;
+
+  ZRT_HOST_DEVICE void operator()(int64_t j) const {
+    int64_t outer = j / block, inner = j % block;
+    moveElement(x, j, y, outer * resultBlock + offset + inner, bytes);
+  }
+};
+
+/// The gradient of a strided slice: each result element is the gradient at
+/// its place in the slice, or 0 where the slice did not take it.
+struct SliceGrad : Functor {
+  static constexpr bool kGrouped = false;
+  const float *grad = nullptr;
+  float *y = nullptr;
+  int32_t rank = 0;
+  int64_t shape[kMaxRank] = {}; // the result's
+  int64_t start[kMaxRank] = {};
+  int64_t step[kMaxRank] = {};
+  int64_t gradShape[kMaxRank] = {};
+  int64_t gradStride[kMaxRank] = {};
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t position = i, offset = 0;
+    bool taken = true;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t index = position % shape[d];
+      position /= shape[d];
+      int64_t relative = index - start[d];
+      if (relative < 0 || relative % step[d] != 0 ||
+          relative / step[d] >= gradShape[d]) {
+        taken = false;
+        continue;
+      }
+      offset += relative / step[d] * gradStride[d];
+    }
+    y[i] = taken ? grad[offset] : 0.0f;
+  }
+};
+
+/// Looks up rows of a table; an index outside [0, vocabulary) is an error
+/// and its row becomes 0.
+struct Embedding : Functor {
+  static constexpr bool kGrouped = false;
+  const float *table = nullptr;
+  const void *indices = nullptr;
+  bool wideIndices = false;
+  float *y = nullptr;
+  int64_t vocabulary = 0, width = 1;
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t p = i / width, j = i % width;
+    int64_t index = readIndex(indices, wideIndices, p);
+    if (index < 0 || index >= vocabulary) {
+      recordError(error, launch, 1, 0, p, index, vocabulary);
+      y[i] = 0.0f;
+      return;
+    }
+    y[i] = table[index * width + j];
+  }
+};
+
+/// The table gradient, one column per thread: zero it, then add the rows of
+/// dy in position order, as the CPU does (no atomics, same sums).
+struct EmbeddingGrad : Functor {
+  static constexpr bool kGrouped = false;
+  const void *indices = nullptr;
+  bool wideIndices = false;
+  const float *dy = nullptr;
+  float *table = nullptr;
+  int64_t vocabulary = 0, width = 1, positions = 0;
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t j) const {
+    for (int64_t v = 0; v < vocabulary; ++v)
+      table[v * width + j] = 0.0f;
+    for (int64_t p = 0; p < positions; ++p) {
+      int64_t index = readIndex(indices, wideIndices, p);
+      if (index < 0 || index >= vocabulary) {
+        recordError(error, launch, 0, 0, p, index, vocabulary);
+        continue;
+      }
+      table[index * width + j] += dy[p * width + j];
+    }
+  }
+};
+
+struct Dropout : Functor {
+  static constexpr bool kGrouped = false;
+  const float *x = nullptr;
+  const int64_t *step = nullptr;
+  float *y = nullptr;
+  uint64_t seed = 0;
+  double rate = 0;
+  float keepProbability = 1.0f;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    bool keep = dropoutKeep(seed, static_cast<uint64_t>(i),
+                            static_cast<uint64_t>(*step), rate);
+    y[i] = keep ? x[i] / keepProbability : 0.0f;
+  }
+};
+
+/// Updated in place when the outputs are the state's buffers.
+struct Sgd : Functor {
+  static constexpr bool kGrouped = false;
+  const float *param = nullptr, *grad = nullptr, *buffer = nullptr;
+  float *newParam = nullptr, *newBuffer = nullptr;
+  float lr = 0, momentum = 0, weightDecay = 0;
+  bool nesterov = false;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    float p = param[i];
+    float g = grad[i] + weightDecay * p;
+    if (!buffer) {
+      newParam[i] = p - lr * g;
+      return;
+    }
+    float b = momentum * buffer[i] + g;
+    newBuffer[i] = b;
+    newParam[i] = nesterov ? p - lr * (g + momentum * b) : p - lr * b;
+  }
+};
+
+struct Adamw : Functor {
+  static constexpr bool kGrouped = false;
+  const float *param = nullptr, *grad = nullptr, *expAvg = nullptr,
+              *expAvgSq = nullptr;
+  const int64_t *step = nullptr;
+  float *newParam = nullptr, *newExpAvg = nullptr, *newExpAvgSq = nullptr;
+  double beta1 = 0.9, beta2 = 0.999;
+  float lr = 0, eps = 0, weightDecay = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    // The step counter counts from 0; bias correction uses t = step + 1.
+    double t = static_cast<double>(*step) + 1.0;
+    float correction1 = static_cast<float>(1.0 - dPow(beta1, t));
+    float correction2 = static_cast<float>(1.0 - dPow(beta2, t));
+    float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
+    float oneMinusB1 = static_cast<float>(1.0 - beta1);
+    float oneMinusB2 = static_cast<float>(1.0 - beta2);
+    float p = param[i], g = grad[i];
+    float m = b1 * expAvg[i] + oneMinusB1 * g;
+    float v = b2 * expAvgSq[i] + oneMinusB2 * g * g;
+    float mHat = m / correction1;
+    float vHat = v / correction2;
+    newExpAvg[i] = m;
+    newExpAvgSq[i] = v;
+    newParam[i] = p - lr * (mHat / (fSqrt(vHat) + eps) + weightDecay * p);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Group kernels
+//===----------------------------------------------------------------------===//
+
+/// sum, mean or max over some dimensions: one group per result element,
+/// striding over its reduced elements in row-major order.
+struct Reduce : Functor {
+  static constexpr bool kGrouped = true;
+  enum Kind : int32_t { SumKind, MeanKind, MaxKind };
+  Kind kind = SumKind;
+  const float *x = nullptr;
+  float *y = nullptr;
+  StridedShape kept;    // result position -> operand offset
+  StridedShape reduced; // reduced position -> offset within the row
+  int64_t reducedCount = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t o, G &group) const {
+    int64_t base = kept.offsetOf(o);
+    float r;
+    if (kind == MaxKind) {
+      float m = -INFINITY;
+      for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
+        m = maxKeepNaN(m, x[base + reduced.offsetOf(j)]);
+      r = group.reduce(m, MaxKeepNaN());
+    } else {
+      float s = 0.0f;
+      for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
+        s += x[base + reduced.offsetOf(j)];
+      r = group.reduce(s, Sum());
+      if (kind == MeanKind)
+        r /= static_cast<float>(reducedCount);
+    }
+    if (group.lane == 0)
+      y[o] = r;
+  }
+};
+
+/// dy goes to the first maximal element (the first NaN, if any) of each
+/// reduced row; every other element of dx is 0.
+struct MaxGrad : Functor {
+  static constexpr bool kGrouped = true;
+  const float *x = nullptr, *dy = nullptr;
+  float *dx = nullptr;
+  StridedShape kept, reduced;
+  int64_t reducedCount = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t o, G &group) const {
+    int64_t base = kept.offsetOf(o);
+    // Each lane's own first NaN, else first maximum (the CPU's rule).
+    int64_t best = -1;
+    float bestValue = 0.0f;
+    for (int64_t j = group.lane; j < reducedCount; j += group.lanes) {
+      float v = x[base + reduced.offsetOf(j)];
+      if (best < 0 || (!isNaN(bestValue) && (v > bestValue || isNaN(v)))) {
+        best = j;
+        bestValue = v;
+      }
+    }
+    const int64_t none = INT64_MAX;
+    int32_t anyNaN =
+        group.reduce(static_cast<int32_t>(best >= 0 && isNaN(bestValue)), Max());
+    int64_t chosen;
+    if (anyNaN) {
+      chosen = group.reduce(best >= 0 && isNaN(bestValue) ? best : none, Min());
+    } else {
+      float top = group.reduce(best >= 0 ? bestValue : -INFINITY, Max());
+      chosen = group.reduce(best >= 0 && bestValue == top ? best : none, Min());
+    }
+    for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
+      dx[base + reduced.offsetOf(j)] = j == chosen ? dy[o] : 0.0f;
+  }
+};
+
+/// Lines along an axis: line g starts at (g / inner) * size * inner +
+/// g % inner and steps by inner.
+struct AxisLines {
+  int64_t size = 0, inner = 1;
+  ZRT_HOST_DEVICE int64_t base(int64_t g) const {
+    return (g / inner) * size * inner + g % inner;
+  }
+};
+
+struct Softmax : Functor {
+  static constexpr bool kGrouped = true;
+  bool isLog = false;
+  const float *x = nullptr;
+  float *y = nullptr;
+  AxisLines lines;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
+    int64_t base = lines.base(g), stride = lines.inner;
+    float m = -INFINITY;
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes)
+      m = maxSkipNaN(m, x[base + j * stride]);
+    m = group.reduce(m, MaxSkipNaN());
+    float sum = 0.0f;
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes)
+      sum += fExp(x[base + j * stride] - m);
+    sum = group.reduce(sum, Sum());
+    if (isLog) {
+      float logSum = fLog(sum);
+      for (int64_t j = group.lane; j < lines.size; j += group.lanes)
+        y[base + j * stride] = x[base + j * stride] - m - logSum;
+      return;
+    }
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes)
+      y[base + j * stride] = fExp(x[base + j * stride] - m) / sum;
+  }
+};
+
+struct SoftmaxGrad : Functor {
+  static constexpr bool kGrouped = true;
+  bool isLog = false;
+  const float *y = nullptr, *dy = nullptr;
+  float *dx = nullptr;
+  AxisLines lines;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
+    int64_t base = lines.base(g), stride = lines.inner;
+    float sum = 0.0f;
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes) {
+      int64_t i = base + j * stride;
+      sum += isLog ? dy[i] : dy[i] * y[i];
+    }
+    sum = group.reduce(sum, Sum());
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes) {
+      int64_t i = base + j * stride;
+      dx[i] = isLog ? dy[i] - fExp(y[i]) * sum : y[i] * (dy[i] - sum);
+    }
+  }
+};
+
+/// Mean and 1/std of a row of `width`, as the CPU computes them.
+template <typename G>
+ZRT_HOST_DEVICE inline void layerNormStats(const float *row, int64_t width,
+                                           float epsilon, G &group,
+                                           float &mean, float &rstd) {
+  float sum = 0.0f;
+  for (int64_t j = group.lane; j < width; j += group.lanes)
+    sum += row[j];
+  mean = group.reduce(sum, Sum()) / static_cast<float>(width);
+  float sq = 0.0f;
+  for (int64_t j = group.lane; j < width; j += group.lanes)
+    sq += (row[j] - mean) * (row[j] - mean);
+  float var = group.reduce(sq, Sum()) / static_cast<float>(width);
+  rstd = 1.0f / fSqrt(var + epsilon);
+}
+
+/// 1 / sqrt(mean(x^2) + epsilon) of a row.
+template <typename G>
+ZRT_HOST_DEVICE inline float rmsNormScale(const float *row, int64_t width,
+                                          float epsilon, G &group) {
+  float sq = 0.0f;
+  for (int64_t j = group.lane; j < width; j += group.lanes)
+    sq += row[j] * row[j];
+  return 1.0f /
+         fSqrt(group.reduce(sq, Sum()) / static_cast<float>(width) + epsilon);
+}
+
+struct LayerNorm : Functor {
+  static constexpr bool kGrouped = true;
+  const float *x = nullptr, *gamma = nullptr, *beta = nullptr;
+  float *y = nullptr;
+  int64_t width = 0;
+  float epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const float *xr = x + r * width;
+    float *yr = y + r * width;
+    float mean, rstd;
+    layerNormStats(xr, width, epsilon, group, mean, rstd);
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
+  }
+};
+
+struct RmsNorm : Functor {
+  static constexpr bool kGrouped = true;
+  const float *x = nullptr, *gamma = nullptr;
+  float *y = nullptr;
+  int64_t width = 0;
+  float epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const float *xr = x + r * width;
+    float *yr = y + r * width;
+    float scale = rmsNormScale(xr, width, epsilon, group);
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      yr[j] = xr[j] * scale * gamma[j];
+  }
+};
+
+/// layer_norm_grad, rows: dx = rstd (g - mean(g) - xhat mean(g xhat)) with
+/// g = dy gamma; keeps each row's mean and rstd in the workspace for the
+/// column kernel.
+struct LayerNormGradRows : Functor {
+  static constexpr bool kGrouped = true;
+  const float *x = nullptr, *gamma = nullptr, *dy = nullptr;
+  float *dx = nullptr;
+  float *stats = nullptr; // 2 per row, in the workspace
+  int64_t width = 0;
+  float epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const float *xr = x + r * width;
+    const float *dyr = dy + r * width;
+    float *dxr = dx + r * width;
+    float mean, rstd;
+    layerNormStats(xr, width, epsilon, group, mean, rstd);
+    float sumG = 0.0f, sumGXhat = 0.0f;
+    for (int64_t j = group.lane; j < width; j += group.lanes) {
+      float xhat = (xr[j] - mean) * rstd;
+      float g = dyr[j] * gamma[j];
+      sumG += g;
+      sumGXhat += g * xhat;
+    }
+    sumG = group.reduce(sumG, Sum());
+    sumGXhat = group.reduce(sumGXhat, Sum());
+    float meanG = sumG / static_cast<float>(width);
+    float meanGXhat = sumGXhat / static_cast<float>(width);
+    for (int64_t j = group.lane; j < width; j += group.lanes) {
+      float xhat = (xr[j] - mean) * rstd;
+      float g = dyr[j] * gamma[j];
+      dxr[j] = rstd * (g - meanG - xhat * meanGXhat);
+    }
+    if (group.lane == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+  }
+};
+
+/// layer_norm_grad, columns: dgamma and dbeta sum dy xhat and dy over the
+/// rows in row order.
+struct LayerNormGradColumns : Functor {
+  static constexpr bool kGrouped = false;
+  const float *x = nullptr, *dy = nullptr, *stats = nullptr;
+  float *dgamma = nullptr, *dbeta = nullptr;
+  int64_t width = 0, rows = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t j) const {
+    float sumGamma = 0.0f, sumBeta = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      float xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
+      sumGamma += dy[r * width + j] * xhat;
+      sumBeta += dy[r * width + j];
+    }
+    dgamma[j] = sumGamma;
+    dbeta[j] = sumBeta;
+  }
+};
+
+/// rms_norm_grad, rows: with r = 1/rms and g = dy gamma,
+/// dx = r g - x r^3 mean(g x); keeps r per row in the workspace.
+struct RmsNormGradRows : Functor {
+  static constexpr bool kGrouped = true;
+  const float *x = nullptr, *gamma = nullptr, *dy = nullptr;
+  float *dx = nullptr;
+  float *scales = nullptr; // 1 per row, in the workspace
+  int64_t width = 0;
+  float epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const float *xr = x + r * width;
+    const float *dyr = dy + r * width;
+    float *dxr = dx + r * width;
+    float scale = rmsNormScale(xr, width, epsilon, group);
+    float sumGX = 0.0f;
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      sumGX += dyr[j] * gamma[j] * xr[j];
+    sumGX = group.reduce(sumGX, Sum());
+    float correction =
+        scale * scale * scale * (sumGX / static_cast<float>(width));
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      dxr[j] = scale * dyr[j] * gamma[j] - xr[j] * correction;
+    if (group.lane == 0)
+      scales[r] = scale;
+  }
+};
+
+struct RmsNormGradColumns : Functor {
+  static constexpr bool kGrouped = false;
+  const float *x = nullptr, *dy = nullptr, *scales = nullptr;
+  float *dgamma = nullptr;
+  int64_t width = 0, rows = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t j) const {
+    float sum = 0.0f;
+    for (int64_t r = 0; r < rows; ++r)
+      sum += dy[r * width + j] * x[r * width + j] * scales[r];
+    dgamma[j] = sum;
+  }
+};
+
+/// A row's maximum (NaN ignored) and sum of exp(x - max).
+template <typename G>
+ZRT_HOST_DEVICE inline void rowExpSum(const float *row, int64_t size,
+                                      G &group, float &max, float &sum) {
+  float m = -INFINITY;
+  for (int64_t c = group.lane; c < size; c += group.lanes)
+    m = maxSkipNaN(m, row[c]);
+  max = group.reduce(m, MaxSkipNaN());
+  float s = 0.0f;
+  for (int64_t c = group.lane; c < size; c += group.lanes)
+    s += fExp(row[c] - max);
+  sum = group.reduce(s, Sum());
+}
+
+/// softmax_cross_entropy, rows: each row's loss into the workspace (NaN for
+/// a bad label, which is recorded).
+struct CrossEntropyRows : Functor {
+  static constexpr bool kGrouped = true;
+  const float *logits = nullptr;
+  const void *labels = nullptr;
+  bool wideLabels = false;
+  float *losses = nullptr; // 1 per row, in the workspace
+  int64_t classes = 0;
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    int64_t label = readIndex(labels, wideLabels, r);
+    bool bad = label < 0 || label >= classes;
+    const float *row = logits + r * classes;
+    float max, sum;
+    rowExpSum(row, classes, group, max, sum);
+    if (group.lane != 0)
+      return;
+    if (bad) {
+      recordError(error, launch, 1, 1, r, label, classes);
+      losses[r] = NAN;
+      return;
+    }
+    losses[r] = max + fLog(sum) - row[label];
+  }
+};
+
+/// A sum of `count` floats in order (one group), divided by `divisor`: the
+/// mean loss of the rows, or mse.
+struct MeanOf : Functor {
+  static constexpr bool kGrouped = true;
+  const float *a = nullptr;
+  const float *b = nullptr; // mse: sum (a - b)^2 instead of a
+  float *y = nullptr;
+  int64_t elements = 0;
+  float divisor = 1.0f;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t, G &group) const {
+    float total = 0.0f;
+    for (int64_t i = group.lane; i < elements; i += group.lanes)
+      total += b ? (a[i] - b[i]) * (a[i] - b[i]) : a[i];
+    total = group.reduce(total, Sum());
+    if (group.lane == 0)
+      *y = total / divisor;
+  }
+};
+
+struct CrossEntropyGradRows : Functor {
+  static constexpr bool kGrouped = true;
+  const float *logits = nullptr;
+  const void *labels = nullptr;
+  bool wideLabels = false;
+  const float *lossGrad = nullptr;
+  float *dx = nullptr;
+  int64_t classes = 0;
+  float rowCount = 1.0f;
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    int64_t label = readIndex(labels, wideLabels, r);
+    if ((label < 0 || label >= classes) && group.lane == 0)
+      recordError(error, launch, 1, 1, r, label, classes);
+    const float *row = logits + r * classes;
+    float *out = dx + r * classes;
+    float max, sum;
+    rowExpSum(row, classes, group, max, sum);
+    float g = *lossGrad;
+    for (int64_t c = group.lane; c < classes; c += group.lanes) {
+      float p = fExp(row[c] - max) / sum;
+      float onehot = c == label ? 1.0f : 0.0f;
+      out[c] = g * (p - onehot) / rowCount;
+    }
+  }
+};
+
+} // namespace zcc::runtime::device
+
+#endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
