@@ -905,3 +905,15 @@ const std::vector<int64_t> &zcc::runtime::paramInts(const Launch &launch,
   const Param *param = launch.findParam(name);
   return param && param->kind == ParamKind::Ints ? param->ints : kEmpty;
 }
+
+std::string zcc::runtime::formatIndexPosition(const std::vector<int64_t> &shape,
+                                              int64_t position) {
+  std::string text;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    int64_t size = shape[d];
+    std::string digit = std::to_string(size ? position % size : 0);
+    text = d + 1 < static_cast<int>(shape.size()) ? digit + ", " + text : digit;
+    position = size ? position / size : 0;
+  }
+  return "[" + text + "]";
+}

@@ -114,3 +114,16 @@ int Plan::findPersistent(std::string_view name) const {
       return static_cast<int>(i);
   return -1;
 }
+
+std::vector<std::vector<uint32_t>> Entry::arenaBuffersDyingAfter() const {
+  std::vector<int64_t> lastUse(buffers.size(), -1);
+  for (size_t i = 0; i < launches.size(); ++i)
+    for (const auto *list : {&launches[i].inputs, &launches[i].outputs})
+      for (uint32_t t : *list)
+        lastUse[tensors[t].buffer] = static_cast<int64_t>(i);
+  std::vector<std::vector<uint32_t>> dying(launches.size());
+  for (size_t b = 0; b < buffers.size(); ++b)
+    if (buffers[b].region == Region::Arena && lastUse[b] >= 0)
+      dying[lastUse[b]].push_back(static_cast<uint32_t>(b));
+  return dying;
+}

@@ -9,6 +9,7 @@
 #include "zcc/Runtime/Session.h"
 
 #include "CPU/CpuKernels.h"
+#include "Device/DeviceExecutor.h"
 #include "Initializers.h"
 #include "Memory.h"
 #include "zcc/Runtime/HostTensor.h"
@@ -19,6 +20,22 @@
 #include <limits>
 
 using namespace zcc::runtime;
+
+const char *zcc::runtime::deviceKindName(DeviceKind kind) {
+  switch (kind) {
+  case DeviceKind::Cpu:
+    return "cpu";
+  case DeviceKind::Cuda:
+    return "cuda";
+  case DeviceKind::Emulator:
+    return "emulator";
+  }
+  return "?";
+}
+
+const char *zcc::runtime::launchModeName(LaunchMode mode) {
+  return mode == LaunchMode::Graph ? "graph" : "eager";
+}
 
 const char *zcc::runtime::executionModeName(ExecutionMode mode) {
   switch (mode) {
@@ -82,8 +99,35 @@ struct Session::Impl {
   std::vector<PreparedEntry> entries;
   uint64_t allocationsAtLoad = 0;
   uint64_t stepsRun = 0, launchesRun = 0;
+  /// The CUDA executor or the emulator; null on the CPU. Then the input,
+  /// output and persistent regions above are its host staging, and the
+  /// persistent tensors live on the device with a host mirror: which side
+  /// is newer is tracked, and copies happen only when the other side looks.
+  std::unique_ptr<device::DeviceExecutor> device;
+  mutable bool mirrorStale = false;  // the device has newer values
+  mutable bool deviceStale = false;  // the mirror has newer values
+  mutable Status mirrorError;        // a failed download, reported by run()
 
   bool wide() const { return options.precision == Precision::F64; }
+  uint64_t allocations() const {
+    return allocator.count() + (device ? device->allocations() : 0);
+  }
+  /// Brings the mirror up to date before the host reads persistent bytes.
+  void syncMirror() const {
+    if (!device || !mirrorStale)
+      return;
+    Status status = device->downloadPersistent();
+    if (!status.isOk() && mirrorError.isOk())
+      mirrorError = status;
+    mirrorStale = false;
+  }
+  /// Before the host may write persistent bytes.
+  void writingMirror() const {
+    syncMirror();
+    if (device)
+      deviceStale = true;
+  }
+  Status runOnDevice(int index);
 
   Status allocateRegions();
   Status prepareEntry(size_t index);
@@ -103,6 +147,13 @@ Status Session::Impl::allocateRegions() {
   }
   inputCapacity = inputSize * scale;
   outputCapacity = outputSize * scale;
+  if (device) {
+    input = device->hostInput();
+    output = device->hostOutput();
+    persistent = device->hostPersistent();
+    arenaCapacity = device->arenaCapacity();
+    return Status::ok();
+  }
   size_t align = p.alignment;
   if (options.mode != ExecutionMode::NoReuse) {
     arenaCapacity = p.arenaSize * scale;
@@ -123,6 +174,8 @@ Status Session::Impl::allocateRegions() {
 /// Constant data is f32 in the plan; in f64 precision float tensors widen.
 void Session::Impl::fillConstants() {
   const Plan &p = *plan;
+  if (device) // the executor put them on the device
+    return;
   if (!wide()) {
     if (!p.constants.empty())
       std::memcpy(constants, p.constants.data(), p.constants.size());
@@ -152,6 +205,11 @@ Status Session::Impl::prepareEntry(size_t index) {
     const Buffer &buffer = e.buffers[b];
     uint64_t offset = buffer.offset * scale;
     uint8_t *address = nullptr;
+    if (device && (buffer.region == Region::Arena ||
+                   buffer.region == Region::Constant)) {
+      prepared.bufferAddress[b] = nullptr; // device memory only
+      continue;
+    }
     switch (buffer.region) {
     case Region::Arena:
       if (options.mode == ExecutionMode::NoReuse) {
@@ -180,17 +238,10 @@ Status Session::Impl::prepareEntry(size_t index) {
   for (size_t t = 0; t < e.tensors.size(); ++t)
     if (e.tensors[t].role == TensorRole::Step)
       prepared.stepTensor = static_cast<int>(t);
+  if (device) // the device executor has the launches
+    return Status::ok();
 
-  // Derived last use of each arena buffer, for the poison schedule.
-  std::vector<int64_t> lastUse(e.buffers.size(), -1);
-  for (size_t i = 0; i < e.launches.size(); ++i)
-    for (const auto *list : {&e.launches[i].inputs, &e.launches[i].outputs})
-      for (uint32_t t : *list)
-        lastUse[e.tensors[t].buffer] = static_cast<int64_t>(i);
-  std::vector<std::vector<uint32_t>> dyingAfter(e.launches.size());
-  for (size_t b = 0; b < e.buffers.size(); ++b)
-    if (e.buffers[b].region == Region::Arena && lastUse[b] >= 0)
-      dyingAfter[lastUse[b]].push_back(static_cast<uint32_t>(b));
+  std::vector<std::vector<uint32_t>> dyingAfter = e.arenaBuffersDyingAfter();
 
   auto operand = [&](uint32_t t) {
     const Tensor &tensor = e.tensors[t];
@@ -274,6 +325,31 @@ template <typename T> Status Session::Impl::runEntry(int index) {
   return Status::ok();
 }
 
+Status Session::Impl::runOnDevice(int index) {
+  const Entry &e = plan->entries[index];
+  PreparedEntry &prepared = entries[index];
+  if (!mirrorError.isOk()) {
+    Status failed = mirrorError;
+    mirrorError = Status::ok();
+    return failed;
+  }
+  if (deviceStale) {
+    ZRT_RETURN_IF_ERROR(device->uploadPersistent());
+    deviceStale = false;
+  }
+  if (prepared.stepTensor >= 0) {
+    const Tensor &t = e.tensors[prepared.stepTensor];
+    std::memcpy(prepared.bufferAddress[t.buffer], &prepared.steps,
+                sizeof(int64_t));
+  }
+  mirrorStale = true;
+  ZRT_RETURN_IF_ERROR(device->run(index, prepared.steps));
+  launchesRun += e.launches.size();
+  ++prepared.steps;
+  ++stepsRun;
+  return Status::ok();
+}
+
 //===----------------------------------------------------------------------===//
 // Session
 //===----------------------------------------------------------------------===//
@@ -290,12 +366,15 @@ Status Session::create(std::shared_ptr<const Plan> plan,
   impl->plan = std::move(plan);
   impl->options = options;
   impl->scale = options.precision == Precision::F64 ? 2 : 1;
+  if (options.device != DeviceKind::Cpu)
+    ZRT_RETURN_IF_ERROR(
+        device::DeviceExecutor::create(impl->plan, options, impl->device));
   ZRT_RETURN_IF_ERROR(impl->allocateRegions());
   impl->entries.resize(impl->plan->entries.size());
   for (size_t i = 0; i < impl->entries.size(); ++i)
     ZRT_RETURN_IF_ERROR(impl->prepareEntry(i));
   impl->fillConstants();
-  impl->allocationsAtLoad = impl->allocator.count();
+  impl->allocationsAtLoad = impl->allocations();
   out.reset(new Session(std::move(impl)));
   out->initialize(options.seed);
   return Status::ok();
@@ -305,6 +384,7 @@ const Plan &Session::plan() const { return *impl->plan; }
 const SessionOptions &Session::options() const { return impl->options; }
 
 void Session::initialize(uint64_t seed) {
+  impl->writingMirror();
   for (const PersistentTensor &t : impl->plan->persistent)
     fillInitializer(t, seed, impl->wide(), impl->persistentData(t));
   for (PreparedEntry &e : impl->entries)
@@ -369,10 +449,13 @@ Status Session::findLoss(int entry, TensorInfo &out) const {
 }
 
 const void *Session::persistentData(size_t index) const {
+  impl->syncMirror();
   return impl->persistentData(impl->plan->persistent[index]);
 }
 
 void *Session::data(const TensorInfo &tensor) const {
+  if (tensor.region == Region::Persistent)
+    impl->writingMirror(); // the caller may write through the pointer
   return impl->entries[tensor.entry].bufferAddress[tensor.desc->buffer];
 }
 
@@ -402,6 +485,8 @@ Status Session::setInput(int entry, std::string_view name, const void *data,
 Status Session::run(int entry) {
   if (entry < 0 || entry >= static_cast<int>(impl->entries.size()))
     return makeError(StatusCode::InvalidArgument, "no entry ", entry);
+  if (impl->device)
+    return impl->runOnDevice(entry);
   if (impl->wide())
     return impl->runEntry<double>(entry);
   return impl->runEntry<float>(entry);
@@ -422,7 +507,10 @@ Status Session::readValues(const TensorInfo &tensor, double *out,
     return makeError(StatusCode::InvalidArgument, "tensor '", tensor.desc->name,
                      "' has ", type.numElements(), " elements; asked for ",
                      count);
-  const uint8_t *from = static_cast<const uint8_t *>(data(tensor));
+  if (tensor.region == Region::Persistent)
+    impl->syncMirror();
+  const uint8_t *from = static_cast<const uint8_t *>(
+      impl->entries[tensor.entry].bufferAddress[tensor.desc->buffer]);
   for (size_t i = 0; i < count; ++i) {
     switch (type.dtype) {
     case DType::F32:
@@ -476,6 +564,7 @@ constexpr const char *kStepsKey = "zcc.steps";
 
 Status Session::saveCheckpoint(const std::string &path) const {
   const Plan &p = *impl->plan;
+  impl->syncMirror();
   std::vector<HostTensorView> views;
   std::vector<std::vector<float>> narrowed; // f64 precision only
   narrowed.reserve(p.persistent.size());
@@ -521,6 +610,7 @@ Status Session::loadCheckpoint(const std::string &path) {
       return makeError(StatusCode::InvalidArgument, path, ": no tensor '",
                        p.persistent[i].name, "'");
   // Everything matched: now write.
+  impl->writingMirror();
   for (size_t i = 0; i < p.persistent.size(); ++i) {
     const PersistentTensor &t = p.persistent[i];
     uint8_t *to = impl->persistentData(t);
@@ -570,7 +660,10 @@ SessionStats Session::stats() const {
   s.stepsRun = impl->stepsRun;
   s.launchesRun = impl->launchesRun;
   s.allocationsAtLoad = impl->allocationsAtLoad;
-  s.allocationsAfterLoad = impl->allocator.count() - impl->allocationsAtLoad;
-  s.bytesAllocated = impl->allocator.bytes();
+  s.allocationsAfterLoad = impl->allocations() - impl->allocationsAtLoad;
+  s.bytesAllocated = impl->allocator.bytes() +
+                     (impl->device ? impl->device->bytesAllocated() : 0);
+  s.deviceBytes = impl->device ? impl->device->deviceBytes() : 0;
+  s.deviceName = impl->device ? impl->device->deviceName() : "cpu";
   return s;
 }

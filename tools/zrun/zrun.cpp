@@ -1,6 +1,6 @@
 //===- zrun.cpp - train a compiled plan -----------------------------------===//
 //
-//   zrun MODEL.zplan [--steps N] [--device cpu|cuda] [--seed S]
+//   zrun MODEL.zplan [--steps N] [--device cpu|cuda|emulator] [--seed S]
 //        [--data synthetic|FILE.npz] [--mode planned|no-reuse|poison] ...
 //
 // Loads and verifies the plan, allocates its regions once, then runs steps:
@@ -31,7 +31,11 @@ const char *kUsage = R"(usage: zrun MODEL.zplan [options]
   --steps N            optimizer steps to run (default 100)
   --microbatches K     microbatches per step for plans compiled with
                        --accumulate (default 1)
-  --device cpu|cuda    executor (default cpu)
+  --device D           cpu (default), cuda (one CUDA graph per step) or
+                       emulator (the CUDA kernels run on the host)
+  --launch graph|eager cuda: replay the captured graph (default), or issue
+                       the same kernels one by one every step
+  --device-ordinal N   which CUDA device (default 0)
   --seed S             parameter initialization and synthetic data (default 0)
   --data SPEC          synthetic (default) or FILE.npz, one array per input
   --mode MODE          planned (default), no-reuse or poison
@@ -82,8 +86,9 @@ uint64_t persistentHash(const Session &session) {
 
 int main(int argc, char **argv) {
   std::string planPath, device = "cpu", data = "synthetic", mode = "planned",
-                        precision = "f32", loadCheckpoint, saveCheckpoint;
-  int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0;
+                        precision = "f32", launch = "graph", loadCheckpoint,
+                        saveCheckpoint;
+  int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0, ordinal = 0;
   bool trace = false, report = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -106,13 +111,18 @@ int main(int argc, char **argv) {
     } else if (arg == "--seed") {
       if (!intOption(seed, 0))
         return usage("--seed needs a non-negative integer");
+    } else if (arg == "--device-ordinal") {
+      if (!intOption(ordinal, 0) || ordinal > 1024)
+        return usage("--device-ordinal needs a device number");
     } else if (arg == "--device" || arg == "--data" || arg == "--mode" ||
+               arg == "--launch" ||
                arg == "--precision" || arg == "--load-checkpoint" ||
                arg == "--save-checkpoint") {
       const char *v = value();
       if (!v)
         return usage(arg + " needs a value");
       (arg == "--device"            ? device
+       : arg == "--launch"          ? launch
        : arg == "--data"            ? data
        : arg == "--mode"            ? mode
        : arg == "--precision"       ? precision
@@ -149,12 +159,19 @@ int main(int argc, char **argv) {
     options.precision = Precision::F64;
   else if (precision != "f32")
     return usage("--precision must be f32 or f64");
+  options.deviceOrdinal = static_cast<int>(ordinal);
   if (device == "cuda")
-    return fail(Status(StatusCode::Unsupported,
-                       "--device cuda: this zrun has no CUDA executor yet "
-                       "(docs/status.md); use --device cpu"));
-  if (device != "cpu")
-    return usage("--device must be cpu or cuda");
+    options.device = DeviceKind::Cuda;
+  else if (device == "emulator")
+    options.device = DeviceKind::Emulator;
+  else if (device != "cpu")
+    return usage("--device must be cpu, cuda or emulator");
+  if (launch == "eager")
+    options.launch = LaunchMode::Eager;
+  else if (launch != "graph")
+    return usage("--launch must be graph or eager");
+  if (launch == "eager" && device != "cuda")
+    return usage("--launch eager needs --device cuda");
 
   auto plan = std::make_shared<Plan>();
   if (Status s = loadPlanFile(planPath, *plan); !s.isOk())
@@ -162,8 +179,11 @@ int main(int argc, char **argv) {
   if (report)
     std::fputs(formatPlanReport(*plan).c_str(), stdout);
   std::unique_ptr<Session> session;
-  if (Status s = Session::create(plan, options, session); !s.isOk())
+  if (Status s = Session::create(plan, options, session); !s.isOk()) {
+    if (options.device == DeviceKind::Cuda)
+      std::fprintf(stderr, "zrun: --device cuda failed at load; nothing ran\n");
     return fail(s);
+  }
   if (!loadCheckpoint.empty())
     if (Status s = session->loadCheckpoint(loadCheckpoint); !s.isOk())
       return fail(s);
@@ -191,6 +211,13 @@ int main(int argc, char **argv) {
               planPath.c_str(), e.name.c_str(), e.launches.size(),
               plan->arenaSize, executionModeName(options.mode),
               precision.c_str(), seed);
+  if (options.device != DeviceKind::Cpu)
+    std::printf("device: %s%s\n", session->stats().deviceName.c_str(),
+                options.device == DeviceKind::Cuda
+                    ? (options.launch == LaunchMode::Graph
+                           ? ", one CUDA graph launch per entry run"
+                           : ", eager kernel launches")
+                    : "");
   std::printf("data: %s\n", source->describe().c_str());
   if (printEvery == 0)
     printEvery = steps <= 1000 ? 1 : std::max<int64_t>(1, steps / 100);
@@ -271,6 +298,8 @@ int main(int argc, char **argv) {
               s.stepsRun ? 1000.0 * seconds / s.stepsRun : 0.0);
   std::printf("  allocations at load     %" PRIu64 " (%" PRIu64 " bytes)\n",
               s.allocationsAtLoad, s.bytesAllocated);
+  if (options.device != DeviceKind::Cpu)
+    std::printf("  device memory           %" PRIu64 " bytes\n", s.deviceBytes);
   std::printf("  allocations after load  %" PRIu64 "\n",
               s.allocationsAfterLoad);
   return 0;

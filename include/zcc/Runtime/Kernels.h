@@ -17,6 +17,7 @@
 #include "zcc/Runtime/Status.h"
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace zcc::runtime {
@@ -109,6 +110,11 @@ double paramFloat(const Launch &launch, std::string_view name,
 /// The `ints` of a parameter, or an empty list.
 const std::vector<int64_t> &paramInts(const Launch &launch,
                                       std::string_view name);
+
+/// "[1, 3]": the multi-index of flat position `position` in `shape`, for
+/// the executors' messages about a bad index or label.
+std::string formatIndexPosition(const std::vector<int64_t> &shape,
+                                int64_t position);
 
 //===----------------------------------------------------------------------===//
 // Device workspaces (Entry::workspace)

@@ -139,6 +139,9 @@ struct Entry {
 
   /// Index of the tensor called `name` in `region`, or -1.
   int findTensor(std::string_view name, Region region) const;
+  /// Per launch, the arena buffers it is the last to use (derived from the
+  /// launch list): what poison mode clobbers after it.
+  std::vector<std::vector<uint32_t>> arenaBuffersDyingAfter() const;
 };
 
 struct Plan {

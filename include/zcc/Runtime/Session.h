@@ -42,11 +42,31 @@ enum class Precision {
   F64,
 };
 
+/// Where the launches run.
+enum class DeviceKind {
+  Cpu,  // the reference kernels over host memory
+  Cuda, // an NVIDIA GPU: one CUDA graph per entry
+  /// The CUDA executor's kernels and memory layout run on the host, one lane
+  /// per group: tests the device path on machines without a GPU.
+  Emulator,
+};
+const char *deviceKindName(DeviceKind kind);
+
+/// How the CUDA executor issues an entry's kernels.
+enum class LaunchMode {
+  Graph, // captured once at load into a CUDA graph; one cudaGraphLaunch a step
+  Eager, // the same kernels issued one by one on a stream every step
+};
+const char *launchModeName(LaunchMode mode);
+
 struct SessionOptions {
   ExecutionMode mode = ExecutionMode::Planned;
   Precision precision = Precision::F32;
   /// Seeds the parameter initializers.
   uint64_t seed = 0;
+  DeviceKind device = DeviceKind::Cpu;
+  LaunchMode launch = LaunchMode::Graph;
+  int deviceOrdinal = 0;
 };
 
 struct SessionStats {
@@ -63,6 +83,8 @@ struct SessionStats {
   uint64_t allocationsAtLoad = 0;
   uint64_t allocationsAfterLoad = 0; // must stay 0
   uint64_t bytesAllocated = 0;
+  uint64_t deviceBytes = 0; // device memory (CUDA, emulator)
+  std::string deviceName;   // "cpu", or the device in words
 };
 
 /// A tensor of an entry as the caller sees it.

@@ -121,19 +121,6 @@ template <typename T, typename Fn> void withElementType(DType dtype, Fn &&fn) {
   }
 }
 
-/// "[1, 3]": the multi-index of flat position `position` in `shape`.
-std::string formatPosition(const std::vector<int64_t> &shape,
-                           int64_t position) {
-  std::string text;
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    int64_t size = shape[d];
-    std::string digit = std::to_string(size ? position % size : 0);
-    text = d + 1 < static_cast<int>(shape.size()) ? digit + ", " + text : digit;
-    position = size ? position / size : 0;
-  }
-  return "[" + text + "]";
-}
-
 /// Reads an integer index tensor (i32 or i64) at `position`.
 int64_t readIndex(const void *data, DType dtype, int64_t position) {
   if (dtype == DType::I32)
@@ -146,7 +133,7 @@ Status indexOutOfRange(const KernelCall &call, const char *what,
                        int64_t value, int64_t limit) {
   return makeError(StatusCode::ExecutionError, kernelName(call.id), ": ", what,
                    " ", value, " at position ",
-                   formatPosition(indices.shape, position),
+                   formatIndexPosition(indices.shape, position),
                    " is out of range [0, ", limit, ")");
 }
 

@@ -194,6 +194,8 @@ struct Functor {
   int64_t count = 0;
   /// Set for launches that write persistent state: skip after an error.
   const int32_t *abort = nullptr;
+  /// Group kernels: threads per group on the GPU (a multiple of 32).
+  int32_t groupThreads = 32;
 };
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,209 @@
+//===- DeviceExecutor.cpp - device memory layout and entry programs -------===//
+
+#include "DeviceExecutor.h"
+
+#include "zcc/Runtime/Kernels.h"
+
+#include <cstdio>
+#include <string>
+
+using namespace zcc::runtime;
+using namespace zcc::runtime::device;
+
+namespace {
+
+uint64_t alignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+std::string mib(uint64_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%llu bytes (%.1f MiB)",
+                static_cast<unsigned long long>(bytes), bytes / 1048576.0);
+  return text;
+}
+
+} // namespace
+
+Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
+                              const SessionOptions &options,
+                              std::unique_ptr<DeviceExecutor> &out) {
+  if (options.precision != Precision::F32)
+    return makeError(StatusCode::Unsupported, deviceKindName(options.device),
+                     " runs f32 only; the f64 reference precision is the "
+                     "CPU executor's");
+  std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor());
+  executor->plan = std::move(plan);
+  if (options.device == DeviceKind::Cuda) {
+    ZRT_RETURN_IF_ERROR(createCudaBackend(options.deviceOrdinal,
+                                          options.launch, executor->backend));
+  } else {
+    executor->backend = createEmulatorBackend();
+  }
+  ZRT_RETURN_IF_ERROR(executor->allocate(options));
+  for (size_t i = 0; i < executor->plan->entries.size(); ++i)
+    ZRT_RETURN_IF_ERROR(executor->buildProgram(i, options.mode));
+  out = std::move(executor);
+  return Status::ok();
+}
+
+Status DeviceExecutor::allocate(const SessionOptions &options) {
+  const Plan &p = *plan;
+  uint64_t align = std::max<uint64_t>(p.alignment, 256);
+  uint64_t inputSize = 0, outputSize = 0;
+  for (const Entry &e : p.entries) {
+    inputSize = std::max(inputSize, e.inputSize);
+    outputSize = std::max(outputSize, e.outputSize);
+  }
+  bool noReuse = options.mode == ExecutionMode::NoReuse;
+  arenaBytes = noReuse ? 0 : p.arenaSize;
+  // One allocation: arena | persistent | inputs | outputs | constants | error.
+  uint64_t persistentAt = alignUp(arenaBytes, align);
+  uint64_t inputAt = alignUp(persistentAt + p.persistentSize, align);
+  uint64_t outputAt = alignUp(inputAt + inputSize, align);
+  uint64_t constantsAt = alignUp(outputAt + outputSize, align);
+  uint64_t errorAt = alignUp(constantsAt + p.constantSize, align);
+  uint64_t total = alignUp(errorAt + sizeof(DeviceError), align);
+  uint64_t separate = 0; // no-reuse: every arena buffer on its own
+  if (noReuse)
+    for (const Entry &e : p.entries)
+      for (const Buffer &b : e.buffers)
+        if (b.region == Region::Arena)
+          separate += alignUp(b.size, align);
+
+  uint64_t freeBytes = 0, totalBytes = 0;
+  ZRT_RETURN_IF_ERROR(backend->memoryInfo(freeBytes, totalBytes));
+  if (total + separate > freeBytes)
+    return makeError(
+        StatusCode::OutOfMemory, "the plan needs ", mib(total + separate),
+        " of device memory (arena ", p.arenaSize, noReuse ? " without reuse: " : "",
+        noReuse ? std::to_string(separate) : std::string(), ", persistent ",
+        p.persistentSize, ", inputs ", inputSize, ", outputs ", outputSize,
+        ", constants ", p.constantSize, " bytes) and ", backend->name(),
+        " has ", mib(freeBytes), " free of ", mib(totalBytes),
+        "; nothing was allocated and no step ran");
+
+  uint8_t *base = nullptr;
+  ZRT_RETURN_IF_ERROR(backend->allocateDevice(total, "device memory", base));
+  arena = base;
+  persistent = base + persistentAt;
+  deviceInput = base + inputAt;
+  deviceOutput = base + outputAt;
+  constants = base + constantsAt;
+  error = reinterpret_cast<DeviceError *>(base + errorAt);
+  noReuseBuffers.resize(p.entries.size());
+  if (noReuse)
+    for (size_t i = 0; i < p.entries.size(); ++i) {
+      const Entry &e = p.entries[i];
+      noReuseBuffers[i].assign(e.buffers.size(), nullptr);
+      for (size_t b = 0; b < e.buffers.size(); ++b)
+        if (e.buffers[b].region == Region::Arena)
+          ZRT_RETURN_IF_ERROR(backend->allocateDevice(
+              e.buffers[b].size, "arena buffer", noReuseBuffers[i][b]));
+    }
+
+  ZRT_RETURN_IF_ERROR(backend->allocateHost(inputSize, "input staging", input));
+  ZRT_RETURN_IF_ERROR(
+      backend->allocateHost(outputSize, "output staging", output));
+  ZRT_RETURN_IF_ERROR(backend->allocateHost(
+      p.persistentSize, "persistent mirror", persistentMirror));
+  uint8_t *errorBytes = nullptr;
+  ZRT_RETURN_IF_ERROR(
+      backend->allocateHost(sizeof(DeviceError), "error record", errorBytes));
+  hostError = reinterpret_cast<DeviceError *>(errorBytes);
+  if (!p.constants.empty())
+    ZRT_RETURN_IF_ERROR(backend->copyToDevice(constants, p.constants.data(),
+                                              p.constants.size()));
+  return Status::ok();
+}
+
+Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
+  const Entry &e = plan->entries[index];
+  EntryMemory memory;
+  memory.error = error;
+  memory.buffers.resize(e.buffers.size());
+  for (size_t b = 0; b < e.buffers.size(); ++b) {
+    const Buffer &buffer = e.buffers[b];
+    uint8_t *address = nullptr;
+    switch (buffer.region) {
+    case Region::Arena:
+      address = mode == ExecutionMode::NoReuse ? noReuseBuffers[index][b]
+                                               : arena + buffer.offset;
+      break;
+    case Region::Persistent:
+      address = persistent + buffer.offset;
+      break;
+    case Region::Input:
+      address = deviceInput + buffer.offset;
+      break;
+    case Region::Output:
+      address = deviceOutput + buffer.offset;
+      break;
+    case Region::Constant:
+      address = constants + buffer.offset;
+      break;
+    }
+    memory.buffers[b] = address;
+  }
+  if (e.workspace >= 0) {
+    memory.workspace = memory.buffers[e.workspace];
+    memory.workspaceBytes = e.buffers[e.workspace].size;
+  }
+
+  std::vector<Step> steps;
+  if (e.inputSize > 0)
+    steps.push_back(CopyIn{deviceInput, input, e.inputSize});
+  steps.push_back(Memset{error, sizeof(DeviceError), 0});
+  // Poison: all ones is a NaN in every f32 and -1 in every index.
+  if (mode == ExecutionMode::Poison && arenaBytes > 0)
+    steps.push_back(Memset{arena, arenaBytes, 0xff});
+  std::vector<std::vector<uint32_t>> dying;
+  if (mode == ExecutionMode::Poison)
+    dying = e.arenaBuffersDyingAfter();
+  for (size_t i = 0; i < e.launches.size(); ++i) {
+    ZRT_RETURN_IF_ERROR(appendLaunch(e, i, memory, steps));
+    if (mode == ExecutionMode::Poison)
+      for (uint32_t b : dying[i])
+        steps.push_back(Memset{memory.buffers[b], e.buffers[b].size, 0xff});
+  }
+  if (e.outputSize > 0)
+    steps.push_back(CopyOut{output, deviceOutput, e.outputSize});
+  steps.push_back(CopyOut{hostError, error, sizeof(DeviceError)});
+  return backend->prepare(index, std::move(steps));
+}
+
+Status DeviceExecutor::uploadPersistent() {
+  return backend->copyToDevice(persistent, persistentMirror,
+                               plan->persistentSize);
+}
+
+Status DeviceExecutor::downloadPersistent() {
+  return backend->copyToHost(persistentMirror, persistent,
+                             plan->persistentSize);
+}
+
+Status DeviceExecutor::run(int index, int64_t step) {
+  const Entry &e = plan->entries[index];
+  ZRT_RETURN_IF_ERROR(backend->run(static_cast<size_t>(index)));
+  const DeviceError &record = *hostError;
+  if (record.flag == 0)
+    return Status::ok();
+  // The same words as the CPU executor's message.
+  std::string launchName = "?";
+  std::string position = std::to_string(record.position);
+  if (record.launch >= 0 &&
+      static_cast<size_t>(record.launch) < e.launches.size()) {
+    const Launch &launch = e.launches[record.launch];
+    launchName = launch.kernel;
+    if (record.operand >= 0 &&
+        static_cast<size_t>(record.operand) < launch.inputs.size())
+      position = formatIndexPosition(
+          e.tensors[launch.inputs[record.operand]].type.shape,
+          record.position);
+  }
+  return makeError(StatusCode::ExecutionError, "entry '", e.name, "' step ",
+                   step, ", launch ", record.launch, " (", launchName,
+                   "): ", launchName, ": ", record.what ? "label" : "index",
+                   " ", record.value, " at position ", position,
+                   " is out of range [0, ", record.limit, ")");
+}

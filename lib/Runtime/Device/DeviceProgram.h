@@ -1,0 +1,90 @@
+//===- DeviceProgram.h - an entry as a list of device steps ------*- C++ -*-===//
+//
+// The device executors (CUDA, and the emulator that runs the same kernels on
+// the host) run an entry as a fixed list of steps: copy the inputs in, clear
+// the error record, run each launch's kernels, copy the outputs and the error
+// record out. The list is built once at load, with every address resolved;
+// the CUDA executor captures it into a graph, the emulator walks it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_LIB_RUNTIME_DEVICE_DEVICEPROGRAM_H
+#define ZCC_LIB_RUNTIME_DEVICE_DEVICEPROGRAM_H
+
+#include "DeviceKernels.h"
+
+#include "zcc/Runtime/Plan.h"
+#include "zcc/Runtime/Status.h"
+
+#include <variant>
+#include <vector>
+
+namespace zcc::runtime::device {
+
+/// A batch of column-major products C = op(A) op(B) with BLAS's (and
+/// cuBLAS's) meaning of every field; a row-major matmul is mapped onto it by
+/// gemmFor (C^T = op(B)^T op(A)^T).
+struct Gemm {
+  bool transA = false, transB = false;
+  int32_t m = 0, n = 0, k = 0;
+  int32_t lda = 1, ldb = 1, ldc = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0;
+  int32_t batch = 1;
+  const float *a = nullptr, *b = nullptr;
+  float *c = nullptr;
+  /// The entry's workspace, given to cuBLAS.
+  void *workspace = nullptr;
+  uint64_t workspaceBytes = 0;
+};
+
+struct Memset {
+  void *data = nullptr;
+  uint64_t bytes = 0;
+  uint8_t value = 0;
+};
+
+struct CopyIn { // host (pinned staging) to device
+  void *device = nullptr;
+  const void *host = nullptr;
+  uint64_t bytes = 0;
+};
+
+struct CopyOut { // device to host (pinned staging)
+  void *host = nullptr;
+  const void *device = nullptr;
+  uint64_t bytes = 0;
+};
+
+using Step =
+    std::variant<Elementwise, Fill, CausalMask, StridedCopy, ConcatPart,
+                 SliceGrad, Embedding, EmbeddingGrad, Dropout, Sgd, Adamw,
+                 Reduce, MaxGrad, Softmax, SoftmaxGrad, LayerNorm, RmsNorm,
+                 LayerNormGradRows, LayerNormGradColumns, RmsNormGradRows,
+                 RmsNormGradColumns, CrossEntropyRows, MeanOf,
+                 CrossEntropyGradRows, Gemm, Memset, CopyIn, CopyOut>;
+
+/// Where an entry's bytes are: each buffer's device address, the workspace
+/// (null when the entry has none) and the error record.
+struct EntryMemory {
+  std::vector<uint8_t *> buffers;
+  uint8_t *workspace = nullptr;
+  uint64_t workspaceBytes = 0;
+  DeviceError *error = nullptr;
+};
+
+/// Appends the steps of launch `index` of `entry` (already validated).
+/// Fails only when the entry lacks scratch the launch needs (a plan written
+/// without workspaces).
+Status appendLaunch(const Entry &entry, size_t index,
+                    const EntryMemory &memory, std::vector<Step> &out);
+
+/// Runs every step with launcher `L`, which has an overload per step kind
+/// (or a template for the functors).
+template <typename L> void runSteps(const std::vector<Step> &steps, L &launcher) {
+  for (const Step &step : steps)
+    std::visit(launcher, step);
+}
+
+} // namespace zcc::runtime::device
+
+#endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEPROGRAM_H

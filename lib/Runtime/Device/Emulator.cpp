@@ -1,0 +1,116 @@
+//===- Emulator.cpp - the CUDA executor's kernels, run on the host --------===//
+//
+// Host memory stands in for the device, a plain loop for each kernel launch
+// and one lane for each group. Products go through BLAS with the column-major
+// arguments the CUDA executor hands cuBLAS, so that mapping is tested too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceExecutor.h"
+
+#include "../Memory.h"
+
+#include <cblas.h>
+
+#include <cstring>
+
+using namespace zcc::runtime;
+using namespace zcc::runtime::device;
+
+namespace {
+
+/// One lane: reductions are the lane's own value, rows are visited in order.
+struct HostGroup {
+  int64_t lane = 0;
+  int64_t lanes = 1;
+  template <typename T, typename Op> T reduce(T value, Op) const {
+    return value;
+  }
+};
+
+struct HostLauncher {
+  template <typename F> void operator()(const F &f) const {
+    if (f.abort && *f.abort)
+      return;
+    if constexpr (F::kGrouped) {
+      HostGroup group;
+      for (int64_t g = 0; g < f.count; ++g)
+        f(g, group);
+    } else {
+      for (int64_t i = 0; i < f.count; ++i)
+        f(i);
+    }
+  }
+
+  void operator()(const Gemm &g) const {
+    for (int32_t i = 0; i < g.batch; ++i)
+      cblas_sgemm(CblasColMajor, g.transA ? CblasTrans : CblasNoTrans,
+                  g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f,
+                  g.a + i * g.strideA, g.lda, g.b + i * g.strideB, g.ldb, 0.0f,
+                  g.c + i * g.strideC, g.ldc);
+  }
+  void operator()(const Memset &m) const {
+    std::memset(m.data, m.value, m.bytes);
+  }
+  void operator()(const CopyIn &c) const {
+    std::memcpy(c.device, c.host, c.bytes);
+  }
+  void operator()(const CopyOut &c) const {
+    std::memcpy(c.host, c.device, c.bytes);
+  }
+};
+
+class EmulatorBackend final : public Backend {
+public:
+  std::string name() const override {
+    return "the emulator (CUDA kernels on the host)";
+  }
+  Status memoryInfo(uint64_t &freeBytes, uint64_t &totalBytes) override {
+    // Host memory: the allocation itself is the check.
+    freeBytes = totalBytes = ~uint64_t(0);
+    return Status::ok();
+  }
+  Status allocateDevice(uint64_t bytes, const char *what,
+                        uint8_t *&out) override {
+    ZRT_RETURN_IF_ERROR(allocator.allocate(bytes, 256, what, out));
+    device += bytes;
+    return Status::ok();
+  }
+  Status allocateHost(uint64_t bytes, const char *what,
+                      uint8_t *&out) override {
+    return allocator.allocate(bytes, 256, what, out);
+  }
+  Status copyToDevice(void *to, const void *from, uint64_t bytes) override {
+    std::memcpy(to, from, bytes);
+    return Status::ok();
+  }
+  Status copyToHost(void *to, const void *from, uint64_t bytes) override {
+    std::memcpy(to, from, bytes);
+    return Status::ok();
+  }
+  Status prepare(size_t entry, std::vector<Step> steps) override {
+    if (programs.size() <= entry)
+      programs.resize(entry + 1);
+    programs[entry] = std::move(steps);
+    return Status::ok();
+  }
+  Status run(size_t entry) override {
+    HostLauncher launcher;
+    runSteps(programs[entry], launcher);
+    return Status::ok();
+  }
+  uint64_t allocations() const override { return allocator.count(); }
+  uint64_t bytesAllocated() const override { return allocator.bytes(); }
+  uint64_t deviceBytes() const override { return device; }
+
+private:
+  CountedAllocator allocator;
+  std::vector<std::vector<Step>> programs;
+  uint64_t device = 0;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> zcc::runtime::device::createEmulatorBackend() {
+  return std::make_unique<EmulatorBackend>();
+}
