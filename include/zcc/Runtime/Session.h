@@ -67,6 +67,9 @@ struct SessionOptions {
   DeviceKind device = DeviceKind::Cpu;
   LaunchMode launch = LaunchMode::Graph;
   int deviceOrdinal = 0;
+  /// Emulator: run each group kernel with the GPU's threads per group and
+  /// its reduction order instead of one lane (slow; for tests).
+  bool emulateGpuGroups = false;
 };
 
 struct SessionStats {

@@ -38,7 +38,7 @@ Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
     ZRT_RETURN_IF_ERROR(createCudaBackend(options.deviceOrdinal,
                                           options.launch, executor->backend));
   } else {
-    executor->backend = createEmulatorBackend();
+    executor->backend = createEmulatorBackend(options.emulateGpuGroups);
   }
   ZRT_RETURN_IF_ERROR(executor->allocate(options));
   for (size_t i = 0; i < executor->plan->entries.size(); ++i)

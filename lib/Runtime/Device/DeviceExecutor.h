@@ -54,8 +54,10 @@ public:
   virtual uint64_t deviceBytes() const = 0;
 };
 
-/// The CUDA kernels run on the host, one lane per group.
-std::unique_ptr<Backend> createEmulatorBackend();
+/// The CUDA kernels run on the host: one lane per group, or with
+/// `gpuGroups` as many lanes as the GPU would use, combined in its order
+/// (slow: for tests of the group kernels' lane arithmetic).
+std::unique_ptr<Backend> createEmulatorBackend(bool gpuGroups = false);
 
 /// CUDA device `ordinal`; fails with the reason when there is no usable
 /// device or driver, or when the runtime was built without CUDA.

@@ -13,6 +13,7 @@
 #include <cblas.h>
 
 #include <cstring>
+#include <vector>
 
 using namespace zcc::runtime;
 using namespace zcc::runtime::device;
@@ -28,17 +29,84 @@ struct HostGroup {
   }
 };
 
+/// The GPU's group of `lanes` threads, emulated by replay: every lane runs
+/// the functor up to its next reduction, where it stops (an exception);
+/// once the last lane gets there, the lanes' values are combined in the
+/// GPU's order (a butterfly within each warp of 32, then the warps in
+/// order, as CudaBackend.cu's blockReduce), and the round starts again with
+/// one more result known. Group kernels write only after their reductions,
+/// so the final round, which runs through, writes every result.
+struct ReplayGroup {
+  struct Stop {};
+  int64_t lane = 0;
+  int64_t lanes = 32;
+  std::vector<uint64_t> *known = nullptr;    // combined results so far
+  std::vector<uint64_t> *captured = nullptr; // this round, per lane
+  size_t next = 0;
+
+  template <typename T, typename Op> T reduce(T value, Op op) {
+    static_assert(sizeof(T) <= sizeof(uint64_t));
+    if (next < known->size()) {
+      T result;
+      std::memcpy(&result, &(*known)[next++], sizeof(T));
+      return result;
+    }
+    std::memcpy(&(*captured)[lane], &value, sizeof(T));
+    if (lane + 1 == lanes) {
+      std::vector<T> v(static_cast<size_t>(lanes));
+      for (int64_t i = 0; i < lanes; ++i)
+        std::memcpy(&v[i], &(*captured)[i], sizeof(T));
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        std::vector<T> before = v;
+        for (int64_t i = 0; i < lanes; ++i)
+          v[i] = op(before[i], before[i ^ offset]);
+      }
+      T result = v[0];
+      for (int64_t w = 1; w < lanes / 32; ++w)
+        result = op(result, v[w * 32]);
+      uint64_t bits = 0;
+      std::memcpy(&bits, &result, sizeof(T));
+      known->push_back(bits);
+    }
+    throw Stop{};
+  }
+};
+
 struct HostLauncher {
+  bool gpuGroups = false;
+
   template <typename F> void operator()(const F &f) const {
     if (f.abort && *f.abort)
       return;
     if constexpr (F::kGrouped) {
+      if (gpuGroups) {
+        for (int64_t g = 0; g < f.count; ++g)
+          replay(f, g);
+        return;
+      }
       HostGroup group;
       for (int64_t g = 0; g < f.count; ++g)
         f(g, group);
     } else {
       for (int64_t i = 0; i < f.count; ++i)
         f(i);
+    }
+  }
+
+  template <typename F> void replay(const F &f, int64_t g) const {
+    std::vector<uint64_t> known, captured(static_cast<size_t>(f.groupThreads));
+    while (true) {
+      bool finished = true;
+      for (int64_t lane = 0; lane < f.groupThreads; ++lane) {
+        ReplayGroup group{lane, f.groupThreads, &known, &captured};
+        try {
+          f(g, group);
+        } catch (const ReplayGroup::Stop &) {
+          finished = false;
+        }
+      }
+      if (finished)
+        return;
     }
   }
 
@@ -62,6 +130,7 @@ struct HostLauncher {
 
 class EmulatorBackend final : public Backend {
 public:
+  explicit EmulatorBackend(bool gpuGroups) : gpuGroups(gpuGroups) {}
   std::string name() const override {
     return "the emulator (CUDA kernels on the host)";
   }
@@ -95,7 +164,7 @@ public:
     return Status::ok();
   }
   Status run(size_t entry) override {
-    HostLauncher launcher;
+    HostLauncher launcher{gpuGroups};
     runSteps(programs[entry], launcher);
     return Status::ok();
   }
@@ -104,6 +173,7 @@ public:
   uint64_t deviceBytes() const override { return device; }
 
 private:
+  bool gpuGroups;
   CountedAllocator allocator;
   std::vector<std::vector<Step>> programs;
   uint64_t device = 0;
@@ -111,6 +181,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Backend> zcc::runtime::device::createEmulatorBackend() {
-  return std::make_unique<EmulatorBackend>();
+std::unique_ptr<Backend>
+zcc::runtime::device::createEmulatorBackend(bool gpuGroups) {
+  return std::make_unique<EmulatorBackend>(gpuGroups);
 }

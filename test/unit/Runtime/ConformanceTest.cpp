@@ -1,0 +1,539 @@
+//===- ConformanceTest.cpp - device executors against the CPU executor ----===//
+//
+// One suite, built twice. zcc-conformance-tests checks the device path on
+// the host: the emulator with one lane per group must give the CPU
+// executor's bits exactly, and with the GPU's lanes per group and reduction
+// order it must meet the tolerances below. zcc-cuda-conformance-tests runs
+// the same checks on a CUDA device (graph and eager launch), and exits 77
+// (skipped) when there is none.
+//
+// Tolerances (f32, per element, `ref` the f64 CPU result, `cpu` the f32 CPU
+// result, u = 2^-24, n the kernel's longest reduction):
+//   exact kernels (copies, gathers, shape kernels, comparisons, one IEEE
+//   operation per element: +, -, *, /, sqrt) must match the CPU bit for bit
+//   (CUDA's +, -, *, / and sqrtf are correctly rounded);
+//   every other kernel: |dev - ref| <= 4 |cpu - ref| + (16 + 2n) u max(1, |ref|)
+//   - the device may be no less accurate than the CPU reference, up to a
+//   factor of 4, plus a floor for where the CPU's own error is 0 by chance:
+//   CUDA's expf/logf/tanhf are within 2 ulp (CUDA math API), an element
+//   uses at most three of them and nvcc's FMA contraction rounds at most a
+//   few more times differently (16 u); a sum of n terms in another order
+//   differs by at most about n roundings of the running sum, whose size is
+//   at most max(1, |ref|) for inputs in [-1, 1] (2n u).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LaunchCase.h"
+
+#include "Device/DeviceExecutor.h"
+#include "zcc/Runtime/PlanFile.h"
+#include "zcc/Runtime/Session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <set>
+
+using namespace zcc::runtime;
+using namespace zcc::runtime::device;
+using namespace zcc::runtime::testing;
+
+namespace {
+
+constexpr double kUnit = 1.0 / 16777216.0; // 2^-24
+
+/// A device to test: how to make its backend and session options.
+struct Target {
+  std::string name;
+  std::function<Status(std::unique_ptr<Backend> &)> backend;
+  SessionOptions options;
+  bool bitExact; // must match the CPU executor's bits everywhere
+};
+
+void PrintTo(const Target &target, std::ostream *os) { *os << target.name; }
+
+std::vector<Target> targets() {
+  std::vector<Target> list;
+#ifdef ZCC_CONFORMANCE_CUDA
+  for (LaunchMode mode : {LaunchMode::Graph, LaunchMode::Eager}) {
+    Target t;
+    t.name = std::string("cuda-") + launchModeName(mode);
+    t.backend = [mode](std::unique_ptr<Backend> &out) {
+      return createCudaBackend(0, mode, out);
+    };
+    t.options.device = DeviceKind::Cuda;
+    t.options.launch = mode;
+    t.bitExact = false;
+    list.push_back(t);
+  }
+#else
+  for (bool gpuGroups : {false, true}) {
+    Target t;
+    t.name = gpuGroups ? "emulator-gpu-groups" : "emulator";
+    t.backend = [gpuGroups](std::unique_ptr<Backend> &out) {
+      out = createEmulatorBackend(gpuGroups);
+      return Status::ok();
+    };
+    t.options.device = DeviceKind::Emulator;
+    t.options.emulateGpuGroups = gpuGroups;
+    t.bitExact = !gpuGroups;
+    list.push_back(t);
+  }
+#endif
+  return list;
+}
+
+const std::set<std::string> kExactKernels = {
+    "add",       "sub",      "mul",          "div",
+    "neg",       "relu",     "sqrt",         "rsqrt",
+    "scale",     "constant", "causal_mask",  "broadcast_in_dim",
+    "transpose", "slice",    "concat",       "copy",
+    "slice_grad", "embedding", "embedding_grad", "max",
+    "max_grad",  "relu_grad", "sqrt_grad",   "rsqrt_grad",
+    "dropout"};
+
+/// The longest reduction of a launch: the largest dimension of its inputs
+/// (an upper bound for every kernel here).
+int64_t reductionLength(const LaunchCase &c) {
+  int64_t n = 0;
+  for (uint32_t t : c.launch().inputs)
+    for (int64_t d : c.entry.tensors[t].type.shape)
+      n = std::max(n, d);
+  return n;
+}
+
+std::vector<uint8_t> packValues(const TensorType &type,
+                                const std::vector<double> &values) {
+  int64_t n = type.numElements();
+  std::vector<uint8_t> bytes(static_cast<size_t>(type.bytes()), 0);
+  for (int64_t i = 0; i < n && i < static_cast<int64_t>(values.size()); ++i) {
+    if (type.dtype == DType::F32) {
+      float v = static_cast<float>(values[i]);
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    } else if (type.dtype == DType::I32) {
+      int32_t v = static_cast<int32_t>(values[i]);
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    } else {
+      int64_t v = static_cast<int64_t>(values[i]);
+      std::memcpy(bytes.data() + 8 * i, &v, 8);
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> unpackValues(const TensorType &type,
+                                 const std::vector<uint8_t> &bytes) {
+  std::vector<double> values(static_cast<size_t>(type.numElements()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (type.dtype == DType::F32) {
+      float v;
+      std::memcpy(&v, bytes.data() + 4 * i, 4);
+      values[i] = v;
+    } else if (type.dtype == DType::I32) {
+      int32_t v;
+      std::memcpy(&v, bytes.data() + 4 * i, 4);
+      values[i] = v;
+    } else {
+      int64_t v;
+      std::memcpy(&v, bytes.data() + 8 * i, 8);
+      values[i] = static_cast<double>(v);
+    }
+  }
+  return values;
+}
+
+/// Runs the case's launch on a device backend, every tensor in a device
+/// allocation of its own (outputs start as the 777 sentinel), and returns
+/// the outputs.
+Status runOnDevice(const Target &target, const LaunchCase &c,
+                   std::vector<std::vector<double>> &results) {
+  std::unique_ptr<Backend> backend;
+  ZRT_RETURN_IF_ERROR(target.backend(backend));
+  Entry entry = c.entry;
+  entry.buffers.clear();
+  EntryMemory memory;
+  for (size_t t = 0; t < entry.tensors.size(); ++t) {
+    Tensor &tensor = entry.tensors[t];
+    tensor.buffer = static_cast<uint32_t>(t);
+    entry.buffers.push_back(
+        {Region::Arena, 0, static_cast<uint64_t>(tensor.type.bytes())});
+    uint8_t *address = nullptr;
+    ZRT_RETURN_IF_ERROR(backend->allocateDevice(
+        std::max<int64_t>(tensor.type.bytes(), 8), "tensor", address));
+    std::vector<double> values = c.values[t];
+    if (values.empty() || values[0] == 777.0)
+      values.assign(static_cast<size_t>(tensor.type.numElements()), 777.0);
+    std::vector<uint8_t> bytes = packValues(tensor.type, values);
+    ZRT_RETURN_IF_ERROR(
+        backend->copyToDevice(address, bytes.data(), bytes.size()));
+    memory.buffers.push_back(address);
+  }
+  uint8_t *scratch = nullptr, *error = nullptr;
+  uint64_t scratchBytes = entryScratchBytes(entry) + 256;
+  ZRT_RETURN_IF_ERROR(backend->allocateDevice(scratchBytes, "workspace", scratch));
+  ZRT_RETURN_IF_ERROR(
+      backend->allocateDevice(sizeof(DeviceError), "error record", error));
+  memory.workspace = scratch;
+  memory.workspaceBytes = scratchBytes;
+  memory.error = reinterpret_cast<DeviceError *>(error);
+  std::vector<Step> steps;
+  ZRT_RETURN_IF_ERROR(appendLaunch(entry, 0, memory, steps));
+  ZRT_RETURN_IF_ERROR(backend->prepare(0, std::move(steps)));
+  ZRT_RETURN_IF_ERROR(backend->run(0));
+  DeviceError record{};
+  ZRT_RETURN_IF_ERROR(backend->copyToHost(&record, error, sizeof(record)));
+  if (record.flag)
+    return makeError(StatusCode::ExecutionError, "data error at position ",
+                     record.position);
+  results.clear();
+  for (uint32_t t : c.launch().outputs) {
+    const TensorType &type = entry.tensors[t].type;
+    std::vector<uint8_t> bytes(static_cast<size_t>(type.bytes()));
+    ZRT_RETURN_IF_ERROR(
+        backend->copyToHost(bytes.data(), memory.buffers[t], bytes.size()));
+    results.push_back(unpackValues(type, bytes));
+  }
+  return Status::ok();
+}
+
+bool sameBits(double a, double b) {
+  float fa = static_cast<float>(a), fb = static_cast<float>(b);
+  return std::memcmp(&fa, &fb, 4) == 0 || (std::isnan(a) && std::isnan(b));
+}
+
+/// Compares one output against the CPU's f32 and f64 results by the rule
+/// at the top of this file; returns how many elements broke it.
+int compare(const std::string &what, const std::vector<double> &device,
+            const std::vector<double> &cpu, const std::vector<double> &ref,
+            bool exact, int64_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < device.size(); ++i) {
+    bool ok;
+    double tolerance = 0;
+    if (exact) {
+      ok = sameBits(device[i], cpu[i]);
+    } else if (std::isnan(ref[i]) || std::isinf(ref[i])) {
+      ok = sameBits(device[i], cpu[i]) ||
+           (std::isnan(device[i]) && std::isnan(ref[i]));
+    } else {
+      tolerance = 4 * std::fabs(cpu[i] - ref[i]) +
+                  (16 + 2 * n) * kUnit * std::max(1.0, std::fabs(ref[i]));
+      ok = std::fabs(device[i] - ref[i]) <= tolerance;
+    }
+    if (!ok && ++bad <= 3)
+      ADD_FAILURE() << what << " element " << i << ": device " << device[i]
+                    << ", cpu f32 " << cpu[i] << ", cpu f64 " << ref[i]
+                    << (exact ? " (must be bit-identical)"
+                              : ", tolerance " + std::to_string(tolerance));
+  }
+  return bad;
+}
+
+/// Rows long enough that every lane of a GPU group has work, and NaN and
+/// infinities where the kernels treat them specially.
+std::vector<LaunchCase> wideCases() {
+  std::vector<LaunchCase> cases;
+  auto add = [&](const char *kernel) -> LaunchCase & {
+    cases.emplace_back(kernel);
+    return cases.back();
+  };
+  for (const char *name : {"softmax", "log_softmax"}) {
+    add(name).input({3, 700}).output({3, 700}).param(intParam("axis", 1));
+    add(name).input({300, 3}).output({300, 3}).param(intParam("axis", 0));
+  }
+  for (const char *name : {"softmax_grad", "log_softmax_grad"})
+    add(name).input({4, 333}).input({4, 333}).output({4, 333}).param(
+        intParam("axis", -1));
+  for (const char *name : {"sum", "mean", "max"}) {
+    add(name).input({5, 600}).output({5}).param(intsParam("dims", {1}));
+    add(name).input({7, 40, 9}).output({40}).param(intsParam("dims", {0, 2}));
+  }
+  std::vector<double> withNaN = randomValues(2 * 500, 5);
+  withNaN[700] = std::nan("");
+  withNaN[300] = 1.5; // the first maximum of row 0
+  withNaN[400] = 1.5;
+  add("max_grad")
+      .input({2, 500}, withNaN)
+      .input({2})
+      .output({2, 500})
+      .param(intsParam("dims", {1}));
+  add("max").input({2, 500}, withNaN).output({2}).param(intsParam("dims", {1}));
+  add("layer_norm")
+      .input({6, 1000})
+      .input({1000})
+      .input({1000})
+      .output({6, 1000})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm")
+      .input({6, 513})
+      .input({513})
+      .output({6, 513})
+      .param(floatParam("epsilon", 1e-6));
+  add("layer_norm_grad")
+      .input({37, 300})
+      .input({300})
+      .input({37, 300})
+      .output({37, 300})
+      .output({300})
+      .output({300})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm_grad")
+      .input({37, 300})
+      .input({300})
+      .input({37, 300})
+      .output({37, 300})
+      .output({300})
+      .param(floatParam("epsilon", 1e-5));
+  std::vector<double> labels;
+  for (int i = 0; i < 40; ++i)
+    labels.push_back((i * 37) % 500);
+  add("softmax_cross_entropy")
+      .input({40, 500})
+      .typedInput(DType::I32, {40}, labels)
+      .output({});
+  add("softmax_cross_entropy_grad")
+      .input({40, 500})
+      .typedInput(DType::I32, {40}, labels)
+      .input({}, {0.75})
+      .output({40, 500});
+  add("mse").input({3000}).input({3000}).output({});
+  add("matmul").input({4, 33, 300}).input({4, 300, 17}).output({4, 33, 17});
+  add("matmul")
+      .input({64, 40})
+      .input({50, 40})
+      .output({64, 50})
+      .param(unitParam("transpose_rhs"));
+  add("matmul")
+      .input({3, 40, 64})
+      .input({40, 50})
+      .output({3, 64, 50})
+      .param(unitParam("transpose_lhs"));
+  std::vector<double> tokens;
+  for (int i = 0; i < 200; ++i)
+    tokens.push_back((i * 7) % 50);
+  add("embedding")
+      .input({50, 64})
+      .typedInput(DType::I64, {8, 25}, tokens)
+      .output({8, 25, 64});
+  add("embedding_grad")
+      .typedInput(DType::I64, {8, 25}, tokens)
+      .input({8, 25, 64})
+      .output({50, 64});
+  add("concat")
+      .input({3, 5, 7})
+      .input({3, 2, 7})
+      .input({3, 9, 7})
+      .output({3, 16, 7})
+      .param(intParam("dimension", 1));
+  return cases;
+}
+
+void checkCases(const Target &target, std::vector<LaunchCase> cases) {
+  for (LaunchCase &c : cases) {
+    SCOPED_TRACE(target.name + ": " + c.launch().kernel);
+    ASSERT_TRUE(c.run<double>().isOk());
+    std::vector<std::vector<double>> ref = c.results;
+    ASSERT_TRUE(c.run<float>().isOk());
+    std::vector<std::vector<double>> device;
+    Status status = runOnDevice(target, c, device);
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    bool exact = target.bitExact || kExactKernels.count(c.launch().kernel);
+    for (size_t o = 0; o < device.size(); ++o)
+      compare("output " + std::to_string(o), device[o], c.results[o], ref[o],
+              exact, reductionLength(c));
+  }
+}
+
+class Conformance : public ::testing::TestWithParam<Target> {};
+
+TEST_P(Conformance, EveryKernelMatchesTheCpuExecutor) {
+  checkCases(GetParam(), everyKernel());
+}
+
+TEST_P(Conformance, WideRowsNaNAndLargeProductsMatchTheCpuExecutor) {
+  checkCases(GetParam(), wideCases());
+}
+
+TEST_P(Conformance, BadIndicesAndLabelsAreReportedNotRead) {
+  LaunchCase embedding("embedding");
+  embedding.input({5, 3})
+      .typedInput(DType::I32, {2, 2}, {4, 0, 5, 2})
+      .output({2, 2, 3});
+  std::vector<std::vector<double>> out;
+  Status status = runOnDevice(GetParam(), embedding, out);
+  EXPECT_EQ(status.code(), StatusCode::ExecutionError) << status.toString();
+  EXPECT_CONTAINS(status.message(), "position 2");
+  LaunchCase loss("softmax_cross_entropy");
+  loss.input({3, 4}).typedInput(DType::I64, {3}, {3, -1, 1}).output({});
+  status = runOnDevice(GetParam(), loss, out);
+  EXPECT_EQ(status.code(), StatusCode::ExecutionError) << status.toString();
+  EXPECT_CONTAINS(status.message(), "position 1");
+}
+
+//===----------------------------------------------------------------------===//
+// Whole plans through sessions
+//===----------------------------------------------------------------------===//
+
+std::string plansDir() {
+  if (const char *dir = std::getenv("ZCC_PLANS_DIR"))
+    return dir;
+#ifdef ZCC_TEST_PLANS_DIR
+  return ZCC_TEST_PLANS_DIR;
+#else
+  return "";
+#endif
+}
+
+std::shared_ptr<Plan> loadTestPlan(const std::string &name) {
+  auto plan = std::make_shared<Plan>();
+  std::string path = plansDir() + "/" + name + ".zplan";
+  Status status = loadPlanFile(path, *plan);
+  EXPECT_TRUE(status.isOk()) << "set ZCC_PLANS_DIR to the folder with the "
+                                "test plans: "
+                             << status.toString();
+  return status.isOk() ? plan : nullptr;
+}
+
+/// Fills every input of the entry with reproducible data the plan accepts
+/// (labels and indices below the size of the axis they index).
+void fillInputs(Session &session, int entry, uint64_t seed) {
+  const Entry &e = session.plan().entries[entry];
+  for (const Tensor &t : e.tensors) {
+    if (t.name.empty() || e.buffers[t.buffer].region != Region::Input ||
+        t.role == TensorRole::Step)
+      continue;
+    TensorInfo info;
+    ASSERT_TRUE(session.findTensor(entry, t.name, info).isOk());
+    std::vector<double> values = randomValues(t.type.numElements(), seed, -1, 1);
+    if (!isFloat(t.type.dtype))
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] = static_cast<double>(i * 7 % 10); // < every class count here
+    ASSERT_TRUE(session.writeValues(info, values.data(), values.size()).isOk());
+  }
+}
+
+/// Every output and persistent tensor of the entry, after one run.
+std::vector<std::vector<double>> runOnce(Session &session, int entry) {
+  fillInputs(session, entry, 3);
+  Status status = session.run(entry);
+  EXPECT_TRUE(status.isOk()) << status.toString();
+  std::vector<std::vector<double>> all;
+  const Entry &e = session.plan().entries[entry];
+  for (const Tensor &t : e.tensors) {
+    Region region = e.buffers[t.buffer].region;
+    if (t.name.empty() ||
+        (region != Region::Output && region != Region::Persistent))
+      continue;
+    TensorInfo info;
+    EXPECT_TRUE(session.findTensor(entry, t.name, info).isOk());
+    std::vector<double> values(static_cast<size_t>(t.type.numElements()));
+    EXPECT_TRUE(session.readValues(info, values.data(), values.size()).isOk());
+    all.push_back(std::move(values));
+  }
+  return all;
+}
+
+std::unique_ptr<Session> makeSession(std::shared_ptr<Plan> plan,
+                                     SessionOptions options) {
+  std::unique_ptr<Session> session;
+  Status status = Session::create(std::move(plan), options, session);
+  EXPECT_TRUE(status.isOk()) << status.toString();
+  return session;
+}
+
+/// One step of a plan compiled with --optimizer none: the gradients (the
+/// outputs) and the loss against the CPU's f32 and f64 runs. n is the
+/// model's longest reduction (MLP: the 784-wide input layer).
+void checkGradients(const Target &target, const std::string &name,
+                    int64_t n) {
+  std::shared_ptr<Plan> plan = loadTestPlan(name);
+  ASSERT_TRUE(plan);
+  SessionOptions f64;
+  f64.precision = Precision::F64;
+  auto ref = makeSession(plan, f64);
+  auto cpu = makeSession(plan, SessionOptions{});
+  auto device = makeSession(plan, target.options);
+  ASSERT_TRUE(ref && cpu && device);
+  int entry = 0;
+  ASSERT_TRUE(cpu->findEntry("", entry).isOk());
+  std::vector<std::vector<double>> r = runOnce(*ref, entry);
+  std::vector<std::vector<double>> c = runOnce(*cpu, entry);
+  std::vector<std::vector<double>> d = runOnce(*device, entry);
+  ASSERT_EQ(d.size(), c.size());
+  for (size_t i = 0; i < d.size(); ++i)
+    compare(name + " tensor " + std::to_string(i), d[i], c[i], r[i],
+            target.bitExact, n);
+  EXPECT_EQ(device->stats().allocationsAfterLoad, 0u);
+}
+
+TEST_P(Conformance, MlpGradientsMatchTheCpuExecutor) {
+  checkGradients(GetParam(), "mlp_none", 784);
+}
+
+TEST_P(Conformance, GptBlockGradientsMatchTheCpuExecutor) {
+  checkGradients(GetParam(), "gpt_block_none", 256);
+}
+
+/// 30 AdamW steps: the losses stay together (bit for bit where the target
+/// is exact), and nothing is allocated after load.
+TEST_P(Conformance, TrainingLossesTrackTheCpuExecutor) {
+  for (const char *name : {"mlp", "gpt_block", "mlp_sgd"}) {
+    SCOPED_TRACE(name);
+    std::shared_ptr<Plan> plan = loadTestPlan(name);
+    ASSERT_TRUE(plan);
+    auto cpu = makeSession(plan, SessionOptions{});
+    auto device = makeSession(plan, GetParam().options);
+    ASSERT_TRUE(cpu && device);
+    int entry = 0;
+    ASSERT_TRUE(cpu->findEntry("", entry).isOk());
+    TensorInfo loss;
+    ASSERT_TRUE(cpu->findLoss(entry, loss).isOk());
+    for (int step = 0; step < 30; ++step) {
+      fillInputs(*cpu, entry, 100 + step);
+      fillInputs(*device, entry, 100 + step);
+      ASSERT_TRUE(cpu->run(entry).isOk());
+      Status status = device->run(entry);
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      double a = 0, b = 0;
+      ASSERT_TRUE(cpu->readValues(loss, &a, 1).isOk());
+      ASSERT_TRUE(device->readValues(loss, &b, 1).isOk());
+      if (GetParam().bitExact)
+        ASSERT_TRUE(sameBits(a, b)) << "step " << step << ": " << a << " " << b;
+      else // f32 training drifts apart slowly; 1e-3 after 30 steps
+        ASSERT_NEAR(a, b, 1e-3 * std::max(1.0, std::fabs(a))) << "step " << step;
+    }
+    SessionStats stats = device->stats();
+    EXPECT_EQ(stats.allocationsAfterLoad, 0u);
+    EXPECT_EQ(stats.stepsRun, 30u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Conformance, ::testing::ValuesIn(targets()),
+                         [](const ::testing::TestParamInfo<Target> &info) {
+                           std::string name = info.param.name;
+                           for (char &ch : name)
+                             if (ch == '-')
+                               ch = '_';
+                           return name;
+                         });
+
+} // namespace
+
+#ifdef ZCC_CONFORMANCE_CUDA
+/// Exits 77 (ctest: skipped) when no CUDA device can run the kernels.
+int main(int argc, char **argv) {
+  std::unique_ptr<Backend> backend;
+  Status status = createCudaBackend(0, LaunchMode::Eager, backend);
+  if (!status.isOk()) {
+    std::printf("SKIPPED: no CUDA device for the conformance suite: %s\n",
+                status.toString().c_str());
+    return 77;
+  }
+  backend.reset();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
+#endif

@@ -1,0 +1,418 @@
+//===- LaunchCase.h - one-launch entries for kernel tests ------*- C++ -*-===//
+//
+// Shared by the CPU kernel tests and the conformance suite: a one-launch
+// entry with reproducible inputs, run by the CPU kernels (LaunchCase::run),
+// and one valid launch of every kernel (everyKernel).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_TEST_UNIT_RUNTIME_LAUNCHCASE_H
+#define ZCC_TEST_UNIT_RUNTIME_LAUNCHCASE_H
+
+#include "CPU/CpuKernels.h"
+
+#include "zcc/Runtime/Kernels.h"
+#include "zcc/Runtime/Philox.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace zcc::runtime::testing {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Expects `text` to occur in `message`, printing both when it does not.
+#define EXPECT_CONTAINS(message, text)                                         \
+  EXPECT_NE(std::string(message).find(text), std::string::npos)                \
+      << "'" << (message) << "' does not contain '" << (text) << "'"
+
+//===----------------------------------------------------------------------===//
+// Building launches
+//===----------------------------------------------------------------------===//
+
+inline Param unitParam(const std::string &name) {
+  Param p;
+  p.name = name;
+  p.kind = ParamKind::Unit;
+  return p;
+}
+
+inline Param intParam(const std::string &name, int64_t value) {
+  Param p;
+  p.name = name;
+  p.kind = ParamKind::Int;
+  p.intValue = value;
+  return p;
+}
+
+inline Param floatParam(const std::string &name, double value) {
+  Param p;
+  p.name = name;
+  p.kind = ParamKind::Float;
+  p.floatValue = value;
+  return p;
+}
+
+inline Param intsParam(const std::string &name, std::vector<int64_t> values) {
+  Param p;
+  p.name = name;
+  p.kind = ParamKind::Ints;
+  p.ints = std::move(values);
+  return p;
+}
+
+/// Reproducible values in [lo, hi) from Philox, so tests need no seeded
+/// global generator.
+inline std::vector<double> randomValues(int64_t n, uint64_t seed, double lo = -1,
+                                 double hi = 1) {
+  std::vector<double> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    PhiloxBlock block = philox4x32_10(
+        philoxCounter(static_cast<uint64_t>(i), 0), philoxKeyFromSeed(seed));
+    values[i] = lo + (hi - lo) * uniformFromWord(block.words[0]);
+  }
+  return values;
+}
+
+inline int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// A one-launch entry: the tensors it names, their input values, and after
+/// run<T>() the values of its outputs.
+class LaunchCase {
+public:
+  explicit LaunchCase(const std::string &kernel) {
+    entry.launches.emplace_back();
+    launch().kernel = kernel;
+  }
+
+  Launch &launch() { return entry.launches[0]; }
+  const Launch &launch() const { return entry.launches[0]; }
+
+  /// An input tensor; without values it holds reproducible random ones.
+  LaunchCase &typedInput(DType dtype, std::vector<int64_t> shape,
+                         std::vector<double> data = {}) {
+    if (data.empty())
+      data = randomValues(elementCount(shape), 17 + entry.tensors.size());
+    launch().inputs.push_back(addTensor(dtype, std::move(shape), data));
+    return *this;
+  }
+  LaunchCase &input(std::vector<int64_t> shape, std::vector<double> data = {}) {
+    return typedInput(DType::F32, std::move(shape), std::move(data));
+  }
+
+  LaunchCase &typedOutput(DType dtype, std::vector<int64_t> shape) {
+    launch().outputs.push_back(addTensor(dtype, std::move(shape), {}));
+    return *this;
+  }
+  LaunchCase &output(std::vector<int64_t> shape) {
+    return typedOutput(DType::F32, std::move(shape));
+  }
+
+  /// An output written over input `inputIndex`'s buffer.
+  LaunchCase &outputInPlace(size_t inputIndex) {
+    launch().outputs.push_back(launch().inputs[inputIndex]);
+    return *this;
+  }
+
+  LaunchCase &param(Param p) {
+    launch().params.push_back(std::move(p));
+    return *this;
+  }
+
+  KernelId id() const {
+    std::optional<KernelId> id = findKernel(launch().kernel);
+    EXPECT_TRUE(id.has_value()) << launch().kernel;
+    return id.value_or(KernelId::Copy);
+  }
+
+  Status check() const { return checkLaunch(entry, 0, id()); }
+
+  /// Checks the launch, then runs it in precision T over fresh buffers
+  /// sized by the tensor types (outputs start as a sentinel, so an unwritten
+  /// element shows). Output buffers are fenced by canary bytes: a kernel that
+  /// writes outside them fails the test. Read-only buffers are exactly their
+  /// size, so a sanitizer build catches a read past them.
+  template <typename T> Status run() {
+    ZRT_RETURN_IF_ERROR(check());
+    std::vector<size_t> fences(entry.tensors.size(), 0);
+    for (uint32_t t : launch().outputs)
+      fences[t] = kCanaryBytes;
+    std::vector<std::vector<unsigned char>> storage;
+    for (size_t t = 0; t < entry.tensors.size(); ++t) {
+      std::vector<unsigned char> bytes =
+          pack<T>(entry.tensors[t].type, values[t]);
+      std::vector<unsigned char> fenced(bytes.size() + 2 * fences[t], kCanary);
+      std::copy(bytes.begin(), bytes.end(), fenced.begin() + fences[t]);
+      storage.push_back(std::move(fenced));
+    }
+    std::vector<cpu::Operand> ins, outs;
+    for (uint32_t t : launch().inputs)
+      ins.push_back({storage[t].data() + fences[t], &entry.tensors[t].type});
+    for (uint32_t t : launch().outputs)
+      outs.push_back({storage[t].data() + fences[t], &entry.tensors[t].type});
+    cpu::KernelCall call;
+    call.id = id();
+    call.launch = &launch();
+    call.inputs = ins.data();
+    call.numInputs = ins.size();
+    call.outputs = outs.data();
+    call.numOutputs = outs.size();
+    Status status = cpu::runKernel<T>(call);
+    for (size_t t = 0; t < storage.size(); ++t) {
+      const std::vector<unsigned char> &fenced = storage[t];
+      size_t end = fenced.size() - fences[t];
+      for (size_t b = 0; b < fences[t]; ++b)
+        if (fenced[b] != kCanary || fenced[end + b] != kCanary) {
+          ADD_FAILURE() << launch().kernel << " wrote outside tensor " << t
+                        << " (" << typeString(entry.tensors[t].type) << ")";
+          break;
+        }
+    }
+    results.clear();
+    for (uint32_t t : launch().outputs)
+      results.push_back(
+          unpack<T>(entry.tensors[t].type,
+                    std::vector<unsigned char>(storage[t].begin() + fences[t],
+                                               storage[t].end() - fences[t])));
+    return status;
+  }
+
+  const std::vector<double> &result(size_t i = 0) const { return results[i]; }
+
+  Entry entry;
+  std::vector<std::vector<double>> values;  // per tensor
+  std::vector<std::vector<double>> results; // per output, after run
+
+private:
+  uint32_t addTensor(DType dtype, std::vector<int64_t> shape,
+                     std::vector<double> data) {
+    Tensor tensor;
+    tensor.type.dtype = dtype;
+    tensor.type.shape = std::move(shape);
+    if (data.empty())
+      data.assign(static_cast<size_t>(tensor.type.numElements()), 777.0);
+    entry.tensors.push_back(tensor);
+    values.push_back(std::move(data));
+    return static_cast<uint32_t>(entry.tensors.size() - 1);
+  }
+
+  static constexpr size_t kCanaryBytes = 64;
+  static constexpr unsigned char kCanary = 0xA5;
+
+  /// The tensor's bytes: `data` converted to E, cut or zero-padded to the
+  /// element count (a test may change a shape after giving values).
+  template <typename E>
+  static void store(std::vector<unsigned char> &bytes, int64_t count,
+                    const std::vector<double> &data) {
+    bytes.assign(static_cast<size_t>(count) * sizeof(E), 0);
+    for (size_t i = 0; i < data.size() && i < static_cast<size_t>(count); ++i) {
+      E value = static_cast<E>(data[i]);
+      std::memcpy(bytes.data() + i * sizeof(E), &value, sizeof(E));
+    }
+  }
+
+  template <typename E>
+  static std::vector<double> load(const std::vector<unsigned char> &bytes) {
+    std::vector<double> data(bytes.size() / sizeof(E));
+    for (size_t i = 0; i < data.size(); ++i) {
+      E value;
+      std::memcpy(&value, bytes.data() + i * sizeof(E), sizeof(E));
+      data[i] = static_cast<double>(value);
+    }
+    return data;
+  }
+
+  template <typename T>
+  static std::vector<unsigned char> pack(const TensorType &type,
+                                         const std::vector<double> &data) {
+    std::vector<unsigned char> bytes;
+    int64_t count = type.numElements();
+    if (type.dtype == DType::F32)
+      store<T>(bytes, count, data);
+    else if (type.dtype == DType::I32)
+      store<int32_t>(bytes, count, data);
+    else
+      store<int64_t>(bytes, count, data);
+    return bytes;
+  }
+
+  template <typename T>
+  static std::vector<double> unpack(const TensorType &type,
+                                    const std::vector<unsigned char> &bytes) {
+    if (type.dtype == DType::F32)
+      return load<T>(bytes);
+    if (type.dtype == DType::I32)
+      return load<int32_t>(bytes);
+    return load<int64_t>(bytes);
+  }
+};
+
+inline void expectNear(const std::vector<double> &actual,
+                const std::vector<double> &expected, double tolerance) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isinf(expected[i]) || std::isnan(expected[i])) {
+      EXPECT_EQ(std::isnan(actual[i]), std::isnan(expected[i])) << "at " << i;
+      if (std::isinf(expected[i])) {
+        EXPECT_EQ(actual[i], expected[i]) << "at " << i;
+      }
+      continue;
+    }
+    EXPECT_NEAR(actual[i], expected[i],
+                tolerance * std::max(1.0, std::fabs(expected[i])))
+        << "at " << i;
+  }
+}
+
+/// Expects the launch to be rejected with a message containing `text`.
+inline void expectRejected(const LaunchCase &c, const std::string &text) {
+  Status status = c.check();
+  EXPECT_EQ(status.code(), StatusCode::InvalidPlan) << status.toString();
+  EXPECT_CONTAINS(status.message(), text);
+  EXPECT_CONTAINS(status.message(), "launch 0 (" + c.launch().kernel + "): ");
+}
+
+inline void expectAccepted(const LaunchCase &c) {
+  Status status = c.check();
+  EXPECT_TRUE(status.isOk()) << status.toString();
+}
+
+/// One valid launch of every kernel.
+inline std::vector<LaunchCase> everyKernel() {
+  std::vector<LaunchCase> cases;
+  auto add = [&](const char *kernel) -> LaunchCase & {
+    cases.emplace_back(kernel);
+    return cases.back();
+  };
+  for (const char *name :
+       {"add", "sub", "mul", "div", "relu_grad", "gelu_grad", "silu_grad",
+        "tanh_grad", "sigmoid_grad", "sqrt_grad", "rsqrt_grad"})
+    add(name).input({2, 3}).input({2, 3}).output({2, 3});
+  for (const char *name : {"neg", "exp", "log", "tanh", "sigmoid", "relu",
+                           "gelu", "silu", "sqrt", "rsqrt"})
+    add(name).input({2, 3}).output({2, 3});
+  add("constant").output({2, 2}).param(floatParam("value", 1.5));
+  add("causal_mask").output({3, 3});
+  add("broadcast_in_dim")
+      .input({3})
+      .output({2, 3})
+      .param(intsParam("broadcast_dimensions", {1}));
+  add("transpose")
+      .input({2, 3, 4})
+      .output({4, 2, 3})
+      .param(intsParam("permutation", {2, 0, 1}));
+  add("slice")
+      .input({4, 5})
+      .output({2, 2})
+      .param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  add("concat").input({2, 2}).input({2, 1}).output({2, 3}).param(
+      intParam("dimension", 1));
+  for (const char *name : {"sum", "mean", "max"})
+    add(name).input({2, 3, 4}).output({3}).param(intsParam("dims", {0, 2}));
+  add("matmul").input({2, 3, 4}).input({4, 5}).output({2, 3, 5});
+  for (const char *name : {"softmax", "log_softmax"})
+    add(name).input({2, 3}).output({2, 3}).param(intParam("axis", 1));
+  add("layer_norm")
+      .input({2, 4})
+      .input({4})
+      .input({4})
+      .output({2, 4})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm")
+      .input({2, 4})
+      .input({4})
+      .output({2, 4})
+      .param(floatParam("epsilon", 1e-5));
+  add("embedding")
+      .input({5, 3})
+      .typedInput(DType::I32, {2, 2}, {4, 0, 1, 2})
+      .output({2, 2, 3});
+  add("softmax_cross_entropy")
+      .input({3, 4})
+      .typedInput(DType::I64, {3}, {3, 0, 1})
+      .output({});
+  add("mse").input({2, 3}).input({2, 3}).output({});
+  add("dropout")
+      .input({6})
+      .typedInput(DType::I64, {}, {3})
+      .output({6})
+      .param(floatParam("rate", 0.5))
+      .param(intParam("seed", 1));
+  add("scale").input({2, 3}).output({2, 3}).param(floatParam("factor", 3));
+  for (const char *name : {"softmax_grad", "log_softmax_grad"})
+    add(name).input({2, 3}).input({2, 3}).output({2, 3}).param(
+        intParam("axis", 0));
+  add("max_grad")
+      .input({2, 3})
+      .input({2})
+      .output({2, 3})
+      .param(intsParam("dims", {1}));
+  add("slice_grad")
+      .input({2, 2})
+      .output({4, 5})
+      .param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  add("layer_norm_grad")
+      .input({2, 4})
+      .input({4})
+      .input({2, 4})
+      .output({2, 4})
+      .output({4})
+      .output({4})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm_grad")
+      .input({2, 4})
+      .input({4})
+      .input({2, 4})
+      .output({2, 4})
+      .output({4})
+      .param(floatParam("epsilon", 1e-5));
+  add("embedding_grad")
+      .typedInput(DType::I32, {2, 2}, {4, 0, 4, 2})
+      .input({2, 2, 3})
+      .output({5, 3});
+  add("softmax_cross_entropy_grad")
+      .input({3, 4})
+      .typedInput(DType::I64, {3}, {3, 0, 1})
+      .input({}, {1})
+      .output({3, 4});
+  add("mse_grad").input({2, 3}).input({2, 3}).input({}, {1}).output({2, 3});
+  add("sgd")
+      .input({4})
+      .input({4})
+      .input({4})
+      .outputInPlace(0)
+      .outputInPlace(2)
+      .param(floatParam("lr", 0.1))
+      .param(floatParam("momentum", 0.9))
+      .param(unitParam("nesterov"));
+  add("adamw")
+      .input({4})
+      .input({4})
+      .input({4})
+      .input({4}, {0.1, 0.2, 0.3, 0.4})
+      .typedInput(DType::I64, {}, {0})
+      .outputInPlace(0)
+      .outputInPlace(2)
+      .outputInPlace(3)
+      .param(floatParam("lr", 1e-3));
+  add("copy").input({2, 3}).output({6});
+  return cases;
+}
+
+} // namespace zcc::runtime::testing
+
+#endif // ZCC_TEST_UNIT_RUNTIME_LAUNCHCASE_H
