@@ -664,6 +664,7 @@ SessionStats Session::stats() const {
   s.bytesAllocated = impl->allocator.bytes() +
                      (impl->device ? impl->device->bytesAllocated() : 0);
   s.deviceBytes = impl->device ? impl->device->deviceBytes() : 0;
+  s.hostIssueSeconds = impl->device ? impl->device->issueSeconds() : 0;
   s.deviceName = impl->device ? impl->device->deviceName() : "cpu";
   return s;
 }

@@ -87,6 +87,7 @@ struct SessionStats {
   uint64_t allocationsAfterLoad = 0; // must stay 0
   uint64_t bytesAllocated = 0;
   uint64_t deviceBytes = 0; // device memory (CUDA, emulator)
+  double hostIssueSeconds = 0; // CUDA: host time issuing steps, not waiting
   std::string deviceName;   // "cpu", or the device in words
 };
 

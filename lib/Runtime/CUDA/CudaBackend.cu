@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -335,6 +336,7 @@ public:
 
   Status run(size_t entry) override {
     EntryProgram &p = programs[entry];
+    auto start = std::chrono::steady_clock::now();
     if (mode == LaunchMode::Graph) {
       ZRT_CUDA(cudaGraphLaunch(p.exec, stream), "cudaGraphLaunch");
     } else {
@@ -344,6 +346,9 @@ public:
       if (!launcher.error.empty())
         return makeError(StatusCode::ExecutionError, launcher.error);
     }
+    issued += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            start)
+                  .count();
     ZRT_CUDA(cudaStreamSynchronize(stream), "the step");
     return Status::ok();
   }
@@ -351,6 +356,7 @@ public:
   uint64_t allocations() const override { return count; }
   uint64_t bytesAllocated() const override { return allocated; }
   uint64_t deviceBytes() const override { return device; }
+  double issueSeconds() const override { return issued; }
 
 private:
   Status useWorkspace(const EntryProgram &p) {
@@ -370,6 +376,7 @@ private:
   std::vector<EntryProgram> programs;
   std::vector<void *> deviceBlocks, hostBlocks;
   uint64_t count = 0, allocated = 0, device = 0;
+  double issued = 0;
 };
 
 } // namespace

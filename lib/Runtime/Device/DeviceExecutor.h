@@ -52,6 +52,8 @@ public:
   virtual uint64_t bytesAllocated() const = 0;
   /// Bytes of device memory allocated (the emulator's stand-in included).
   virtual uint64_t deviceBytes() const = 0;
+  /// Seconds the host spent issuing steps (before waiting for them).
+  virtual double issueSeconds() const { return 0; }
 };
 
 /// The CUDA kernels run on the host: one lane per group, or with
@@ -90,6 +92,7 @@ public:
   uint64_t bytesAllocated() const { return backend->bytesAllocated(); }
   uint64_t deviceBytes() const { return backend->deviceBytes(); }
   uint64_t arenaCapacity() const { return arenaBytes; }
+  double issueSeconds() const { return backend->issueSeconds(); }
 
 private:
   DeviceExecutor() = default;

@@ -1,0 +1,132 @@
+//===- gpu_bench.cpp - CUDA graph replay against eager launch -------------===//
+//
+//   zcc-gpu-bench PLAN.zplan... [--steps N] [--warmup N]
+//
+// For each plan, a CUDA session per launch mode (graph, eager): the same
+// synthetic batch every step, `warmup` steps, then `steps` timed steps, each
+// waited for (as zrun does). Prints a Markdown table: per-step wall time,
+// host time spent issuing a step, device memory in use (cudaMemGetInfo: the
+// plan's allocation plus cuBLAS and the graphs), how much that grew over the
+// timed steps (it must not), and the runtime's allocations after load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Runtime/DataSource.h"
+#include "zcc/Runtime/PlanFile.h"
+#include "zcc/Runtime/Session.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace zcc::runtime;
+
+namespace {
+
+int64_t usedBytes() {
+  size_t freeBytes = 0, totalBytes = 0;
+  if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess)
+    return -1;
+  return static_cast<int64_t>(totalBytes - freeBytes);
+}
+
+int fail(const std::string &what, const Status &status) {
+  std::fprintf(stderr, "zcc-gpu-bench: %s: %s\n", what.c_str(),
+               status.toString().c_str());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> plans;
+  int64_t steps = 1000, warmup = 50;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if ((arg == "--steps" || arg == "--warmup") && i + 1 < argc) {
+      (arg == "--steps" ? steps : warmup) = std::atoll(argv[++i]);
+    } else if (!arg.empty() && arg[0] != '-') {
+      plans.push_back(arg);
+    } else {
+      std::fprintf(stderr,
+                   "usage: zcc-gpu-bench PLAN.zplan... [--steps N] "
+                   "[--warmup N]\n");
+      return 2;
+    }
+  }
+  if (plans.empty() || steps < 1 || warmup < 0) {
+    std::fprintf(stderr, "usage: zcc-gpu-bench PLAN.zplan... [--steps N] "
+                         "[--warmup N]\n");
+    return 2;
+  }
+  bool header = false;
+  for (const std::string &path : plans) {
+    auto plan = std::make_shared<Plan>();
+    if (Status s = loadPlanFile(path, *plan); !s.isOk())
+      return fail(path, s);
+    for (LaunchMode mode : {LaunchMode::Graph, LaunchMode::Eager}) {
+      SessionOptions options;
+      options.device = DeviceKind::Cuda;
+      options.launch = mode;
+      int64_t before = usedBytes();
+      std::unique_ptr<Session> session;
+      if (Status s = Session::create(plan, options, session); !s.isOk())
+        return fail(path, s);
+      int entry = 0;
+      if (Status s = session->findEntry("", entry); !s.isOk())
+        return fail(path, s);
+      std::unique_ptr<DataSource> data;
+      if (Status s = makeDataSource(*session, entry, "synthetic", 1, data);
+          !s.isOk())
+        return fail(path, s);
+      data->fill(*session, 0);
+      for (int64_t i = 0; i < warmup; ++i)
+        if (Status s = session->run(entry); !s.isOk())
+          return fail(path, s);
+      if (!header) {
+        std::printf("device: %s\n\n", session->stats().deviceName.c_str());
+        std::printf("| plan | launch | step mean (us) | step median (us) | "
+                    "host issue per step (us) | device memory used (MiB) | "
+                    "plan regions (MiB) | growth over the run (bytes) | "
+                    "allocations after load |\n");
+        std::printf("|---|---|---|---|---|---|---|---|---|\n");
+        header = true;
+      }
+      int64_t start = usedBytes();
+      double issuedBefore = session->stats().hostIssueSeconds;
+      std::vector<double> times;
+      times.reserve(static_cast<size_t>(steps));
+      for (int64_t i = 0; i < steps; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        if (Status s = session->run(entry); !s.isOk())
+          return fail(path, s);
+        times.push_back(std::chrono::duration<double, std::micro>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count());
+      }
+      int64_t end = usedBytes();
+      SessionStats stats = session->stats();
+      double mean = 0;
+      for (double t : times)
+        mean += t;
+      mean /= static_cast<double>(times.size());
+      std::sort(times.begin(), times.end());
+      double median = times[times.size() / 2];
+      double issue = 1e6 * (stats.hostIssueSeconds - issuedBefore) /
+                     static_cast<double>(steps);
+      std::string name = path.substr(path.find_last_of('/') + 1);
+      std::printf("| %s | %s | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | "
+                  "%llu |\n",
+                  name.c_str(), launchModeName(mode), mean, median, issue,
+                  (end - before) / 1048576.0, stats.deviceBytes / 1048576.0,
+                  static_cast<long long>(end - start),
+                  static_cast<unsigned long long>(stats.allocationsAfterLoad));
+    }
+  }
+  return 0;
+}

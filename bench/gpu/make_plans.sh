@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Compiles the plans the GPU suite and benchmarks need, on a machine with
+# the compiler (this one needs no GPU):
+#   bench/gpu/make_plans.sh OUT_DIR [BUILD_DIR]
+# Then, on the GPU machine: bench/gpu/run.sh OUT_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:?usage: make_plans.sh OUT_DIR [BUILD_DIR]}
+zcc=${2:-$root/build}/bin/zcc
+mkdir -p "$out"
+ex=$root/examples
+# The conformance suite's plans (the names ConformanceTest.cpp loads).
+"$zcc" "$ex/mlp.mlir" -o "$out/mlp.zplan" --optimizer adamw --lr 0.001
+"$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block.zplan" --optimizer adamw --lr 0.001
+"$zcc" "$ex/mlp.mlir" -o "$out/mlp_sgd.zplan" --optimizer sgd --lr 0.05 --momentum 0.9 --nesterov
+"$zcc" "$ex/mlp.mlir" -o "$out/mlp_none.zplan" --optimizer none
+"$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block_none.zplan" --optimizer none
+# The benchmark's larger sizes: MLP batch 512, GPT batch 32.
+python3 "$root/bench/gpu/scale_batch.py" "$ex/mlp.mlir" "$out/mlp_b512.mlir" 32 512
+python3 "$root/bench/gpu/scale_batch.py" "$ex/gpt_block.mlir" "$out/gpt_block_b32.mlir" 2 32
+"$zcc" "$out/mlp_b512.mlir" -o "$out/mlp_b512.zplan" --optimizer adamw --lr 0.001
+"$zcc" "$out/gpt_block_b32.mlir" -o "$out/gpt_block_b32.zplan" --optimizer adamw --lr 0.001
+ls -l "$out"/*.zplan
