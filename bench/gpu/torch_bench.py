@@ -285,8 +285,8 @@ def run_one(model, batch, mode, steps, warmup, device):
     peak = torch.cuda.max_memory_allocated(device)
 
     # Sanity check that the step really trained on something sensible.
-    final_loss = float(get_loss().item()) if steps + warmup > 0 else float("nan")
-    if steps + warmup > 0 and not math.isfinite(final_loss):
+    final_loss = float(get_loss().item())
+    if not math.isfinite(final_loss):
         raise RuntimeError(f"{model} batch {batch} {mode}: non-finite loss {final_loss}")
     print(f"torch_bench: {model} batch {batch} {mode}: final loss {final_loss:.4f}",
           file=sys.stderr)
