@@ -917,3 +917,20 @@ std::string zcc::runtime::formatIndexPosition(const std::vector<int64_t> &shape,
   }
   return "[" + text + "]";
 }
+
+void zcc::runtime::rowMajorStrides(const std::vector<int64_t> &shape,
+                                   int64_t *strides) {
+  int64_t stride = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+}
+
+int64_t zcc::runtime::shapeProduct(const std::vector<int64_t> &shape,
+                                   size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t d = begin; d < end; ++d)
+    n *= shape[d];
+  return n;
+}

@@ -111,6 +111,13 @@ double paramFloat(const Launch &launch, std::string_view name,
 const std::vector<int64_t> &paramInts(const Launch &launch,
                                       std::string_view name);
 
+/// Row-major element strides of `shape` into `strides` (shape.size()
+/// entries), for the executors' index arithmetic.
+void rowMajorStrides(const std::vector<int64_t> &shape, int64_t *strides);
+/// The product of shape[begin, end).
+int64_t shapeProduct(const std::vector<int64_t> &shape, size_t begin,
+                     size_t end);
+
 /// "[1, 3]": the multi-index of flat position `position` in `shape`, for
 /// the executors' messages about a bad index or label.
 std::string formatIndexPosition(const std::vector<int64_t> &shape,

@@ -52,22 +52,6 @@ const TensorType &outputType(const KernelCall &call, size_t i) {
 
 int rankOf(const TensorType &type) { return static_cast<int>(type.rank()); }
 
-/// Row-major element strides of `shape`.
-void rowMajorStrides(const std::vector<int64_t> &shape, int64_t *strides) {
-  int64_t stride = 1;
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    strides[d] = stride;
-    stride *= shape[d];
-  }
-}
-
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t d = begin; d < end; ++d)
-    n *= shape[d];
-  return n;
-}
-
 /// Calls `fn(offsetA, offsetB)` for every index of `shape` in row-major
 /// order, where offsetX is the dot product of the index with `stridesX`.
 /// The innermost dimension is a plain loop; the outer ones advance an
@@ -146,9 +130,9 @@ AxisLayout axisLayout(const TensorType &type, int64_t axis) {
   int64_t rank = type.rank();
   size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
   AxisLayout layout;
-  layout.outer = product(type.shape, 0, a);
+  layout.outer = shapeProduct(type.shape, 0, a);
   layout.size = type.shape[a];
-  layout.inner = product(type.shape, a + 1, type.shape.size());
+  layout.inner = shapeProduct(type.shape, a + 1, type.shape.size());
   return layout;
 }
 
@@ -328,8 +312,8 @@ template <typename T> void concatKernel(const KernelCall &call) {
   size_t dim = static_cast<size_t>(paramInt(*call.launch, "dimension"));
   // Each operand contributes one contiguous block per index of the
   // dimensions before `dim`.
-  int64_t outer = product(result.shape, 0, dim);
-  int64_t inner = product(result.shape, dim + 1, result.shape.size());
+  int64_t outer = shapeProduct(result.shape, 0, dim);
+  int64_t inner = shapeProduct(result.shape, dim + 1, result.shape.size());
   int64_t resultBlock = result.shape[dim] * inner;
   withElementType<T>(result.dtype, [&](auto tag) {
     using E = decltype(tag);
@@ -483,7 +467,7 @@ template <typename T> void matmulKernel(const KernelCall &call) {
   int64_t m = lhs.shape[lhsRank - (transposeLhs ? 1 : 2)];
   int64_t k = lhs.shape[lhsRank - (transposeLhs ? 2 : 1)];
   int64_t n = rhs.shape[rhsRank - (transposeRhs ? 2 : 1)];
-  int64_t batch = product(lhs.shape, 0, lhsRank - 2);
+  int64_t batch = shapeProduct(lhs.shape, 0, lhsRank - 2);
   const T *a = inputData<T>(call, 0);
   const T *b = inputData<T>(call, 1);
   T *c = outputData<T>(call, 0);

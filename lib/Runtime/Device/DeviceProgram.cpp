@@ -20,21 +20,6 @@ using namespace zcc::runtime::device;
 
 namespace {
 
-void rowMajorStrides(const std::vector<int64_t> &shape, int64_t *strides) {
-  int64_t stride = 1;
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    strides[d] = stride;
-    stride *= shape[d];
-  }
-}
-
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t d = begin; d < end; ++d)
-    n *= shape[d];
-  return n;
-}
-
 /// Bytes of one element as the device stores it (f32 stays f32).
 int32_t elementBytes(DType dtype) {
   return static_cast<int32_t>(dtypeBytes(dtype));
@@ -211,8 +196,8 @@ private:
   void concat() {
     const TensorType &type = outType(0);
     size_t dim = static_cast<size_t>(paramInt(launch, "dimension"));
-    int64_t outer = product(type.shape, 0, dim);
-    int64_t inner = product(type.shape, dim + 1, type.shape.size());
+    int64_t outer = shapeProduct(type.shape, 0, dim);
+    int64_t inner = shapeProduct(type.shape, dim + 1, type.shape.size());
     int64_t resultBlock = type.shape[dim] * inner;
     int64_t offset = 0;
     for (size_t k = 0; k < launch.inputs.size(); ++k) {
@@ -298,7 +283,7 @@ private:
     int64_t m = lhs.shape[lhsRank - (transposeLhs ? 1 : 2)];
     int64_t k = lhs.shape[lhsRank - (transposeLhs ? 2 : 1)];
     int64_t n = rhs.shape[rhsRank - (transposeRhs ? 2 : 1)];
-    int64_t batch = product(lhs.shape, 0, lhsRank - 2);
+    int64_t batch = shapeProduct(lhs.shape, 0, lhsRank - 2);
     if (batch == 0 || m == 0 || n == 0)
       return Status::ok();
     if (k == 0) { // an empty sum
@@ -347,8 +332,8 @@ private:
     size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
     AxisLines lines;
     lines.size = type.shape[a];
-    lines.inner = product(type.shape, a + 1, type.shape.size());
-    lineCount = product(type.shape, 0, a) * lines.inner;
+    lines.inner = shapeProduct(type.shape, a + 1, type.shape.size());
+    lineCount = shapeProduct(type.shape, 0, a) * lines.inner;
     return lines;
   }
 
