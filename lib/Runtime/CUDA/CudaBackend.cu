@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -105,6 +106,8 @@ struct CudaLauncher {
   cudaStream_t stream;
   cublasHandle_t blas;
   std::string error;
+  /// The stream cuBLAS is bound to (capture moves between streams).
+  cudaStream_t blasStream = nullptr;
 
   void note(cudaError_t status, const char *what) {
     if (status != cudaSuccess && error.empty())
@@ -130,6 +133,13 @@ struct CudaLauncher {
   }
 
   void operator()(const Gemm &g) {
+    if (blasStream != stream) {
+      // cublasSetStream drops the user workspace: give it back at once.
+      note(cublasSetStream(blas, stream), "cublasSetStream");
+      note(cublasSetWorkspace(blas, g.workspace, g.workspaceBytes),
+           "cublasSetWorkspace");
+      blasStream = stream;
+    }
     const float one = 1.0f, zero = 0.0f;
     cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -165,8 +175,23 @@ struct CudaLauncher {
 // The backend
 //===----------------------------------------------------------------------===//
 
+/// Streams a graph's independent branches are captured on, the entry's
+/// own stream included; ZCC_CUDA_GRAPH_STREAMS (1 to 16) overrides it, 1
+/// giving one linear chain (for comparison).
+constexpr size_t kCaptureStreams = 4;
+
+size_t captureStreams() {
+  const char *text = std::getenv("ZCC_CUDA_GRAPH_STREAMS");
+  if (!text || !*text)
+    return kCaptureStreams;
+  long value = std::strtol(text, nullptr, 10);
+  return static_cast<size_t>(std::clamp(value, 1L, 16L));
+}
+
 struct EntryProgram {
   std::vector<Step> steps;
+  std::vector<std::vector<uint32_t>> after;
+  std::vector<cudaEvent_t> done; // per step, while capturing
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
   cudaGraph_t graph = nullptr;
@@ -178,6 +203,8 @@ public:
   CudaBackend(int ordinal, LaunchMode launch) : ordinal(ordinal), mode(launch) {}
   ~CudaBackend() override {
     for (EntryProgram &p : programs) {
+      for (cudaEvent_t event : p.done)
+        cudaEventDestroy(event);
       if (p.exec)
         cudaGraphExecDestroy(p.exec);
       if (p.graph)
@@ -185,6 +212,8 @@ public:
     }
     if (blas)
       cublasDestroy(blas);
+    for (cudaStream_t branch : branches)
+      cudaStreamDestroy(branch);
     if (stream)
       cudaStreamDestroy(stream);
     for (void *p : deviceBlocks)
@@ -230,6 +259,13 @@ public:
     }
     ZRT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
              "cudaStreamCreate");
+    if (mode == LaunchMode::Graph)
+      for (size_t i = 1, n = captureStreams(); i < n; ++i) {
+        cudaStream_t branch = nullptr;
+        ZRT_CUDA(cudaStreamCreateWithFlags(&branch, cudaStreamNonBlocking),
+                 "cudaStreamCreate");
+        branches.push_back(branch);
+      }
     cublasStatus_t b = cublasCreate(&blas);
     if (b != CUBLAS_STATUS_SUCCESS)
       return makeError(StatusCode::ExecutionError,
@@ -304,11 +340,13 @@ public:
     return Status::ok();
   }
 
-  Status prepare(size_t entry, std::vector<Step> steps) override {
+  Status prepare(size_t entry, std::vector<Step> steps,
+                 std::vector<std::vector<uint32_t>> after) override {
     if (programs.size() <= entry)
       programs.resize(entry + 1);
     EntryProgram &p = programs[entry];
     p.steps = std::move(steps);
+    p.after = std::move(after);
     for (const Step &step : p.steps)
       if (const auto *g = std::get_if<Gemm>(&step)) {
         p.workspace = g->workspace;
@@ -319,10 +357,14 @@ public:
     // Capture once; cuBLAS must see the entry's workspace before capture or
     // it would allocate its own while capturing.
     ZRT_RETURN_IF_ERROR(useWorkspace(p));
+    p.done.assign(p.steps.size(), nullptr);
+    for (cudaEvent_t &event : p.done)
+      ZRT_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+               "cudaEventCreate");
     ZRT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
              "cudaStreamBeginCapture");
-    CudaLauncher launcher{stream, blas, {}};
-    runSteps(p.steps, launcher);
+    CudaLauncher launcher{stream, blas, {}, stream};
+    captureBranches(p, launcher);
     cudaError_t ended = cudaStreamEndCapture(stream, &p.graph);
     if (!launcher.error.empty())
       return makeError(StatusCode::ExecutionError, "capturing entry ", entry,
@@ -331,7 +373,10 @@ public:
     ZRT_CUDA(cudaGraphInstantiate(&p.exec, p.graph, 0), "cudaGraphInstantiate");
     ZRT_CUDA(cudaGraphUpload(p.exec, stream), "cudaGraphUpload");
     ZRT_CUDA(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    return Status::ok();
+    // Later captures and eager use start from the entry's own stream.
+    if (cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS)
+      return makeError(StatusCode::ExecutionError, "cublasSetStream failed");
+    return useWorkspace(p);
   }
 
   Status run(size_t entry) override {
@@ -341,7 +386,7 @@ public:
       ZRT_CUDA(cudaGraphLaunch(p.exec, stream), "cudaGraphLaunch");
     } else {
       ZRT_RETURN_IF_ERROR(useWorkspace(p));
-      CudaLauncher launcher{stream, blas, {}};
+      CudaLauncher launcher{stream, blas, {}, stream};
       runSteps(p.steps, launcher);
       if (!launcher.error.empty())
         return makeError(StatusCode::ExecutionError, launcher.error);
@@ -359,6 +404,65 @@ public:
   double issueSeconds() const override { return issued; }
 
 private:
+  /// Issues the steps on up to captureStreams() streams so that the captured
+  /// graph's edges are the steps' dependencies: a step goes on the stream of
+  /// its latest dependency when that is the stream's last step, else on a
+  /// stream whose last step it already follows, else on a fresh stream,
+  /// else on the stream idle longest; it waits for the events of the
+  /// dependencies its stream does not already order. A step with none goes
+  /// on the entry's stream, the capture's origin. Every stream joins the
+  /// origin at the end.
+  void captureBranches(EntryProgram &p, CudaLauncher &launcher) {
+    std::vector<cudaStream_t> streams{stream};
+    streams.insert(streams.end(), branches.begin(), branches.end());
+    std::vector<int64_t> last(streams.size(), -1); // last step per stream
+    std::vector<char> used(streams.size(), 0);
+    used[0] = 1;
+    // follows[i]: steps that step i follows, for the stream choice.
+    size_t n = p.steps.size();
+    std::vector<std::vector<char>> follows(n);
+    for (size_t i = 0; i < n && launcher.error.empty(); ++i) {
+      follows[i].assign(i, 0);
+      for (uint32_t d : p.after[i]) {
+        follows[i][d] = 1;
+        for (size_t k = 0; k < d; ++k)
+          follows[i][k] |= follows[d][k];
+      }
+      size_t chosen = 0;
+      bool found = p.after[i].empty();
+      for (size_t s = 0; s < streams.size() && !found; ++s)
+        if (used[s] && last[s] >= 0 && last[s] == p.after[i].front())
+          chosen = s, found = true;
+      for (size_t s = 0; s < streams.size() && !found; ++s)
+        if (used[s] && (last[s] < 0 || follows[i][last[s]]))
+          chosen = s, found = true;
+      for (size_t s = 0; s < streams.size() && !found; ++s)
+        if (!used[s])
+          chosen = s, found = true;
+      if (!found) {
+        chosen = 0;
+        for (size_t s = 1; s < streams.size(); ++s)
+          if (last[s] < last[chosen])
+            chosen = s;
+      }
+      used[chosen] = 1;
+      for (uint32_t d : p.after[i])
+        if (static_cast<int64_t>(d) != last[chosen])
+          launcher.note(cudaStreamWaitEvent(streams[chosen], p.done[d], 0),
+                        "cudaStreamWaitEvent");
+      launcher.stream = streams[chosen];
+      std::visit(launcher, p.steps[i]);
+      launcher.note(cudaEventRecord(p.done[i], streams[chosen]),
+                    "cudaEventRecord");
+      last[chosen] = static_cast<int64_t>(i);
+    }
+    for (size_t s = 1; s < streams.size(); ++s)
+      if (used[s] && last[s] >= 0)
+        launcher.note(cudaStreamWaitEvent(stream, p.done[last[s]], 0),
+                      "cudaStreamWaitEvent");
+    launcher.stream = stream;
+  }
+
   Status useWorkspace(const EntryProgram &p) {
     cublasStatus_t status =
         cublasSetWorkspace(blas, p.workspace, p.workspaceBytes);
@@ -372,6 +476,7 @@ private:
   LaunchMode mode;
   std::string deviceName;
   cudaStream_t stream = nullptr;
+  std::vector<cudaStream_t> branches; // graph capture's other streams
   cublasHandle_t blas = nullptr;
   std::vector<EntryProgram> programs;
   std::vector<void *> deviceBlocks, hostBlocks;

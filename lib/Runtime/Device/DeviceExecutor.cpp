@@ -5,6 +5,7 @@
 #include "zcc/Runtime/Kernels.h"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 using namespace zcc::runtime;
@@ -151,25 +152,72 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
   }
 
   std::vector<Step> steps;
+  std::vector<StepAccess> access;
+  auto span = [](const void *at, uint64_t bytes) {
+    auto begin = reinterpret_cast<uintptr_t>(at);
+    return AddressRange{begin, begin + bytes};
+  };
+  const AddressRange errorRecord = span(error, sizeof(DeviceError));
+  auto add = [&](Step step, StepAccess a) {
+    steps.push_back(std::move(step));
+    access.push_back(std::move(a));
+  };
   if (e.inputSize > 0)
-    steps.push_back(CopyIn{deviceInput, input, e.inputSize});
-  steps.push_back(Memset{error, sizeof(DeviceError), 0});
+    add(CopyIn{deviceInput, input, e.inputSize},
+        {{}, {span(deviceInput, e.inputSize)}});
+  add(Memset{error, sizeof(DeviceError), 0}, {{}, {errorRecord}});
   // Poison: all ones is a NaN in every f32 and -1 in every index.
   if (mode == ExecutionMode::Poison && arenaBytes > 0)
-    steps.push_back(Memset{arena, arenaBytes, 0xff});
+    add(Memset{arena, arenaBytes, 0xff}, {{}, {span(arena, arenaBytes)}});
   std::vector<std::vector<uint32_t>> dying;
   if (mode == ExecutionMode::Poison)
     dying = e.arenaBuffersDyingAfter();
   for (size_t i = 0; i < e.launches.size(); ++i) {
+    const Launch &launch = e.launches[i];
+    size_t first = steps.size();
     ZRT_RETURN_IF_ERROR(appendLaunch(e, i, memory, steps));
+    StepAccess a;
+    bool readsIndices = false, writesPersistent = false;
+    for (uint32_t t : launch.inputs) {
+      const Tensor &tensor = e.tensors[t];
+      a.reads.push_back(
+          span(memory.buffers[tensor.buffer], e.buffers[tensor.buffer].size));
+      readsIndices |= tensor.type.dtype == DType::I32 ||
+                      tensor.type.dtype == DType::I64;
+    }
+    for (uint32_t t : launch.outputs) {
+      const Tensor &tensor = e.tensors[t];
+      a.writes.push_back(
+          span(memory.buffers[tensor.buffer], e.buffers[tensor.buffer].size));
+      writesPersistent |=
+          e.buffers[tensor.buffer].region == Region::Persistent;
+    }
+    // Kernels that read indices or labels may record a data error; updates
+    // of persistent state read the record to skip after one.
+    if (readsIndices)
+      a.writes.push_back(errorRecord);
+    if (writesPersistent)
+      a.reads.push_back(errorRecord);
+    // cuBLAS and the kernels' scratch share the entry's workspace.
+    bool usesWorkspace = false;
+    for (size_t k = first; k < steps.size(); ++k)
+      usesWorkspace |= std::holds_alternative<Gemm>(steps[k]);
+    if (std::optional<KernelId> id = findKernel(launch.kernel))
+      usesWorkspace |= kernelScratchBytes(e, launch, *id) > 0;
+    if (usesWorkspace && memory.workspace)
+      a.writes.push_back(span(memory.workspace, memory.workspaceBytes));
+    access.resize(steps.size(), a);
     if (mode == ExecutionMode::Poison)
       for (uint32_t b : dying[i])
-        steps.push_back(Memset{memory.buffers[b], e.buffers[b].size, 0xff});
+        add(Memset{memory.buffers[b], e.buffers[b].size, 0xff},
+            {{}, {span(memory.buffers[b], e.buffers[b].size)}});
   }
   if (e.outputSize > 0)
-    steps.push_back(CopyOut{output, deviceOutput, e.outputSize});
-  steps.push_back(CopyOut{hostError, error, sizeof(DeviceError)});
-  return backend->prepare(index, std::move(steps));
+    add(CopyOut{output, deviceOutput, e.outputSize},
+        {{span(deviceOutput, e.outputSize)}, {}});
+  add(CopyOut{hostError, error, sizeof(DeviceError)}, {{errorRecord}, {}});
+  std::vector<std::vector<uint32_t>> after = stepDependencies(access);
+  return backend->prepare(index, std::move(steps), std::move(after));
 }
 
 Status DeviceExecutor::uploadPersistent() {

@@ -374,8 +374,10 @@ struct Embedding : Functor {
   }
 };
 
-/// The table gradient, one column per thread: zero it, then add the rows of
-/// dy in position order, as the CPU does (no atomics, same sums).
+/// The table gradient: each thread owns one column of a slice of the
+/// vocabulary rows, zeroes it, then adds the rows of dy in position order,
+/// as the CPU does (no atomics, same sums). Slices give the GPU threads
+/// enough to fill it; a thread reads every index but adds only its own.
 struct EmbeddingGrad : Functor {
   static constexpr bool kGrouped = false;
   const void *indices = nullptr;
@@ -383,19 +385,27 @@ struct EmbeddingGrad : Functor {
   const float *dy = nullptr;
   float *table = nullptr;
   int64_t vocabulary = 0, width = 1, positions = 0;
+  int64_t slices = 1; // count = slices * width
   DeviceError *error = nullptr;
   int32_t launch = 0;
 
-  ZRT_HOST_DEVICE void operator()(int64_t j) const {
-    for (int64_t v = 0; v < vocabulary; ++v)
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t j = i % width, slice = i / width;
+    int64_t rowsPerSlice = (vocabulary + slices - 1) / slices;
+    int64_t first = slice * rowsPerSlice;
+    int64_t last = first + rowsPerSlice < vocabulary ? first + rowsPerSlice
+                                                     : vocabulary;
+    for (int64_t v = first; v < last; ++v)
       table[v * width + j] = 0.0f;
     for (int64_t p = 0; p < positions; ++p) {
       int64_t index = readIndex(indices, wideIndices, p);
       if (index < 0 || index >= vocabulary) {
-        recordError(error, launch, 0, 0, p, index, vocabulary);
+        if (slice == 0)
+          recordError(error, launch, 0, 0, p, index, vocabulary);
         continue;
       }
-      table[index * width + j] += dy[p * width + j];
+      if (index >= first && index < last)
+        table[index * width + j] += dy[p * width + j];
     }
   }
 };
@@ -705,22 +715,27 @@ struct LayerNormGradRows : Functor {
 };
 
 /// layer_norm_grad, columns: dgamma and dbeta sum dy xhat and dy over the
-/// rows in row order.
+/// rows, one group per column (one lane: row order, as the CPU).
 struct LayerNormGradColumns : Functor {
-  static constexpr bool kGrouped = false;
+  static constexpr bool kGrouped = true;
   const float *x = nullptr, *dy = nullptr, *stats = nullptr;
   float *dgamma = nullptr, *dbeta = nullptr;
   int64_t width = 0, rows = 0;
 
-  ZRT_HOST_DEVICE void operator()(int64_t j) const {
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t j, G &group) const {
     float sumGamma = 0.0f, sumBeta = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = group.lane; r < rows; r += group.lanes) {
       float xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
       sumGamma += dy[r * width + j] * xhat;
       sumBeta += dy[r * width + j];
     }
-    dgamma[j] = sumGamma;
-    dbeta[j] = sumBeta;
+    sumGamma = group.reduce(sumGamma, Sum());
+    sumBeta = group.reduce(sumBeta, Sum());
+    if (group.lane == 0) {
+      dgamma[j] = sumGamma;
+      dbeta[j] = sumBeta;
+    }
   }
 };
 
@@ -753,17 +768,21 @@ struct RmsNormGradRows : Functor {
   }
 };
 
+/// rms_norm_grad, columns: dgamma, one group per column.
 struct RmsNormGradColumns : Functor {
-  static constexpr bool kGrouped = false;
+  static constexpr bool kGrouped = true;
   const float *x = nullptr, *dy = nullptr, *scales = nullptr;
   float *dgamma = nullptr;
   int64_t width = 0, rows = 0;
 
-  ZRT_HOST_DEVICE void operator()(int64_t j) const {
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t j, G &group) const {
     float sum = 0.0f;
-    for (int64_t r = 0; r < rows; ++r)
+    for (int64_t r = group.lane; r < rows; r += group.lanes)
       sum += dy[r * width + j] * x[r * width + j] * scales[r];
-    dgamma[j] = sum;
+    sum = group.reduce(sum, Sum());
+    if (group.lane == 0)
+      dgamma[j] = sum;
   }
 };
 

@@ -25,8 +25,13 @@ int32_t elementBytes(DType dtype) {
   return static_cast<int32_t>(dtypeBytes(dtype));
 }
 
+/// embedding_grad's threads (a thread per column and slice of rows): enough
+/// to fill a GPU, however narrow the table.
+constexpr int64_t kEmbeddingGradThreads = 32768;
+
 /// Threads per group for rows of `work` elements: whole warps, at most 256,
 /// no more warps than the row fills.
+
 int32_t groupThreadsFor(int64_t work) {
   if (work >= 256)
     return 256;
@@ -406,7 +411,7 @@ private:
     columns.width = rows.width;
     columns.rows = rows.count;
     columns.count = rows.width;
-    push(columns);
+    push(columns, rows.count);
     return Status::ok();
   }
 
@@ -431,7 +436,7 @@ private:
     columns.width = rows.width;
     columns.rows = rows.count;
     columns.count = rows.width;
-    push(columns);
+    push(columns, rows.count);
     return Status::ok();
   }
 
@@ -460,7 +465,10 @@ private:
     f.vocabulary = table.shape[0];
     f.width = table.shape[1];
     f.positions = inType(0).numElements();
-    f.count = table.shape[1];
+    int64_t width = std::max<int64_t>(f.width, 1);
+    f.slices = std::clamp<int64_t>((kEmbeddingGradThreads + width - 1) / width,
+                                   1, std::max<int64_t>(f.vocabulary, 1));
+    f.count = f.slices * table.shape[1];
     f.error = memory.error;
     f.launch = static_cast<int32_t>(index);
     push(f);
@@ -650,4 +658,45 @@ Status zcc::runtime::device::appendLaunch(const Entry &entry, size_t index,
     return makeError(StatusCode::InvalidPlan, "unknown kernel '",
                      entry.launches[index].kernel, "'");
   return Builder(entry, index, memory, out).build(*id);
+}
+
+namespace {
+
+bool overlaps(const std::vector<AddressRange> &a,
+              const std::vector<AddressRange> &b) {
+  for (const AddressRange &x : a)
+    for (const AddressRange &y : b)
+      if (x.begin < y.end && y.begin < x.end)
+        return true;
+  return false;
+}
+
+} // namespace
+
+std::vector<std::vector<uint32_t>> zcc::runtime::device::stepDependencies(
+    const std::vector<StepAccess> &access) {
+  size_t n = access.size();
+  size_t words = (n + 63) / 64;
+  // ancestors[i]: every step that step i follows, directly or not.
+  std::vector<std::vector<uint64_t>> ancestors(n,
+                                               std::vector<uint64_t>(words, 0));
+  std::vector<std::vector<uint32_t>> edges(n);
+  for (size_t i = 0; i < n; ++i) {
+    const StepAccess &step = access[i];
+    // Nearest first: a conflict already implied by a later one adds no edge.
+    for (size_t j = i; j-- > 0;) {
+      if (ancestors[i][j / 64] >> (j % 64) & 1)
+        continue;
+      const StepAccess &before = access[j];
+      if (!overlaps(before.writes, step.reads) &&
+          !overlaps(before.writes, step.writes) &&
+          !overlaps(before.reads, step.writes))
+        continue;
+      edges[i].push_back(static_cast<uint32_t>(j));
+      ancestors[i][j / 64] |= uint64_t{1} << (j % 64);
+      for (size_t w = 0; w < words; ++w)
+        ancestors[i][w] |= ancestors[j][w];
+    }
+  }
+  return edges;
 }

@@ -16,6 +16,7 @@
 #include "zcc/Runtime/Plan.h"
 #include "zcc/Runtime/Status.h"
 
+#include <cstdint>
 #include <variant>
 #include <vector>
 
@@ -77,6 +78,26 @@ struct EntryMemory {
 /// without workspaces).
 Status appendLaunch(const Entry &entry, size_t index,
                     const EntryMemory &memory, std::vector<Step> &out);
+
+/// A span of device addresses, [begin, end).
+struct AddressRange {
+  uintptr_t begin = 0, end = 0;
+};
+
+/// What one step reads and writes. Steps of one launch share the launch's
+/// sets, so they stay in order among themselves.
+struct StepAccess {
+  std::vector<AddressRange> reads, writes;
+};
+
+/// For each step, the earlier steps it must follow: every one that writes
+/// bytes it reads or writes, or reads bytes it writes, less those already
+/// implied through another (the transitive reduction), nearest first. Running the steps in
+/// any order that respects these edges gives the bits of running them in
+/// list order. The CUDA executor makes them its graph's edges, so that
+/// independent work (an update beside the rest of backward) overlaps.
+std::vector<std::vector<uint32_t>>
+stepDependencies(const std::vector<StepAccess> &access);
 
 /// Runs every step with launcher `L`, which has an overload per step kind
 /// (or a template for the functors).

@@ -157,7 +157,9 @@ public:
     std::memcpy(to, from, bytes);
     return Status::ok();
   }
-  Status prepare(size_t entry, std::vector<Step> steps) override {
+  // In list order, which respects every edge.
+  Status prepare(size_t entry, std::vector<Step> steps,
+                 std::vector<std::vector<uint32_t>>) override {
     if (programs.size() <= entry)
       programs.resize(entry + 1);
     programs[entry] = std::move(steps);

@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <random>
 #include <set>
 
 using namespace zcc::runtime;
@@ -181,7 +182,11 @@ Status runOnDevice(const Target &target, const LaunchCase &c,
   memory.error = reinterpret_cast<DeviceError *>(error);
   std::vector<Step> steps;
   ZRT_RETURN_IF_ERROR(appendLaunch(entry, 0, memory, steps));
-  ZRT_RETURN_IF_ERROR(backend->prepare(0, std::move(steps)));
+  // One launch's steps run in order.
+  std::vector<std::vector<uint32_t>> chain(steps.size());
+  for (uint32_t i = 1; i < chain.size(); ++i)
+    chain[i] = {i - 1};
+  ZRT_RETURN_IF_ERROR(backend->prepare(0, std::move(steps), std::move(chain)));
   ZRT_RETURN_IF_ERROR(backend->run(0));
   DeviceError record{};
   ZRT_RETURN_IF_ERROR(backend->copyToHost(&record, error, sizeof(record)));
@@ -287,6 +292,22 @@ std::vector<LaunchCase> wideCases() {
       .output({37, 300})
       .output({300})
       .param(floatParam("epsilon", 1e-5));
+  // Columns summed over more rows than a group has lanes.
+  add("layer_norm_grad")
+      .input({600, 40})
+      .input({40})
+      .input({600, 40})
+      .output({600, 40})
+      .output({40})
+      .output({40})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm_grad")
+      .input({600, 40})
+      .input({40})
+      .input({600, 40})
+      .output({600, 40})
+      .output({40})
+      .param(floatParam("epsilon", 1e-5));
   std::vector<double> labels;
   for (int i = 0; i < 40; ++i)
     labels.push_back((i * 37) % 500);
@@ -322,6 +343,14 @@ std::vector<LaunchCase> wideCases() {
       .typedInput(DType::I64, {8, 25}, tokens)
       .input({8, 25, 64})
       .output({50, 64});
+  // A vocabulary split into slices of rows, each index repeated.
+  std::vector<double> manyTokens;
+  for (int i = 0; i < 1200; ++i)
+    manyTokens.push_back((i * 131) % 500);
+  add("embedding_grad")
+      .typedInput(DType::I32, {4, 300}, manyTokens)
+      .input({4, 300, 96})
+      .output({500, 96});
   add("concat")
       .input({3, 5, 7})
       .input({3, 2, 7})
@@ -508,6 +537,84 @@ TEST_P(Conformance, TrainingLossesTrackTheCpuExecutor) {
     SessionStats stats = device->stats();
     EXPECT_EQ(stats.allocationsAfterLoad, 0u);
     EXPECT_EQ(stats.stepsRun, 30u);
+  }
+}
+
+// The CUDA graph's edges: a step follows exactly the steps it conflicts
+// with, less those implied through others.
+TEST(StepDependencies, FollowOnlyConflictingSteps) {
+  auto r = [](uintptr_t begin, uintptr_t end) {
+    return AddressRange{begin, end};
+  };
+  const AddressRange a = r(0, 64), b = r(64, 128), c = r(128, 192),
+                     d = r(192, 256), e = r(256, 320);
+  std::vector<StepAccess> steps = {
+      {{}, {a}},                  // 0: writes a
+      {{}, {b}},                  // 1: writes b
+      {{a}, {c}},                 // 2: a -> c
+      {{b}, {d}},                 // 3: b -> d
+      {{c, d}, {e}},              // 4: c, d -> e
+      {{}, {a}},                  // 5: writes a again: after 2 read it
+      {{r(260, 320)}, {}},        // 6: reads part of e
+      {{}, {r(320, 384)}},        // 7: touches e's end, overlaps nothing
+      {{r(330, 340)}, {r(0, 8)}}, // 8: reads 7's bytes, writes a's start
+  };
+  std::vector<std::vector<uint32_t>> expected = {
+      {}, {}, {0}, {1}, {3, 2}, {2}, {4}, {}, {7, 5}};
+  EXPECT_EQ(stepDependencies(steps), expected);
+}
+
+// On random programs: every conflicting pair is ordered through the edges,
+// and every edge is a conflict that no other path implies.
+TEST(StepDependencies, RandomProgramsKeepEveryConflictOrdered) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<StepAccess> steps(40);
+    auto range = [&] {
+      uintptr_t begin = rng() % 1000;
+      return AddressRange{begin, begin + 1 + rng() % 60};
+    };
+    for (StepAccess &step : steps) {
+      for (unsigned k = rng() % 3; k > 0; --k)
+        step.reads.push_back(range());
+      for (unsigned k = rng() % 2 + (step.reads.empty() ? 1 : 0); k > 0; --k)
+        step.writes.push_back(range());
+    }
+    auto hit = [](const std::vector<AddressRange> &x,
+                  const std::vector<AddressRange> &y) {
+      for (const AddressRange &p : x)
+        for (const AddressRange &q : y)
+          if (p.begin < q.end && q.begin < p.end)
+            return true;
+      return false;
+    };
+    auto conflict = [&](size_t j, size_t i) {
+      return hit(steps[j].writes, steps[i].reads) ||
+             hit(steps[j].writes, steps[i].writes) ||
+             hit(steps[j].reads, steps[i].writes);
+    };
+    std::vector<std::vector<uint32_t>> after = stepDependencies(steps);
+    std::vector<std::vector<char>> reach(steps.size(),
+                                         std::vector<char>(steps.size(), 0));
+    for (size_t i = 0; i < steps.size(); ++i)
+      for (uint32_t j : after[i]) {
+        ASSERT_LT(j, i);
+        ASSERT_TRUE(conflict(j, i)) << "edge " << j << " -> " << i;
+        reach[i][j] = 1;
+        for (size_t k = 0; k < steps.size(); ++k)
+          reach[i][k] |= reach[j][k];
+      }
+    for (size_t i = 0; i < steps.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (conflict(j, i))
+          EXPECT_TRUE(reach[i][j]) << "round " << round << ": step " << i
+                                   << " does not follow step " << j;
+    // Reduced: no edge j -> i where another edge k -> i already reaches j.
+    for (size_t i = 0; i < steps.size(); ++i)
+      for (uint32_t j : after[i])
+        for (uint32_t k : after[i])
+          EXPECT_FALSE(k != j && reach[k][j])
+              << "edge " << j << " -> " << i << " is implied through " << k;
   }
 }
 
