@@ -2,60 +2,149 @@
 # The GPU suite and the GPU benchmarks, on a machine with an NVIDIA GPU and
 # plans compiled elsewhere (bench/gpu/make_plans.sh):
 #   bench/gpu/run.sh PLANS_DIR [OUT_DIR]
-# Builds the runtime alone (-DZCC_BUILD_COMPILER=OFF: no MLIR needed), runs
-# the CUDA smoke test, the conformance suite against the CPU executor, zrun
-# under compute-sanitizer (where installed), the graph/eager benchmark and
-# the PyTorch comparison (where PyTorch is installed). Results go to OUT_DIR
-# (default bench/gpu/out); the tables are what docs/gpu-benchmarks.md shows.
-set -euo pipefail
+# Builds the runtime alone (-DZCC_BUILD_COMPILER=OFF: no MLIR needed), then
+# runs each check in turn, going on after a failure so one run reports them
+# all: the CUDA smoke test, the conformance suite against the CPU executor,
+# zrun traces compared bit for bit (graph, eager, no-reuse, poison), the
+# graph/eager benchmark, the PyTorch comparison (where PyTorch is installed)
+# and zrun under compute-sanitizer (where installed). Logs go to OUT_DIR
+# (default bench/gpu/out), the last lines printed are a table of the steps,
+# and the exit status is non-zero when any step failed.
+#
+# A GPU machine with no package manager: pack the libraries on a Debian
+# machine (bench/gpu/pack_deps.sh DIR), copy DIR over and set ZCC_GPU_DEPS=DIR.
+# ZCC_GPU_STEP_TIMEOUT (seconds, default 300) bounds each step.
+set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-plans=$(cd "${1:?usage: run.sh PLANS_DIR [OUT_DIR]}" && pwd)
+plans=$(cd "${1:?usage: run.sh PLANS_DIR [OUT_DIR]}" && pwd) || exit 2
 out=${2:-$root/bench/gpu/out}
 build=${ZCC_GPU_BUILD_DIR:-$root/build-gpu}
+step_timeout=${ZCC_GPU_STEP_TIMEOUT:-300}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+if [ -n "${ZCC_GPU_DEPS:-}" ]; then
+  deps=$(cd "$ZCC_GPU_DEPS" && pwd) || exit 2
+  export CMAKE_PREFIX_PATH=$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export PATH=$deps/bin:$PATH
+  export LD_LIBRARY_PATH=$deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export BLA_VENDOR=${BLA_VENDOR:-OpenBLAS}
+fi
+[ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
 
 for tool in cmake ninja flatc nvcc; do
-  command -v "$tool" > /dev/null || [ "$tool" = nvcc -a -x /usr/local/cuda/bin/nvcc ] || {
+  command -v "$tool" > /dev/null || {
     echo "run.sh: '$tool' is missing; on Debian/Ubuntu: apt-get install cmake ninja-build" \
          "flatbuffers-compiler libflatbuffers-dev libopenblas-dev nlohmann-json3-dev" \
-         "zlib1g-dev libgtest-dev (and the CUDA toolkit for nvcc)" >&2
+         "zlib1g-dev libgtest-dev (and the CUDA toolkit for nvcc), or see ZCC_GPU_DEPS above" >&2
     exit 1
   }
 done
 
+summary=()
+failed=0
+# step NAME LOG COMMAND...: runs COMMAND under the step timeout, appending
+# its output to OUT/LOG, and records its exit status.
+step() {
+  local name=$1 log=$2
+  shift 2
+  echo "== $name" | tee -a "$out/$log"
+  local start=$SECONDS
+  if [ "$(type -t "$1")" = function ]; then
+    timeout "$step_timeout" bash -c "$(declare -f "$1"); \"\$@\"" _ "$@" 2>&1 | tee -a "$out/$log"
+  else
+    timeout "$step_timeout" "$@" 2>&1 | tee -a "$out/$log"
+  fi
+  local rc=${PIPESTATUS[0]}
+  local verdict=ok
+  if [ "$rc" = 124 ]; then
+    verdict="TIMED OUT after ${step_timeout}s"
+  elif [ "$rc" != 0 ]; then
+    verdict="FAILED (exit $rc)"
+  fi
+  [ "$verdict" = ok ] || failed=$((failed + 1))
+  summary+=("| $name | $verdict | $((SECONDS - start)) | $log |")
+}
+
+# Traces of one plan on the GPU in every mode must match bit for bit: the
+# same kernels in the same order on the same bytes, only placed differently.
+compare_traces() {
+  local plan=$1 steps=$2 base="" mode launch name dir=$build/traces
+  mkdir -p "$dir"
+  for run in graph:planned eager:planned graph:no-reuse graph:poison; do
+    launch=${run%%:*} mode=${run#*:}
+    name="$dir/$(basename "$plan" .zplan)-$launch-$mode.txt"
+    "$build/bin/zrun" "$plan" --device cuda --launch "$launch" --mode "$mode" \
+      --steps "$steps" --trace > "$name" || { echo "zrun $launch $mode failed"; return 1; }
+    grep '^step ' "$name" > "$name.steps"
+    if [ -z "$base" ]; then
+      base=$name.steps
+      tail -n 2 "$base"
+    elif ! cmp -s "$base" "$name.steps"; then
+      echo "trace of $launch/$mode differs from graph/planned:"
+      diff "$base" "$name.steps" | head -n 6
+      return 1
+    else
+      echo "$launch/$mode: $(wc -l < "$name.steps") steps bit-identical to graph/planned"
+    fi
+  done
+}
+
+export build out
+
 echo "== build the runtime alone in $build"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DZCC_BUILD_COMPILER=OFF -DZCC_ENABLE_CUDA=ON \
-  -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" > /dev/null
-ninja -C "$build" zcc-cuda-info zcc-cuda-conformance-tests zcc-conformance-tests zcc-gpu-bench zrun
+start=$SECONDS
+if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DZCC_BUILD_COMPILER=OFF -DZCC_ENABLE_CUDA=ON \
+         -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
+       ninja -C "$build" zcc-cuda-info zcc-cuda-conformance-tests zcc-conformance-tests \
+         zcc-gpu-bench zrun; } > "$out/build.log" 2>&1; then
+  tail -n 40 "$out/build.log"
+  echo "run.sh: the runtime build failed (log: $out/build.log)"
+  exit 1
+fi
+echo "built in $((SECONDS - start)) s"
 
-echo "== CUDA smoke test"
-"$build/bin/zcc-cuda-info" --smoke | tee "$out/device.txt"
-
-echo "== conformance: CUDA (graph and eager) and the emulator against the CPU"
-ZCC_PLANS_DIR=$plans "$build/bin/zcc-cuda-conformance-tests" 2>&1 | tee "$out/conformance-cuda.txt"
-ZCC_PLANS_DIR=$plans "$build/bin/zcc-conformance-tests" 2>&1 | tail -n 3 | tee "$out/conformance-emulator.txt"
-
-echo "== zrun on the GPU: graph and eager, 200 steps each, trace compared"
+step "CUDA smoke test" conformance.txt "$build/bin/zcc-cuda-info" --smoke
+step "conformance: CUDA (graph and eager) against the CPU" conformance.txt \
+  env ZCC_PLANS_DIR="$plans" "$build/bin/zcc-cuda-conformance-tests"
+step "conformance: the emulator against the CPU" conformance.txt \
+  env ZCC_PLANS_DIR="$plans" "$build/bin/zcc-conformance-tests" --gtest_brief=1
+for model in mlp gpt_block; do
+  step "traces: $model graph/eager/no-reuse/poison, 50 steps" zrun.txt \
+    compare_traces "$plans/$model.zplan" 50
+done
 for launch in graph eager; do
-  "$build/bin/zrun" "$plans/gpt_block.zplan" --device cuda --launch $launch --steps 200 \
-    --print-every 50 | tee "$out/zrun-$launch.txt"
+  step "zrun gpt_block --launch $launch, 200 steps" zrun.txt \
+    "$build/bin/zrun" "$plans/gpt_block.zplan" --device cuda --launch $launch \
+    --steps 200 --print-every 50
 done
 
+step "benchmark: graph replay against eager launch, 1000 steps" zcc.md \
+  "$build/bin/zcc-gpu-bench" "$plans/mlp.zplan" "$plans/mlp_b512.zplan" \
+  "$plans/gpt_block.zplan" "$plans/gpt_block_b32.zplan" --steps 1000
+step "PyTorch eager and torch.cuda.graph, the same models" torch.md \
+  python3 "$root/bench/gpu/torch_bench.py" --steps 1000
+
 if command -v compute-sanitizer > /dev/null; then
-  echo "== compute-sanitizer (memcheck, racecheck) on 5 steps"
-  compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$build/bin/zrun" "$plans/gpt_block.zplan" --device cuda --steps 5 | tee "$out/memcheck.txt"
-  compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$build/bin/zrun" "$plans/mlp.zplan" --device cuda --launch eager --steps 2 | tee "$out/racecheck.txt"
+  for tool in memcheck racecheck synccheck initcheck; do
+    step "compute-sanitizer $tool: gpt_block, eager, 3 steps" sanitizer.txt \
+      compute-sanitizer --tool $tool --error-exitcode 9 \
+      "$build/bin/zrun" "$plans/gpt_block.zplan" --device cuda --launch eager --steps 3
+  done
+  step "compute-sanitizer memcheck: gpt_block, graph, 3 steps" sanitizer.txt \
+    compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$build/bin/zrun" "$plans/gpt_block.zplan" --device cuda --launch graph --steps 3
 else
-  echo "compute-sanitizer not found: skipped" | tee "$out/memcheck.txt"
+  summary+=("| compute-sanitizer | not installed: skipped | 0 | |")
 fi
 
-echo "== benchmark: graph replay against eager launch, 1000 steps"
-"$build/bin/zcc-gpu-bench" "$plans/mlp.zplan" "$plans/mlp_b512.zplan" \
-  "$plans/gpt_block.zplan" "$plans/gpt_block_b32.zplan" --steps 1000 | tee "$out/zcc.md"
-
-echo "== PyTorch eager and torch.cuda.graph, the same models"
-python3 "$root/bench/gpu/torch_bench.py" --steps 1000 | tee "$out/torch.md"
-echo "results in $out"
+{
+  echo
+  echo "| step | result | seconds | log |"
+  echo "|---|---|---|---|"
+  printf '%s\n' "${summary[@]}"
+  echo
+  echo "$failed step(s) failed; logs in $out"
+} | tee "$out/summary.md"
+[ "$failed" = 0 ]

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Packs the runtime build's libraries from this Debian machine into one
+# prefix, for a GPU machine that has CMake, Ninja and nvcc but no package
+# manager or network (the runtime-only build needs flatc and the flatbuffers
+# headers, OpenBLAS, nlohmann-json, zlib and GoogleTest):
+#   bench/gpu/pack_deps.sh DIR
+# There, before bench/gpu/run.sh:
+#   export CMAKE_PREFIX_PATH=DIR PATH=DIR/bin:$PATH LD_LIBRARY_PATH=DIR/lib
+set -euo pipefail
+out=${1:?usage: pack_deps.sh DIR}
+arch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+inc=/usr/include
+lib=/usr/lib/$arch
+for f in /usr/bin/flatc $inc/flatbuffers/flatbuffers.h $inc/nlohmann/json.hpp \
+         $inc/zlib.h $inc/gtest/gtest.h $lib/libgtest.a $lib/libopenblas.so.0; do
+  [ -e "$f" ] || { echo "pack_deps.sh: $f is missing: run scripts/install-deps.sh" >&2; exit 1; }
+done
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/include" "$out/lib"
+cp -L /usr/bin/flatc "$out/bin/"
+cp -rL $inc/flatbuffers $inc/nlohmann $inc/gtest $inc/gmock "$out/include/"
+cp -L $inc/zlib.h $inc/zconf.h "$out/include/"
+# OpenBLAS's cblas.h (Debian keeps it behind an alternatives link).
+blas_inc=$(dirname "$(readlink -f $inc/$arch/cblas.h)")
+cp -L "$blas_inc"/cblas.h "$blas_inc"/openblas_config.h "$out/include/"
+cp -L $lib/libgtest.a $lib/libgtest_main.a $lib/libgmock.a $lib/libgmock_main.a "$out/lib/"
+# Shared libraries under their sonames, with the link-time names beside them.
+for so in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libz.so.1; do
+  cp -L "$lib/$so" "$out/lib/"
+done
+ln -s libopenblas.so.0 "$out/lib/libopenblas.so"
+ln -s libz.so.1 "$out/lib/libz.so"
+du -sh "$out"
