@@ -20,4 +20,13 @@ python3 "$root/bench/gpu/scale_batch.py" "$ex/mlp.mlir" "$out/mlp_b512.mlir" 32 
 python3 "$root/bench/gpu/scale_batch.py" "$ex/gpt_block.mlir" "$out/gpt_block_b32.mlir" 2 32
 "$zcc" "$out/mlp_b512.mlir" -o "$out/mlp_b512.zplan" --optimizer adamw --lr 0.001
 "$zcc" "$out/gpt_block_b32.mlir" -o "$out/gpt_block_b32.zplan" --optimizer adamw --lr 0.001
+# The same GPT at real sizes: issue 14's CPU benchmark model (4 layers,
+# width 256, sequence 128, batch 8, vocabulary 512) and GPT-2 small (12
+# layers, width 768, 12 heads, sequence 1024, batch 8, vocabulary 50304).
+python3 "$root/bench/gpu/gpt_model.py" "$out/gpt_mid.mlir" --layers 4 --width 256 \
+  --heads 4 --seq 128 --batch 8 --vocab 512
+python3 "$root/bench/gpu/gpt_model.py" "$out/gpt2_small.mlir" --layers 12 --width 768 \
+  --heads 12 --seq 1024 --batch 8 --vocab 50304
+"$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid.zplan" --optimizer adamw --lr 0.001
+"$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small.zplan" --optimizer adamw --lr 0.001
 ls -l "$out"/*.zplan

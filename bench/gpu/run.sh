@@ -6,8 +6,9 @@
 # runs each check in turn, going on after a failure so one run reports them
 # all: the CUDA smoke test, the conformance suite against the CPU executor,
 # zrun traces compared bit for bit (graph, eager, no-reuse, poison), the
-# graph/eager benchmark, the PyTorch comparison (where PyTorch is installed)
-# and zrun under compute-sanitizer (where installed). Logs go to OUT_DIR
+# graph/eager benchmark, the PyTorch comparison (where PyTorch is installed),
+# the same at real sizes (GPT-2 small) and zrun under compute-sanitizer
+# (where installed). Logs go to OUT_DIR
 # (default bench/gpu/out), the last lines printed are a table of the steps,
 # and the exit status is non-zero when any step failed.
 #
@@ -125,6 +126,20 @@ step "benchmark: graph replay against eager launch, 1000 steps" zcc.md \
   "$plans/gpt_block.zplan" "$plans/gpt_block_b32.zplan" --steps 1000
 step "PyTorch eager and torch.cuda.graph, the same models" torch.md \
   python3 "$root/bench/gpu/torch_bench.py" --steps 1000
+# The same GPT at real sizes (make_plans.sh), fewer steps: 200 ms each at
+# GPT-2 small.
+if [ -f "$plans/gpt2_small.zplan" ]; then
+  step "benchmark at real size: GPT 4x256 (batch 8, sequence 128), zcc" real-size.md \
+    "$build/bin/zcc-gpu-bench" "$plans/gpt_mid.zplan" --steps 200 --warmup 10
+  step "benchmark at real size: GPT 4x256 (batch 8, sequence 128), PyTorch" real-size.md \
+    python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 4,256,4,128,512 --batch 8 \
+    --steps 200 --warmup 10
+  step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), zcc" real-size.md \
+    "$build/bin/zcc-gpu-bench" "$plans/gpt2_small.zplan" --steps 20 --warmup 3
+  step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), PyTorch" real-size.md \
+    python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 12,768,12,1024,50304 \
+    --batch 8 --steps 20 --warmup 3
+fi
 
 if command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck synccheck initcheck; do

@@ -328,7 +328,19 @@ def parse_args(argv):
     ap.add_argument("--steps", type=int, default=1000, help="timed steps")
     ap.add_argument("--warmup", type=int, default=50, help="untimed steps first")
     ap.add_argument("--device-index", type=int, default=0)
+    ap.add_argument("--gpt", default=None, metavar="L,D,H,T,V[,F]",
+                    help="the GPT model at another size: layers, width, heads, "
+                    "sequence, vocabulary and MLP width (default 4 D), as "
+                    "bench/gpu/gpt_model.py writes it for zcc")
     args = ap.parse_args(argv)
+    if args.gpt is not None:
+        try:
+            sizes = [int(v) for v in args.gpt.split(",")]
+        except ValueError:
+            ap.error("--gpt: sizes must be integers")
+        if len(sizes) not in (5, 6) or min(sizes) < 1 or sizes[1] % sizes[2]:
+            ap.error("--gpt: L,D,H,T,V[,F], positive, D a multiple of H")
+        args.gpt = sizes if len(sizes) == 6 else sizes + [4 * sizes[1]]
 
     args.sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     for s in args.sizes:
@@ -352,6 +364,11 @@ def main(argv=None):
 
     if not torch.cuda.is_available():
         skip("torch.cuda.is_available() is False")
+
+    if args.gpt is not None:
+        global GPT_LAYERS, GPT_D, GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_FF, GPT_HEAD_DIM
+        GPT_LAYERS, GPT_D, GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_FF = args.gpt
+        GPT_HEAD_DIM = GPT_D // GPT_HEADS
 
     torch.cuda.set_device(args.device_index)
     device = torch.device("cuda", args.device_index)
