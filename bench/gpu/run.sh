@@ -2,6 +2,8 @@
 # The GPU suite and the GPU benchmarks, on a machine with an NVIDIA GPU and
 # plans compiled elsewhere (bench/gpu/make_plans.sh):
 #   bench/gpu/run.sh PLANS_DIR [OUT_DIR]
+# or, with a folder from bench/gpu/prepare.sh (plans and libraries):
+#   bench/gpu/run.sh DIR [OUT_DIR]
 # Builds the runtime alone (-DZCC_BUILD_COMPILER=OFF: no MLIR needed), then
 # runs each check in turn, going on after a failure so one run reports them
 # all: the CUDA smoke test, the conformance suite against the CPU executor,
@@ -17,7 +19,11 @@
 # ZCC_GPU_STEP_TIMEOUT (seconds, default 300) bounds each step.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-plans=$(cd "${1:?usage: run.sh PLANS_DIR [OUT_DIR]}" && pwd) || exit 2
+plans=$(cd "${1:?usage: run.sh PLANS_DIR|PREPARED_DIR [OUT_DIR]}" && pwd) || exit 2
+if [ -d "$plans/plans" ] && [ -d "$plans/deps" ]; then
+  export ZCC_GPU_DEPS=${ZCC_GPU_DEPS:-$plans/deps}
+  plans=$plans/plans
+fi
 out=${2:-$root/bench/gpu/out}
 build=${ZCC_GPU_BUILD_DIR:-$root/build-gpu}
 step_timeout=${ZCC_GPU_STEP_TIMEOUT:-300}
