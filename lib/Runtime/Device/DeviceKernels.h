@@ -75,54 +75,59 @@ ZRT_HOST_DEVICE inline void recordError(DeviceError *error, int32_t launch,
 // Scalar functions: the CPU kernels' formulas, in f32
 //===----------------------------------------------------------------------===//
 
-ZRT_HOST_DEVICE inline bool isNaN(float x) { return x != x; }
+template <typename T> ZRT_HOST_DEVICE inline bool isNaN(T x) { return x != x; }
 
 #ifdef __CUDA_ARCH__
 ZRT_HOST_DEVICE inline float fExp(float x) { return ::expf(x); }
 ZRT_HOST_DEVICE inline float fLog(float x) { return ::logf(x); }
 ZRT_HOST_DEVICE inline float fTanh(float x) { return ::tanhf(x); }
 ZRT_HOST_DEVICE inline float fSqrt(float x) { return ::sqrtf(x); }
+ZRT_HOST_DEVICE inline double fExp(double x) { return ::exp(x); }
+ZRT_HOST_DEVICE inline double fLog(double x) { return ::log(x); }
+ZRT_HOST_DEVICE inline double fTanh(double x) { return ::tanh(x); }
+ZRT_HOST_DEVICE inline double fSqrt(double x) { return ::sqrt(x); }
 ZRT_HOST_DEVICE inline double dPow(double x, double y) { return ::pow(x, y); }
 #else
-inline float fExp(float x) { return std::exp(x); }
-inline float fLog(float x) { return std::log(x); }
-inline float fTanh(float x) { return std::tanh(x); }
-inline float fSqrt(float x) { return std::sqrt(x); }
+template <typename T> inline T fExp(T x) { return std::exp(x); }
+template <typename T> inline T fLog(T x) { return std::log(x); }
+template <typename T> inline T fTanh(T x) { return std::tanh(x); }
+template <typename T> inline T fSqrt(T x) { return std::sqrt(x); }
 inline double dPow(double x, double y) { return std::pow(x, y); }
 #endif
 
-ZRT_HOST_DEVICE inline float sigmoidOf(float x) {
+template <typename T> ZRT_HOST_DEVICE inline T sigmoidOf(T x) {
   // e^x / (1 + e^x) for negative x: e^-x would overflow.
-  if (x < 0.0f) {
-    float e = fExp(x);
-    return e / (1.0f + e);
+  if (x < T(0.0)) {
+    T e = fExp(x);
+    return e / (T(1.0) + e);
   }
-  return 1.0f / (1.0f + fExp(-x));
+  return T(1.0) / (T(1.0) + fExp(-x));
 }
 
-inline constexpr float kGeluC = 0.79788456080286535587989211986876f;
-inline constexpr float kGeluA = 0.044715f;
+template <typename T>
+inline constexpr T kGeluC = T(0.79788456080286535587989211986876);
+template <typename T> inline constexpr T kGeluA = T(0.044715);
 
-ZRT_HOST_DEVICE inline float geluOf(float x) {
-  float inner = kGeluC * (x + kGeluA * x * x * x);
-  return 0.5f * x * (1.0f + fTanh(inner));
+template <typename T> ZRT_HOST_DEVICE inline T geluOf(T x) {
+  T inner = kGeluC<T> * (x + kGeluA<T> * x * x * x);
+  return T(0.5) * x * (T(1.0) + fTanh(inner));
 }
 
-ZRT_HOST_DEVICE inline float geluDerivative(float x) {
-  float t = fTanh(kGeluC * (x + kGeluA * x * x * x));
-  return 0.5f * (1.0f + t) +
-         0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * kGeluA * x * x);
+template <typename T> ZRT_HOST_DEVICE inline T geluDerivative(T x) {
+  T t = fTanh(kGeluC<T> * (x + kGeluA<T> * x * x * x));
+  return T(0.5) * (T(1.0) + t) + T(0.5) * x * (T(1.0) - t * t) * kGeluC<T> *
+                                     (T(1.0) + T(3.0) * kGeluA<T> * x * x);
 }
 
 /// The largest of two, NaN spreading (reductions `max`).
-ZRT_HOST_DEVICE inline float maxKeepNaN(float a, float b) {
+template <typename T> ZRT_HOST_DEVICE inline T maxKeepNaN(T a, T b) {
   if (isNaN(a))
     return a;
   return b > a || isNaN(b) ? b : a;
 }
 /// The largest of two, NaN ignored (a softmax row's shift: a NaN reaches the
 /// sum instead).
-ZRT_HOST_DEVICE inline float maxSkipNaN(float a, float b) {
+template <typename T> ZRT_HOST_DEVICE inline T maxSkipNaN(T a, T b) {
   return b > a ? b : a;
 }
 
@@ -132,12 +137,12 @@ struct Sum {
   }
 };
 struct MaxKeepNaN {
-  ZRT_HOST_DEVICE float operator()(float a, float b) const {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
     return maxKeepNaN(a, b);
   }
 };
 struct MaxSkipNaN {
-  ZRT_HOST_DEVICE float operator()(float a, float b) const {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
     return maxSkipNaN(a, b);
   }
 };
@@ -203,55 +208,117 @@ struct Functor {
 //===----------------------------------------------------------------------===//
 
 enum class ElementOp : int32_t {
-  Neg, Exp, Log, Tanh, Sigmoid, Relu, Gelu, Silu, Sqrt, Rsqrt, Scale,
-  Add, Sub, Mul, Div, ReluGrad, GeluGrad, SiluGrad, TanhGrad, SigmoidGrad,
-  SqrtGrad, RsqrtGrad, MseGrad,
+  Neg,
+  Exp,
+  Log,
+  Tanh,
+  Sigmoid,
+  Relu,
+  Gelu,
+  Silu,
+  Sqrt,
+  Rsqrt,
+  Scale,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  ReluGrad,
+  GeluGrad,
+  SiluGrad,
+  TanhGrad,
+  SigmoidGrad,
+  SqrtGrad,
+  RsqrtGrad,
+  MseGrad,
 };
 
 /// y = op(a) or op(a, b); an output may be an input's buffer (each element
 /// is read before it is written, by the same thread).
-struct Elementwise : Functor {
+template <typename T> struct Elementwise : Functor {
   static constexpr bool kGrouped = false;
   ElementOp op = ElementOp::Neg;
-  const float *a = nullptr;
-  const float *b = nullptr;
-  const float *lossGrad = nullptr; // mse_grad's scalar
-  float *y = nullptr;
-  float factor = 1.0f; // scale
+  const T *a = nullptr;
+  const T *b = nullptr;
+  const T *lossGrad = nullptr; // mse_grad's scalar
+  T *y = nullptr;
+  T factor = T(1.0);    // scale
   int64_t elements = 0; // mse_grad's divisor
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
-    float x = a[i];
-    float r = 0.0f;
+    T x = a[i];
+    T r = T(0.0);
     switch (op) {
-    case ElementOp::Neg: r = -x; break;
-    case ElementOp::Exp: r = fExp(x); break;
-    case ElementOp::Log: r = fLog(x); break;
-    case ElementOp::Tanh: r = fTanh(x); break;
-    case ElementOp::Sigmoid: r = sigmoidOf(x); break;
-    case ElementOp::Relu: r = isNaN(x) ? x : (x > 0.0f ? x : 0.0f); break;
-    case ElementOp::Gelu: r = geluOf(x); break;
-    case ElementOp::Silu: r = x * sigmoidOf(x); break;
-    case ElementOp::Sqrt: r = fSqrt(x); break;
-    case ElementOp::Rsqrt: r = 1.0f / fSqrt(x); break;
-    case ElementOp::Scale: r = x * factor; break;
-    case ElementOp::Add: r = x + b[i]; break;
-    case ElementOp::Sub: r = x - b[i]; break;
-    case ElementOp::Mul: r = x * b[i]; break;
-    case ElementOp::Div: r = x / b[i]; break;
-    case ElementOp::ReluGrad: r = x > 0.0f ? b[i] : 0.0f; break;
-    case ElementOp::GeluGrad: r = b[i] * geluDerivative(x); break;
+    case ElementOp::Neg:
+      r = -x;
+      break;
+    case ElementOp::Exp:
+      r = fExp(x);
+      break;
+    case ElementOp::Log:
+      r = fLog(x);
+      break;
+    case ElementOp::Tanh:
+      r = fTanh(x);
+      break;
+    case ElementOp::Sigmoid:
+      r = sigmoidOf(x);
+      break;
+    case ElementOp::Relu:
+      r = isNaN(x) ? x : (x > T(0.0) ? x : T(0.0));
+      break;
+    case ElementOp::Gelu:
+      r = geluOf(x);
+      break;
+    case ElementOp::Silu:
+      r = x * sigmoidOf(x);
+      break;
+    case ElementOp::Sqrt:
+      r = fSqrt(x);
+      break;
+    case ElementOp::Rsqrt:
+      r = T(1.0) / fSqrt(x);
+      break;
+    case ElementOp::Scale:
+      r = x * factor;
+      break;
+    case ElementOp::Add:
+      r = x + b[i];
+      break;
+    case ElementOp::Sub:
+      r = x - b[i];
+      break;
+    case ElementOp::Mul:
+      r = x * b[i];
+      break;
+    case ElementOp::Div:
+      r = x / b[i];
+      break;
+    case ElementOp::ReluGrad:
+      r = x > T(0.0) ? b[i] : T(0.0);
+      break;
+    case ElementOp::GeluGrad:
+      r = b[i] * geluDerivative(x);
+      break;
     case ElementOp::SiluGrad: {
-      float s = sigmoidOf(x);
-      r = b[i] * s * (1.0f + x * (1.0f - s));
+      T s = sigmoidOf(x);
+      r = b[i] * s * (T(1.0) + x * (T(1.0) - s));
       break;
     }
-    case ElementOp::TanhGrad: r = b[i] * (1.0f - x * x); break;
-    case ElementOp::SigmoidGrad: r = b[i] * x * (1.0f - x); break;
-    case ElementOp::SqrtGrad: r = b[i] * 0.5f / x; break;
-    case ElementOp::RsqrtGrad: r = b[i] * -0.5f * x * x * x; break;
+    case ElementOp::TanhGrad:
+      r = b[i] * (T(1.0) - x * x);
+      break;
+    case ElementOp::SigmoidGrad:
+      r = b[i] * x * (T(1.0) - x);
+      break;
+    case ElementOp::SqrtGrad:
+      r = b[i] * T(0.5) / x;
+      break;
+    case ElementOp::RsqrtGrad:
+      r = b[i] * -T(0.5) * x * x * x;
+      break;
     case ElementOp::MseGrad: {
-      float f = *lossGrad * 2.0f / static_cast<float>(elements);
+      T f = *lossGrad * T(2.0) / static_cast<T>(elements);
       r = f * (x - b[i]);
       break;
     }
@@ -276,14 +343,14 @@ struct Fill : Functor {
 };
 
 /// y[q, k] = 0 for k <= q, else -inf.
-struct CausalMask : Functor {
+template <typename T> struct CausalMask : Functor {
   static constexpr bool kGrouped = false;
-  float *y = nullptr;
+  T *y = nullptr;
   int64_t size = 0;
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     int64_t q = i / size, k = i % size;
-    y[i] = k <= q ? 0.0f : -INFINITY;
+    y[i] = k <= q ? T(0.0) : -INFINITY;
   }
 };
 
@@ -321,10 +388,10 @@ struct ConcatPart : Functor {
 
 /// The gradient of a strided slice: each result element is the gradient at
 /// its place in the slice, or 0 where the slice did not take it.
-struct SliceGrad : Functor {
+template <typename T> struct SliceGrad : Functor {
   static constexpr bool kGrouped = false;
-  const float *grad = nullptr;
-  float *y = nullptr;
+  const T *grad = nullptr;
+  T *y = nullptr;
   int32_t rank = 0;
   int64_t shape[kMaxRank] = {}; // the result's
   int64_t start[kMaxRank] = {};
@@ -346,18 +413,18 @@ struct SliceGrad : Functor {
       }
       offset += relative / step[d] * gradStride[d];
     }
-    y[i] = taken ? grad[offset] : 0.0f;
+    y[i] = taken ? grad[offset] : T(0.0);
   }
 };
 
 /// Looks up rows of a table; an index outside [0, vocabulary) is an error
 /// and its row becomes 0.
-struct Embedding : Functor {
+template <typename T> struct Embedding : Functor {
   static constexpr bool kGrouped = false;
-  const float *table = nullptr;
+  const T *table = nullptr;
   const void *indices = nullptr;
   bool wideIndices = false;
-  float *y = nullptr;
+  T *y = nullptr;
   int64_t vocabulary = 0, width = 1;
   DeviceError *error = nullptr;
   int32_t launch = 0;
@@ -367,7 +434,7 @@ struct Embedding : Functor {
     int64_t index = readIndex(indices, wideIndices, p);
     if (index < 0 || index >= vocabulary) {
       recordError(error, launch, 1, 0, p, index, vocabulary);
-      y[i] = 0.0f;
+      y[i] = T(0.0);
       return;
     }
     y[i] = table[index * width + j];
@@ -378,12 +445,12 @@ struct Embedding : Functor {
 /// vocabulary rows, zeroes it, then adds the rows of dy in position order,
 /// as the CPU does (no atomics, same sums). Slices give the GPU threads
 /// enough to fill it; a thread reads every index but adds only its own.
-struct EmbeddingGrad : Functor {
+template <typename T> struct EmbeddingGrad : Functor {
   static constexpr bool kGrouped = false;
   const void *indices = nullptr;
   bool wideIndices = false;
-  const float *dy = nullptr;
-  float *table = nullptr;
+  const T *dy = nullptr;
+  T *table = nullptr;
   int64_t vocabulary = 0, width = 1, positions = 0;
   int64_t slices = 1; // count = slices * width
   DeviceError *error = nullptr;
@@ -393,10 +460,10 @@ struct EmbeddingGrad : Functor {
     int64_t j = i % width, slice = i / width;
     int64_t rowsPerSlice = (vocabulary + slices - 1) / slices;
     int64_t first = slice * rowsPerSlice;
-    int64_t last = first + rowsPerSlice < vocabulary ? first + rowsPerSlice
-                                                     : vocabulary;
+    int64_t last =
+        first + rowsPerSlice < vocabulary ? first + rowsPerSlice : vocabulary;
     for (int64_t v = first; v < last; ++v)
-      table[v * width + j] = 0.0f;
+      table[v * width + j] = T(0.0);
     for (int64_t p = 0; p < positions; ++p) {
       int64_t index = readIndex(indices, wideIndices, p);
       if (index < 0 || index >= vocabulary) {
@@ -410,65 +477,65 @@ struct EmbeddingGrad : Functor {
   }
 };
 
-struct Dropout : Functor {
+template <typename T> struct Dropout : Functor {
   static constexpr bool kGrouped = false;
-  const float *x = nullptr;
+  const T *x = nullptr;
   const int64_t *step = nullptr;
-  float *y = nullptr;
+  T *y = nullptr;
   uint64_t seed = 0;
   double rate = 0;
-  float keepProbability = 1.0f;
+  T keepProbability = T(1.0);
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     bool keep = dropoutKeep(seed, static_cast<uint64_t>(i),
                             static_cast<uint64_t>(*step), rate);
-    y[i] = keep ? x[i] / keepProbability : 0.0f;
+    y[i] = keep ? x[i] / keepProbability : T(0.0);
   }
 };
 
 /// Updated in place when the outputs are the state's buffers.
-struct Sgd : Functor {
+template <typename T> struct Sgd : Functor {
   static constexpr bool kGrouped = false;
-  const float *param = nullptr, *grad = nullptr, *buffer = nullptr;
-  float *newParam = nullptr, *newBuffer = nullptr;
-  float lr = 0, momentum = 0, weightDecay = 0;
+  const T *param = nullptr, *grad = nullptr, *buffer = nullptr;
+  T *newParam = nullptr, *newBuffer = nullptr;
+  T lr = 0, momentum = 0, weightDecay = 0;
   bool nesterov = false;
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
-    float p = param[i];
-    float g = grad[i] + weightDecay * p;
+    T p = param[i];
+    T g = grad[i] + weightDecay * p;
     if (!buffer) {
       newParam[i] = p - lr * g;
       return;
     }
-    float b = momentum * buffer[i] + g;
+    T b = momentum * buffer[i] + g;
     newBuffer[i] = b;
     newParam[i] = nesterov ? p - lr * (g + momentum * b) : p - lr * b;
   }
 };
 
-struct Adamw : Functor {
+template <typename T> struct Adamw : Functor {
   static constexpr bool kGrouped = false;
-  const float *param = nullptr, *grad = nullptr, *expAvg = nullptr,
-              *expAvgSq = nullptr;
+  const T *param = nullptr, *grad = nullptr, *expAvg = nullptr,
+          *expAvgSq = nullptr;
   const int64_t *step = nullptr;
-  float *newParam = nullptr, *newExpAvg = nullptr, *newExpAvgSq = nullptr;
+  T *newParam = nullptr, *newExpAvg = nullptr, *newExpAvgSq = nullptr;
   double beta1 = 0.9, beta2 = 0.999;
-  float lr = 0, eps = 0, weightDecay = 0;
+  T lr = 0, eps = 0, weightDecay = 0;
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     // The step counter counts from 0; bias correction uses t = step + 1.
     double t = static_cast<double>(*step) + 1.0;
-    float correction1 = static_cast<float>(1.0 - dPow(beta1, t));
-    float correction2 = static_cast<float>(1.0 - dPow(beta2, t));
-    float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-    float oneMinusB1 = static_cast<float>(1.0 - beta1);
-    float oneMinusB2 = static_cast<float>(1.0 - beta2);
-    float p = param[i], g = grad[i];
-    float m = b1 * expAvg[i] + oneMinusB1 * g;
-    float v = b2 * expAvgSq[i] + oneMinusB2 * g * g;
-    float mHat = m / correction1;
-    float vHat = v / correction2;
+    T correction1 = static_cast<T>(1.0 - dPow(beta1, t));
+    T correction2 = static_cast<T>(1.0 - dPow(beta2, t));
+    T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
+    T oneMinusB1 = static_cast<T>(1.0 - beta1);
+    T oneMinusB2 = static_cast<T>(1.0 - beta2);
+    T p = param[i], g = grad[i];
+    T m = b1 * expAvg[i] + oneMinusB1 * g;
+    T v = b2 * expAvgSq[i] + oneMinusB2 * g * g;
+    T mHat = m / correction1;
+    T vHat = v / correction2;
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
     newParam[i] = p - lr * (mHat / (fSqrt(vHat) + eps) + weightDecay * p);
@@ -481,12 +548,12 @@ struct Adamw : Functor {
 
 /// sum, mean or max over some dimensions: one group per result element,
 /// striding over its reduced elements in row-major order.
-struct Reduce : Functor {
+template <typename T> struct Reduce : Functor {
   static constexpr bool kGrouped = true;
   enum Kind : int32_t { SumKind, MeanKind, MaxKind };
   Kind kind = SumKind;
-  const float *x = nullptr;
-  float *y = nullptr;
+  const T *x = nullptr;
+  T *y = nullptr;
   StridedShape kept;    // result position -> operand offset
   StridedShape reduced; // reduced position -> offset within the row
   int64_t reducedCount = 0;
@@ -494,19 +561,19 @@ struct Reduce : Functor {
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t o, G &group) const {
     int64_t base = kept.offsetOf(o);
-    float r;
+    T r;
     if (kind == MaxKind) {
-      float m = -INFINITY;
+      T m = -INFINITY;
       for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
         m = maxKeepNaN(m, x[base + reduced.offsetOf(j)]);
       r = group.reduce(m, MaxKeepNaN());
     } else {
-      float s = 0.0f;
+      T s = T(0.0);
       for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
         s += x[base + reduced.offsetOf(j)];
       r = group.reduce(s, Sum());
       if (kind == MeanKind)
-        r /= static_cast<float>(reducedCount);
+        r /= static_cast<T>(reducedCount);
     }
     if (group.lane == 0)
       y[o] = r;
@@ -515,10 +582,10 @@ struct Reduce : Functor {
 
 /// dy goes to the first maximal element (the first NaN, if any) of each
 /// reduced row; every other element of dx is 0.
-struct MaxGrad : Functor {
+template <typename T> struct MaxGrad : Functor {
   static constexpr bool kGrouped = true;
-  const float *x = nullptr, *dy = nullptr;
-  float *dx = nullptr;
+  const T *x = nullptr, *dy = nullptr;
+  T *dx = nullptr;
   StridedShape kept, reduced;
   int64_t reducedCount = 0;
 
@@ -527,26 +594,26 @@ struct MaxGrad : Functor {
     int64_t base = kept.offsetOf(o);
     // Each lane's own first NaN, else first maximum (the CPU's rule).
     int64_t best = -1;
-    float bestValue = 0.0f;
+    T bestValue = T(0.0);
     for (int64_t j = group.lane; j < reducedCount; j += group.lanes) {
-      float v = x[base + reduced.offsetOf(j)];
+      T v = x[base + reduced.offsetOf(j)];
       if (best < 0 || (!isNaN(bestValue) && (v > bestValue || isNaN(v)))) {
         best = j;
         bestValue = v;
       }
     }
     const int64_t none = INT64_MAX;
-    int32_t anyNaN =
-        group.reduce(static_cast<int32_t>(best >= 0 && isNaN(bestValue)), Max());
+    int32_t anyNaN = group.reduce(
+        static_cast<int32_t>(best >= 0 && isNaN(bestValue)), Max());
     int64_t chosen;
     if (anyNaN) {
       chosen = group.reduce(best >= 0 && isNaN(bestValue) ? best : none, Min());
     } else {
-      float top = group.reduce(best >= 0 ? bestValue : -INFINITY, Max());
+      T top = group.reduce(best >= 0 ? bestValue : -INFINITY, Max());
       chosen = group.reduce(best >= 0 && bestValue == top ? best : none, Min());
     }
     for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
-      dx[base + reduced.offsetOf(j)] = j == chosen ? dy[o] : 0.0f;
+      dx[base + reduced.offsetOf(j)] = j == chosen ? dy[o] : T(0.0);
   }
 };
 
@@ -559,26 +626,26 @@ struct AxisLines {
   }
 };
 
-struct Softmax : Functor {
+template <typename T> struct Softmax : Functor {
   static constexpr bool kGrouped = true;
   bool isLog = false;
-  const float *x = nullptr;
-  float *y = nullptr;
+  const T *x = nullptr;
+  T *y = nullptr;
   AxisLines lines;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
     int64_t base = lines.base(g), stride = lines.inner;
-    float m = -INFINITY;
+    T m = -INFINITY;
     for (int64_t j = group.lane; j < lines.size; j += group.lanes)
       m = maxSkipNaN(m, x[base + j * stride]);
     m = group.reduce(m, MaxSkipNaN());
-    float sum = 0.0f;
+    T sum = T(0.0);
     for (int64_t j = group.lane; j < lines.size; j += group.lanes)
       sum += fExp(x[base + j * stride] - m);
     sum = group.reduce(sum, Sum());
     if (isLog) {
-      float logSum = fLog(sum);
+      T logSum = fLog(sum);
       for (int64_t j = group.lane; j < lines.size; j += group.lanes)
         y[base + j * stride] = x[base + j * stride] - m - logSum;
       return;
@@ -588,17 +655,17 @@ struct Softmax : Functor {
   }
 };
 
-struct SoftmaxGrad : Functor {
+template <typename T> struct SoftmaxGrad : Functor {
   static constexpr bool kGrouped = true;
   bool isLog = false;
-  const float *y = nullptr, *dy = nullptr;
-  float *dx = nullptr;
+  const T *y = nullptr, *dy = nullptr;
+  T *dx = nullptr;
   AxisLines lines;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
     int64_t base = lines.base(g), stride = lines.inner;
-    float sum = 0.0f;
+    T sum = T(0.0);
     for (int64_t j = group.lane; j < lines.size; j += group.lanes) {
       int64_t i = base + j * stride;
       sum += isLog ? dy[i] : dy[i] * y[i];
@@ -612,62 +679,62 @@ struct SoftmaxGrad : Functor {
 };
 
 /// Mean and 1/std of a row of `width`, as the CPU computes them.
-template <typename G>
-ZRT_HOST_DEVICE inline void layerNormStats(const float *row, int64_t width,
-                                           float epsilon, G &group,
-                                           float &mean, float &rstd) {
-  float sum = 0.0f;
+template <typename T, typename G>
+ZRT_HOST_DEVICE inline void layerNormStats(const T *row, int64_t width,
+                                           T epsilon, G &group, T &mean,
+                                           T &rstd) {
+  T sum = T(0.0);
   for (int64_t j = group.lane; j < width; j += group.lanes)
     sum += row[j];
-  mean = group.reduce(sum, Sum()) / static_cast<float>(width);
-  float sq = 0.0f;
+  mean = group.reduce(sum, Sum()) / static_cast<T>(width);
+  T sq = T(0.0);
   for (int64_t j = group.lane; j < width; j += group.lanes)
     sq += (row[j] - mean) * (row[j] - mean);
-  float var = group.reduce(sq, Sum()) / static_cast<float>(width);
-  rstd = 1.0f / fSqrt(var + epsilon);
+  T var = group.reduce(sq, Sum()) / static_cast<T>(width);
+  rstd = T(1.0) / fSqrt(var + epsilon);
 }
 
 /// 1 / sqrt(mean(x^2) + epsilon) of a row.
-template <typename G>
-ZRT_HOST_DEVICE inline float rmsNormScale(const float *row, int64_t width,
-                                          float epsilon, G &group) {
-  float sq = 0.0f;
+template <typename T, typename G>
+ZRT_HOST_DEVICE inline T rmsNormScale(const T *row, int64_t width, T epsilon,
+                                      G &group) {
+  T sq = T(0.0);
   for (int64_t j = group.lane; j < width; j += group.lanes)
     sq += row[j] * row[j];
-  return 1.0f /
-         fSqrt(group.reduce(sq, Sum()) / static_cast<float>(width) + epsilon);
+  return T(1.0) /
+         fSqrt(group.reduce(sq, Sum()) / static_cast<T>(width) + epsilon);
 }
 
-struct LayerNorm : Functor {
+template <typename T> struct LayerNorm : Functor {
   static constexpr bool kGrouped = true;
-  const float *x = nullptr, *gamma = nullptr, *beta = nullptr;
-  float *y = nullptr;
+  const T *x = nullptr, *gamma = nullptr, *beta = nullptr;
+  T *y = nullptr;
   int64_t width = 0;
-  float epsilon = 0;
+  T epsilon = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    const float *xr = x + r * width;
-    float *yr = y + r * width;
-    float mean, rstd;
+    const T *xr = x + r * width;
+    T *yr = y + r * width;
+    T mean, rstd;
     layerNormStats(xr, width, epsilon, group, mean, rstd);
     for (int64_t j = group.lane; j < width; j += group.lanes)
       yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
   }
 };
 
-struct RmsNorm : Functor {
+template <typename T> struct RmsNorm : Functor {
   static constexpr bool kGrouped = true;
-  const float *x = nullptr, *gamma = nullptr;
-  float *y = nullptr;
+  const T *x = nullptr, *gamma = nullptr;
+  T *y = nullptr;
   int64_t width = 0;
-  float epsilon = 0;
+  T epsilon = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    const float *xr = x + r * width;
-    float *yr = y + r * width;
-    float scale = rmsNormScale(xr, width, epsilon, group);
+    const T *xr = x + r * width;
+    T *yr = y + r * width;
+    T scale = rmsNormScale(xr, width, epsilon, group);
     for (int64_t j = group.lane; j < width; j += group.lanes)
       yr[j] = xr[j] * scale * gamma[j];
   }
@@ -676,35 +743,35 @@ struct RmsNorm : Functor {
 /// layer_norm_grad, rows: dx = rstd (g - mean(g) - xhat mean(g xhat)) with
 /// g = dy gamma; keeps each row's mean and rstd in the workspace for the
 /// column kernel.
-struct LayerNormGradRows : Functor {
+template <typename T> struct LayerNormGradRows : Functor {
   static constexpr bool kGrouped = true;
-  const float *x = nullptr, *gamma = nullptr, *dy = nullptr;
-  float *dx = nullptr;
-  float *stats = nullptr; // 2 per row, in the workspace
+  const T *x = nullptr, *gamma = nullptr, *dy = nullptr;
+  T *dx = nullptr;
+  T *stats = nullptr; // 2 per row, in the workspace
   int64_t width = 0;
-  float epsilon = 0;
+  T epsilon = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    const float *xr = x + r * width;
-    const float *dyr = dy + r * width;
-    float *dxr = dx + r * width;
-    float mean, rstd;
+    const T *xr = x + r * width;
+    const T *dyr = dy + r * width;
+    T *dxr = dx + r * width;
+    T mean, rstd;
     layerNormStats(xr, width, epsilon, group, mean, rstd);
-    float sumG = 0.0f, sumGXhat = 0.0f;
+    T sumG = T(0.0), sumGXhat = T(0.0);
     for (int64_t j = group.lane; j < width; j += group.lanes) {
-      float xhat = (xr[j] - mean) * rstd;
-      float g = dyr[j] * gamma[j];
+      T xhat = (xr[j] - mean) * rstd;
+      T g = dyr[j] * gamma[j];
       sumG += g;
       sumGXhat += g * xhat;
     }
     sumG = group.reduce(sumG, Sum());
     sumGXhat = group.reduce(sumGXhat, Sum());
-    float meanG = sumG / static_cast<float>(width);
-    float meanGXhat = sumGXhat / static_cast<float>(width);
+    T meanG = sumG / static_cast<T>(width);
+    T meanGXhat = sumGXhat / static_cast<T>(width);
     for (int64_t j = group.lane; j < width; j += group.lanes) {
-      float xhat = (xr[j] - mean) * rstd;
-      float g = dyr[j] * gamma[j];
+      T xhat = (xr[j] - mean) * rstd;
+      T g = dyr[j] * gamma[j];
       dxr[j] = rstd * (g - meanG - xhat * meanGXhat);
     }
     if (group.lane == 0) {
@@ -716,17 +783,17 @@ struct LayerNormGradRows : Functor {
 
 /// layer_norm_grad, columns: dgamma and dbeta sum dy xhat and dy over the
 /// rows, one group per column (one lane: row order, as the CPU).
-struct LayerNormGradColumns : Functor {
+template <typename T> struct LayerNormGradColumns : Functor {
   static constexpr bool kGrouped = true;
-  const float *x = nullptr, *dy = nullptr, *stats = nullptr;
-  float *dgamma = nullptr, *dbeta = nullptr;
+  const T *x = nullptr, *dy = nullptr, *stats = nullptr;
+  T *dgamma = nullptr, *dbeta = nullptr;
   int64_t width = 0, rows = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t j, G &group) const {
-    float sumGamma = 0.0f, sumBeta = 0.0f;
+    T sumGamma = T(0.0), sumBeta = T(0.0);
     for (int64_t r = group.lane; r < rows; r += group.lanes) {
-      float xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
+      T xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
       sumGamma += dy[r * width + j] * xhat;
       sumBeta += dy[r * width + j];
     }
@@ -741,26 +808,25 @@ struct LayerNormGradColumns : Functor {
 
 /// rms_norm_grad, rows: with r = 1/rms and g = dy gamma,
 /// dx = r g - x r^3 mean(g x); keeps r per row in the workspace.
-struct RmsNormGradRows : Functor {
+template <typename T> struct RmsNormGradRows : Functor {
   static constexpr bool kGrouped = true;
-  const float *x = nullptr, *gamma = nullptr, *dy = nullptr;
-  float *dx = nullptr;
-  float *scales = nullptr; // 1 per row, in the workspace
+  const T *x = nullptr, *gamma = nullptr, *dy = nullptr;
+  T *dx = nullptr;
+  T *scales = nullptr; // 1 per row, in the workspace
   int64_t width = 0;
-  float epsilon = 0;
+  T epsilon = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    const float *xr = x + r * width;
-    const float *dyr = dy + r * width;
-    float *dxr = dx + r * width;
-    float scale = rmsNormScale(xr, width, epsilon, group);
-    float sumGX = 0.0f;
+    const T *xr = x + r * width;
+    const T *dyr = dy + r * width;
+    T *dxr = dx + r * width;
+    T scale = rmsNormScale(xr, width, epsilon, group);
+    T sumGX = T(0.0);
     for (int64_t j = group.lane; j < width; j += group.lanes)
       sumGX += dyr[j] * gamma[j] * xr[j];
     sumGX = group.reduce(sumGX, Sum());
-    float correction =
-        scale * scale * scale * (sumGX / static_cast<float>(width));
+    T correction = scale * scale * scale * (sumGX / static_cast<T>(width));
     for (int64_t j = group.lane; j < width; j += group.lanes)
       dxr[j] = scale * dyr[j] * gamma[j] - xr[j] * correction;
     if (group.lane == 0)
@@ -769,15 +835,15 @@ struct RmsNormGradRows : Functor {
 };
 
 /// rms_norm_grad, columns: dgamma, one group per column.
-struct RmsNormGradColumns : Functor {
+template <typename T> struct RmsNormGradColumns : Functor {
   static constexpr bool kGrouped = true;
-  const float *x = nullptr, *dy = nullptr, *scales = nullptr;
-  float *dgamma = nullptr;
+  const T *x = nullptr, *dy = nullptr, *scales = nullptr;
+  T *dgamma = nullptr;
   int64_t width = 0, rows = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t j, G &group) const {
-    float sum = 0.0f;
+    T sum = T(0.0);
     for (int64_t r = group.lane; r < rows; r += group.lanes)
       sum += dy[r * width + j] * x[r * width + j] * scales[r];
     sum = group.reduce(sum, Sum());
@@ -787,14 +853,14 @@ struct RmsNormGradColumns : Functor {
 };
 
 /// A row's maximum (NaN ignored) and sum of exp(x - max).
-template <typename G>
-ZRT_HOST_DEVICE inline void rowExpSum(const float *row, int64_t size,
-                                      G &group, float &max, float &sum) {
-  float m = -INFINITY;
+template <typename T, typename G>
+ZRT_HOST_DEVICE inline void rowExpSum(const T *row, int64_t size, G &group,
+                                      T &max, T &sum) {
+  T m = -INFINITY;
   for (int64_t c = group.lane; c < size; c += group.lanes)
     m = maxSkipNaN(m, row[c]);
   max = group.reduce(m, MaxSkipNaN());
-  float s = 0.0f;
+  T s = T(0.0);
   for (int64_t c = group.lane; c < size; c += group.lanes)
     s += fExp(row[c] - max);
   sum = group.reduce(s, Sum());
@@ -802,12 +868,12 @@ ZRT_HOST_DEVICE inline void rowExpSum(const float *row, int64_t size,
 
 /// softmax_cross_entropy, rows: each row's loss into the workspace (NaN for
 /// a bad label, which is recorded).
-struct CrossEntropyRows : Functor {
+template <typename T> struct CrossEntropyRows : Functor {
   static constexpr bool kGrouped = true;
-  const float *logits = nullptr;
+  const T *logits = nullptr;
   const void *labels = nullptr;
   bool wideLabels = false;
-  float *losses = nullptr; // 1 per row, in the workspace
+  T *losses = nullptr; // 1 per row, in the workspace
   int64_t classes = 0;
   DeviceError *error = nullptr;
   int32_t launch = 0;
@@ -816,8 +882,8 @@ struct CrossEntropyRows : Functor {
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
     int64_t label = readIndex(labels, wideLabels, r);
     bool bad = label < 0 || label >= classes;
-    const float *row = logits + r * classes;
-    float max, sum;
+    const T *row = logits + r * classes;
+    T max, sum;
     rowExpSum(row, classes, group, max, sum);
     if (group.lane != 0)
       return;
@@ -832,17 +898,17 @@ struct CrossEntropyRows : Functor {
 
 /// A sum of `count` floats in order (one group), divided by `divisor`: the
 /// mean loss of the rows, or mse.
-struct MeanOf : Functor {
+template <typename T> struct MeanOf : Functor {
   static constexpr bool kGrouped = true;
-  const float *a = nullptr;
-  const float *b = nullptr; // mse: sum (a - b)^2 instead of a
-  float *y = nullptr;
+  const T *a = nullptr;
+  const T *b = nullptr; // mse: sum (a - b)^2 instead of a
+  T *y = nullptr;
   int64_t elements = 0;
-  float divisor = 1.0f;
+  T divisor = T(1.0);
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t, G &group) const {
-    float total = 0.0f;
+    T total = T(0.0);
     for (int64_t i = group.lane; i < elements; i += group.lanes)
       total += b ? (a[i] - b[i]) * (a[i] - b[i]) : a[i];
     total = group.reduce(total, Sum());
@@ -851,15 +917,15 @@ struct MeanOf : Functor {
   }
 };
 
-struct CrossEntropyGradRows : Functor {
+template <typename T> struct CrossEntropyGradRows : Functor {
   static constexpr bool kGrouped = true;
-  const float *logits = nullptr;
+  const T *logits = nullptr;
   const void *labels = nullptr;
   bool wideLabels = false;
-  const float *lossGrad = nullptr;
-  float *dx = nullptr;
+  const T *lossGrad = nullptr;
+  T *dx = nullptr;
   int64_t classes = 0;
-  float rowCount = 1.0f;
+  T rowCount = T(1.0);
   DeviceError *error = nullptr;
   int32_t launch = 0;
 
@@ -868,14 +934,14 @@ struct CrossEntropyGradRows : Functor {
     int64_t label = readIndex(labels, wideLabels, r);
     if ((label < 0 || label >= classes) && group.lane == 0)
       recordError(error, launch, 1, 1, r, label, classes);
-    const float *row = logits + r * classes;
-    float *out = dx + r * classes;
-    float max, sum;
+    const T *row = logits + r * classes;
+    T *out = dx + r * classes;
+    T max, sum;
     rowExpSum(row, classes, group, max, sum);
-    float g = *lossGrad;
+    T g = *lossGrad;
     for (int64_t c = group.lane; c < classes; c += group.lanes) {
-      float p = fExp(row[c] - max) / sum;
-      float onehot = c == label ? 1.0f : 0.0f;
+      T p = fExp(row[c] - max) / sum;
+      T onehot = c == label ? T(1.0) : T(0.0);
       out[c] = g * (p - onehot) / rowCount;
     }
   }

@@ -20,9 +20,10 @@ using namespace zcc::runtime::device;
 
 namespace {
 
-/// Bytes of one element as the device stores it (f32 stays f32).
-int32_t elementBytes(DType dtype) {
-  return static_cast<int32_t>(dtypeBytes(dtype));
+/// Bytes of one element as the executor stores it: float tensors hold T.
+template <typename T> int32_t elementBytes(DType dtype) {
+  return dtype == DType::F32 ? static_cast<int32_t>(sizeof(T))
+                             : static_cast<int32_t>(dtypeBytes(dtype));
 }
 
 /// embedding_grad's threads (a thread per column and slice of rows): enough
@@ -31,7 +32,6 @@ constexpr int64_t kEmbeddingGradThreads = 32768;
 
 /// Threads per group for rows of `work` elements: whole warps, at most 256,
 /// no more warps than the row fills.
-
 int32_t groupThreadsFor(int64_t work) {
   if (work >= 256)
     return 256;
@@ -39,15 +39,15 @@ int32_t groupThreadsFor(int64_t work) {
   return static_cast<int32_t>(warps * 32);
 }
 
-class Builder {
+template <typename T> class Builder {
 public:
   Builder(const Entry &entry, size_t index, const EntryMemory &memory,
-          std::vector<Step> &out)
+          std::vector<StepOf<T>> &out)
       : entry(entry), launch(entry.launches[index]), index(index),
         memory(memory), out(out) {
     for (uint32_t t : launch.outputs)
-      guarded |= entry.buffers[entry.tensors[t].buffer].region ==
-                 Region::Persistent;
+      guarded |=
+          entry.buffers[entry.tensors[t].buffer].region == Region::Persistent;
   }
 
   Status build(KernelId id);
@@ -62,11 +62,11 @@ private:
   void *address(uint32_t tensor) const {
     return memory.buffers[entry.tensors[tensor].buffer];
   }
-  template <typename T = float> const T *in(size_t i) const {
-    return static_cast<const T *>(address(launch.inputs[i]));
+  template <typename U = T> const U *in(size_t i) const {
+    return static_cast<const U *>(address(launch.inputs[i]));
   }
-  template <typename T = float> T *result(size_t i) const {
-    return static_cast<T *>(address(launch.outputs[i]));
+  template <typename U = T> U *result(size_t i) const {
+    return static_cast<U *>(address(launch.outputs[i]));
   }
   bool wideIndex(size_t input) const {
     return inType(input).dtype == DType::I64;
@@ -81,27 +81,26 @@ private:
     out.push_back(f);
   }
 
-  Status scratch(uint64_t bytes, float *&at) const {
+  Status scratch(uint64_t bytes, T *&at) const {
     if (bytes > 0 && (!memory.workspace || memory.workspaceBytes < bytes))
       return makeError(StatusCode::InvalidPlan, "entry '", entry.name,
                        "' launch ", index, " (", launch.kernel, ") needs ",
-                       bytes,
-                       " bytes of device workspace and the plan has ",
+                       bytes, " bytes of device workspace and the plan has ",
                        memory.workspaceBytes,
                        ": compile it again with this zcc");
-    at = reinterpret_cast<float *>(memory.workspace);
+    at = reinterpret_cast<T *>(memory.workspace);
     return Status::ok();
   }
 
   void elementwise(ElementOp op) {
-    Elementwise f;
+    Elementwise<T> f;
     f.op = op;
     f.a = in(0);
     f.b = launch.inputs.size() > 1 ? in(1) : nullptr;
     f.y = result(0);
     f.count = outType(0).numElements();
     if (op == ElementOp::Scale)
-      f.factor = static_cast<float>(paramFloat(launch, "factor"));
+      f.factor = static_cast<T>(paramFloat(launch, "factor"));
     if (op == ElementOp::MseGrad) {
       f.lossGrad = in(2);
       f.elements = inType(0).numElements();
@@ -115,13 +114,17 @@ private:
     Fill f;
     f.y = result<void>(0);
     f.count = type.numElements();
-    f.bytes = elementBytes(type.dtype);
+    f.bytes = elementBytes<T>(type.dtype);
     // checkLaunch bounds the value to the element type's range.
     if (type.dtype == DType::F32) {
-      float v = static_cast<float>(value);
-      uint32_t bits;
-      std::memcpy(&bits, &v, 4);
-      f.bits = bits;
+      T v = static_cast<T>(value);
+      if constexpr (sizeof(T) == 8) {
+        std::memcpy(&f.bits, &v, 8);
+      } else {
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        f.bits = bits;
+      }
     } else if (type.dtype == DType::I32) {
       f.bits = static_cast<uint32_t>(static_cast<int32_t>(value));
     } else {
@@ -137,7 +140,7 @@ private:
     f.x = in<void>(0);
     f.y = result<void>(0);
     f.offset = offset;
-    f.bytes = elementBytes(type.dtype);
+    f.bytes = elementBytes<T>(type.dtype);
     f.count = type.numElements();
     f.source.rank = static_cast<int32_t>(type.rank());
     for (int d = 0; d < f.source.rank; ++d) {
@@ -149,7 +152,8 @@ private:
 
   void broadcast() {
     const TensorType &operand = inType(0);
-    const std::vector<int64_t> &dims = paramInts(launch, "broadcast_dimensions");
+    const std::vector<int64_t> &dims =
+        paramInts(launch, "broadcast_dimensions");
     int64_t operandStrides[kMaxRank], strides[kMaxRank] = {};
     rowMajorStrides(operand.shape, operandStrides);
     // A repeated (size 1) or new dimension reads with stride 0.
@@ -190,7 +194,7 @@ private:
     StridedCopy f;
     f.x = in<void>(0);
     f.y = result<void>(0);
-    f.bytes = elementBytes(type.dtype);
+    f.bytes = elementBytes<T>(type.dtype);
     f.count = type.numElements();
     f.source.rank = 1;
     f.source.size[0] = std::max<int64_t>(f.count, 1);
@@ -212,7 +216,7 @@ private:
       f.block = inType(k).shape[dim] * inner;
       f.resultBlock = resultBlock;
       f.offset = offset;
-      f.bytes = elementBytes(type.dtype);
+      f.bytes = elementBytes<T>(type.dtype);
       f.count = outer * f.block;
       offset += f.block;
       if (f.count > 0)
@@ -223,7 +227,7 @@ private:
   void sliceGrad() {
     const TensorType &grad = inType(0);
     const TensorType &type = outType(0);
-    SliceGrad f;
+    SliceGrad<T> f;
     f.grad = in(0);
     f.y = result(0);
     f.count = type.numElements();
@@ -259,8 +263,8 @@ private:
     }
   }
 
-  void reduce(Reduce::Kind kind) {
-    Reduce f;
+  void reduce(typename Reduce<T>::Kind kind) {
+    Reduce<T> f;
     f.kind = kind;
     f.x = in(0);
     f.y = result(0);
@@ -270,7 +274,7 @@ private:
   }
 
   void maxGrad() {
-    MaxGrad f;
+    MaxGrad<T> f;
     f.x = in(0);
     f.dy = in(1);
     f.dx = result(0);
@@ -303,7 +307,7 @@ private:
                        " is more than cuBLAS takes");
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
     // stored rhs is BLAS's A, the stored lhs its B.
-    Gemm g;
+    GemmOf<T> g;
     g.transA = transposeRhs;
     g.transB = transposeLhs;
     g.m = static_cast<int32_t>(n);
@@ -343,7 +347,7 @@ private:
   }
 
   void softmax(bool isLog) {
-    Softmax f;
+    Softmax<T> f;
     f.isLog = isLog;
     f.x = in(0);
     f.y = result(0);
@@ -352,7 +356,7 @@ private:
   }
 
   void softmaxGrad(bool isLog) {
-    SoftmaxGrad f;
+    SoftmaxGrad<T> f;
     f.isLog = isLog;
     f.y = in(0);
     f.dy = in(1);
@@ -369,40 +373,39 @@ private:
   }
 
   void layerNorm() {
-    LayerNorm f;
+    LayerNorm<T> f;
     f.x = in(0);
     f.gamma = in(1);
     f.beta = in(2);
     f.y = result(0);
-    f.epsilon = static_cast<float>(paramFloat(launch, "epsilon"));
+    f.epsilon = static_cast<T>(paramFloat(launch, "epsilon"));
     lastDimRows(inType(0), f.count, f.width);
     push(f, f.width);
   }
 
   void rmsNorm() {
-    RmsNorm f;
+    RmsNorm<T> f;
     f.x = in(0);
     f.gamma = in(1);
     f.y = result(0);
-    f.epsilon = static_cast<float>(paramFloat(launch, "epsilon"));
+    f.epsilon = static_cast<T>(paramFloat(launch, "epsilon"));
     lastDimRows(inType(0), f.count, f.width);
     push(f, f.width);
   }
 
   Status layerNormGrad(KernelId id) {
-    float *stats = nullptr;
-    ZRT_RETURN_IF_ERROR(
-        scratch(kernelScratchBytes(entry, launch, id), stats));
-    LayerNormGradRows rows;
+    T *stats = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch, id), stats));
+    LayerNormGradRows<T> rows;
     rows.x = in(0);
     rows.gamma = in(1);
     rows.dy = in(2);
     rows.dx = result(0);
     rows.stats = stats;
-    rows.epsilon = static_cast<float>(paramFloat(launch, "epsilon"));
+    rows.epsilon = static_cast<T>(paramFloat(launch, "epsilon"));
     lastDimRows(inType(0), rows.count, rows.width);
     push(rows, rows.width);
-    LayerNormGradColumns columns;
+    LayerNormGradColumns<T> columns;
     columns.x = in(0);
     columns.dy = in(2);
     columns.stats = stats;
@@ -416,19 +419,18 @@ private:
   }
 
   Status rmsNormGrad(KernelId id) {
-    float *scales = nullptr;
-    ZRT_RETURN_IF_ERROR(
-        scratch(kernelScratchBytes(entry, launch, id), scales));
-    RmsNormGradRows rows;
+    T *scales = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch, id), scales));
+    RmsNormGradRows<T> rows;
     rows.x = in(0);
     rows.gamma = in(1);
     rows.dy = in(2);
     rows.dx = result(0);
     rows.scales = scales;
-    rows.epsilon = static_cast<float>(paramFloat(launch, "epsilon"));
+    rows.epsilon = static_cast<T>(paramFloat(launch, "epsilon"));
     lastDimRows(inType(0), rows.count, rows.width);
     push(rows, rows.width);
-    RmsNormGradColumns columns;
+    RmsNormGradColumns<T> columns;
     columns.x = in(0);
     columns.dy = in(2);
     columns.scales = scales;
@@ -442,7 +444,7 @@ private:
 
   void embedding() {
     const TensorType &table = inType(0);
-    Embedding f;
+    Embedding<T> f;
     f.table = in(0);
     f.indices = in<void>(1);
     f.wideIndices = wideIndex(1);
@@ -457,7 +459,7 @@ private:
 
   void embeddingGrad() {
     const TensorType &table = outType(0);
-    EmbeddingGrad f;
+    EmbeddingGrad<T> f;
     f.indices = in<void>(0);
     f.wideIndices = wideIndex(0);
     f.dy = in(1);
@@ -475,10 +477,9 @@ private:
   }
 
   Status crossEntropy(KernelId id) {
-    float *losses = nullptr;
-    ZRT_RETURN_IF_ERROR(
-        scratch(kernelScratchBytes(entry, launch, id), losses));
-    CrossEntropyRows rows;
+    T *losses = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch, id), losses));
+    CrossEntropyRows<T> rows;
     rows.logits = in(0);
     rows.labels = in<void>(1);
     rows.wideLabels = wideIndex(1);
@@ -488,18 +489,18 @@ private:
     rows.error = memory.error;
     rows.launch = static_cast<int32_t>(index);
     push(rows, rows.classes);
-    MeanOf mean;
+    MeanOf<T> mean;
     mean.a = losses;
     mean.y = result(0);
     mean.elements = rows.count;
-    mean.divisor = static_cast<float>(rows.count);
+    mean.divisor = static_cast<T>(rows.count);
     mean.count = 1;
     push(mean, rows.count);
     return Status::ok();
   }
 
   void crossEntropyGrad() {
-    CrossEntropyGradRows f;
+    CrossEntropyGradRows<T> f;
     f.logits = in(0);
     f.labels = in<void>(1);
     f.wideLabels = wideIndex(1);
@@ -507,41 +508,41 @@ private:
     f.dx = result(0);
     f.classes = inType(0).shape.back();
     f.count = inType(1).numElements();
-    f.rowCount = static_cast<float>(f.count);
+    f.rowCount = static_cast<T>(f.count);
     f.error = memory.error;
     f.launch = static_cast<int32_t>(index);
     push(f, f.classes);
   }
 
   void mse() {
-    MeanOf f;
+    MeanOf<T> f;
     f.a = in(0);
     f.b = in(1);
     f.y = result(0);
     f.elements = inType(0).numElements();
-    f.divisor = static_cast<float>(f.elements);
+    f.divisor = static_cast<T>(f.elements);
     f.count = 1;
     push(f, f.elements);
   }
 
   void dropout() {
     double rate = paramFloat(launch, "rate");
-    Dropout f;
+    Dropout<T> f;
     f.x = in(0);
     f.step = in<int64_t>(1);
     f.y = result(0);
     f.seed = static_cast<uint64_t>(paramInt(launch, "seed"));
     f.rate = rate;
-    f.keepProbability = static_cast<float>(1.0 - rate);
+    f.keepProbability = static_cast<T>(1.0 - rate);
     f.count = outType(0).numElements();
     push(f);
   }
 
   void sgd() {
-    Sgd f;
-    f.lr = static_cast<float>(paramFloat(launch, "lr"));
-    f.momentum = static_cast<float>(paramFloat(launch, "momentum", 0.0));
-    f.weightDecay = static_cast<float>(paramFloat(launch, "weight_decay", 0.0));
+    Sgd<T> f;
+    f.lr = static_cast<T>(paramFloat(launch, "lr"));
+    f.momentum = static_cast<T>(paramFloat(launch, "momentum", 0.0));
+    f.weightDecay = static_cast<T>(paramFloat(launch, "weight_decay", 0.0));
     f.nesterov = launch.hasUnit("nesterov");
     f.param = in(0);
     f.grad = in(1);
@@ -555,12 +556,12 @@ private:
   }
 
   void adamw() {
-    Adamw f;
+    Adamw<T> f;
     f.beta1 = paramFloat(launch, "beta1", 0.9);
     f.beta2 = paramFloat(launch, "beta2", 0.999);
-    f.lr = static_cast<float>(paramFloat(launch, "lr"));
-    f.eps = static_cast<float>(paramFloat(launch, "eps", 1.0e-8));
-    f.weightDecay = static_cast<float>(paramFloat(launch, "weight_decay", 0.01));
+    f.lr = static_cast<T>(paramFloat(launch, "lr"));
+    f.eps = static_cast<T>(paramFloat(launch, "eps", 1.0e-8));
+    f.weightDecay = static_cast<T>(paramFloat(launch, "weight_decay", 0.01));
     f.param = in(0);
     f.grad = in(1);
     f.expAvg = in(2);
@@ -577,71 +578,169 @@ private:
   const Launch &launch;
   size_t index;
   const EntryMemory &memory;
-  std::vector<Step> &out;
+  std::vector<StepOf<T>> &out;
   bool guarded = false;
 };
 
-Status Builder::build(KernelId id) {
+template <typename T> Status Builder<T>::build(KernelId id) {
   switch (id) {
-  case KernelId::Add: elementwise(ElementOp::Add); break;
-  case KernelId::Sub: elementwise(ElementOp::Sub); break;
-  case KernelId::Mul: elementwise(ElementOp::Mul); break;
-  case KernelId::Div: elementwise(ElementOp::Div); break;
-  case KernelId::Neg: elementwise(ElementOp::Neg); break;
-  case KernelId::Exp: elementwise(ElementOp::Exp); break;
-  case KernelId::Log: elementwise(ElementOp::Log); break;
-  case KernelId::Tanh: elementwise(ElementOp::Tanh); break;
-  case KernelId::Sigmoid: elementwise(ElementOp::Sigmoid); break;
-  case KernelId::Relu: elementwise(ElementOp::Relu); break;
-  case KernelId::Gelu: elementwise(ElementOp::Gelu); break;
-  case KernelId::Silu: elementwise(ElementOp::Silu); break;
-  case KernelId::Sqrt: elementwise(ElementOp::Sqrt); break;
-  case KernelId::Rsqrt: elementwise(ElementOp::Rsqrt); break;
-  case KernelId::Scale: elementwise(ElementOp::Scale); break;
-  case KernelId::ReluGrad: elementwise(ElementOp::ReluGrad); break;
-  case KernelId::GeluGrad: elementwise(ElementOp::GeluGrad); break;
-  case KernelId::SiluGrad: elementwise(ElementOp::SiluGrad); break;
-  case KernelId::TanhGrad: elementwise(ElementOp::TanhGrad); break;
-  case KernelId::SigmoidGrad: elementwise(ElementOp::SigmoidGrad); break;
-  case KernelId::SqrtGrad: elementwise(ElementOp::SqrtGrad); break;
-  case KernelId::RsqrtGrad: elementwise(ElementOp::RsqrtGrad); break;
-  case KernelId::MseGrad: elementwise(ElementOp::MseGrad); break;
-  case KernelId::Constant: constant(); break;
+  case KernelId::Add:
+    elementwise(ElementOp::Add);
+    break;
+  case KernelId::Sub:
+    elementwise(ElementOp::Sub);
+    break;
+  case KernelId::Mul:
+    elementwise(ElementOp::Mul);
+    break;
+  case KernelId::Div:
+    elementwise(ElementOp::Div);
+    break;
+  case KernelId::Neg:
+    elementwise(ElementOp::Neg);
+    break;
+  case KernelId::Exp:
+    elementwise(ElementOp::Exp);
+    break;
+  case KernelId::Log:
+    elementwise(ElementOp::Log);
+    break;
+  case KernelId::Tanh:
+    elementwise(ElementOp::Tanh);
+    break;
+  case KernelId::Sigmoid:
+    elementwise(ElementOp::Sigmoid);
+    break;
+  case KernelId::Relu:
+    elementwise(ElementOp::Relu);
+    break;
+  case KernelId::Gelu:
+    elementwise(ElementOp::Gelu);
+    break;
+  case KernelId::Silu:
+    elementwise(ElementOp::Silu);
+    break;
+  case KernelId::Sqrt:
+    elementwise(ElementOp::Sqrt);
+    break;
+  case KernelId::Rsqrt:
+    elementwise(ElementOp::Rsqrt);
+    break;
+  case KernelId::Scale:
+    elementwise(ElementOp::Scale);
+    break;
+  case KernelId::ReluGrad:
+    elementwise(ElementOp::ReluGrad);
+    break;
+  case KernelId::GeluGrad:
+    elementwise(ElementOp::GeluGrad);
+    break;
+  case KernelId::SiluGrad:
+    elementwise(ElementOp::SiluGrad);
+    break;
+  case KernelId::TanhGrad:
+    elementwise(ElementOp::TanhGrad);
+    break;
+  case KernelId::SigmoidGrad:
+    elementwise(ElementOp::SigmoidGrad);
+    break;
+  case KernelId::SqrtGrad:
+    elementwise(ElementOp::SqrtGrad);
+    break;
+  case KernelId::RsqrtGrad:
+    elementwise(ElementOp::RsqrtGrad);
+    break;
+  case KernelId::MseGrad:
+    elementwise(ElementOp::MseGrad);
+    break;
+  case KernelId::Constant:
+    constant();
+    break;
   case KernelId::CausalMask: {
-    CausalMask f;
+    CausalMask<T> f;
     f.y = result(0);
     f.size = outType(0).shape[0];
     f.count = f.size * f.size;
     push(f);
     break;
   }
-  case KernelId::BroadcastInDim: broadcast(); break;
-  case KernelId::Transpose: transpose(); break;
-  case KernelId::Slice: slice(); break;
-  case KernelId::Concat: concat(); break;
-  case KernelId::Copy: copy(); break;
-  case KernelId::SliceGrad: sliceGrad(); break;
-  case KernelId::Sum: reduce(Reduce::SumKind); break;
-  case KernelId::Mean: reduce(Reduce::MeanKind); break;
-  case KernelId::Max: reduce(Reduce::MaxKind); break;
-  case KernelId::MaxGrad: maxGrad(); break;
-  case KernelId::Matmul: return matmul();
-  case KernelId::Softmax: softmax(false); break;
-  case KernelId::LogSoftmax: softmax(true); break;
-  case KernelId::SoftmaxGrad: softmaxGrad(false); break;
-  case KernelId::LogSoftmaxGrad: softmaxGrad(true); break;
-  case KernelId::LayerNorm: layerNorm(); break;
-  case KernelId::RmsNorm: rmsNorm(); break;
-  case KernelId::LayerNormGrad: return layerNormGrad(id);
-  case KernelId::RmsNormGrad: return rmsNormGrad(id);
-  case KernelId::Embedding: embedding(); break;
-  case KernelId::EmbeddingGrad: embeddingGrad(); break;
-  case KernelId::SoftmaxCrossEntropy: return crossEntropy(id);
-  case KernelId::SoftmaxCrossEntropyGrad: crossEntropyGrad(); break;
-  case KernelId::Mse: mse(); break;
-  case KernelId::Dropout: dropout(); break;
-  case KernelId::Sgd: sgd(); break;
-  case KernelId::Adamw: adamw(); break;
+  case KernelId::BroadcastInDim:
+    broadcast();
+    break;
+  case KernelId::Transpose:
+    transpose();
+    break;
+  case KernelId::Slice:
+    slice();
+    break;
+  case KernelId::Concat:
+    concat();
+    break;
+  case KernelId::Copy:
+    copy();
+    break;
+  case KernelId::SliceGrad:
+    sliceGrad();
+    break;
+  case KernelId::Sum:
+    reduce(Reduce<T>::SumKind);
+    break;
+  case KernelId::Mean:
+    reduce(Reduce<T>::MeanKind);
+    break;
+  case KernelId::Max:
+    reduce(Reduce<T>::MaxKind);
+    break;
+  case KernelId::MaxGrad:
+    maxGrad();
+    break;
+  case KernelId::Matmul:
+    return matmul();
+  case KernelId::Softmax:
+    softmax(false);
+    break;
+  case KernelId::LogSoftmax:
+    softmax(true);
+    break;
+  case KernelId::SoftmaxGrad:
+    softmaxGrad(false);
+    break;
+  case KernelId::LogSoftmaxGrad:
+    softmaxGrad(true);
+    break;
+  case KernelId::LayerNorm:
+    layerNorm();
+    break;
+  case KernelId::RmsNorm:
+    rmsNorm();
+    break;
+  case KernelId::LayerNormGrad:
+    return layerNormGrad(id);
+  case KernelId::RmsNormGrad:
+    return rmsNormGrad(id);
+  case KernelId::Embedding:
+    embedding();
+    break;
+  case KernelId::EmbeddingGrad:
+    embeddingGrad();
+    break;
+  case KernelId::SoftmaxCrossEntropy:
+    return crossEntropy(id);
+  case KernelId::SoftmaxCrossEntropyGrad:
+    crossEntropyGrad();
+    break;
+  case KernelId::Mse:
+    mse();
+    break;
+  case KernelId::Dropout:
+    dropout();
+    break;
+  case KernelId::Sgd:
+    sgd();
+    break;
+  case KernelId::Adamw:
+    adamw();
+    break;
   case KernelId::NumKernels:
     return makeError(StatusCode::InvalidArgument, "no such kernel");
   }
@@ -650,15 +749,21 @@ Status Builder::build(KernelId id) {
 
 } // namespace
 
+template <typename T>
 Status zcc::runtime::device::appendLaunch(const Entry &entry, size_t index,
                                           const EntryMemory &memory,
-                                          std::vector<Step> &out) {
+                                          std::vector<StepOf<T>> &out) {
   std::optional<KernelId> id = findKernel(entry.launches[index].kernel);
   if (!id)
     return makeError(StatusCode::InvalidPlan, "unknown kernel '",
                      entry.launches[index].kernel, "'");
-  return Builder(entry, index, memory, out).build(*id);
+  return Builder<T>(entry, index, memory, out).build(*id);
 }
+
+template Status zcc::runtime::device::appendLaunch<float>(
+    const Entry &, size_t, const EntryMemory &, std::vector<StepOf<float>> &);
+template Status zcc::runtime::device::appendLaunch<double>(
+    const Entry &, size_t, const EntryMemory &, std::vector<StepOf<double>> &);
 
 namespace {
 
@@ -673,8 +778,8 @@ bool overlaps(const std::vector<AddressRange> &a,
 
 } // namespace
 
-std::vector<std::vector<uint32_t>> zcc::runtime::device::stepDependencies(
-    const std::vector<StepAccess> &access) {
+std::vector<std::vector<uint32_t>>
+zcc::runtime::device::stepDependencies(const std::vector<StepAccess> &access) {
   size_t n = access.size();
   size_t words = (n + 63) / 64;
   // ancestors[i]: every step that step i follows, directly or not.

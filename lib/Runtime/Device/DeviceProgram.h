@@ -1,4 +1,5 @@
-//===- DeviceProgram.h - an entry as a list of device steps ------*- C++ -*-===//
+//===- DeviceProgram.h - an entry as a list of device steps ------*- C++
+//-*-===//
 //
 // The device executors (CUDA, and the emulator that runs the same kernels on
 // the host) run an entry as a fixed list of steps: copy the inputs in, clear
@@ -25,14 +26,14 @@ namespace zcc::runtime::device {
 /// A batch of column-major products C = op(A) op(B) with BLAS's (and
 /// cuBLAS's) meaning of every field; a row-major matmul is mapped onto it by
 /// gemmFor (C^T = op(B)^T op(A)^T).
-struct Gemm {
+template <typename T> struct GemmOf {
   bool transA = false, transB = false;
   int32_t m = 0, n = 0, k = 0;
   int32_t lda = 1, ldb = 1, ldc = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0;
   int32_t batch = 1;
-  const float *a = nullptr, *b = nullptr;
-  float *c = nullptr;
+  const T *a = nullptr, *b = nullptr;
+  T *c = nullptr;
   /// The entry's workspace, given to cuBLAS.
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
@@ -56,13 +57,21 @@ struct CopyOut { // device to host (pinned staging)
   uint64_t bytes = 0;
 };
 
-using Step =
-    std::variant<Elementwise, Fill, CausalMask, StridedCopy, ConcatPart,
-                 SliceGrad, Embedding, EmbeddingGrad, Dropout, Sgd, Adamw,
-                 Reduce, MaxGrad, Softmax, SoftmaxGrad, LayerNorm, RmsNorm,
-                 LayerNormGradRows, LayerNormGradColumns, RmsNormGradRows,
-                 RmsNormGradColumns, CrossEntropyRows, MeanOf,
-                 CrossEntropyGradRows, Gemm, Memset, CopyIn, CopyOut>;
+/// An entry's steps with float tensors held as T: float for plans run in
+/// their f32, double for the CPU executor's f64 reference precision.
+template <typename T>
+using StepOf =
+    std::variant<Elementwise<T>, Fill, CausalMask<T>, StridedCopy, ConcatPart,
+                 SliceGrad<T>, Embedding<T>, EmbeddingGrad<T>, Dropout<T>,
+                 Sgd<T>, Adamw<T>, Reduce<T>, MaxGrad<T>, Softmax<T>,
+                 SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>, LayerNormGradRows<T>,
+                 LayerNormGradColumns<T>, RmsNormGradRows<T>,
+                 RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
+                 CrossEntropyGradRows<T>, GemmOf<T>, Memset, CopyIn, CopyOut>;
+
+/// The GPU's: f32.
+using Gemm = GemmOf<float>;
+using Step = StepOf<float>;
 
 /// Where an entry's bytes are: each buffer's device address, the workspace
 /// (null when the entry has none) and the error record.
@@ -76,8 +85,9 @@ struct EntryMemory {
 /// Appends the steps of launch `index` of `entry` (already validated).
 /// Fails only when the entry lacks scratch the launch needs (a plan written
 /// without workspaces).
-Status appendLaunch(const Entry &entry, size_t index,
-                    const EntryMemory &memory, std::vector<Step> &out);
+template <typename T>
+Status appendLaunch(const Entry &entry, size_t index, const EntryMemory &memory,
+                    std::vector<StepOf<T>> &out);
 
 /// A span of device addresses, [begin, end).
 struct AddressRange {
@@ -92,17 +102,18 @@ struct StepAccess {
 
 /// For each step, the earlier steps it must follow: every one that writes
 /// bytes it reads or writes, or reads bytes it writes, less those already
-/// implied through another (the transitive reduction), nearest first. Running the steps in
-/// any order that respects these edges gives the bits of running them in
-/// list order. The CUDA executor makes them its graph's edges, so that
+/// implied through another (the transitive reduction), nearest first. Running
+/// the steps in any order that respects these edges gives the bits of running
+/// them in list order. The CUDA executor makes them its graph's edges, so that
 /// independent work (an update beside the rest of backward) overlaps.
 std::vector<std::vector<uint32_t>>
 stepDependencies(const std::vector<StepAccess> &access);
 
 /// Runs every step with launcher `L`, which has an overload per step kind
 /// (or a template for the functors).
-template <typename L> void runSteps(const std::vector<Step> &steps, L &launcher) {
-  for (const Step &step : steps)
+template <typename S, typename L>
+void runSteps(const std::vector<S> &steps, L &launcher) {
+  for (const S &step : steps)
     std::visit(launcher, step);
 }
 
