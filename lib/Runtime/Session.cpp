@@ -8,8 +8,8 @@
 
 #include "zcc/Runtime/Session.h"
 
-#include "CPU/CpuKernels.h"
 #include "Device/DeviceExecutor.h"
+#include "Device/HostRun.h"
 #include "Initializers.h"
 #include "Memory.h"
 #include "zcc/Runtime/HostTensor.h"
@@ -60,25 +60,23 @@ void widenF32(const uint8_t *from, double *to, int64_t n) {
   }
 }
 
-struct PreparedLaunch {
-  KernelId id;
-  const Launch *launch;
-  size_t firstOperand; // into PreparedEntry::operands: inputs, then outputs
-  uint32_t numInputs;
-  uint32_t numOutputs;
-  // Buffers whose last use is this launch: [firstPoison, endPoison).
-  size_t firstPoison;
-  size_t endPoison;
-};
-
 struct Span {
   uint8_t *data;
   size_t bytes;
 };
 
+/// One launch of the CPU executor: its steps (the kernels every executor
+/// runs, DeviceProgram.h) and the buffers whose last use it is.
+struct PreparedLaunch {
+  size_t endStep;
+  size_t firstPoison, endPoison; // into PreparedEntry::poison
+};
+
 struct PreparedEntry {
   std::vector<uint8_t *> bufferAddress;
-  std::vector<cpu::Operand> operands;
+  // The CPU executor's program, in the session's precision.
+  std::vector<device::StepOf<float>> steps32;
+  std::vector<device::StepOf<double>> steps64;
   std::vector<PreparedLaunch> launches;
   std::vector<Span> poison;
   int stepTensor = -1;
@@ -96,6 +94,8 @@ struct Session::Impl {
   uint8_t *arena = nullptr, *persistent = nullptr, *input = nullptr,
           *output = nullptr, *constants = nullptr;
   uint64_t arenaCapacity = 0, inputCapacity = 0, outputCapacity = 0;
+  /// The CPU executor's record of a step's first data error.
+  device::DeviceError *error = nullptr;
   std::vector<PreparedEntry> entries;
   uint64_t allocationsAtLoad = 0;
   uint64_t stepsRun = 0, launchesRun = 0;
@@ -104,9 +104,9 @@ struct Session::Impl {
   /// persistent tensors live on the device with a host mirror: which side
   /// is newer is tracked, and copies happen only when the other side looks.
   std::unique_ptr<device::DeviceExecutor> device;
-  mutable bool mirrorStale = false;  // the device has newer values
-  mutable bool deviceStale = false;  // the mirror has newer values
-  mutable Status mirrorError;        // a failed download, reported by run()
+  mutable bool mirrorStale = false; // the device has newer values
+  mutable bool deviceStale = false; // the mirror has newer values
+  mutable Status mirrorError;       // a failed download, reported by run()
 
   bool wide() const { return options.precision == Precision::F64; }
   uint64_t allocations() const {
@@ -168,6 +168,10 @@ Status Session::Impl::allocateRegions() {
       allocator.allocate(outputCapacity, align, "output region", output));
   ZRT_RETURN_IF_ERROR(allocator.allocate(p.constantSize * scale, align,
                                          "constant region", constants));
+  uint8_t *record = nullptr;
+  ZRT_RETURN_IF_ERROR(allocator.allocate(sizeof(device::DeviceError), align,
+                                         "error record", record));
+  error = reinterpret_cast<device::DeviceError *>(record);
   return Status::ok();
 }
 
@@ -205,8 +209,8 @@ Status Session::Impl::prepareEntry(size_t index) {
     const Buffer &buffer = e.buffers[b];
     uint64_t offset = buffer.offset * scale;
     uint8_t *address = nullptr;
-    if (device && (buffer.region == Region::Arena ||
-                   buffer.region == Region::Constant)) {
+    if (device &&
+        (buffer.region == Region::Arena || buffer.region == Region::Constant)) {
       prepared.bufferAddress[b] = nullptr; // device memory only
       continue;
     }
@@ -242,23 +246,22 @@ Status Session::Impl::prepareEntry(size_t index) {
     return Status::ok();
 
   std::vector<std::vector<uint32_t>> dyingAfter = e.arenaBuffersDyingAfter();
-
-  auto operand = [&](uint32_t t) {
-    const Tensor &tensor = e.tensors[t];
-    return cpu::Operand{prepared.bufferAddress[tensor.buffer], &tensor.type};
-  };
+  device::EntryMemory memory;
+  memory.buffers = prepared.bufferAddress;
+  memory.error = error;
+  if (e.workspace >= 0) {
+    memory.workspace = prepared.bufferAddress[e.workspace];
+    memory.workspaceBytes = e.buffers[e.workspace].size * scale;
+  }
   for (size_t i = 0; i < e.launches.size(); ++i) {
-    const Launch &launch = e.launches[i];
     PreparedLaunch p;
-    p.id = *findKernel(launch.kernel); // validated at load
-    p.launch = &launch;
-    p.firstOperand = prepared.operands.size();
-    p.numInputs = static_cast<uint32_t>(launch.inputs.size());
-    p.numOutputs = static_cast<uint32_t>(launch.outputs.size());
-    for (uint32_t t : launch.inputs)
-      prepared.operands.push_back(operand(t));
-    for (uint32_t t : launch.outputs)
-      prepared.operands.push_back(operand(t));
+    if (wide()) {
+      ZRT_RETURN_IF_ERROR(device::appendLaunch(e, i, memory, prepared.steps64));
+      p.endStep = prepared.steps64.size();
+    } else {
+      ZRT_RETURN_IF_ERROR(device::appendLaunch(e, i, memory, prepared.steps32));
+      p.endStep = prepared.steps32.size();
+    }
     p.firstPoison = prepared.poison.size();
     if (options.mode == ExecutionMode::Poison)
       for (uint32_t b : dyingAfter[i])
@@ -302,20 +305,24 @@ template <typename T> Status Session::Impl::runEntry(int index) {
   }
   if (options.mode == ExecutionMode::Poison)
     poisonBytes(arena, arenaCapacity, wide());
+  const std::vector<device::StepOf<T>> *steps;
+  if constexpr (sizeof(T) == 8)
+    steps = &prepared.steps64;
+  else
+    steps = &prepared.steps32;
+  std::memset(error, 0, sizeof(*error));
+  size_t begin = 0;
   for (size_t i = 0; i < prepared.launches.size(); ++i) {
     const PreparedLaunch &p = prepared.launches[i];
-    cpu::KernelCall call;
-    call.id = p.id;
-    call.launch = p.launch;
-    call.inputs = prepared.operands.data() + p.firstOperand;
-    call.numInputs = p.numInputs;
-    call.outputs = call.inputs + p.numInputs;
-    call.numOutputs = p.numOutputs;
-    Status status = cpu::runKernel<T>(call);
-    if (!status.isOk())
-      return makeError(status.code(), "entry '", e.name, "' step ",
-                       prepared.steps, ", launch ", i, " (", p.launch->kernel,
-                       "): ", status.message());
+    device::runOnHost<T>(steps->data() + begin, steps->data() + p.endStep);
+    begin = p.endStep;
+    // Stop at the first bad index or label: nothing after it runs, so no
+    // persistent tensor changes.
+    if (error->flag)
+      return makeError(StatusCode::ExecutionError, "entry '", e.name, "' step ",
+                       prepared.steps, ", launch ", i, " (",
+                       e.launches[i].kernel,
+                       "): ", device::describeDataError(e, *error));
     for (size_t k = p.firstPoison; k < p.endPoison; ++k)
       poisonBytes(prepared.poison[k].data, prepared.poison[k].bytes, wide());
     ++launchesRun;

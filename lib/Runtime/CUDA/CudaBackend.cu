@@ -82,10 +82,8 @@ struct BlockGroup {
 template <typename F> __global__ void elementKernel(F f) {
   if (f.abort && *f.abort)
     return;
-  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       i < f.count; i += stride)
-    f(i);
+  runElements(f, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+              static_cast<int64_t>(gridDim.x) * blockDim.x);
 }
 
 template <typename F> __global__ void groupKernel(F f) {

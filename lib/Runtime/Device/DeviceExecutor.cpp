@@ -1,6 +1,7 @@
 //===- DeviceExecutor.cpp - device memory layout and entry programs -------===//
 
 #include "DeviceExecutor.h"
+#include "HostRun.h"
 
 #include "zcc/Runtime/Kernels.h"
 
@@ -36,8 +37,8 @@ Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
   std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor());
   executor->plan = std::move(plan);
   if (options.device == DeviceKind::Cuda) {
-    ZRT_RETURN_IF_ERROR(createCudaBackend(options.deviceOrdinal,
-                                          options.launch, executor->backend));
+    ZRT_RETURN_IF_ERROR(createCudaBackend(options.deviceOrdinal, options.launch,
+                                          executor->backend));
   } else {
     executor->backend = createEmulatorBackend(options.emulateGpuGroups);
   }
@@ -75,14 +76,15 @@ Status DeviceExecutor::allocate(const SessionOptions &options) {
   uint64_t freeBytes = 0, totalBytes = 0;
   ZRT_RETURN_IF_ERROR(backend->memoryInfo(freeBytes, totalBytes));
   if (total + separate > freeBytes)
-    return makeError(
-        StatusCode::OutOfMemory, "the plan needs ", mib(total + separate),
-        " of device memory (arena ", p.arenaSize, noReuse ? " without reuse: " : "",
-        noReuse ? std::to_string(separate) : std::string(), ", persistent ",
-        p.persistentSize, ", inputs ", inputSize, ", outputs ", outputSize,
-        ", constants ", p.constantSize, " bytes) and ", backend->name(),
-        " has ", mib(freeBytes), " free of ", mib(totalBytes),
-        "; nothing was allocated and no step ran");
+    return makeError(StatusCode::OutOfMemory, "the plan needs ",
+                     mib(total + separate), " of device memory (arena ",
+                     p.arenaSize, noReuse ? " without reuse: " : "",
+                     noReuse ? std::to_string(separate) : std::string(),
+                     ", persistent ", p.persistentSize, ", inputs ", inputSize,
+                     ", outputs ", outputSize, ", constants ", p.constantSize,
+                     " bytes) and ", backend->name(), " has ", mib(freeBytes),
+                     " free of ", mib(totalBytes),
+                     "; nothing was allocated and no step ran");
 
   uint8_t *base = nullptr;
   ZRT_RETURN_IF_ERROR(backend->allocateDevice(total, "device memory", base));
@@ -182,15 +184,14 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
       const Tensor &tensor = e.tensors[t];
       a.reads.push_back(
           span(memory.buffers[tensor.buffer], e.buffers[tensor.buffer].size));
-      readsIndices |= tensor.type.dtype == DType::I32 ||
-                      tensor.type.dtype == DType::I64;
+      readsIndices |=
+          tensor.type.dtype == DType::I32 || tensor.type.dtype == DType::I64;
     }
     for (uint32_t t : launch.outputs) {
       const Tensor &tensor = e.tensors[t];
       a.writes.push_back(
           span(memory.buffers[tensor.buffer], e.buffers[tensor.buffer].size));
-      writesPersistent |=
-          e.buffers[tensor.buffer].region == Region::Persistent;
+      writesPersistent |= e.buffers[tensor.buffer].region == Region::Persistent;
     }
     // Kernels that read indices or labels may record a data error; updates
     // of persistent state read the record to skip after one.
@@ -236,22 +237,12 @@ Status DeviceExecutor::run(int index, int64_t step) {
   const DeviceError &record = *hostError;
   if (record.flag == 0)
     return Status::ok();
-  // The same words as the CPU executor's message.
-  std::string launchName = "?";
-  std::string position = std::to_string(record.position);
-  if (record.launch >= 0 &&
-      static_cast<size_t>(record.launch) < e.launches.size()) {
-    const Launch &launch = e.launches[record.launch];
-    launchName = launch.kernel;
-    if (record.operand >= 0 &&
-        static_cast<size_t>(record.operand) < launch.inputs.size())
-      position = formatIndexPosition(
-          e.tensors[launch.inputs[record.operand]].type.shape,
-          record.position);
-  }
+  const char *kernel =
+      record.launch >= 0 &&
+              static_cast<size_t>(record.launch) < e.launches.size()
+          ? e.launches[record.launch].kernel.c_str()
+          : "?";
   return makeError(StatusCode::ExecutionError, "entry '", e.name, "' step ",
-                   step, ", launch ", record.launch, " (", launchName,
-                   "): ", launchName, ": ", record.what ? "label" : "index",
-                   " ", record.value, " at position ", position,
-                   " is out of range [0, ", record.limit, ")");
+                   step, ", launch ", record.launch, " (", kernel,
+                   "): ", describeDataError(e, record));
 }

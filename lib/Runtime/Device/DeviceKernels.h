@@ -31,6 +31,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 namespace zcc::runtime::device {
 
@@ -184,6 +186,8 @@ struct StridedShape {
   int64_t stride[kMaxRank] = {};
 
   ZRT_HOST_DEVICE int64_t offsetOf(int64_t position) const {
+    if (rank == 1) // the common case once simplified (no division)
+      return position * stride[0];
     int64_t offset = 0;
     for (int d = rank - 1; d >= 0; --d) {
       int64_t extent = size[d];
@@ -202,6 +206,32 @@ struct Functor {
   /// Group kernels: threads per group on the GPU (a multiple of 32).
   int32_t groupThreads = 32;
 };
+
+/// Element kernels that need values computed from device data once per
+/// launch (AdamW's bias corrections from the step counter) have `prepare()`;
+/// its result goes to `operator()(i, prepared)`.
+template <typename F, typename = void> struct HasPrepare {
+  static constexpr bool value = false;
+};
+template <typename F>
+struct HasPrepare<F,
+                  std::void_t<decltype(std::declval<const F &>().prepare())>> {
+  static constexpr bool value = true;
+};
+
+/// Element kernel `f` over i = first, first + stride, ... < f.count: a GPU
+/// thread's share, or (first 0, stride 1) the whole launch on the host.
+template <typename F>
+ZRT_HOST_DEVICE void runElements(const F &f, int64_t first, int64_t stride) {
+  if constexpr (HasPrepare<F>::value) {
+    auto prepared = f.prepare();
+    for (int64_t i = first; i < f.count; i += stride)
+      f(i, prepared);
+  } else {
+    for (int64_t i = first; i < f.count; i += stride)
+      f(i);
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // Element kernels
@@ -245,85 +275,142 @@ template <typename T> struct Elementwise : Functor {
   T factor = T(1.0);    // scale
   int64_t elements = 0; // mse_grad's divisor
 
-  ZRT_HOST_DEVICE void operator()(int64_t i) const {
-    T x = a[i];
-    T r = T(0.0);
+  /// Element i of op `Op` (x = a[i]): every formula, once.
+  template <ElementOp Op> ZRT_HOST_DEVICE T compute(T x, int64_t i) const {
+    if constexpr (Op == ElementOp::Neg) {
+      return -x;
+    } else if constexpr (Op == ElementOp::Exp) {
+      return fExp(x);
+    } else if constexpr (Op == ElementOp::Log) {
+      return fLog(x);
+    } else if constexpr (Op == ElementOp::Tanh) {
+      return fTanh(x);
+    } else if constexpr (Op == ElementOp::Sigmoid) {
+      return sigmoidOf(x);
+    } else if constexpr (Op == ElementOp::Relu) {
+      return isNaN(x) ? x : (x > T(0.0) ? x : T(0.0));
+    } else if constexpr (Op == ElementOp::Gelu) {
+      return geluOf(x);
+    } else if constexpr (Op == ElementOp::Silu) {
+      return x * sigmoidOf(x);
+    } else if constexpr (Op == ElementOp::Sqrt) {
+      return fSqrt(x);
+    } else if constexpr (Op == ElementOp::Rsqrt) {
+      return T(1.0) / fSqrt(x);
+    } else if constexpr (Op == ElementOp::Scale) {
+      return x * factor;
+    } else if constexpr (Op == ElementOp::Add) {
+      return x + b[i];
+    } else if constexpr (Op == ElementOp::Sub) {
+      return x - b[i];
+    } else if constexpr (Op == ElementOp::Mul) {
+      return x * b[i];
+    } else if constexpr (Op == ElementOp::Div) {
+      return x / b[i];
+    } else if constexpr (Op == ElementOp::ReluGrad) {
+      return x > T(0.0) ? b[i] : T(0.0);
+    } else if constexpr (Op == ElementOp::GeluGrad) {
+      return b[i] * geluDerivative(x);
+    } else if constexpr (Op == ElementOp::SiluGrad) {
+      T s = sigmoidOf(x);
+      return b[i] * s * (T(1.0) + x * (T(1.0) - s));
+    } else if constexpr (Op == ElementOp::TanhGrad) {
+      return b[i] * (T(1.0) - x * x);
+    } else if constexpr (Op == ElementOp::SigmoidGrad) {
+      return b[i] * x * (T(1.0) - x);
+    } else if constexpr (Op == ElementOp::SqrtGrad) {
+      return b[i] * T(0.5) / x;
+    } else if constexpr (Op == ElementOp::RsqrtGrad) {
+      return b[i] * -T(0.5) * x * x * x;
+    } else if constexpr (Op == ElementOp::MseGrad) {
+      T f = *lossGrad * T(2.0) / static_cast<T>(elements);
+      return f * (x - b[i]);
+    } else {
+      static_assert(sizeof(T) == 0, "an ElementOp with no formula");
+    }
+  }
+
+  /// Calls fn with `op` as a compile-time constant, so that a loop over the
+  /// elements can be specialized for one op (the host's).
+  template <typename Fn>
+  ZRT_HOST_DEVICE static void dispatch(ElementOp op, Fn &&fn) {
     switch (op) {
     case ElementOp::Neg:
-      r = -x;
+      fn(std::integral_constant<ElementOp, ElementOp::Neg>{});
       break;
     case ElementOp::Exp:
-      r = fExp(x);
+      fn(std::integral_constant<ElementOp, ElementOp::Exp>{});
       break;
     case ElementOp::Log:
-      r = fLog(x);
+      fn(std::integral_constant<ElementOp, ElementOp::Log>{});
       break;
     case ElementOp::Tanh:
-      r = fTanh(x);
+      fn(std::integral_constant<ElementOp, ElementOp::Tanh>{});
       break;
     case ElementOp::Sigmoid:
-      r = sigmoidOf(x);
+      fn(std::integral_constant<ElementOp, ElementOp::Sigmoid>{});
       break;
     case ElementOp::Relu:
-      r = isNaN(x) ? x : (x > T(0.0) ? x : T(0.0));
+      fn(std::integral_constant<ElementOp, ElementOp::Relu>{});
       break;
     case ElementOp::Gelu:
-      r = geluOf(x);
+      fn(std::integral_constant<ElementOp, ElementOp::Gelu>{});
       break;
     case ElementOp::Silu:
-      r = x * sigmoidOf(x);
+      fn(std::integral_constant<ElementOp, ElementOp::Silu>{});
       break;
     case ElementOp::Sqrt:
-      r = fSqrt(x);
+      fn(std::integral_constant<ElementOp, ElementOp::Sqrt>{});
       break;
     case ElementOp::Rsqrt:
-      r = T(1.0) / fSqrt(x);
+      fn(std::integral_constant<ElementOp, ElementOp::Rsqrt>{});
       break;
     case ElementOp::Scale:
-      r = x * factor;
+      fn(std::integral_constant<ElementOp, ElementOp::Scale>{});
       break;
     case ElementOp::Add:
-      r = x + b[i];
+      fn(std::integral_constant<ElementOp, ElementOp::Add>{});
       break;
     case ElementOp::Sub:
-      r = x - b[i];
+      fn(std::integral_constant<ElementOp, ElementOp::Sub>{});
       break;
     case ElementOp::Mul:
-      r = x * b[i];
+      fn(std::integral_constant<ElementOp, ElementOp::Mul>{});
       break;
     case ElementOp::Div:
-      r = x / b[i];
+      fn(std::integral_constant<ElementOp, ElementOp::Div>{});
       break;
     case ElementOp::ReluGrad:
-      r = x > T(0.0) ? b[i] : T(0.0);
+      fn(std::integral_constant<ElementOp, ElementOp::ReluGrad>{});
       break;
     case ElementOp::GeluGrad:
-      r = b[i] * geluDerivative(x);
+      fn(std::integral_constant<ElementOp, ElementOp::GeluGrad>{});
       break;
-    case ElementOp::SiluGrad: {
-      T s = sigmoidOf(x);
-      r = b[i] * s * (T(1.0) + x * (T(1.0) - s));
+    case ElementOp::SiluGrad:
+      fn(std::integral_constant<ElementOp, ElementOp::SiluGrad>{});
       break;
-    }
     case ElementOp::TanhGrad:
-      r = b[i] * (T(1.0) - x * x);
+      fn(std::integral_constant<ElementOp, ElementOp::TanhGrad>{});
       break;
     case ElementOp::SigmoidGrad:
-      r = b[i] * x * (T(1.0) - x);
+      fn(std::integral_constant<ElementOp, ElementOp::SigmoidGrad>{});
       break;
     case ElementOp::SqrtGrad:
-      r = b[i] * T(0.5) / x;
+      fn(std::integral_constant<ElementOp, ElementOp::SqrtGrad>{});
       break;
     case ElementOp::RsqrtGrad:
-      r = b[i] * -T(0.5) * x * x * x;
+      fn(std::integral_constant<ElementOp, ElementOp::RsqrtGrad>{});
       break;
-    case ElementOp::MseGrad: {
-      T f = *lossGrad * T(2.0) / static_cast<T>(elements);
-      r = f * (x - b[i]);
+    case ElementOp::MseGrad:
+      fn(std::integral_constant<ElementOp, ElementOp::MseGrad>{});
       break;
     }
-    }
-    y[i] = r;
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    dispatch(op, [&](auto constant) {
+      y[i] = compute<decltype(constant)::value>(a[i], i);
+    });
   }
 };
 
@@ -523,11 +610,19 @@ template <typename T> struct Adamw : Functor {
   double beta1 = 0.9, beta2 = 0.999;
   T lr = 0, eps = 0, weightDecay = 0;
 
-  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+  struct Prepared {
+    T correction1, correction2;
+  };
+  /// The bias corrections, once per launch rather than per element.
+  ZRT_HOST_DEVICE Prepared prepare() const {
     // The step counter counts from 0; bias correction uses t = step + 1.
     double t = static_cast<double>(*step) + 1.0;
-    T correction1 = static_cast<T>(1.0 - dPow(beta1, t));
-    T correction2 = static_cast<T>(1.0 - dPow(beta2, t));
+    return {static_cast<T>(1.0 - dPow(beta1, t)),
+            static_cast<T>(1.0 - dPow(beta2, t))};
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
+    T correction1 = c.correction1, correction2 = c.correction2;
     T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
     T oneMinusB1 = static_cast<T>(1.0 - beta1);
     T oneMinusB2 = static_cast<T>(1.0 - beta2);
@@ -558,25 +653,26 @@ template <typename T> struct Reduce : Functor {
   StridedShape reduced; // reduced position -> offset within the row
   int64_t reducedCount = 0;
 
+  ZRT_HOST_DEVICE T identity() const {
+    return kind == MaxKind ? T(-INFINITY) : T(0.0);
+  }
+  ZRT_HOST_DEVICE T combine(T acc, T value) const {
+    return kind == MaxKind ? maxKeepNaN(acc, value) : acc + value;
+  }
+  ZRT_HOST_DEVICE T finish(T acc) const {
+    return kind == MeanKind ? acc / static_cast<T>(reducedCount) : acc;
+  }
+
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t o, G &group) const {
     int64_t base = kept.offsetOf(o);
-    T r;
-    if (kind == MaxKind) {
-      T m = -INFINITY;
-      for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
-        m = maxKeepNaN(m, x[base + reduced.offsetOf(j)]);
-      r = group.reduce(m, MaxKeepNaN());
-    } else {
-      T s = T(0.0);
-      for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
-        s += x[base + reduced.offsetOf(j)];
-      r = group.reduce(s, Sum());
-      if (kind == MeanKind)
-        r /= static_cast<T>(reducedCount);
-    }
+    T acc = identity();
+    for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
+      acc = combine(acc, x[base + reduced.offsetOf(j)]);
+    acc = kind == MaxKind ? group.reduce(acc, MaxKeepNaN())
+                          : group.reduce(acc, Sum());
     if (group.lane == 0)
-      y[o] = r;
+      y[o] = finish(acc);
   }
 };
 
@@ -789,20 +885,31 @@ template <typename T> struct LayerNormGradColumns : Functor {
   T *dgamma = nullptr, *dbeta = nullptr;
   int64_t width = 0, rows = 0;
 
+  /// Column sums, one row at a time (the host runs them row-major).
+  static constexpr int kSums = 2;
+  ZRT_HOST_DEVICE void addRow(int64_t r, int64_t j, T *sums) const {
+    T xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
+    sums[0] += dy[r * width + j] * xhat;
+    sums[1] += dy[r * width + j];
+  }
+  ZRT_HOST_DEVICE void store(int64_t j, const T *sums) const {
+    dgamma[j] = sums[0];
+    dbeta[j] = sums[1];
+  }
+  ZRT_HOST_DEVICE void load(int64_t j, T *sums) const {
+    sums[0] = dgamma[j];
+    sums[1] = dbeta[j];
+  }
+
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t j, G &group) const {
-    T sumGamma = T(0.0), sumBeta = T(0.0);
-    for (int64_t r = group.lane; r < rows; r += group.lanes) {
-      T xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
-      sumGamma += dy[r * width + j] * xhat;
-      sumBeta += dy[r * width + j];
-    }
-    sumGamma = group.reduce(sumGamma, Sum());
-    sumBeta = group.reduce(sumBeta, Sum());
-    if (group.lane == 0) {
-      dgamma[j] = sumGamma;
-      dbeta[j] = sumBeta;
-    }
+    T sums[kSums] = {T(0.0), T(0.0)};
+    for (int64_t r = group.lane; r < rows; r += group.lanes)
+      addRow(r, j, sums);
+    sums[0] = group.reduce(sums[0], Sum());
+    sums[1] = group.reduce(sums[1], Sum());
+    if (group.lane == 0)
+      store(j, sums);
   }
 };
 
@@ -841,14 +948,23 @@ template <typename T> struct RmsNormGradColumns : Functor {
   T *dgamma = nullptr;
   int64_t width = 0, rows = 0;
 
+  static constexpr int kSums = 1;
+  ZRT_HOST_DEVICE void addRow(int64_t r, int64_t j, T *sums) const {
+    sums[0] += dy[r * width + j] * x[r * width + j] * scales[r];
+  }
+  ZRT_HOST_DEVICE void store(int64_t j, const T *sums) const {
+    dgamma[j] = sums[0];
+  }
+  ZRT_HOST_DEVICE void load(int64_t j, T *sums) const { sums[0] = dgamma[j]; }
+
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t j, G &group) const {
-    T sum = T(0.0);
+    T sums[kSums] = {T(0.0)};
     for (int64_t r = group.lane; r < rows; r += group.lanes)
-      sum += dy[r * width + j] * x[r * width + j] * scales[r];
-    sum = group.reduce(sum, Sum());
+      addRow(r, j, sums);
+    sums[0] = group.reduce(sums[0], Sum());
     if (group.lane == 0)
-      dgamma[j] = sum;
+      store(j, sums);
   }
 };
 

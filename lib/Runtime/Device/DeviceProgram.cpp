@@ -26,6 +26,26 @@ template <typename T> int32_t elementBytes(DType dtype) {
                              : static_cast<int32_t>(dtypeBytes(dtype));
 }
 
+/// The same position -> offset map with fewer dimensions: size-1 dimensions
+/// dropped, and a dimension merged into the next where their strides make
+/// one run (offsetOf then divides less, or not at all at rank 1).
+void simplify(StridedShape &shape) {
+  StridedShape out;
+  for (int d = 0; d < shape.rank; ++d) {
+    if (shape.size[d] == 1)
+      continue;
+    if (out.rank > 0 &&
+        out.stride[out.rank - 1] == shape.stride[d] * shape.size[d]) {
+      out.size[out.rank - 1] *= shape.size[d];
+      out.stride[out.rank - 1] = shape.stride[d];
+      continue;
+    }
+    out.size[out.rank] = shape.size[d];
+    out.stride[out.rank++] = shape.stride[d];
+  }
+  shape = out;
+}
+
 /// embedding_grad's threads (a thread per column and slice of rows): enough
 /// to fill a GPU, however narrow the table.
 constexpr int64_t kEmbeddingGradThreads = 32768;
@@ -147,6 +167,7 @@ private:
       f.source.size[d] = type.shape[d];
       f.source.stride[d] = strides[d];
     }
+    simplify(f.source);
     push(f);
   }
 
@@ -261,6 +282,8 @@ private:
       if (isReduced)
         reducedCount *= operand.shape[d];
     }
+    simplify(kept);
+    simplify(reduced);
   }
 
   void reduce(typename Reduce<T>::Kind kind) {

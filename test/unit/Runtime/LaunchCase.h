@@ -1,15 +1,16 @@
 //===- LaunchCase.h - one-launch entries for kernel tests ------*- C++ -*-===//
 //
-// Shared by the CPU kernel tests and the conformance suite: a one-launch
-// entry with reproducible inputs, run by the CPU kernels (LaunchCase::run),
-// and one valid launch of every kernel (everyKernel).
+// Shared by the kernel tests and the conformance suite: a one-launch entry
+// with reproducible inputs, run as the CPU executor runs it
+// (LaunchCase::run: the kernels' steps on the host, one lane per group), and
+// one valid launch of every kernel (everyKernel).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ZCC_TEST_UNIT_RUNTIME_LAUNCHCASE_H
 #define ZCC_TEST_UNIT_RUNTIME_LAUNCHCASE_H
 
-#include "CPU/CpuKernels.h"
+#include "Device/HostRun.h"
 
 #include "zcc/Runtime/Kernels.h"
 #include "zcc/Runtime/Philox.h"
@@ -68,8 +69,8 @@ inline Param intsParam(const std::string &name, std::vector<int64_t> values) {
 
 /// Reproducible values in [lo, hi) from Philox, so tests need no seeded
 /// global generator.
-inline std::vector<double> randomValues(int64_t n, uint64_t seed, double lo = -1,
-                                 double hi = 1) {
+inline std::vector<double> randomValues(int64_t n, uint64_t seed,
+                                        double lo = -1, double hi = 1) {
   std::vector<double> values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     PhiloxBlock block = philox4x32_10(
@@ -155,19 +156,29 @@ public:
       std::copy(bytes.begin(), bytes.end(), fenced.begin() + fences[t]);
       storage.push_back(std::move(fenced));
     }
-    std::vector<cpu::Operand> ins, outs;
-    for (uint32_t t : launch().inputs)
-      ins.push_back({storage[t].data() + fences[t], &entry.tensors[t].type});
-    for (uint32_t t : launch().outputs)
-      outs.push_back({storage[t].data() + fences[t], &entry.tensors[t].type});
-    cpu::KernelCall call;
-    call.id = id();
-    call.launch = &launch();
-    call.inputs = ins.data();
-    call.numInputs = ins.size();
-    call.outputs = outs.data();
-    call.numOutputs = outs.size();
-    Status status = cpu::runKernel<T>(call);
+    // A buffer per tensor; the workspace and the error record beside.
+    Entry e = entry;
+    e.buffers.clear();
+    device::EntryMemory memory;
+    for (size_t t = 0; t < e.tensors.size(); ++t) {
+      e.tensors[t].buffer = static_cast<uint32_t>(t);
+      e.buffers.push_back(
+          {Region::Arena, 0, static_cast<uint64_t>(e.tensors[t].type.bytes())});
+      memory.buffers.push_back(storage[t].data() + fences[t]);
+    }
+    std::vector<T> scratch(entryScratchBytes(e) / 4 + 1);
+    memory.workspace = reinterpret_cast<uint8_t *>(scratch.data());
+    memory.workspaceBytes = scratch.size() * sizeof(T);
+    device::DeviceError record{};
+    memory.error = &record;
+    std::vector<device::StepOf<T>> steps;
+    Status status = device::appendLaunch(e, 0, memory, steps);
+    if (status.isOk()) {
+      device::runOnHost<T>(steps.data(), steps.data() + steps.size());
+      if (record.flag)
+        status = makeError(StatusCode::ExecutionError,
+                           device::describeDataError(e, record));
+    }
     for (size_t t = 0; t < storage.size(); ++t) {
       const std::vector<unsigned char> &fenced = storage[t];
       size_t end = fenced.size() - fences[t];
@@ -258,7 +269,7 @@ private:
 };
 
 inline void expectNear(const std::vector<double> &actual,
-                const std::vector<double> &expected, double tolerance) {
+                       const std::vector<double> &expected, double tolerance) {
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
     if (std::isinf(expected[i]) || std::isnan(expected[i])) {

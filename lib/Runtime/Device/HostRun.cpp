@@ -1,0 +1,277 @@
+//===- HostRun.cpp - the kernels' steps run on the host
+//---------------------===//
+//
+// See HostRun.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostRun.h"
+
+#include "zcc/Runtime/Kernels.h"
+
+#include <cblas.h>
+
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+using namespace zcc::runtime;
+using namespace zcc::runtime::device;
+
+namespace {
+
+/// One lane: reductions are the lane's own value, rows are visited in order.
+struct HostGroup {
+  int64_t lane = 0;
+  int64_t lanes = 1;
+  template <typename T, typename Op> T reduce(T value, Op) const {
+    return value;
+  }
+};
+
+/// The GPU's group of `lanes` threads, emulated by replay: every lane runs
+/// the functor up to its next reduction, where it stops (an exception);
+/// once the last lane gets there, the lanes' values are combined in the
+/// GPU's order (a butterfly within each warp of 32, then the warps in
+/// order, as CudaBackend.cu's blockReduce), and the round starts again with
+/// one more result known. Group kernels write only after their reductions,
+/// so the final round, which runs through, writes every result.
+struct ReplayGroup {
+  struct Stop {};
+  int64_t lane = 0;
+  int64_t lanes = 32;
+  std::vector<uint64_t> *known = nullptr;    // combined results so far
+  std::vector<uint64_t> *captured = nullptr; // this round, per lane
+  size_t next = 0;
+
+  template <typename T, typename Op> T reduce(T value, Op op) {
+    static_assert(sizeof(T) <= sizeof(uint64_t));
+    if (next < known->size()) {
+      T result;
+      std::memcpy(&result, &(*known)[next++], sizeof(T));
+      return result;
+    }
+    std::memcpy(&(*captured)[lane], &value, sizeof(T));
+    if (lane + 1 == lanes) {
+      std::vector<T> v(static_cast<size_t>(lanes));
+      for (int64_t i = 0; i < lanes; ++i)
+        std::memcpy(&v[i], &(*captured)[i], sizeof(T));
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        std::vector<T> before = v;
+        for (int64_t i = 0; i < lanes; ++i)
+          v[i] = op(before[i], before[i ^ offset]);
+      }
+      T result = v[0];
+      for (int64_t w = 1; w < lanes / 32; ++w)
+        result = op(result, v[w * 32]);
+      uint64_t bits = 0;
+      std::memcpy(&bits, &result, sizeof(T));
+      known->push_back(bits);
+    }
+    throw Stop{};
+  }
+};
+
+struct HostLauncher {
+  bool gpuGroups = false;
+
+  template <typename F> void operator()(const F &f) const {
+    if (f.abort && *f.abort)
+      return;
+    if constexpr (F::kGrouped)
+      groups(f);
+    else
+      runElements(f, 0, 1);
+  }
+
+  template <typename F> void groups(const F &f) const {
+    if (gpuGroups) {
+      for (int64_t g = 0; g < f.count; ++g)
+        replay(f, g);
+      return;
+    }
+    HostGroup group;
+    for (int64_t g = 0; g < f.count; ++g)
+      f(g, group);
+  }
+
+  template <typename F> void replay(const F &f, int64_t g) const {
+    std::vector<uint64_t> known, captured(static_cast<size_t>(f.groupThreads));
+    while (true) {
+      bool finished = true;
+      for (int64_t lane = 0; lane < f.groupThreads; ++lane) {
+        ReplayGroup group{lane, f.groupThreads, &known, &captured};
+        try {
+          f(g, group);
+        } catch (const ReplayGroup::Stop &) {
+          finished = false;
+        }
+      }
+      if (finished)
+        return;
+    }
+  }
+
+  /// One loop per op: the switch outside, so the loop can vectorize.
+  template <typename T> void operator()(const Elementwise<T> &f) const {
+    if (f.abort && *f.abort)
+      return;
+    Elementwise<T>::dispatch(f.op, [&](auto constant) {
+      constexpr ElementOp op = decltype(constant)::value;
+      for (int64_t i = 0; i < f.count; ++i)
+        f.y[i] = f.template compute<op>(f.a[i], i);
+    });
+  }
+
+  /// Sums over the leading dimension of a [rows, columns] operand (bias
+  /// gradients) row by row into the outputs: each output still sums its
+  /// column in row order, as one lane does, without striding through memory.
+  template <typename T> void operator()(const Reduce<T> &f) const {
+    if (f.abort && *f.abort)
+      return;
+    bool columns = f.kept.rank == 1 && f.kept.stride[0] == 1 &&
+                   f.reduced.rank == 1 && f.reduced.stride[0] == f.count;
+    if (!columns || gpuGroups)
+      return groups(f);
+    for (int64_t o = 0; o < f.count; ++o)
+      f.y[o] = f.identity();
+    for (int64_t r = 0; r < f.reducedCount; ++r) {
+      const T *row = f.x + r * f.count;
+      for (int64_t o = 0; o < f.count; ++o)
+        f.y[o] = f.combine(f.y[o], row[o]);
+    }
+    for (int64_t o = 0; o < f.count; ++o)
+      f.y[o] = f.finish(f.y[o]);
+  }
+  template <typename T>
+  void operator()(const LayerNormGradColumns<T> &f) const {
+    columnSums(f);
+  }
+  template <typename T> void operator()(const RmsNormGradColumns<T> &f) const {
+    columnSums(f);
+  }
+  template <typename F> void columnSums(const F &f) const {
+    if (f.abort && *f.abort)
+      return;
+    if (gpuGroups)
+      return groups(f);
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(f.x)>>;
+    T zero[F::kSums] = {};
+    for (int64_t j = 0; j < f.width; ++j)
+      f.store(j, zero);
+    for (int64_t r = 0; r < f.rows; ++r)
+      for (int64_t j = 0; j < f.width; ++j) {
+        T sums[F::kSums];
+        f.load(j, sums);
+        f.addRow(r, j, sums);
+        f.store(j, sums);
+      }
+  }
+
+  /// One thread's columns over the whole vocabulary: the GPU's slices only
+  /// split the work (each element's sum is the same, in position order).
+  template <typename T> void operator()(const EmbeddingGrad<T> &f) const {
+    if (f.abort && *f.abort)
+      return;
+    EmbeddingGrad<T> whole = f;
+    whole.slices = 1;
+    whole.count = f.width;
+    runElements(whole, 0, 1);
+  }
+
+  /// The output in row-major order with a running source offset: the same
+  /// moves as StridedCopy's operator(), without a division per element.
+  void operator()(const StridedCopy &f) const {
+    if (f.abort && *f.abort)
+      return;
+    if (f.bytes == 8)
+      stridedCopy<uint64_t>(f);
+    else
+      stridedCopy<uint32_t>(f);
+  }
+  template <typename E> static void stridedCopy(const StridedCopy &f) {
+    const StridedShape &shape = f.source;
+    if (shape.rank == 0 || f.count == 0) {
+      runElements(f, 0, 1);
+      return;
+    }
+    const E *x = static_cast<const E *>(f.x);
+    E *y = static_cast<E *>(f.y);
+    int last = shape.rank - 1;
+    int64_t inner = shape.size[last], innerStride = shape.stride[last];
+    int64_t index[kMaxRank] = {};
+    int64_t rowOffset = f.offset;
+    for (int64_t row = 0; row * inner < f.count; ++row) {
+      E *out = y + row * inner;
+      for (int64_t j = 0; j < inner; ++j)
+        out[j] = x[rowOffset + j * innerStride];
+      for (int d = last - 1; d >= 0; --d) {
+        rowOffset += shape.stride[d];
+        if (++index[d] < shape.size[d])
+          break;
+        rowOffset -= shape.stride[d] * shape.size[d];
+        index[d] = 0;
+      }
+    }
+  }
+
+  void operator()(const GemmOf<float> &g) const {
+    for (int32_t i = 0; i < g.batch; ++i)
+      cblas_sgemm(CblasColMajor, g.transA ? CblasTrans : CblasNoTrans,
+                  g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f,
+                  g.a + i * g.strideA, g.lda, g.b + i * g.strideB, g.ldb, 0.0f,
+                  g.c + i * g.strideC, g.ldc);
+  }
+  void operator()(const GemmOf<double> &g) const {
+    for (int32_t i = 0; i < g.batch; ++i)
+      cblas_dgemm(CblasColMajor, g.transA ? CblasTrans : CblasNoTrans,
+                  g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0,
+                  g.a + i * g.strideA, g.lda, g.b + i * g.strideB, g.ldb, 0.0,
+                  g.c + i * g.strideC, g.ldc);
+  }
+  void operator()(const Memset &m) const {
+    std::memset(m.data, m.value, m.bytes);
+  }
+  void operator()(const CopyIn &c) const {
+    std::memcpy(c.device, c.host, c.bytes);
+  }
+  void operator()(const CopyOut &c) const {
+    std::memcpy(c.host, c.device, c.bytes);
+  }
+};
+
+} // namespace
+
+template <typename T>
+void zcc::runtime::device::runOnHost(const StepOf<T> *first,
+                                     const StepOf<T> *last, bool gpuGroups) {
+  HostLauncher launcher{gpuGroups};
+  for (const StepOf<T> *step = first; step != last; ++step)
+    std::visit(launcher, *step);
+}
+
+template void zcc::runtime::device::runOnHost<float>(const StepOf<float> *,
+                                                     const StepOf<float> *,
+                                                     bool);
+template void zcc::runtime::device::runOnHost<double>(const StepOf<double> *,
+                                                      const StepOf<double> *,
+                                                      bool);
+
+std::string zcc::runtime::device::describeDataError(const Entry &entry,
+                                                    const DeviceError &record) {
+  std::string kernel = "?";
+  std::string position = std::to_string(record.position);
+  if (record.launch >= 0 &&
+      static_cast<size_t>(record.launch) < entry.launches.size()) {
+    const Launch &launch = entry.launches[record.launch];
+    kernel = launch.kernel;
+    if (record.operand >= 0 &&
+        static_cast<size_t>(record.operand) < launch.inputs.size())
+      position = formatIndexPosition(
+          entry.tensors[launch.inputs[record.operand]].type.shape,
+          record.position);
+  }
+  return kernel + ": " + (record.what ? "label" : "index") + " " +
+         std::to_string(record.value) + " at position " + position +
+         " is out of range [0, " + std::to_string(record.limit) + ")";
+}
