@@ -20,6 +20,20 @@ using namespace zcc::runtime::device;
 
 namespace {
 
+/// C = A B in column-major BLAS terms (the arguments cuBLAS gets).
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
+          const float *a, int lda, const float *b, int ldb, float *c,
+          int ldc) {
+  cblas_sgemm(CblasColMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
+              ldc);
+}
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
+          const double *a, int lda, const double *b, int ldb, double *c,
+          int ldc) {
+  cblas_dgemm(CblasColMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c,
+              ldc);
+}
+
 /// One lane: reductions are the lane's own value, rows are visited in order.
 struct HostGroup {
   int64_t lane = 0;
@@ -215,19 +229,12 @@ struct HostLauncher {
     }
   }
 
-  void operator()(const GemmOf<float> &g) const {
+  template <typename T> void operator()(const GemmOf<T> &g) const {
     for (int32_t i = 0; i < g.batch; ++i)
-      cblas_sgemm(CblasColMajor, g.transA ? CblasTrans : CblasNoTrans,
-                  g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f,
-                  g.a + i * g.strideA, g.lda, g.b + i * g.strideB, g.ldb, 0.0f,
-                  g.c + i * g.strideC, g.ldc);
-  }
-  void operator()(const GemmOf<double> &g) const {
-    for (int32_t i = 0; i < g.batch; ++i)
-      cblas_dgemm(CblasColMajor, g.transA ? CblasTrans : CblasNoTrans,
-                  g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0,
-                  g.a + i * g.strideA, g.lda, g.b + i * g.strideB, g.ldb, 0.0,
-                  g.c + i * g.strideC, g.ldc);
+      gemm(g.transA ? CblasTrans : CblasNoTrans,
+           g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k,
+           g.a + i * g.strideA, g.lda, g.b + i * g.strideB, g.ldb,
+           g.c + i * g.strideC, g.ldc);
   }
   void operator()(const Memset &m) const {
     std::memset(m.data, m.value, m.bytes);
