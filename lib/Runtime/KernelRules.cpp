@@ -614,8 +614,8 @@ Status checkSgd(const LaunchRules &r) {
   double lr = 0, momentum = 0, weightDecay = 0;
   bool nesterov = false;
   ZRT_RETURN_IF_ERROR(r.getFloat("lr", lr));
-  ZRT_RETURN_IF_ERROR(r.getFloat("momentum", momentum, 0.0));
-  ZRT_RETURN_IF_ERROR(r.getFloat("weight_decay", weightDecay, 0.0));
+  ZRT_RETURN_IF_ERROR(r.getFloat("momentum", momentum));
+  ZRT_RETURN_IF_ERROR(r.getFloat("weight_decay", weightDecay));
   ZRT_RETURN_IF_ERROR(r.getUnit("nesterov", nesterov));
   ZRT_RETURN_IF_ERROR(r.expectRange("lr", lr, 0.0, true, std::nullopt));
   ZRT_RETURN_IF_ERROR(r.expectRange("momentum", momentum, 0.0, true, 1.0));
@@ -658,10 +658,10 @@ Status checkAdamw(const LaunchRules &r) {
       r.expectSameType("new_exp_avg_sq", r.output(2), "param", param));
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
   ZRT_RETURN_IF_ERROR(r.getFloat("lr", lr));
-  ZRT_RETURN_IF_ERROR(r.getFloat("beta1", beta1, 0.9));
-  ZRT_RETURN_IF_ERROR(r.getFloat("beta2", beta2, 0.999));
-  ZRT_RETURN_IF_ERROR(r.getFloat("eps", eps, 1.0e-8));
-  ZRT_RETURN_IF_ERROR(r.getFloat("weight_decay", weightDecay, 0.01));
+  ZRT_RETURN_IF_ERROR(r.getFloat("beta1", beta1));
+  ZRT_RETURN_IF_ERROR(r.getFloat("beta2", beta2));
+  ZRT_RETURN_IF_ERROR(r.getFloat("eps", eps));
+  ZRT_RETURN_IF_ERROR(r.getFloat("weight_decay", weightDecay));
   ZRT_RETURN_IF_ERROR(r.expectRange("lr", lr, 0.0, true, std::nullopt));
   ZRT_RETURN_IF_ERROR(r.expectRange("beta1", beta1, 0.0, true, 1.0));
   ZRT_RETURN_IF_ERROR(r.expectRange("beta2", beta2, 0.0, true, 1.0));

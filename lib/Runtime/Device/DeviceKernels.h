@@ -607,7 +607,7 @@ template <typename T> struct Adamw : Functor {
           *expAvgSq = nullptr;
   const int64_t *step = nullptr;
   T *newParam = nullptr, *newExpAvg = nullptr, *newExpAvgSq = nullptr;
-  double beta1 = 0.9, beta2 = 0.999;
+  double beta1 = 0, beta2 = 0; // from the plan, which states every one
   T lr = 0, eps = 0, weightDecay = 0;
 
   struct Prepared {

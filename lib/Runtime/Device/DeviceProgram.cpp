@@ -564,8 +564,8 @@ private:
   void sgd() {
     Sgd<T> f;
     f.lr = static_cast<T>(paramFloat(launch, "lr"));
-    f.momentum = static_cast<T>(paramFloat(launch, "momentum", 0.0));
-    f.weightDecay = static_cast<T>(paramFloat(launch, "weight_decay", 0.0));
+    f.momentum = static_cast<T>(paramFloat(launch, "momentum"));
+    f.weightDecay = static_cast<T>(paramFloat(launch, "weight_decay"));
     f.nesterov = launch.hasUnit("nesterov");
     f.param = in(0);
     f.grad = in(1);
@@ -580,11 +580,11 @@ private:
 
   void adamw() {
     Adamw<T> f;
-    f.beta1 = paramFloat(launch, "beta1", 0.9);
-    f.beta2 = paramFloat(launch, "beta2", 0.999);
+    f.beta1 = paramFloat(launch, "beta1");
+    f.beta2 = paramFloat(launch, "beta2");
     f.lr = static_cast<T>(paramFloat(launch, "lr"));
-    f.eps = static_cast<T>(paramFloat(launch, "eps", 1.0e-8));
-    f.weightDecay = static_cast<T>(paramFloat(launch, "weight_decay", 0.01));
+    f.eps = static_cast<T>(paramFloat(launch, "eps"));
+    f.weightDecay = static_cast<T>(paramFloat(launch, "weight_decay"));
     f.param = in(0);
     f.grad = in(1);
     f.expAvg = in(2);

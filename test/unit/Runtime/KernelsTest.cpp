@@ -426,31 +426,36 @@ TEST(KernelRules, Dropout) {
 TEST(KernelRules, Optimizers) {
   LaunchCase plain("sgd");
   plain.input({10}).input({10}).output({10}).param(floatParam("lr", 0.1));
-  expectAccepted(plain);
+  expectAccepted(plain.stateOptimizerParams());
+  // The runtime has no defaults: zcc states every parameter.
+  LaunchCase noDecay("sgd");
+  noDecay.input({10}).input({10}).output({10}).param(floatParam("lr", 0.1));
+  noDecay.param(floatParam("momentum", 0.0));
+  expectRejected(noDecay, "missing parameter 'weight_decay'");
   LaunchCase noLr("sgd");
-  noLr.input({10}).input({10}).output({10});
+  noLr.input({10}).input({10}).output({10}).stateOptimizerParams();
   expectRejected(noLr, "missing parameter 'lr'");
   LaunchCase noBuffer("sgd");
   noBuffer.input({10}).input({10}).output({10});
   noBuffer.param(floatParam("lr", 0.1)).param(floatParam("momentum", 0.9));
-  expectRejected(noBuffer, "expected 3 inputs and 2 outputs, got 2 and 1");
+  expectRejected(noBuffer.stateOptimizerParams(), "expected 3 inputs and 2 outputs, got 2 and 1");
   LaunchCase extraBuffer("sgd");
   extraBuffer.input({10}).input({10}).input({10}).output({10}).output({10});
   extraBuffer.param(floatParam("lr", 0.1));
-  expectRejected(extraBuffer, "expected 2 inputs and 1 outputs, got 3 and 2");
+  expectRejected(extraBuffer.stateOptimizerParams(), "expected 2 inputs and 1 outputs, got 3 and 2");
   LaunchCase nesterov("sgd");
   nesterov.input({10}).input({10}).output({10});
   nesterov.param(floatParam("lr", 0.1)).param(unitParam("nesterov"));
-  expectRejected(nesterov, "nesterov needs momentum != 0");
+  expectRejected(nesterov.stateOptimizerParams(), "nesterov needs momentum != 0");
   LaunchCase momentum("sgd");
   momentum.input({10}).input({10}).input({10}).output({10}).output({10});
   momentum.param(floatParam("lr", 0.1)).param(floatParam("momentum", 0.9));
-  expectAccepted(momentum);
+  expectAccepted(momentum.stateOptimizerParams());
   momentum.entry.tensors[2].type.shape = {11};
   expectRejected(momentum, "momentum_buffer type 11xf32 must match param");
   LaunchCase negative("sgd");
   negative.input({10}).input({10}).output({10}).param(floatParam("lr", -1));
-  expectRejected(negative, "lr must be >= 0, got -1");
+  expectRejected(negative.stateOptimizerParams(), "lr must be >= 0, got -1");
 
   auto adamw = [](double beta1) {
     LaunchCase c("adamw");
@@ -458,6 +463,7 @@ TEST(KernelRules, Optimizers) {
     c.typedInput(DType::I64, {}, {0});
     c.outputInPlace(0).outputInPlace(2).outputInPlace(3);
     c.param(floatParam("lr", 1e-3)).param(floatParam("beta1", beta1));
+    c.stateOptimizerParams();
     return c;
   };
   expectAccepted(adamw(0.9));
@@ -466,12 +472,20 @@ TEST(KernelRules, Optimizers) {
   state.input({10}).input({10}).input({10, 1}).input({10});
   state.typedInput(DType::I64, {}, {0});
   state.output({10}).output({10}).output({10}).param(floatParam("lr", 1e-3));
+  state.stateOptimizerParams();
   expectRejected(state, "exp_avg type 10x1xf32 must match param type 10xf32");
   LaunchCase eps("adamw");
   eps.input({10}).input({10}).input({10}).input({10});
   eps.typedInput(DType::I64, {}, {0});
   eps.output({10}).output({10}).output({10});
   eps.param(floatParam("lr", 1e-3)).param(floatParam("eps", 0));
+  eps.stateOptimizerParams();
+  LaunchCase noBeta2 = adamw(0.9);
+  auto &params = noBeta2.entry.launches[0].params;
+  params.erase(std::remove_if(params.begin(), params.end(),
+                              [](const Param &p) { return p.name == "beta2"; }),
+               params.end());
+  expectRejected(noBeta2, "missing parameter 'beta2'");
   expectRejected(eps, "eps must be > 0, got 0");
 }
 
@@ -1155,17 +1169,6 @@ TEST(OptimizerKernels, AdamwOneStepInPlace) {
   ASSERT_TRUE(c.run<float>().isOk());
   expectNear(c.result(0), newP, 1e-6);
 
-  // The ODS defaults apply when the parameters are absent.
-  LaunchCase defaults("adamw");
-  defaults.input({2}, p).input({2}, g).input({2}, m).input({2}, v);
-  defaults.typedInput(DType::I64, {}, {0});
-  defaults.output({2}).output({2}).output({2});
-  defaults.param(floatParam("lr", lr));
-  ASSERT_TRUE(defaults.run<double>().isOk());
-  double m0 = 0.9 * m[0] + 0.1 * g[0], v0 = 0.999 * v[0] + 0.001 * g[0] * g[0];
-  double p0 =
-      p[0] - lr * ((m0 / 0.1) / (std::sqrt(v0 / 0.001) + 1e-8) + 0.01 * p[0]);
-  EXPECT_NEAR(defaults.result(0)[0], p0, 1e-12);
 }
 
 TEST(OptimizerKernels, SgdPlainMomentumAndNesterov) {
@@ -1174,7 +1177,7 @@ TEST(OptimizerKernels, SgdPlainMomentumAndNesterov) {
   LaunchCase plain("sgd");
   plain.input({2}, p).input({2}, g).outputInPlace(0);
   plain.param(floatParam("lr", lr)).param(floatParam("weight_decay", wd));
-  ASSERT_TRUE(plain.run<double>().isOk());
+  ASSERT_TRUE(plain.stateOptimizerParams().run<double>().isOk());
   expectNear(plain.result(),
              {p[0] - lr * (g[0] + wd * p[0]), p[1] - lr * (g[1] + wd * p[1])},
              1e-12);

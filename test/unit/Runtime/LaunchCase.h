@@ -130,6 +130,25 @@ public:
     return *this;
   }
 
+  /// States the optimizer parameters the case left out, as zcc always
+  /// states them (PyTorch's defaults; the runtime has none of its own):
+  /// sgd momentum 0 and weight_decay 0; adamw betas 0.9, 0.999, eps 1e-8,
+  /// weight_decay 0.01.
+  LaunchCase &stateOptimizerParams() {
+    std::vector<std::pair<const char *, double>> stated;
+    if (launch().kernel == "sgd")
+      stated = {{"momentum", 0.0}, {"weight_decay", 0.0}};
+    else if (launch().kernel == "adamw")
+      stated = {{"beta1", 0.9},
+                {"beta2", 0.999},
+                {"eps", 1e-8},
+                {"weight_decay", 0.01}};
+    for (const auto &[name, value] : stated)
+      if (!launch().findParam(name))
+        param(floatParam(name, value));
+    return *this;
+  }
+
   KernelId id() const {
     std::optional<KernelId> id = findKernel(launch().kernel);
     EXPECT_TRUE(id.has_value()) << launch().kernel;
@@ -409,7 +428,8 @@ inline std::vector<LaunchCase> everyKernel() {
       .outputInPlace(2)
       .param(floatParam("lr", 0.1))
       .param(floatParam("momentum", 0.9))
-      .param(unitParam("nesterov"));
+      .param(unitParam("nesterov"))
+      .stateOptimizerParams();
   add("adamw")
       .input({4})
       .input({4})
@@ -419,7 +439,8 @@ inline std::vector<LaunchCase> everyKernel() {
       .outputInPlace(0)
       .outputInPlace(2)
       .outputInPlace(3)
-      .param(floatParam("lr", 1e-3));
+      .param(floatParam("lr", 1e-3))
+      .stateOptimizerParams();
   add("copy").input({2, 3}).output({6});
   return cases;
 }
