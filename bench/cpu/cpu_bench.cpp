@@ -1,0 +1,79 @@
+//===- cpu_bench.cpp - the CPU executor's step time -----------------------===//
+//
+//   zcc-cpu-bench PLAN.zplan [--steps N] [--warmup N]
+//
+// The same loop as zcc-gpu-bench on the CPU executor: one synthetic batch,
+// `warmup` untimed steps (first touches of the arena's pages), then `steps`
+// timed ones. Prints `ms_per_step MEDIAN mean MEAN allocations_after_load K`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Runtime/DataSource.h"
+#include "zcc/Runtime/PlanFile.h"
+#include "zcc/Runtime/Session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace zcc::runtime;
+
+int main(int argc, char **argv) {
+  std::string path;
+  int64_t steps = 20, warmup = 3;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if ((arg == "--steps" || arg == "--warmup") && i + 1 < argc)
+      (arg == "--steps" ? steps : warmup) = std::atoll(argv[++i]);
+    else if (path.empty() && !arg.empty() && arg[0] != '-')
+      path = arg;
+    else
+      path.clear(), steps = 0;
+  }
+  if (path.empty() || steps < 1 || warmup < 0) {
+    std::fprintf(stderr,
+                 "usage: zcc-cpu-bench PLAN.zplan [--steps N] [--warmup N]\n");
+    return 2;
+  }
+  auto fail = [&](const Status &s) {
+    std::fprintf(stderr, "zcc-cpu-bench: %s: %s\n", path.c_str(),
+                 s.toString().c_str());
+    return 1;
+  };
+  auto plan = std::make_shared<Plan>();
+  if (Status s = loadPlanFile(path, *plan); !s.isOk())
+    return fail(s);
+  std::unique_ptr<Session> session;
+  if (Status s = Session::create(plan, SessionOptions{}, session); !s.isOk())
+    return fail(s);
+  int entry = 0;
+  std::unique_ptr<DataSource> data;
+  if (Status s = session->findEntry("", entry); !s.isOk())
+    return fail(s);
+  if (Status s = makeDataSource(*session, entry, "synthetic", 1, data);
+      !s.isOk())
+    return fail(s);
+  data->fill(*session, 0);
+  std::vector<double> times;
+  for (int64_t i = 0; i < warmup + steps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (Status s = session->run(entry); !s.isOk())
+      return fail(s);
+    if (i >= warmup)
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count());
+  }
+  double mean = 0;
+  for (double t : times)
+    mean += t / static_cast<double>(times.size());
+  std::sort(times.begin(), times.end());
+  std::printf("ms_per_step %.3f mean %.3f allocations_after_load %llu\n",
+              times[times.size() / 2], mean,
+              static_cast<unsigned long long>(
+                  session->stats().allocationsAfterLoad));
+  return 0;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# zcc's CPU executor against PyTorch eager on the CPU, the same models and
+# shapes, in one run, alternating, at one thread count:
+#   bench/cpu/run.sh [--threads T] [--rounds R] [--steps N]
+# Builds zcc (scripts/build.sh) if needed, compiles the plans, installs
+# PyTorch into .cache/bench-venv (from the Python registry, once), then for
+# each model alternates zcc-cpu-bench and torch_cpu.py R times and prints a
+# table of median step times and their ratio. Writes bench/cpu/results.md.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+threads=2 rounds=3 steps=20
+while [ $# -gt 0 ]; do
+  case $1 in
+    --threads) threads=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    *) echo "usage: bench/cpu/run.sh [--threads T] [--rounds R] [--steps N]" >&2; exit 2 ;;
+  esac
+done
+build=${ZCC_BUILD_DIR:-$root/build}
+[ -x "$build/bin/zcc" ] && [ -x "$build/bin/zcc-cpu-bench" ] ||
+  ZCC_BUILD_DIR=$build bash "$root/scripts/build.sh"
+venv=$root/.cache/bench-venv
+if ! "$venv/bin/python" -c "import torch" 2> /dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q torch numpy
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$build/bin/zcc" "$root/examples/mlp.mlir" -o "$work/mlp.zplan" --optimizer adamw --lr 0.001
+"$build/bin/zcc" "$root/examples/gpt_block.mlir" -o "$work/gpt_block.zplan" --optimizer adamw --lr 0.001
+python3 "$root/bench/gpu/gpt_model.py" "$work/gpt_mid.mlir" --layers 4 --width 256 \
+  --heads 4 --seq 128 --batch 8 --vocab 512
+"$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid.zplan" --optimizer adamw --lr 0.001
+
+# model | plan | torch_cpu.py arguments
+models=(
+  "MLP example (batch 32)|mlp|--model mlp --batch 32"
+  "GPT example (2 layers, width 64, batch 2, sequence 16)|gpt_block|--model gpt --batch 2"
+  "GPT 4 layers, width 256, batch 8, sequence 128, vocabulary 512|gpt_mid|--model gpt --gpt 4,256,4,128,512 --batch 8"
+)
+export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+{
+  echo "zcc CPU executor against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') eager, $threads threads, $(nproc) CPUs ($(uname -m)), $rounds rounds of $steps steps alternating, medians"
+  echo
+  echo "| model | zcc (ms/step) | PyTorch eager (ms/step) | zcc / PyTorch |"
+  echo "|---|---:|---:|---:|"
+  for m in "${models[@]}"; do
+    IFS='|' read -r name plan args <<< "$m"
+    zs=() ts=()
+    for ((r = 0; r < rounds; ++r)); do
+      zs+=("$("$build/bin/zcc-cpu-bench" "$work/$plan.zplan" --steps "$steps" | awk '{print $2}')")
+      # shellcheck disable=SC2086
+      ts+=("$("$venv/bin/python" "$root/bench/cpu/torch_cpu.py" $args --steps "$steps" --threads "$threads" | awk '{print $2}')")
+    done
+    z=$(printf '%s\n' "${zs[@]}" | median)
+    t=$(printf '%s\n' "${ts[@]}" | median)
+    echo "| $name | $z | $t | $(awk -v z="$z" -v t="$t" 'BEGIN {printf "%.2f", z / t}') |"
+  done
+} | tee "$root/bench/cpu/results.md"

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""PyTorch eager on the CPU, the same models as zcc's (bench/gpu/torch_bench.py
+builds them op for op): times full training steps (forward, mean
+cross-entropy, backward, AdamW) and prints `ms_per_step MEDIAN`.
+
+    torch_cpu.py --model mlp|gpt [--gpt L,D,H,T,V[,F]] --batch B
+                 [--steps N] [--warmup W] [--threads T]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+import torch  # noqa: E402  (installed by bench/cpu/run.sh)
+import torch_bench as models  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", choices=["mlp", "gpt"], required=True)
+    ap.add_argument("--gpt", default=None)
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args()
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    if a.gpt:
+        sizes = [int(v) for v in a.gpt.split(",")]
+        if len(sizes) == 5:
+            sizes.append(4 * sizes[1])
+        (models.GPT_LAYERS, models.GPT_D, models.GPT_HEADS, models.GPT_SEQ,
+         models.GPT_VOCAB, models.GPT_FF) = sizes
+        models.GPT_HEAD_DIM = models.GPT_D // models.GPT_HEADS
+    torch.manual_seed(0)
+    device = torch.device("cpu")
+    params, loss_fn, make_batch = models.BUILDERS[a.model](a.batch, device)
+    opt = torch.optim.AdamW(list(params.values()), **models.OPTIM_KW)
+    batch = make_batch()
+    times = []
+    for i in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(batch)
+        loss.backward()
+        opt.step()
+        if i >= a.warmup:
+            times.append(time.perf_counter() - t0)
+    if not torch.isfinite(loss):
+        sys.exit(f"torch_cpu: non-finite loss {loss.item()}")
+    print(f"ms_per_step {1e3 * statistics.median(times):.3f} threads {torch.get_num_threads()} "
+          f"loss {loss.item():.4f}")
+
+
+if __name__ == "__main__":
+    main()
