@@ -98,27 +98,29 @@ inline double dPow(double x, double y) { return std::pow(x, y); }
 #endif
 
 template <typename T> ZRT_HOST_DEVICE inline T sigmoidOf(T x) {
-  // e^x / (1 + e^x) for negative x: e^-x would overflow.
-  if (x < T(0.0)) {
-    T e = fExp(x);
-    return e / (T(1.0) + e);
-  }
-  return T(1.0) / (T(1.0) + fExp(-x));
+  // e^x / (1 + e^x) for negative x (e^-x would overflow), 1 / (1 + e^-x)
+  // otherwise: one exp of -|x|, selected, so loops vectorize.
+  T e = fExp(x < T(0.0) ? x : -x);
+  return x < T(0.0) ? e / (T(1.0) + e) : T(1.0) / (T(1.0) + e);
 }
 
 template <typename T>
 inline constexpr T kGeluC = T(0.79788456080286535587989211986876);
 template <typename T> inline constexpr T kGeluA = T(0.044715);
 
+/// GELU's tanh form, 0.5 x (1 + tanh(u)) with u = c (x + a x^3), computed
+/// as x sigmoid(2u) (the same function): one exp and no cancellation.
 template <typename T> ZRT_HOST_DEVICE inline T geluOf(T x) {
-  T inner = kGeluC<T> * (x + kGeluA<T> * x * x * x);
-  return T(0.5) * x * (T(1.0) + fTanh(inner));
+  T u = kGeluC<T> * (x + kGeluA<T> * x * x * x);
+  return x * sigmoidOf(T(2.0) * u);
 }
 
+/// d/dx: s + 2 x s (1 - s) u' with s = sigmoid(2u) = 0.5 (1 + tanh(u)), as
+/// 0.5 (1 - tanh(u)^2) = 2 s (1 - s).
 template <typename T> ZRT_HOST_DEVICE inline T geluDerivative(T x) {
-  T t = fTanh(kGeluC<T> * (x + kGeluA<T> * x * x * x));
-  return T(0.5) * (T(1.0) + t) + T(0.5) * x * (T(1.0) - t * t) * kGeluC<T> *
-                                     (T(1.0) + T(3.0) * kGeluA<T> * x * x);
+  T s = sigmoidOf(T(2.0) * kGeluC<T> * (x + kGeluA<T> * x * x * x));
+  return s + T(2.0) * x * s * (T(1.0) - s) * kGeluC<T> *
+                 (T(1.0) + T(3.0) * kGeluA<T> * x * x);
 }
 
 /// The largest of two, NaN spreading (reductions `max`).

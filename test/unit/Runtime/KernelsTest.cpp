@@ -1391,3 +1391,19 @@ TEST(EveryKernel, CorruptLaunchesAreRejectedOrRunInBounds) {
 }
 
 } // namespace
+
+namespace {
+
+// GELU in its sigmoid form is the tanh form, and its derivative the
+// tanh form's derivative (f64, where the two agree to rounding).
+TEST(HostMath, GeluSigmoidFormIsTheTanhForm) {
+  const double c = 0.79788456080286535587989211986876, a = 0.044715;
+  for (double x = -12; x <= 12; x += 0.01) {
+    double u = c * (x + a * x * x * x), t = std::tanh(u);
+    EXPECT_NEAR(device::geluOf(x), 0.5 * x * (1 + t), 1e-14 * (1 + std::fabs(x)));
+    double dt = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x);
+    EXPECT_NEAR(device::geluDerivative(x), dt, 1e-13 * (1 + x * x));
+  }
+}
+
+} // namespace
