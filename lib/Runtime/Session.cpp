@@ -18,6 +18,7 @@
 
 #include <cstring>
 #include <limits>
+#include <thread>
 
 using namespace zcc::runtime;
 
@@ -96,6 +97,8 @@ struct Session::Impl {
   uint64_t arenaCapacity = 0, inputCapacity = 0, outputCapacity = 0;
   /// The CPU executor's record of a step's first data error.
   device::DeviceError *error = nullptr;
+  /// The CPU executor's kernel threads.
+  std::unique_ptr<device::HostThreads> threads;
   std::vector<PreparedEntry> entries;
   uint64_t allocationsAtLoad = 0;
   uint64_t stepsRun = 0, launchesRun = 0;
@@ -314,7 +317,8 @@ template <typename T> Status Session::Impl::runEntry(int index) {
   size_t begin = 0;
   for (size_t i = 0; i < prepared.launches.size(); ++i) {
     const PreparedLaunch &p = prepared.launches[i];
-    device::runOnHost<T>(steps->data() + begin, steps->data() + p.endStep);
+    device::runOnHost<T>(steps->data() + begin, steps->data() + p.endStep,
+                         false, threads.get());
     begin = p.endStep;
     // Stop at the first bad index or label: nothing after it runs, so no
     // persistent tensor changes.
@@ -376,6 +380,12 @@ Status Session::create(std::shared_ptr<const Plan> plan,
   if (options.device != DeviceKind::Cpu)
     ZRT_RETURN_IF_ERROR(
         device::DeviceExecutor::create(impl->plan, options, impl->device));
+  else
+    impl->threads = std::make_unique<device::HostThreads>(
+        options.threads > 0
+            ? options.threads
+            : std::max(1,
+                       static_cast<int>(std::thread::hardware_concurrency())));
   ZRT_RETURN_IF_ERROR(impl->allocateRegions());
   impl->entries.resize(impl->plan->entries.size());
   for (size_t i = 0; i < impl->entries.size(); ++i)

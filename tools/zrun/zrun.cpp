@@ -37,6 +37,8 @@ const char *kUsage = R"(usage: zrun MODEL.zplan [options]
                        the same kernels one by one every step
   --device-ordinal N   which CUDA device (default 0)
   --seed S             parameter initialization and synthetic data (default 0)
+  --threads N          cpu: threads for the kernels (default: one per
+                       hardware thread); the results do not depend on it
   --data SPEC          synthetic (default) or FILE.npz, one array per input
   --mode MODE          planned (default), no-reuse or poison
   --precision P        f32 (default) or f64 (float math in double)
@@ -88,7 +90,8 @@ int main(int argc, char **argv) {
   std::string planPath, device = "cpu", data = "synthetic", mode = "planned",
                         precision = "f32", launch = "graph", loadCheckpoint,
                         saveCheckpoint;
-  int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0, ordinal = 0;
+  int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0, ordinal = 0,
+          threads = 0;
   bool trace = false, report = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -111,13 +114,15 @@ int main(int argc, char **argv) {
     } else if (arg == "--seed") {
       if (!intOption(seed, 0))
         return usage("--seed needs a non-negative integer");
+    } else if (arg == "--threads") {
+      if (!intOption(threads, 1) || threads > 1024)
+        return usage("--threads needs a count from 1 to 1024");
     } else if (arg == "--device-ordinal") {
       if (!intOption(ordinal, 0) || ordinal > 1024)
         return usage("--device-ordinal needs a device number");
     } else if (arg == "--device" || arg == "--data" || arg == "--mode" ||
-               arg == "--launch" ||
-               arg == "--precision" || arg == "--load-checkpoint" ||
-               arg == "--save-checkpoint") {
+               arg == "--launch" || arg == "--precision" ||
+               arg == "--load-checkpoint" || arg == "--save-checkpoint") {
       const char *v = value();
       if (!v)
         return usage(arg + " needs a value");
@@ -147,6 +152,7 @@ int main(int argc, char **argv) {
     return usage("no plan file given");
   SessionOptions options;
   options.seed = static_cast<uint64_t>(seed);
+  options.threads = static_cast<int>(threads);
   if (mode == "planned")
     options.mode = ExecutionMode::Planned;
   else if (mode == "no-reuse")

@@ -70,6 +70,9 @@ struct SessionOptions {
   /// Emulator: run each group kernel with the GPU's threads per group and
   /// its reduction order instead of one lane (slow; for tests).
   bool emulateGpuGroups = false;
+  /// CPU executor: threads for the kernels, the caller's included (0: one
+  /// per hardware thread). Results are the same for any number.
+  int threads = 0;
 };
 
 struct SessionStats {

@@ -83,7 +83,7 @@ template <typename F> __global__ void elementKernel(F f) {
   if (f.abort && *f.abort)
     return;
   runElements(f, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
-              static_cast<int64_t>(gridDim.x) * blockDim.x);
+              f.count, static_cast<int64_t>(gridDim.x) * blockDim.x);
 }
 
 template <typename F> __global__ void groupKernel(F f) {

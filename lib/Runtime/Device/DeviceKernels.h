@@ -221,16 +221,17 @@ struct HasPrepare<F,
   static constexpr bool value = true;
 };
 
-/// Element kernel `f` over i = first, first + stride, ... < f.count: a GPU
-/// thread's share, or (first 0, stride 1) the whole launch on the host.
+/// Element kernel `f` over i = first, first + stride, ... < end: a GPU
+/// thread's share, or (stride 1) a host thread's range.
 template <typename F>
-ZRT_HOST_DEVICE void runElements(const F &f, int64_t first, int64_t stride) {
+ZRT_HOST_DEVICE void runElements(const F &f, int64_t first, int64_t end,
+                                 int64_t stride) {
   if constexpr (HasPrepare<F>::value) {
     auto prepared = f.prepare();
-    for (int64_t i = first; i < f.count; i += stride)
+    for (int64_t i = first; i < end; i += stride)
       f(i, prepared);
   } else {
-    for (int64_t i = first; i < f.count; i += stride)
+    for (int64_t i = first; i < end; i += stride)
       f(i);
   }
 }

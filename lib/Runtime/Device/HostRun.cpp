@@ -22,16 +22,14 @@ namespace {
 
 /// C = A B in column-major BLAS terms (the arguments cuBLAS gets).
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
-          const float *a, int lda, const float *b, int ldb, float *c,
-          int ldc) {
+          const float *a, int lda, const float *b, int ldb, float *c, int ldc) {
   cblas_sgemm(CblasColMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
               ldc);
 }
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
           const double *a, int lda, const double *b, int ldb, double *c,
           int ldc) {
-  cblas_dgemm(CblasColMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c,
-              ldc);
+  cblas_dgemm(CblasColMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 /// One lane: reductions are the lane's own value, rows are visited in order.
@@ -86,8 +84,22 @@ struct ReplayGroup {
   }
 };
 
+/// Elements, or groups, worth a thread of their own.
+constexpr int64_t kElementGrain = 16384;
+constexpr int64_t kGroupGrain = 32;
+
 struct HostLauncher {
   bool gpuGroups = false;
+  HostThreads *threads = nullptr;
+
+  /// fn(begin, end) over [0, n), on the threads when there are some.
+  template <typename Fn>
+  void forRange(int64_t n, int64_t grain, Fn &&fn) const {
+    if (threads)
+      threads->parallelFor(n, grain, fn);
+    else
+      fn(int64_t{0}, n);
+  }
 
   template <typename F> void operator()(const F &f) const {
     if (f.abort && *f.abort)
@@ -95,7 +107,9 @@ struct HostLauncher {
     if constexpr (F::kGrouped)
       groups(f);
     else
-      runElements(f, 0, 1);
+      forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
+        runElements(f, begin, end, 1);
+      });
   }
 
   template <typename F> void groups(const F &f) const {
@@ -104,9 +118,11 @@ struct HostLauncher {
         replay(f, g);
       return;
     }
-    HostGroup group;
-    for (int64_t g = 0; g < f.count; ++g)
-      f(g, group);
+    forRange(f.count, kGroupGrain, [&](int64_t begin, int64_t end) {
+      HostGroup group;
+      for (int64_t g = begin; g < end; ++g)
+        f(g, group);
+    });
   }
 
   template <typename F> void replay(const F &f, int64_t g) const {
@@ -132,8 +148,10 @@ struct HostLauncher {
       return;
     Elementwise<T>::dispatch(f.op, [&](auto constant) {
       constexpr ElementOp op = decltype(constant)::value;
-      for (int64_t i = 0; i < f.count; ++i)
-        f.y[i] = f.template compute<op>(f.a[i], i);
+      forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          f.y[i] = f.template compute<op>(f.a[i], i);
+      });
     });
   }
 
@@ -147,15 +165,20 @@ struct HostLauncher {
                    f.reduced.rank == 1 && f.reduced.stride[0] == f.count;
     if (!columns || gpuGroups)
       return groups(f);
-    for (int64_t o = 0; o < f.count; ++o)
-      f.y[o] = f.identity();
-    for (int64_t r = 0; r < f.reducedCount; ++r) {
-      const T *row = f.x + r * f.count;
-      for (int64_t o = 0; o < f.count; ++o)
-        f.y[o] = f.combine(f.y[o], row[o]);
-    }
-    for (int64_t o = 0; o < f.count; ++o)
-      f.y[o] = f.finish(f.y[o]);
+    // Columns split over the threads; each still sums its rows in order.
+    int64_t grain = std::max<int64_t>(
+        1, kElementGrain / std::max<int64_t>(f.reducedCount, 1));
+    forRange(f.count, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o)
+        f.y[o] = f.identity();
+      for (int64_t r = 0; r < f.reducedCount; ++r) {
+        const T *row = f.x + r * f.count;
+        for (int64_t o = begin; o < end; ++o)
+          f.y[o] = f.combine(f.y[o], row[o]);
+      }
+      for (int64_t o = begin; o < end; ++o)
+        f.y[o] = f.finish(f.y[o]);
+    });
   }
   template <typename T>
   void operator()(const LayerNormGradColumns<T> &f) const {
@@ -170,16 +193,20 @@ struct HostLauncher {
     if (gpuGroups)
       return groups(f);
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(f.x)>>;
-    T zero[F::kSums] = {};
-    for (int64_t j = 0; j < f.width; ++j)
-      f.store(j, zero);
-    for (int64_t r = 0; r < f.rows; ++r)
-      for (int64_t j = 0; j < f.width; ++j) {
-        T sums[F::kSums];
-        f.load(j, sums);
-        f.addRow(r, j, sums);
-        f.store(j, sums);
-      }
+    int64_t grain =
+        std::max<int64_t>(1, kElementGrain / std::max<int64_t>(f.rows, 1));
+    forRange(f.width, grain, [&](int64_t begin, int64_t end) {
+      T zero[F::kSums] = {};
+      for (int64_t j = begin; j < end; ++j)
+        f.store(j, zero);
+      for (int64_t r = 0; r < f.rows; ++r)
+        for (int64_t j = begin; j < end; ++j) {
+          T sums[F::kSums];
+          f.load(j, sums);
+          f.addRow(r, j, sums);
+          f.store(j, sums);
+        }
+    });
   }
 
   /// One thread's columns over the whole vocabulary: the GPU's slices only
@@ -190,7 +217,9 @@ struct HostLauncher {
     EmbeddingGrad<T> whole = f;
     whole.slices = 1;
     whole.count = f.width;
-    runElements(whole, 0, 1);
+    forRange(whole.count, 1, [&](int64_t begin, int64_t end) {
+      runElements(whole, begin, end, 1);
+    });
   }
 
   /// The output in row-major order with a running source offset: the same
@@ -203,30 +232,40 @@ struct HostLauncher {
     else
       stridedCopy<uint32_t>(f);
   }
-  template <typename E> static void stridedCopy(const StridedCopy &f) {
+  template <typename E> void stridedCopy(const StridedCopy &f) const {
     const StridedShape &shape = f.source;
     if (shape.rank == 0 || f.count == 0) {
-      runElements(f, 0, 1);
+      runElements(f, 0, f.count, 1);
       return;
     }
     const E *x = static_cast<const E *>(f.x);
     E *y = static_cast<E *>(f.y);
     int last = shape.rank - 1;
     int64_t inner = shape.size[last], innerStride = shape.stride[last];
-    int64_t index[kMaxRank] = {};
-    int64_t rowOffset = f.offset;
-    for (int64_t row = 0; row * inner < f.count; ++row) {
-      E *out = y + row * inner;
-      for (int64_t j = 0; j < inner; ++j)
-        out[j] = x[rowOffset + j * innerStride];
-      for (int d = last - 1; d >= 0; --d) {
-        rowOffset += shape.stride[d];
-        if (++index[d] < shape.size[d])
-          break;
-        rowOffset -= shape.stride[d] * shape.size[d];
-        index[d] = 0;
+    int64_t rows = f.count / inner;
+    int64_t grain = std::max<int64_t>(1, kElementGrain / inner);
+    forRange(rows, grain, [&](int64_t begin, int64_t end) {
+      // The odometer of row `begin`: one division per range, not per element.
+      int64_t index[kMaxRank] = {};
+      int64_t rowOffset = f.offset;
+      for (int64_t d = last - 1, rest = begin; d >= 0; --d) {
+        index[d] = rest % shape.size[d];
+        rest /= shape.size[d];
+        rowOffset += index[d] * shape.stride[d];
       }
-    }
+      for (int64_t row = begin; row < end; ++row) {
+        E *out = y + row * inner;
+        for (int64_t j = 0; j < inner; ++j)
+          out[j] = x[rowOffset + j * innerStride];
+        for (int d = last - 1; d >= 0; --d) {
+          rowOffset += shape.stride[d];
+          if (++index[d] < shape.size[d])
+            break;
+          rowOffset -= shape.stride[d] * shape.size[d];
+          index[d] = 0;
+        }
+      }
+    });
   }
 
   template <typename T> void operator()(const GemmOf<T> &g) const {
@@ -251,18 +290,77 @@ struct HostLauncher {
 
 template <typename T>
 void zcc::runtime::device::runOnHost(const StepOf<T> *first,
-                                     const StepOf<T> *last, bool gpuGroups) {
-  HostLauncher launcher{gpuGroups};
+                                     const StepOf<T> *last, bool gpuGroups,
+                                     HostThreads *threads) {
+  HostLauncher launcher{gpuGroups, gpuGroups ? nullptr : threads};
   for (const StepOf<T> *step = first; step != last; ++step)
     std::visit(launcher, *step);
 }
 
 template void zcc::runtime::device::runOnHost<float>(const StepOf<float> *,
                                                      const StepOf<float> *,
-                                                     bool);
+                                                     bool, HostThreads *);
 template void zcc::runtime::device::runOnHost<double>(const StepOf<double> *,
                                                       const StepOf<double> *,
-                                                      bool);
+                                                      bool, HostThreads *);
+
+HostThreads::HostThreads(int threads) {
+  for (int i = 1; i < threads; ++i)
+    workers.emplace_back([this, i] { work(i); });
+}
+
+HostThreads::~HostThreads() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+    ++generation;
+  }
+  wake.notify_all();
+  for (std::thread &worker : workers)
+    worker.join();
+}
+
+void HostThreads::run(int64_t n, int64_t count, Call fn, const void *arg) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    call = fn;
+    context = arg;
+    total = n;
+    parts = count;
+    pending = static_cast<int>(count) - 1;
+    ++generation;
+  }
+  wake.notify_all();
+  fn(arg, 0, n / count);
+  std::unique_lock<std::mutex> lock(mutex);
+  done.wait(lock, [this] { return pending == 0; });
+}
+
+void HostThreads::work(int index) {
+  uint64_t seen = 0;
+  while (true) {
+    Call fn;
+    const void *arg;
+    int64_t n, count;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      wake.wait(lock, [&] { return stopping || generation != seen; });
+      if (stopping)
+        return;
+      seen = generation;
+      fn = call;
+      arg = context;
+      n = total;
+      count = parts;
+    }
+    if (index >= count)
+      continue;
+    fn(arg, n * index / count, n * (index + 1) / count);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--pending == 0)
+      done.notify_one();
+  }
+}
 
 std::string zcc::runtime::device::describeDataError(const Entry &entry,
                                                     const DeviceError &record) {
