@@ -258,13 +258,13 @@ Status Session::Impl::prepareEntry(size_t index) {
   }
   for (size_t i = 0; i < e.launches.size(); ++i) {
     PreparedLaunch p;
-    if (wide()) {
-      ZRT_RETURN_IF_ERROR(device::appendLaunch(e, i, memory, prepared.steps64));
-      p.endStep = prepared.steps64.size();
-    } else {
-      ZRT_RETURN_IF_ERROR(device::appendLaunch(e, i, memory, prepared.steps32));
-      p.endStep = prepared.steps32.size();
-    }
+    auto append = [&](auto &steps) {
+      Status status = device::appendLaunch(e, i, memory, steps);
+      p.endStep = steps.size();
+      return status;
+    };
+    ZRT_RETURN_IF_ERROR(wide() ? append(prepared.steps64)
+                               : append(prepared.steps32));
     p.firstPoison = prepared.poison.size();
     if (options.mode == ExecutionMode::Poison)
       for (uint32_t b : dyingAfter[i])
@@ -323,10 +323,7 @@ template <typename T> Status Session::Impl::runEntry(int index) {
     // Stop at the first bad index or label: nothing after it runs, so no
     // persistent tensor changes.
     if (error->flag)
-      return makeError(StatusCode::ExecutionError, "entry '", e.name, "' step ",
-                       prepared.steps, ", launch ", i, " (",
-                       e.launches[i].kernel,
-                       "): ", device::describeDataError(e, *error));
+      return device::stepDataError(e, prepared.steps, *error);
     for (size_t k = p.firstPoison; k < p.endPoison; ++k)
       poisonBytes(prepared.poison[k].data, prepared.poison[k].bytes, wide());
     ++launchesRun;

@@ -188,7 +188,6 @@ size_t captureStreams() {
 
 struct EntryProgram {
   std::vector<Step> steps;
-  std::vector<std::vector<uint32_t>> after;
   std::vector<cudaEvent_t> done; // per step, while capturing
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
@@ -339,12 +338,11 @@ public:
   }
 
   Status prepare(size_t entry, std::vector<Step> steps,
-                 std::vector<std::vector<uint32_t>> after) override {
+                 const StepOrder &order) override {
     if (programs.size() <= entry)
       programs.resize(entry + 1);
     EntryProgram &p = programs[entry];
     p.steps = std::move(steps);
-    p.after = std::move(after);
     for (const Step &step : p.steps)
       if (const auto *g = std::get_if<Gemm>(&step)) {
         p.workspace = g->workspace;
@@ -362,7 +360,7 @@ public:
     ZRT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
              "cudaStreamBeginCapture");
     CudaLauncher launcher{stream, blas, {}, stream};
-    captureBranches(p, launcher);
+    captureBranches(p, order, launcher);
     cudaError_t ended = cudaStreamEndCapture(stream, &p.graph);
     if (!launcher.error.empty())
       return makeError(StatusCode::ExecutionError, "capturing entry ", entry,
@@ -410,32 +408,26 @@ private:
   /// dependencies its stream does not already order. A step with none goes
   /// on the entry's stream, the capture's origin. Every stream joins the
   /// origin at the end.
-  void captureBranches(EntryProgram &p, CudaLauncher &launcher) {
+  void captureBranches(EntryProgram &p, const StepOrder &order,
+                       CudaLauncher &launcher) {
     std::vector<cudaStream_t> streams{stream};
     streams.insert(streams.end(), branches.begin(), branches.end());
-    std::vector<int64_t> last(streams.size(), -1); // last step per stream
-    std::vector<char> used(streams.size(), 0);
-    used[0] = 1;
-    // follows[i]: steps that step i follows, for the stream choice.
-    size_t n = p.steps.size();
-    std::vector<std::vector<char>> follows(n);
-    for (size_t i = 0; i < n && launcher.error.empty(); ++i) {
-      follows[i].assign(i, 0);
-      for (uint32_t d : p.after[i]) {
-        follows[i][d] = 1;
-        for (size_t k = 0; k < d; ++k)
-          follows[i][k] |= follows[d][k];
-      }
+    // The last step on each stream; a branch stream is in the capture once
+    // it has one, the origin from the start.
+    std::vector<int64_t> last(streams.size(), -1);
+    auto open = [&](size_t s) { return s == 0 || last[s] >= 0; };
+    for (size_t i = 0; i < p.steps.size() && launcher.error.empty(); ++i) {
+      const std::vector<uint32_t> &after = order.after[i];
       size_t chosen = 0;
-      bool found = p.after[i].empty();
+      bool found = after.empty();
       for (size_t s = 0; s < streams.size() && !found; ++s)
-        if (used[s] && last[s] >= 0 && last[s] == p.after[i].front())
+        if (last[s] >= 0 && last[s] == after.front())
           chosen = s, found = true;
       for (size_t s = 0; s < streams.size() && !found; ++s)
-        if (used[s] && (last[s] < 0 || follows[i][last[s]]))
+        if (open(s) && (last[s] < 0 || order.follows(i, last[s])))
           chosen = s, found = true;
       for (size_t s = 0; s < streams.size() && !found; ++s)
-        if (!used[s])
+        if (!open(s))
           chosen = s, found = true;
       if (!found) {
         chosen = 0;
@@ -443,8 +435,7 @@ private:
           if (last[s] < last[chosen])
             chosen = s;
       }
-      used[chosen] = 1;
-      for (uint32_t d : p.after[i])
+      for (uint32_t d : after)
         if (static_cast<int64_t>(d) != last[chosen])
           launcher.note(cudaStreamWaitEvent(streams[chosen], p.done[d], 0),
                         "cudaStreamWaitEvent");
@@ -455,7 +446,7 @@ private:
       last[chosen] = static_cast<int64_t>(i);
     }
     for (size_t s = 1; s < streams.size(); ++s)
-      if (used[s] && last[s] >= 0)
+      if (last[s] >= 0)
         launcher.note(cudaStreamWaitEvent(stream, p.done[last[s]], 0),
                       "cudaStreamWaitEvent");
     launcher.stream = stream;

@@ -217,8 +217,7 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
     add(CopyOut{output, deviceOutput, e.outputSize},
         {{span(deviceOutput, e.outputSize)}, {}});
   add(CopyOut{hostError, error, sizeof(DeviceError)}, {{errorRecord}, {}});
-  std::vector<std::vector<uint32_t>> after = stepDependencies(access);
-  return backend->prepare(index, std::move(steps), std::move(after));
+  return backend->prepare(index, std::move(steps), stepDependencies(access));
 }
 
 Status DeviceExecutor::uploadPersistent() {
@@ -237,12 +236,5 @@ Status DeviceExecutor::run(int index, int64_t step) {
   const DeviceError &record = *hostError;
   if (record.flag == 0)
     return Status::ok();
-  const char *kernel =
-      record.launch >= 0 &&
-              static_cast<size_t>(record.launch) < e.launches.size()
-          ? e.launches[record.launch].kernel.c_str()
-          : "?";
-  return makeError(StatusCode::ExecutionError, "entry '", e.name, "' step ",
-                   step, ", launch ", record.launch, " (", kernel,
-                   "): ", describeDataError(e, record));
+  return stepDataError(e, step, record);
 }

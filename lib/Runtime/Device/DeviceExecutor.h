@@ -43,11 +43,11 @@ public:
                               uint64_t bytes) = 0;
   virtual Status copyToHost(void *host, const void *device,
                             uint64_t bytes) = 0;
-  /// Makes `steps` the program of entry `entry`; `after[i]` lists the
-  /// earlier steps step i must follow (stepDependencies). The CUDA graph
-  /// executor captures and instantiates it here, with those edges.
+  /// Makes `steps` the program of entry `entry`, in `order`
+  /// (stepDependencies). The CUDA graph executor captures and instantiates
+  /// it here, with the order's edges.
   virtual Status prepare(size_t entry, std::vector<Step> steps,
-                         std::vector<std::vector<uint32_t>> after) = 0;
+                         const StepOrder &order) = 0;
   /// Runs entry `entry`'s program once and waits for it to finish.
   virtual Status run(size_t entry) = 0;
   virtual uint64_t allocations() const = 0;

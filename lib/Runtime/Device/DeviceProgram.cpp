@@ -801,30 +801,30 @@ bool overlaps(const std::vector<AddressRange> &a,
 
 } // namespace
 
-std::vector<std::vector<uint32_t>>
-zcc::runtime::device::stepDependencies(const std::vector<StepAccess> &access) {
+StepOrder zcc::runtime::device::stepDependencies(
+    const std::vector<StepAccess> &access) {
   size_t n = access.size();
   size_t words = (n + 63) / 64;
-  // ancestors[i]: every step that step i follows, directly or not.
-  std::vector<std::vector<uint64_t>> ancestors(n,
-                                               std::vector<uint64_t>(words, 0));
-  std::vector<std::vector<uint32_t>> edges(n);
+  StepOrder order;
+  order.ancestors.assign(n, std::vector<uint64_t>(words, 0));
+  order.after.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const StepAccess &step = access[i];
+    std::vector<uint64_t> &mine = order.ancestors[i];
     // Nearest first: a conflict already implied by a later one adds no edge.
     for (size_t j = i; j-- > 0;) {
-      if (ancestors[i][j / 64] >> (j % 64) & 1)
+      if (order.follows(i, j))
         continue;
       const StepAccess &before = access[j];
       if (!overlaps(before.writes, step.reads) &&
           !overlaps(before.writes, step.writes) &&
           !overlaps(before.reads, step.writes))
         continue;
-      edges[i].push_back(static_cast<uint32_t>(j));
-      ancestors[i][j / 64] |= uint64_t{1} << (j % 64);
+      order.after[i].push_back(static_cast<uint32_t>(j));
+      mine[j / 64] |= uint64_t{1} << (j % 64);
       for (size_t w = 0; w < words; ++w)
-        ancestors[i][w] |= ancestors[j][w];
+        mine[w] |= order.ancestors[j][w];
     }
   }
-  return edges;
+  return order;
 }

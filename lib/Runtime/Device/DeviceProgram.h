@@ -100,14 +100,25 @@ struct StepAccess {
   std::vector<AddressRange> reads, writes;
 };
 
-/// For each step, the earlier steps it must follow: every one that writes
-/// bytes it reads or writes, or reads bytes it writes, less those already
-/// implied through another (the transitive reduction), nearest first. Running
-/// the steps in any order that respects these edges gives the bits of running
-/// them in list order. The CUDA executor makes them its graph's edges, so that
-/// independent work (an update beside the rest of backward) overlaps.
-std::vector<std::vector<uint32_t>>
-stepDependencies(const std::vector<StepAccess> &access);
+/// The order steps must keep: for each step, the earlier steps that write
+/// bytes it reads or writes, or read bytes it writes. Running the steps in
+/// any order that keeps it gives the bits of running them in list order.
+/// The CUDA executor makes it its graph's edges, so that independent work
+/// (an update beside the rest of backward) overlaps.
+struct StepOrder {
+  /// The steps step i must follow directly, nearest first: the transitive
+  /// reduction (a conflict already implied through another step is left
+  /// out).
+  std::vector<std::vector<uint32_t>> after;
+  /// Bit j of ancestors[i]: step i follows step j, directly or not.
+  std::vector<std::vector<uint64_t>> ancestors;
+
+  bool follows(size_t i, size_t j) const {
+    return ancestors[i][j / 64] >> (j % 64) & 1;
+  }
+};
+
+StepOrder stepDependencies(const std::vector<StepAccess> &access);
 
 /// Runs every step with launcher `L`, which has an overload per step kind
 /// (or a template for the functors).

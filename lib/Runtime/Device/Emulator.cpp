@@ -51,7 +51,7 @@ public:
   }
   // In list order, which respects every edge.
   Status prepare(size_t entry, std::vector<Step> steps,
-                 std::vector<std::vector<uint32_t>>) override {
+                 const StepOrder &) override {
     if (programs.size() <= entry)
       programs.resize(entry + 1);
     programs[entry] = std::move(steps);

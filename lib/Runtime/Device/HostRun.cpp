@@ -1,5 +1,4 @@
-//===- HostRun.cpp - the kernels' steps run on the host
-//---------------------===//
+//===- HostRun.cpp - the kernels' steps run on the host ------------------===//
 //
 // See HostRun.h.
 //
@@ -101,9 +100,16 @@ struct HostLauncher {
       fn(int64_t{0}, n);
   }
 
-  template <typename F> void operator()(const F &f) const {
-    if (f.abort && *f.abort)
-      return;
+  /// Every step: a kernel does nothing once an earlier launch of the step
+  /// recorded a data error and it writes persistent state (`abort`).
+  template <typename S> void operator()(const S &step) const {
+    if constexpr (std::is_base_of_v<Functor, S>)
+      if (step.abort && *step.abort)
+        return;
+    run(step);
+  }
+
+  template <typename F> void run(const F &f) const {
     if constexpr (F::kGrouped)
       groups(f);
     else
@@ -143,9 +149,7 @@ struct HostLauncher {
   }
 
   /// One loop per op: the switch outside, so the loop can vectorize.
-  template <typename T> void operator()(const Elementwise<T> &f) const {
-    if (f.abort && *f.abort)
-      return;
+  template <typename T> void run(const Elementwise<T> &f) const {
     Elementwise<T>::dispatch(f.op, [&](auto constant) {
       constexpr ElementOp op = decltype(constant)::value;
       forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
@@ -158,9 +162,7 @@ struct HostLauncher {
   /// Sums over the leading dimension of a [rows, columns] operand (bias
   /// gradients) row by row into the outputs: each output still sums its
   /// column in row order, as one lane does, without striding through memory.
-  template <typename T> void operator()(const Reduce<T> &f) const {
-    if (f.abort && *f.abort)
-      return;
+  template <typename T> void run(const Reduce<T> &f) const {
     bool columns = f.kept.rank == 1 && f.kept.stride[0] == 1 &&
                    f.reduced.rank == 1 && f.reduced.stride[0] == f.count;
     if (!columns || gpuGroups)
@@ -180,16 +182,13 @@ struct HostLauncher {
         f.y[o] = f.finish(f.y[o]);
     });
   }
-  template <typename T>
-  void operator()(const LayerNormGradColumns<T> &f) const {
+  template <typename T> void run(const LayerNormGradColumns<T> &f) const {
     columnSums(f);
   }
-  template <typename T> void operator()(const RmsNormGradColumns<T> &f) const {
+  template <typename T> void run(const RmsNormGradColumns<T> &f) const {
     columnSums(f);
   }
   template <typename F> void columnSums(const F &f) const {
-    if (f.abort && *f.abort)
-      return;
     if (gpuGroups)
       return groups(f);
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(f.x)>>;
@@ -211,9 +210,7 @@ struct HostLauncher {
 
   /// One thread's columns over the whole vocabulary: the GPU's slices only
   /// split the work (each element's sum is the same, in position order).
-  template <typename T> void operator()(const EmbeddingGrad<T> &f) const {
-    if (f.abort && *f.abort)
-      return;
+  template <typename T> void run(const EmbeddingGrad<T> &f) const {
     EmbeddingGrad<T> whole = f;
     whole.slices = 1;
     whole.count = f.width;
@@ -224,9 +221,7 @@ struct HostLauncher {
 
   /// The output in row-major order with a running source offset: the same
   /// moves as StridedCopy's operator(), without a division per element.
-  void operator()(const StridedCopy &f) const {
-    if (f.abort && *f.abort)
-      return;
+  void run(const StridedCopy &f) const {
     if (f.bytes == 8)
       stridedCopy<uint64_t>(f);
     else
@@ -268,22 +263,16 @@ struct HostLauncher {
     });
   }
 
-  template <typename T> void operator()(const GemmOf<T> &g) const {
+  template <typename T> void run(const GemmOf<T> &g) const {
     for (int32_t i = 0; i < g.batch; ++i)
       gemm(g.transA ? CblasTrans : CblasNoTrans,
            g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k,
            g.a + i * g.strideA, g.lda, g.b + i * g.strideB, g.ldb,
            g.c + i * g.strideC, g.ldc);
   }
-  void operator()(const Memset &m) const {
-    std::memset(m.data, m.value, m.bytes);
-  }
-  void operator()(const CopyIn &c) const {
-    std::memcpy(c.device, c.host, c.bytes);
-  }
-  void operator()(const CopyOut &c) const {
-    std::memcpy(c.host, c.device, c.bytes);
-  }
+  void run(const Memset &m) const { std::memset(m.data, m.value, m.bytes); }
+  void run(const CopyIn &c) const { std::memcpy(c.device, c.host, c.bytes); }
+  void run(const CopyOut &c) const { std::memcpy(c.host, c.device, c.bytes); }
 };
 
 } // namespace
@@ -379,4 +368,16 @@ std::string zcc::runtime::device::describeDataError(const Entry &entry,
   return kernel + ": " + (record.what ? "label" : "index") + " " +
          std::to_string(record.value) + " at position " + position +
          " is out of range [0, " + std::to_string(record.limit) + ")";
+}
+
+Status zcc::runtime::device::stepDataError(const Entry &entry, int64_t step,
+                                           const DeviceError &record) {
+  const char *kernel =
+      record.launch >= 0 &&
+              static_cast<size_t>(record.launch) < entry.launches.size()
+          ? entry.launches[record.launch].kernel.c_str()
+          : "?";
+  return makeError(StatusCode::ExecutionError, "entry '", entry.name, "' step ",
+                   step, ", launch ", record.launch, " (", kernel,
+                   "): ", describeDataError(entry, record));
 }

@@ -91,6 +91,11 @@ extern template void runOnHost<double>(const StepOf<double> *,
 /// "embedding: index 130 at position [1, 4] is out of range [0, 128)".
 std::string describeDataError(const Entry &entry, const DeviceError &record);
 
+/// The executors' error for a step that recorded one: "entry 'E' step S,
+/// launch L (kernel): " and describeDataError's words.
+Status stepDataError(const Entry &entry, int64_t step,
+                     const DeviceError &record);
+
 } // namespace zcc::runtime::device
 
 #endif // ZCC_LIB_RUNTIME_DEVICE_HOSTRUN_H
