@@ -8,12 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zcc/Runtime/DataSource.h"
-#include "zcc/Runtime/PlanFile.h"
-#include "zcc/Runtime/Session.h"
+#include "../StepBench.h"
 
-#include <algorithm>
-#include <chrono>
+#include "zcc/Runtime/PlanFile.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -47,32 +45,21 @@ int main(int argc, char **argv) {
   if (Status s = loadPlanFile(path, *plan); !s.isOk())
     return fail(s);
   std::unique_ptr<Session> session;
-  if (Status s = Session::create(plan, SessionOptions{}, session); !s.isOk())
-    return fail(s);
   int entry = 0;
-  std::unique_ptr<DataSource> data;
-  if (Status s = session->findEntry("", entry); !s.isOk())
-    return fail(s);
-  if (Status s = makeDataSource(*session, entry, "synthetic", 1, data);
+  std::vector<double> times;
+  if (Status s =
+          zcc::bench::openStepSession(plan, SessionOptions{}, session, entry);
       !s.isOk())
     return fail(s);
-  data->fill(*session, 0);
-  std::vector<double> times;
-  for (int64_t i = 0; i < warmup + steps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (Status s = session->run(entry); !s.isOk())
-      return fail(s);
-    if (i >= warmup)
-      times.push_back(std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count());
-  }
-  double mean = 0;
-  for (double t : times)
-    mean += t / static_cast<double>(times.size());
-  std::sort(times.begin(), times.end());
+  if (Status s = zcc::bench::runSteps(*session, entry, warmup); !s.isOk())
+    return fail(s);
+  if (Status s = zcc::bench::runSteps(*session, entry, steps, &times);
+      !s.isOk())
+    return fail(s);
+  double median = 0, mean = 0;
+  zcc::bench::summarize(times, median, mean);
   std::printf("ms_per_step %.3f mean %.3f allocations_after_load %llu\n",
-              times[times.size() / 2], mean,
+              median / 1000, mean / 1000,
               static_cast<unsigned long long>(
                   session->stats().allocationsAfterLoad));
   return 0;

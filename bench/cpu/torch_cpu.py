@@ -29,12 +29,10 @@ def main():
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     if a.gpt:
-        sizes = [int(v) for v in a.gpt.split(",")]
-        if len(sizes) == 5:
-            sizes.append(4 * sizes[1])
-        (models.GPT_LAYERS, models.GPT_D, models.GPT_HEADS, models.GPT_SEQ,
-         models.GPT_VOCAB, models.GPT_FF) = sizes
-        models.GPT_HEAD_DIM = models.GPT_D // models.GPT_HEADS
+        try:
+            models.use_gpt_sizes(a.gpt)
+        except ValueError as exc:
+            ap.error(f"--gpt: {exc}")
     torch.manual_seed(0)
     device = torch.device("cpu")
     params, loss_fn, make_batch = models.BUILDERS[a.model](a.batch, device)

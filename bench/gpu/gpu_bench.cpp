@@ -11,14 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zcc/Runtime/DataSource.h"
+#include "../StepBench.h"
+
 #include "zcc/Runtime/PlanFile.h"
-#include "zcc/Runtime/Session.h"
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -75,19 +73,12 @@ int main(int argc, char **argv) {
       options.launch = mode;
       int64_t before = usedBytes();
       std::unique_ptr<Session> session;
-      if (Status s = Session::create(plan, options, session); !s.isOk())
-        return fail(path, s);
       int entry = 0;
-      if (Status s = session->findEntry("", entry); !s.isOk())
-        return fail(path, s);
-      std::unique_ptr<DataSource> data;
-      if (Status s = makeDataSource(*session, entry, "synthetic", 1, data);
+      if (Status s = zcc::bench::openStepSession(plan, options, session, entry);
           !s.isOk())
         return fail(path, s);
-      data->fill(*session, 0);
-      for (int64_t i = 0; i < warmup; ++i)
-        if (Status s = session->run(entry); !s.isOk())
-          return fail(path, s);
+      if (Status s = zcc::bench::runSteps(*session, entry, warmup); !s.isOk())
+        return fail(path, s);
       if (!header) {
         std::printf("device: %s\n\n", session->stats().deviceName.c_str());
         std::printf("| plan | launch | step mean (us) | step median (us) | "
@@ -101,22 +92,13 @@ int main(int argc, char **argv) {
       double issuedBefore = session->stats().hostIssueSeconds;
       std::vector<double> times;
       times.reserve(static_cast<size_t>(steps));
-      for (int64_t i = 0; i < steps; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        if (Status s = session->run(entry); !s.isOk())
-          return fail(path, s);
-        times.push_back(std::chrono::duration<double, std::micro>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count());
-      }
+      if (Status s = zcc::bench::runSteps(*session, entry, steps, &times);
+          !s.isOk())
+        return fail(path, s);
       int64_t end = usedBytes();
       SessionStats stats = session->stats();
-      double mean = 0;
-      for (double t : times)
-        mean += t;
-      mean /= static_cast<double>(times.size());
-      std::sort(times.begin(), times.end());
-      double median = times[times.size() / 2];
+      double median = 0, mean = 0;
+      zcc::bench::summarize(times, median, mean);
       double issue = 1e6 * (stats.hostIssueSeconds - issuedBefore) /
                      static_cast<double>(steps);
       std::string name = path.substr(path.find_last_of('/') + 1);

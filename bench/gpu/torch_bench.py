@@ -313,6 +313,23 @@ def release_memory():
 # ----------------------------------------------------------------------------
 
 
+def use_gpt_sizes(text):
+    """Makes build_gpt build the GPT at "L,D,H,T,V[,F]" (layers, width, heads,
+    sequence, vocabulary, MLP width: 4 D by default), as gpt_model.py writes
+    it for zcc. Raises ValueError for sizes that make no such model."""
+    global GPT_LAYERS, GPT_D, GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_FF, GPT_HEAD_DIM
+    try:
+        sizes = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError("sizes must be integers") from None
+    if len(sizes) not in (5, 6) or min(sizes) < 1 or sizes[1] % sizes[2]:
+        raise ValueError("L,D,H,T,V[,F], positive, D a multiple of H")
+    if len(sizes) == 5:
+        sizes.append(4 * sizes[1])
+    GPT_LAYERS, GPT_D, GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_FF = sizes
+    GPT_HEAD_DIM = GPT_D // GPT_HEADS
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         description="Time a full PyTorch training step (eager and CUDA graph) "
@@ -335,12 +352,9 @@ def parse_args(argv):
     args = ap.parse_args(argv)
     if args.gpt is not None:
         try:
-            sizes = [int(v) for v in args.gpt.split(",")]
-        except ValueError:
-            ap.error("--gpt: sizes must be integers")
-        if len(sizes) not in (5, 6) or min(sizes) < 1 or sizes[1] % sizes[2]:
-            ap.error("--gpt: L,D,H,T,V[,F], positive, D a multiple of H")
-        args.gpt = sizes if len(sizes) == 6 else sizes + [4 * sizes[1]]
+            use_gpt_sizes(args.gpt)
+        except ValueError as exc:
+            ap.error(f"--gpt: {exc}")
 
     args.sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     for s in args.sizes:
@@ -364,11 +378,6 @@ def main(argv=None):
 
     if not torch.cuda.is_available():
         skip("torch.cuda.is_available() is False")
-
-    if args.gpt is not None:
-        global GPT_LAYERS, GPT_D, GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_FF, GPT_HEAD_DIM
-        GPT_LAYERS, GPT_D, GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_FF = args.gpt
-        GPT_HEAD_DIM = GPT_D // GPT_HEADS
 
     torch.cuda.set_device(args.device_index)
     device = torch.device("cuda", args.device_index)
