@@ -110,14 +110,23 @@ ZRT_HOST_DEVICE inline double uniform53FromWords(uint32_t high, uint32_t low) {
   return static_cast<double>(bits) * (1.0 / 9007199254740992.0);
 }
 
+/// The smallest word that dropout keeps at `rate`: `w * 2^-32 >= rate`
+/// exactly when `w >= ceil(rate * 2^32)` (both sides exact in double).
+ZRT_HOST_DEVICE inline uint64_t dropoutThreshold(double rate) {
+  double scaled = rate * 4294967296.0;
+  uint64_t whole = static_cast<uint64_t>(scaled);
+  return static_cast<double>(whole) < scaled ? whole + 1 : whole;
+}
+
 /// Whether dropout keeps element `index` at `step` (docs/zt-dialect.md,
-/// "Randomness"): key = seed, counter = (index, step), the first output word
-/// `w` gives `u = w * 2^-32`, kept when `u >= rate`.
+/// "Randomness"): key = seed, counter = (index / 4, step), output word
+/// `w = words[index % 4]` gives `u = w * 2^-32`, kept when `u >= rate`. One
+/// block serves four consecutive elements.
 ZRT_HOST_DEVICE inline bool dropoutKeep(uint64_t seed, uint64_t index,
                                         uint64_t step, double rate) {
   PhiloxBlock block =
-      philox4x32_10(philoxCounter(index, step), philoxKeyFromSeed(seed));
-  return uniformFromWord(block.words[0]) >= rate;
+      philox4x32_10(philoxCounter(index / 4, step), philoxKeyFromSeed(seed));
+  return block.words[index % 4] >= dropoutThreshold(rate);
 }
 
 } // namespace zcc::runtime

@@ -576,10 +576,22 @@ template <typename T> struct Dropout : Functor {
   double rate = 0;
   T keepProbability = T(1.0);
 
-  ZRT_HOST_DEVICE void operator()(int64_t i) const {
-    bool keep = dropoutKeep(seed, static_cast<uint64_t>(i),
-                            static_cast<uint64_t>(*step), rate);
-    y[i] = keep ? x[i] / keepProbability : T(0.0);
+  /// Elements; `count` is the number of Philox blocks, (elements + 3) / 4.
+  int64_t elements = 0;
+  uint64_t threshold = 0; // dropoutThreshold(rate)
+
+  /// Elements 4b .. 4b+3 from block b's four words (dropoutKeep).
+  ZRT_HOST_DEVICE void operator()(int64_t b) const {
+    PhiloxBlock block =
+        philox4x32_10(philoxCounter(static_cast<uint64_t>(b),
+                                    static_cast<uint64_t>(*step)),
+                      philoxKeyFromSeed(seed));
+    int64_t first = 4 * b;
+    int64_t n = elements - first < 4 ? elements - first : 4;
+    for (int64_t j = 0; j < n; ++j)
+      y[first + j] = block.words[j] >= threshold
+                         ? x[first + j] / keepProbability
+                         : T(0.0);
   }
 };
 

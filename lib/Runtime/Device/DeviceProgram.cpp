@@ -557,7 +557,9 @@ private:
     f.seed = static_cast<uint64_t>(paramInt(launch, "seed"));
     f.rate = rate;
     f.keepProbability = static_cast<T>(1.0 - rate);
-    f.count = outType(0).numElements();
+    f.threshold = dropoutThreshold(rate);
+    f.elements = outType(0).numElements();
+    f.count = (f.elements + 3) / 4;
     push(f);
   }
 

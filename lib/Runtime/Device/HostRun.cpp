@@ -87,6 +87,15 @@ struct ReplayGroup {
 constexpr int64_t kElementGrain = 16384;
 constexpr int64_t kGroupGrain = 32;
 
+/// Multiply-adds below which a product stays one BLAS call.
+constexpr double kGemmPanelWork = 1 << 21;
+/// C's columns per call for a large product: about 8 panels, a multiple of
+/// 16 columns and at least 32.
+int64_t gemmPanelWidth(int64_t n) {
+  int64_t width = ((n + 7) / 8 + 15) / 16 * 16;
+  return std::max<int64_t>(width, 32);
+}
+
 struct HostLauncher {
   bool gpuGroups = false;
   HostThreads *threads = nullptr;
@@ -263,12 +272,34 @@ struct HostLauncher {
     });
   }
 
+  /// Products on the kernels' threads, BLAS itself single-threaded (one
+  /// pool, nothing spinning between launches). The calls depend on the shape
+  /// alone: a batch is one call per item; one large product is one call per
+  /// panel of C's columns (BLAS's k order is the same in every panel), so
+  /// the bits do not depend on the number of threads.
   template <typename T> void run(const GemmOf<T> &g) const {
-    for (int32_t i = 0; i < g.batch; ++i)
+    auto product = [&](int32_t i, int64_t column, int64_t columns) {
+      const T *b = g.b + i * g.strideB + column * (g.transB ? 1 : g.ldb);
       gemm(g.transA ? CblasTrans : CblasNoTrans,
-           g.transB ? CblasTrans : CblasNoTrans, g.m, g.n, g.k,
-           g.a + i * g.strideA, g.lda, g.b + i * g.strideB, g.ldb,
-           g.c + i * g.strideC, g.ldc);
+           g.transB ? CblasTrans : CblasNoTrans, g.m,
+           static_cast<int>(columns), g.k, g.a + i * g.strideA, g.lda, b,
+           g.ldb, g.c + i * g.strideC + column * g.ldc, g.ldc);
+    };
+    double work = double(g.m) * g.n * g.k;
+    if (g.batch > 1 || work < kGemmPanelWork) {
+      int64_t grain = std::max<int64_t>(1, int64_t(kGemmPanelWork / work));
+      forRange(g.batch, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          product(static_cast<int32_t>(i), 0, g.n);
+      });
+      return;
+    }
+    int64_t width = gemmPanelWidth(g.n);
+    int64_t panels = (g.n + width - 1) / width;
+    forRange(panels, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p)
+        product(0, p * width, std::min<int64_t>(width, g.n - p * width));
+    });
   }
   void run(const Memset &m) const { std::memset(m.data, m.value, m.bytes); }
   void run(const CopyIn &c) const { std::memcpy(c.device, c.host, c.bytes); }
@@ -281,6 +312,11 @@ template <typename T>
 void zcc::runtime::device::runOnHost(const StepOf<T> *first,
                                      const StepOf<T> *last, bool gpuGroups,
                                      HostThreads *threads) {
+  // Products run on the kernels' threads (HostLauncher::run(GemmOf)), BLAS
+  // single-threaded: its own threads would spin between products against
+  // the other kernels, and its split of a product may change its bits.
+  static const bool blasSingleThreaded = (openblas_set_num_threads(1), true);
+  (void)blasSingleThreaded;
   HostLauncher launcher{gpuGroups, gpuGroups ? nullptr : threads};
   for (const StepOf<T> *step = first; step != last; ++step)
     std::visit(launcher, *step);

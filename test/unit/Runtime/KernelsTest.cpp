@@ -533,14 +533,20 @@ TEST(Philox, KnownAnswerVectors) {
 }
 
 TEST(Philox, DropoutKeepUsesSeedIndexAndStepWords) {
-  uint64_t seed = 0x0123456789abcdefull, index = 0x1122334455667788ull,
+  // index / 4 = 0x04488cd115599de2, index % 4 = 3: the block's last word.
+  uint64_t seed = 0x0123456789abcdefull, index = 0x1122334455667788ull + 3,
            step = 0x99aabbccddeeff00ull;
-  PhiloxBlock counter{{0x55667788u, 0x11223344u, 0xddeeff00u, 0x99aabbccu}};
+  PhiloxBlock counter{{0x15599de2u, 0x04488cd1u, 0xddeeff00u, 0x99aabbccu}};
   PhiloxKey key{{0x89abcdefu, 0x01234567u}};
-  double u = philox4x32_10(counter, key).words[0] / 4294967296.0;
+  double u = philox4x32_10(counter, key).words[3] / 4294967296.0;
   EXPECT_EQ(dropoutKeep(seed, index, step, u), true); // u >= u
   EXPECT_EQ(dropoutKeep(seed, index, step, std::nextafter(u, 2.0)), false);
   EXPECT_TRUE(dropoutKeep(seed, index, step, 0.0));
+  // The threshold is exact: 0.5 keeps 2^31 and above, the smallest rate
+  // above 0 drops only the word 0.
+  EXPECT_EQ(dropoutThreshold(0.5), 0x80000000ull);
+  EXPECT_EQ(dropoutThreshold(std::nextafter(0.0, 1.0)), 1ull);
+  EXPECT_EQ(dropoutThreshold(std::nextafter(1.0, 0.0)), 0x100000000ull);
   EXPECT_EQ(uniformFromWord(0), 0.0);
   EXPECT_LT(uniformFromWord(0xffffffffu), 1.0);
   EXPECT_GT(uniformOpenFromWord(0), 0.0);
