@@ -1,10 +1,10 @@
 //===- cpu_bench.cpp - the CPU executor's step time -----------------------===//
 //
-//   zcc-cpu-bench PLAN.zplan [--steps N] [--warmup N]
+//   zcc-cpu-bench PLAN.zplan [--steps N] [--warmup N] [--threads T]
 //
 // The same loop as zcc-gpu-bench on the CPU executor: one synthetic batch,
 // `warmup` untimed steps (first touches of the arena's pages), then `steps`
-// timed ones. Prints `ms_per_step MEDIAN mean MEAN allocations_after_load K`.
+// timed ones, on T kernel threads (0: one per core). Prints `ms_per_step MEDIAN mean MEAN allocations_after_load K`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,19 +21,22 @@ using namespace zcc::runtime;
 
 int main(int argc, char **argv) {
   std::string path;
-  int64_t steps = 20, warmup = 3;
+  int64_t steps = 20, warmup = 3, threads = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if ((arg == "--steps" || arg == "--warmup") && i + 1 < argc)
-      (arg == "--steps" ? steps : warmup) = std::atoll(argv[++i]);
+    if ((arg == "--steps" || arg == "--warmup" || arg == "--threads") &&
+        i + 1 < argc)
+      (arg == "--steps" ? steps : arg == "--warmup" ? warmup : threads) =
+          std::atoll(argv[++i]);
     else if (path.empty() && !arg.empty() && arg[0] != '-')
       path = arg;
     else
       path.clear(), steps = 0;
   }
-  if (path.empty() || steps < 1 || warmup < 0) {
-    std::fprintf(stderr,
-                 "usage: zcc-cpu-bench PLAN.zplan [--steps N] [--warmup N]\n");
+  if (path.empty() || steps < 1 || warmup < 0 || threads < 0 ||
+      threads > 1024) {
+    std::fprintf(stderr, "usage: zcc-cpu-bench PLAN.zplan [--steps N] "
+                         "[--warmup N] [--threads T]\n");
     return 2;
   }
   auto fail = [&](const Status &s) {
@@ -47,8 +50,9 @@ int main(int argc, char **argv) {
   std::unique_ptr<Session> session;
   int entry = 0;
   std::vector<double> times;
-  if (Status s =
-          zcc::bench::openStepSession(plan, SessionOptions{}, session, entry);
+  SessionOptions options;
+  options.threads = static_cast<int>(threads);
+  if (Status s = zcc::bench::openStepSession(plan, options, session, entry);
       !s.isOk())
     return fail(s);
   if (Status s = zcc::bench::runSteps(*session, entry, warmup); !s.isOk())

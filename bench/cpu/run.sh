@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # zcc's CPU executor against PyTorch eager on the CPU, the same models and
 # shapes, in one run, alternating, at one thread count:
-#   bench/cpu/run.sh [--threads T] [--rounds R] [--steps N]
+#   bench/cpu/run.sh [--threads T] [--rounds R] [--steps N] [--keep-blas-env]
 # Builds zcc (scripts/build.sh) if needed, compiles the plans, installs
 # PyTorch into .cache/bench-venv (from the Python registry, once), then for
 # each model alternates zcc-cpu-bench and torch_cpu.py R times and prints a
 # table of median step times and their ratio. Writes bench/cpu/results.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-threads=2 rounds=3 steps=20
+threads=2 rounds=3 steps=20 keepblas=0
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    *) echo "usage: bench/cpu/run.sh [--threads T] [--rounds R] [--steps N]" >&2; exit 2 ;;
+    --keep-blas-env) keepblas=1; shift ;;
+    *) echo "usage: bench/cpu/run.sh [--threads T] [--rounds R] [--steps N] [--keep-blas-env]" >&2; exit 2 ;;
   esac
 done
 build=${ZCC_BUILD_DIR:-$root/build}
@@ -39,10 +40,21 @@ models=(
   "GPT example (2 layers, width 64, batch 2, sequence 16)|gpt_block|--model gpt --batch 2"
   "GPT 4 layers, width 256, batch 8, sequence 128, vocabulary 512|gpt_mid|--model gpt --gpt 4,256,4,128,512 --batch 8"
 )
-export OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+# zcc runs its products on its own kernel threads (BLAS single-threaded);
+# PyTorch gets the same count. OpenBLAS picks its kernels for the CPU, as
+# MKL does for PyTorch: an OPENBLAS_CORETYPE in the environment (this
+# project's machines set Haswell, which has no AVX-512) is removed unless
+# --keep-blas-env is given.
+export OMP_NUM_THREADS=$threads
+blasenv=""
+if [ -n "${OPENBLAS_CORETYPE:-}" ] && [ "$keepblas" = 0 ]; then
+  blasenv=" (the environment's OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE removed)"
+  unset OPENBLAS_CORETYPE
+fi
+blas=$(OPENBLAS_VERBOSE=2 "$build/bin/zcc-cpu-bench" 2>&1 | sed -n 's/^Core: //p' || true)
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 {
-  echo "zcc CPU executor against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') eager, $threads threads, $(nproc) CPUs ($(uname -m)), $rounds rounds of $steps steps alternating, medians"
+  echo "zcc CPU executor against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') eager, $threads threads, $(nproc) CPUs ($(uname -m)), OpenBLAS ${blas:-?} kernels$blasenv, $rounds rounds of $steps steps alternating, medians"
   echo
   echo "| model | zcc (ms/step) | PyTorch eager (ms/step) | zcc / PyTorch |"
   echo "|---|---:|---:|---:|"
@@ -50,7 +62,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
     IFS='|' read -r name plan args <<< "$m"
     zs=() ts=()
     for ((r = 0; r < rounds; ++r)); do
-      zs+=("$("$build/bin/zcc-cpu-bench" "$work/$plan.zplan" --steps "$steps" | awk '{print $2}')")
+      zs+=("$("$build/bin/zcc-cpu-bench" "$work/$plan.zplan" --steps "$steps" --threads "$threads" | awk '{print $2}')")
       # shellcheck disable=SC2086
       ts+=("$("$venv/bin/python" "$root/bench/cpu/torch_cpu.py" $args --steps "$steps" --threads "$threads" | awk '{print $2}')")
     done

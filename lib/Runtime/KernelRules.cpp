@@ -25,7 +25,7 @@ using namespace zcc::runtime;
 namespace {
 
 constexpr const char *kKernelNames[] = {
-#define ZRT_KERNEL_NAME(id, name) name,
+#define ZRT_KERNEL_NAME(id, name, ...) name,
     ZRT_KERNEL_LIST(ZRT_KERNEL_NAME)
 #undef ZRT_KERNEL_NAME
 };
@@ -673,31 +673,17 @@ Status checkKernel(const LaunchRules &r) {
   static const char *const kBinaryRoles[] = {"lhs", "rhs"};
   static const char *const kUnaryRoles[] = {"operand"};
   static const char *const kGradRoles[] = {"saved", "grad"};
+  if (std::optional<ElementArity> arity = elementArity(r.id)) {
+    switch (*arity) {
+    case ElementArity::Unary:
+      return checkElementwise(r, 1, kUnaryRoles);
+    case ElementArity::Binary:
+      return checkElementwise(r, 2, kBinaryRoles);
+    case ElementArity::Grad:
+      return checkElementwise(r, 2, kGradRoles);
+    }
+  }
   switch (r.id) {
-  case KernelId::Add:
-  case KernelId::Sub:
-  case KernelId::Mul:
-  case KernelId::Div:
-    return checkElementwise(r, 2, kBinaryRoles);
-  case KernelId::Neg:
-  case KernelId::Exp:
-  case KernelId::Log:
-  case KernelId::Tanh:
-  case KernelId::Sigmoid:
-  case KernelId::Relu:
-  case KernelId::Gelu:
-  case KernelId::Silu:
-  case KernelId::Sqrt:
-  case KernelId::Rsqrt:
-    return checkElementwise(r, 1, kUnaryRoles);
-  case KernelId::ReluGrad:
-  case KernelId::GeluGrad:
-  case KernelId::SiluGrad:
-  case KernelId::TanhGrad:
-  case KernelId::SigmoidGrad:
-  case KernelId::SqrtGrad:
-  case KernelId::RsqrtGrad:
-    return checkElementwise(r, 2, kGradRoles);
   case KernelId::Scale: {
     ZRT_RETURN_IF_ERROR(checkElementwise(r, 1, kUnaryRoles));
     double factor = 0;
@@ -835,31 +821,24 @@ std::optional<KernelId> zcc::runtime::findKernel(std::string_view name) {
   return std::nullopt;
 }
 
-bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
+std::optional<ElementArity> zcc::runtime::elementArity(KernelId id) {
   switch (id) {
-  case KernelId::Add:
-  case KernelId::Sub:
-  case KernelId::Mul:
-  case KernelId::Div:
-  case KernelId::Neg:
-  case KernelId::Exp:
-  case KernelId::Log:
-  case KernelId::Tanh:
-  case KernelId::Sigmoid:
-  case KernelId::Relu:
-  case KernelId::Gelu:
-  case KernelId::Silu:
-  case KernelId::Sqrt:
-  case KernelId::Rsqrt:
+#define ZRT_ELEMENT_ARITY(id, name, arity)                                     \
+  case KernelId::id:                                                           \
+    return ElementArity::arity;
+    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_ARITY)
+#undef ZRT_ELEMENT_ARITY
+  default:
+    return std::nullopt;
+  }
+}
+
+bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
+  if (elementArity(id))
+    return true;
+  switch (id) {
   case KernelId::Scale:
   case KernelId::Dropout:
-  case KernelId::ReluGrad:
-  case KernelId::GeluGrad:
-  case KernelId::SiluGrad:
-  case KernelId::TanhGrad:
-  case KernelId::SigmoidGrad:
-  case KernelId::SqrtGrad:
-  case KernelId::RsqrtGrad:
   case KernelId::MseGrad:
   case KernelId::Sgd:
   case KernelId::Adamw:

@@ -377,6 +377,9 @@ LogicalResult GradientBuilder::backward(Operation *op,
       .Case([&](GeluOp o) {
         return activation<GeluGradOp>(o, o.getOperand(), dy);
       })
+      .Case([&](GeluErfOp o) {
+        return activation<GeluErfGradOp>(o, o.getOperand(), dy);
+      })
       .Case([&](SiluOp o) {
         return activation<SiluGradOp>(o, o.getOperand(), dy);
       })

@@ -37,11 +37,11 @@ int64_t zcc::tensorBytes(Type type) {
 }
 
 /// Ops that read each operand element only to write the same result element,
-/// so a result may overwrite an operand's buffer (the tied updates).
+/// so a result may overwrite an operand's buffer (the tied updates): the
+/// forward element ops (the Elementwise trait of ZTOps.td's unary and binary
+/// op classes and scale) and the optimizer updates.
 static bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ExpOp, LogOp, TanhOp, SigmoidOp,
-             ReluOp, GeluOp, SiluOp, SqrtOp, RsqrtOp, ScaleOp, SgdOp, AdamwOp>(
-      op);
+  return op->hasTrait<OpTrait::Elementwise>() || isa<SgdOp, AdamwOp>(op);
 }
 
 /// A splat constant is filled by a kernel; any other constant is data the

@@ -13,6 +13,7 @@
 #ifndef ZCC_RUNTIME_KERNELS_H
 #define ZCC_RUNTIME_KERNELS_H
 
+#include "zcc/Runtime/ElementKernels.h"
 #include "zcc/Runtime/Plan.h"
 #include "zcc/Runtime/Status.h"
 
@@ -22,22 +23,11 @@
 
 namespace zcc::runtime {
 
-// X(Id, "name"): every kernel, in the order of docs/zt-dialect.md.
+// X(Id, "name", ...): every kernel: the element kernels (ElementKernels.h,
+// whose rows also pass their arity), then the others in the order of
+// docs/zt-dialect.md.
 #define ZRT_KERNEL_LIST(X)                                                     \
-  X(Add, "add")                                                                \
-  X(Sub, "sub")                                                                \
-  X(Mul, "mul")                                                                \
-  X(Div, "div")                                                                \
-  X(Neg, "neg")                                                                \
-  X(Exp, "exp")                                                                \
-  X(Log, "log")                                                                \
-  X(Tanh, "tanh")                                                              \
-  X(Sigmoid, "sigmoid")                                                        \
-  X(Relu, "relu")                                                              \
-  X(Gelu, "gelu")                                                              \
-  X(Silu, "silu")                                                              \
-  X(Sqrt, "sqrt")                                                              \
-  X(Rsqrt, "rsqrt")                                                            \
+  ZRT_ELEMENT_KERNEL_LIST(X)                                                   \
   X(Constant, "constant")                                                      \
   X(CausalMask, "causal_mask")                                                 \
   X(BroadcastInDim, "broadcast_in_dim")                                        \
@@ -57,13 +47,6 @@ namespace zcc::runtime {
   X(Mse, "mse")                                                                \
   X(Dropout, "dropout")                                                        \
   X(Scale, "scale")                                                            \
-  X(ReluGrad, "relu_grad")                                                     \
-  X(GeluGrad, "gelu_grad")                                                     \
-  X(SiluGrad, "silu_grad")                                                     \
-  X(TanhGrad, "tanh_grad")                                                     \
-  X(SigmoidGrad, "sigmoid_grad")                                               \
-  X(SqrtGrad, "sqrt_grad")                                                     \
-  X(RsqrtGrad, "rsqrt_grad")                                                   \
   X(SoftmaxGrad, "softmax_grad")                                               \
   X(LogSoftmaxGrad, "log_softmax_grad")                                        \
   X(MaxGrad, "max_grad")                                                       \
@@ -78,7 +61,7 @@ namespace zcc::runtime {
   X(Copy, "copy")
 
 enum class KernelId : uint16_t {
-#define ZRT_KERNEL_ENUM(id, name) id,
+#define ZRT_KERNEL_ENUM(id, ...) id,
   ZRT_KERNEL_LIST(ZRT_KERNEL_ENUM)
 #undef ZRT_KERNEL_ENUM
       NumKernels
@@ -90,6 +73,10 @@ inline constexpr int kMaxKernelRank = 8;
 
 const char *kernelName(KernelId id);
 std::optional<KernelId> findKernel(std::string_view name);
+
+/// The operands of element kernel `id` (ElementKernels.h); none for the
+/// other kernels.
+std::optional<ElementArity> elementArity(KernelId id);
 
 /// Whether an output of `id` may be the very buffer of one of its inputs
 /// (elementwise kernels and the optimizers, whose updates are written in

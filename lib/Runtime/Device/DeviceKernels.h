@@ -27,6 +27,7 @@
 #ifndef ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
 #define ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
 
+#include "zcc/Runtime/ElementKernels.h"
 #include "zcc/Runtime/Philox.h"
 
 #include <cmath>
@@ -85,6 +86,8 @@ ZRT_HOST_DEVICE inline float fExp(float x) { return ::expf(x); }
 ZRT_HOST_DEVICE inline float fLog(float x) { return ::logf(x); }
 ZRT_HOST_DEVICE inline float fTanh(float x) { return ::tanhf(x); }
 ZRT_HOST_DEVICE inline float fSqrt(float x) { return ::sqrtf(x); }
+ZRT_HOST_DEVICE inline float fErf(float x) { return ::erff(x); }
+ZRT_HOST_DEVICE inline double fErf(double x) { return ::erf(x); }
 ZRT_HOST_DEVICE inline double fExp(double x) { return ::exp(x); }
 ZRT_HOST_DEVICE inline double fLog(double x) { return ::log(x); }
 ZRT_HOST_DEVICE inline double fTanh(double x) { return ::tanh(x); }
@@ -134,6 +137,7 @@ inline double fExpLoop(double x) { return std::exp(x); }
 template <typename T> inline T fLog(T x) { return std::log(x); }
 template <typename T> inline T fTanh(T x) { return std::tanh(x); }
 template <typename T> inline T fSqrt(T x) { return std::sqrt(x); }
+template <typename T> inline T fErf(T x) { return std::erf(x); }
 inline double dPow(double x, double y) { return std::pow(x, y); }
 #endif
 
@@ -164,6 +168,18 @@ template <typename T> ZRT_HOST_DEVICE inline T geluDerivative(T x) {
   T s = sigmoidOf(T(2.0) * kGeluC<T> * (x + kGeluA<T> * x * x * x));
   return s + T(2.0) * x * s * (T(1.0) - s) * kGeluC<T> *
                  (T(1.0) + T(3.0) * kGeluA<T> * x * x);
+}
+
+/// GELU's exact form (PyTorch's nn.GELU() default): x Phi(x), with Phi the
+/// standard normal distribution function, 0.5 (1 + erf(x / sqrt 2)).
+template <typename T> ZRT_HOST_DEVICE inline T geluErfOf(T x) {
+  return T(0.5) * x * (T(1.0) + fErf(x * T(0.70710678118654752440)));
+}
+
+/// d/dx: Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi).
+template <typename T> ZRT_HOST_DEVICE inline T geluErfDerivative(T x) {
+  T phi = T(0.39894228040143267794) * fExpLoop(T(-0.5) * x * x);
+  return T(0.5) * (T(1.0) + fErf(x * T(0.70710678118654752440))) + x * phi;
 }
 
 /// The largest of two, NaN spreading (reductions `max`).
@@ -283,30 +299,14 @@ ZRT_HOST_DEVICE void runElements(const F &f, int64_t first, int64_t end,
 // Element kernels
 //===----------------------------------------------------------------------===//
 
+/// The element kernels' formulas: one per row of ElementKernels.h, with the
+/// same name, plus the two with parameters of their own.
 enum class ElementOp : int32_t {
-  Neg,
-  Exp,
-  Log,
-  Tanh,
-  Sigmoid,
-  Relu,
-  Gelu,
-  Silu,
-  Sqrt,
-  Rsqrt,
-  Scale,
-  Add,
-  Sub,
-  Mul,
-  Div,
-  ReluGrad,
-  GeluGrad,
-  SiluGrad,
-  TanhGrad,
-  SigmoidGrad,
-  SqrtGrad,
-  RsqrtGrad,
-  MseGrad,
+#define ZRT_ELEMENT_OP(id, name, arity) id,
+  ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_OP)
+#undef ZRT_ELEMENT_OP
+  Scale,  // x * factor
+  MseGrad // lossGrad * 2 / elements * (x - target)
 };
 
 /// y = op(a) or op(a, b); an output may be an input's buffer (each element
@@ -337,6 +337,8 @@ template <typename T> struct Elementwise : Functor {
       return isNaN(x) ? x : (x > T(0.0) ? x : T(0.0));
     } else if constexpr (Op == ElementOp::Gelu) {
       return geluOf(x);
+    } else if constexpr (Op == ElementOp::GeluErf) {
+      return geluErfOf(x);
     } else if constexpr (Op == ElementOp::Silu) {
       return x * sigmoidOf(x);
     } else if constexpr (Op == ElementOp::Sqrt) {
@@ -357,6 +359,8 @@ template <typename T> struct Elementwise : Functor {
       return x > T(0.0) ? b[i] : T(0.0);
     } else if constexpr (Op == ElementOp::GeluGrad) {
       return b[i] * geluDerivative(x);
+    } else if constexpr (Op == ElementOp::GeluErfGrad) {
+      return b[i] * geluErfDerivative(x);
     } else if constexpr (Op == ElementOp::SiluGrad) {
       T s = sigmoidOf(x);
       return b[i] * s * (T(1.0) + x * (T(1.0) - s));
@@ -381,71 +385,14 @@ template <typename T> struct Elementwise : Functor {
   template <typename Fn>
   ZRT_HOST_DEVICE static void dispatch(ElementOp op, Fn &&fn) {
     switch (op) {
-    case ElementOp::Neg:
-      fn(std::integral_constant<ElementOp, ElementOp::Neg>{});
-      break;
-    case ElementOp::Exp:
-      fn(std::integral_constant<ElementOp, ElementOp::Exp>{});
-      break;
-    case ElementOp::Log:
-      fn(std::integral_constant<ElementOp, ElementOp::Log>{});
-      break;
-    case ElementOp::Tanh:
-      fn(std::integral_constant<ElementOp, ElementOp::Tanh>{});
-      break;
-    case ElementOp::Sigmoid:
-      fn(std::integral_constant<ElementOp, ElementOp::Sigmoid>{});
-      break;
-    case ElementOp::Relu:
-      fn(std::integral_constant<ElementOp, ElementOp::Relu>{});
-      break;
-    case ElementOp::Gelu:
-      fn(std::integral_constant<ElementOp, ElementOp::Gelu>{});
-      break;
-    case ElementOp::Silu:
-      fn(std::integral_constant<ElementOp, ElementOp::Silu>{});
-      break;
-    case ElementOp::Sqrt:
-      fn(std::integral_constant<ElementOp, ElementOp::Sqrt>{});
-      break;
-    case ElementOp::Rsqrt:
-      fn(std::integral_constant<ElementOp, ElementOp::Rsqrt>{});
-      break;
+#define ZRT_ELEMENT_DISPATCH(id, name, arity)                                  \
+  case ElementOp::id:                                                          \
+    fn(std::integral_constant<ElementOp, ElementOp::id>{});                    \
+    break;
+      ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_DISPATCH)
+#undef ZRT_ELEMENT_DISPATCH
     case ElementOp::Scale:
       fn(std::integral_constant<ElementOp, ElementOp::Scale>{});
-      break;
-    case ElementOp::Add:
-      fn(std::integral_constant<ElementOp, ElementOp::Add>{});
-      break;
-    case ElementOp::Sub:
-      fn(std::integral_constant<ElementOp, ElementOp::Sub>{});
-      break;
-    case ElementOp::Mul:
-      fn(std::integral_constant<ElementOp, ElementOp::Mul>{});
-      break;
-    case ElementOp::Div:
-      fn(std::integral_constant<ElementOp, ElementOp::Div>{});
-      break;
-    case ElementOp::ReluGrad:
-      fn(std::integral_constant<ElementOp, ElementOp::ReluGrad>{});
-      break;
-    case ElementOp::GeluGrad:
-      fn(std::integral_constant<ElementOp, ElementOp::GeluGrad>{});
-      break;
-    case ElementOp::SiluGrad:
-      fn(std::integral_constant<ElementOp, ElementOp::SiluGrad>{});
-      break;
-    case ElementOp::TanhGrad:
-      fn(std::integral_constant<ElementOp, ElementOp::TanhGrad>{});
-      break;
-    case ElementOp::SigmoidGrad:
-      fn(std::integral_constant<ElementOp, ElementOp::SigmoidGrad>{});
-      break;
-    case ElementOp::SqrtGrad:
-      fn(std::integral_constant<ElementOp, ElementOp::SqrtGrad>{});
-      break;
-    case ElementOp::RsqrtGrad:
-      fn(std::integral_constant<ElementOp, ElementOp::RsqrtGrad>{});
       break;
     case ElementOp::MseGrad:
       fn(std::integral_constant<ElementOp, ElementOp::MseGrad>{});

@@ -609,71 +609,14 @@ private:
 
 template <typename T> Status Builder<T>::build(KernelId id) {
   switch (id) {
-  case KernelId::Add:
-    elementwise(ElementOp::Add);
+#define ZRT_ELEMENT_BUILD(id, name, arity)                                     \
+  case KernelId::id:                                                           \
+    elementwise(ElementOp::id);                                                \
     break;
-  case KernelId::Sub:
-    elementwise(ElementOp::Sub);
-    break;
-  case KernelId::Mul:
-    elementwise(ElementOp::Mul);
-    break;
-  case KernelId::Div:
-    elementwise(ElementOp::Div);
-    break;
-  case KernelId::Neg:
-    elementwise(ElementOp::Neg);
-    break;
-  case KernelId::Exp:
-    elementwise(ElementOp::Exp);
-    break;
-  case KernelId::Log:
-    elementwise(ElementOp::Log);
-    break;
-  case KernelId::Tanh:
-    elementwise(ElementOp::Tanh);
-    break;
-  case KernelId::Sigmoid:
-    elementwise(ElementOp::Sigmoid);
-    break;
-  case KernelId::Relu:
-    elementwise(ElementOp::Relu);
-    break;
-  case KernelId::Gelu:
-    elementwise(ElementOp::Gelu);
-    break;
-  case KernelId::Silu:
-    elementwise(ElementOp::Silu);
-    break;
-  case KernelId::Sqrt:
-    elementwise(ElementOp::Sqrt);
-    break;
-  case KernelId::Rsqrt:
-    elementwise(ElementOp::Rsqrt);
-    break;
+    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_BUILD)
+#undef ZRT_ELEMENT_BUILD
   case KernelId::Scale:
     elementwise(ElementOp::Scale);
-    break;
-  case KernelId::ReluGrad:
-    elementwise(ElementOp::ReluGrad);
-    break;
-  case KernelId::GeluGrad:
-    elementwise(ElementOp::GeluGrad);
-    break;
-  case KernelId::SiluGrad:
-    elementwise(ElementOp::SiluGrad);
-    break;
-  case KernelId::TanhGrad:
-    elementwise(ElementOp::TanhGrad);
-    break;
-  case KernelId::SigmoidGrad:
-    elementwise(ElementOp::SigmoidGrad);
-    break;
-  case KernelId::SqrtGrad:
-    elementwise(ElementOp::SqrtGrad);
-    break;
-  case KernelId::RsqrtGrad:
-    elementwise(ElementOp::RsqrtGrad);
     break;
   case KernelId::MseGrad:
     elementwise(ElementOp::MseGrad);

@@ -29,6 +29,8 @@ func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf
   %9 = zt.relu %8 : tensor<4x8xf32>
   // CHECK: %[[GELU:.+]] = zt.gelu %[[RELU]] : tensor<4x8xf32>
   %10 = zt.gelu %9 : tensor<4x8xf32>
+  // CHECK: zt.gelu_erf %[[GELU]] : tensor<4x8xf32>
+  %gerf = zt.gelu_erf %10 : tensor<4x8xf32>
   // CHECK: %[[SILU:.+]] = zt.silu %[[GELU]] : tensor<4x8xf32>
   %11 = zt.silu %10 : tensor<4x8xf32>
   // CHECK: %[[SQRT:.+]] = zt.sqrt %[[SILU]] : tensor<4x8xf32>
@@ -194,6 +196,8 @@ func.func @backward_ops(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %g: tensor<8x
   %1 = zt.relu_grad %x, %dy : tensor<4x8xf32>
   // CHECK: zt.gelu_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
   %2 = zt.gelu_grad %x, %dy : tensor<4x8xf32>
+  // CHECK: zt.gelu_erf_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
+  %gerf = zt.gelu_erf_grad %x, %dy : tensor<4x8xf32>
   // CHECK: zt.silu_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
   %3 = zt.silu_grad %x, %dy : tensor<4x8xf32>
   // CHECK: zt.tanh_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>

@@ -941,7 +941,8 @@ TEST(BackwardKernels, ElementwiseGradientsMatchFiniteDifferences) {
     bool readsResult;
   };
   const Pair pairs[] = {
-      {"gelu", "gelu_grad", false}, {"silu", "silu_grad", false},
+      {"gelu", "gelu_grad", false}, {"gelu_erf", "gelu_erf_grad", false},
+      {"silu", "silu_grad", false},
       {"tanh", "tanh_grad", true},  {"sigmoid", "sigmoid_grad", true},
       {"relu", "relu_grad", true},
   };
@@ -1218,6 +1219,13 @@ TEST(Precision, FloatAgreesWithDouble) {
   std::vector<LaunchCase> cases;
   cases.emplace_back("gelu");
   cases.back().input({64}).output({64});
+  cases.emplace_back("gelu_erf");
+  cases.back().input({64}, randomValues(64, 31, -8, 8)).output({64});
+  cases.emplace_back("gelu_erf_grad");
+  cases.back()
+      .input({64}, randomValues(64, 32, -8, 8))
+      .input({64}, randomValues(64, 33))
+      .output({64});
   cases.emplace_back("sigmoid");
   cases.back().input({64}, randomValues(64, 30, -40, 40)).output({64});
   cases.emplace_back("softmax");
@@ -1410,6 +1418,26 @@ TEST(HostMath, GeluSigmoidFormIsTheTanhForm) {
     double dt = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x);
     EXPECT_NEAR(device::geluDerivative(x), dt, 1e-13 * (1 + x * x));
   }
+}
+
+// GELU's exact form against PyTorch's nn.GELU() (approximate='none'),
+// values printed by torch 2.15 in f64: x Phi(x) at a few points, and the
+// tanh form differs from it (so the two kernels are not one formula).
+TEST(HostMath, GeluErfIsTorchsExactGelu) {
+  const std::pair<double, double> torch[] = {
+      {-3.0, -0.00404969409489031},
+      {-1.0, -0.15865525393145702},
+      {-0.5, -0.15426876936299344},
+      {0.0, 0.0},
+      {0.5, 0.34573123063700656},
+      {1.0, 0.841344746068543},
+      {2.5, 2.4844758366855597},
+  };
+  for (auto [x, want] : torch) {
+    EXPECT_NEAR(device::geluErfOf(x), want, 1e-15) << "x = " << x;
+    EXPECT_NEAR(device::geluErfOf(float(x)), want, 2e-7) << "x = " << x;
+  }
+  EXPECT_GT(std::fabs(device::geluOf(-3.0) - device::geluErfOf(-3.0)), 1e-4);
 }
 
 // The vectorizable f32 exp of the host's element loops: within 2 ulp of

@@ -324,13 +324,14 @@ inline std::vector<LaunchCase> everyKernel() {
     cases.emplace_back(kernel);
     return cases.back();
   };
-  for (const char *name :
-       {"add", "sub", "mul", "div", "relu_grad", "gelu_grad", "silu_grad",
-        "tanh_grad", "sigmoid_grad", "sqrt_grad", "rsqrt_grad"})
-    add(name).input({2, 3}).input({2, 3}).output({2, 3});
-  for (const char *name : {"neg", "exp", "log", "tanh", "sigmoid", "relu",
-                           "gelu", "silu", "sqrt", "rsqrt"})
-    add(name).input({2, 3}).output({2, 3});
+  // Every row of ElementKernels.h.
+#define ZRT_ELEMENT_CASE(id, name, arity)                                      \
+  add(name).input({2, 3});                                                     \
+  if (ElementArity::arity != ElementArity::Unary)                              \
+    cases.back().input({2, 3});                                                \
+  cases.back().output({2, 3});
+  ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_CASE)
+#undef ZRT_ELEMENT_CASE
   add("constant").output({2, 2}).param(floatParam("value", 1.5));
   add("causal_mask").output({3, 3});
   add("broadcast_in_dim")

@@ -22,7 +22,8 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 // beforehand by zt.broadcast_in_dim, so the gradient of every elementwise op
 // has the shape of its operands.
 class ZT_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
-    : ZT_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+    : ZT_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                           Elementwise])> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `result[i] = }] # formula # [{` for every element `i`. Both
@@ -44,7 +45,7 @@ def ZT_MulOp : ZT_BinaryOp<"mul", "lhs[i] * rhs[i]", [Commutative]>;
 def ZT_DivOp : ZT_BinaryOp<"div", "lhs[i] / rhs[i]">;
 
 class ZT_UnaryOp<string mnemonic, string formula>
-    : ZT_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : ZT_Op<mnemonic, [Pure, SameOperandsAndResultType, Elementwise]> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `result[i] = }] # formula # [{` for every element `i`
@@ -68,6 +69,8 @@ def ZT_SigmoidOp : ZT_UnaryOp<"sigmoid", "1 / (1 + exp(-x[i]))">;
 def ZT_ReluOp : ZT_UnaryOp<"relu", "max(x[i], 0)">;
 def ZT_GeluOp : ZT_UnaryOp<"gelu",
     "0.5 * x[i] * (1 + tanh(sqrt(2/pi) * (x[i] + 0.044715 * x[i]^3)))">;
+def ZT_GeluErfOp : ZT_UnaryOp<"gelu_erf",
+    "0.5 * x[i] * (1 + erf(x[i] / sqrt(2)))">;
 def ZT_SiluOp : ZT_UnaryOp<"silu", "x[i] / (1 + exp(-x[i]))">;
 def ZT_SqrtOp : ZT_UnaryOp<"sqrt", "sqrt(x[i])">;
 def ZT_RsqrtOp : ZT_UnaryOp<"rsqrt", "1 / sqrt(x[i])">;
@@ -447,7 +450,8 @@ def ZT_DropoutOp : ZT_Op<"dropout", [Pure,
 // Jacobian-sized intermediate.
 //===----------------------------------------------------------------------===//
 
-def ZT_ScaleOp : ZT_Op<"scale", [Pure, SameOperandsAndResultType]> {
+def ZT_ScaleOp : ZT_Op<"scale", [Pure, SameOperandsAndResultType,
+                                  Elementwise]> {
   let summary = "multiply by a compile-time number";
   let description = [{
     `result[i] = operand[i] * factor`. The gradients of `mean` and `sqrt`
@@ -487,6 +491,8 @@ def ZT_ReluGradOp : ZT_UnaryGradOp<"relu", "result `y`",
     "y[i] > 0 ? grad[i] : 0">;
 def ZT_GeluGradOp : ZT_UnaryGradOp<"gelu", "operand `x`",
     "grad[i] * gelu'(x[i])` with the exact derivative of the tanh form: `0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)`, `t = tanh(c (x + 0.044715 x^3))`, `c = sqrt(2/pi)">;
+def ZT_GeluErfGradOp : ZT_UnaryGradOp<"gelu_erf", "operand `x`",
+    "grad[i] * (Phi(x[i]) + x[i] phi(x[i]))` with `Phi(x) = 0.5 (1 + erf(x / sqrt(2)))`, `phi(x) = exp(-x^2 / 2) / sqrt(2 pi)">;
 def ZT_SiluGradOp : ZT_UnaryGradOp<"silu", "operand `x`",
     "grad[i] * s (1 + x[i] (1 - s))` with `s = sigmoid(x[i])">;
 def ZT_TanhGradOp : ZT_UnaryGradOp<"tanh", "result `y`",
