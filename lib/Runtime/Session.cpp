@@ -1,24 +1,21 @@
-//===- Session.cpp - memory of a plan and the CPU executor ----------------===//
+//===- Session.cpp - a plan, its step counters and the host's view -------===//
 //
-// create() does all the work that could allocate or fail on the plan's
-// structure: regions, buffer addresses, each launch's operand list and the
-// poison schedule. run() then only walks prepared arrays.
+// The session owns the plan and what the host sees of it (tensors by name,
+// f32/f64 conversion, initializers, checkpoints, step counters); its
+// executor (Executors/Executor.h) owns the memory and runs the entries.
 //
 //===----------------------------------------------------------------------===//
 
 #include "zcc/Runtime/Session.h"
 
-#include "Device/DeviceExecutor.h"
-#include "Device/HostRun.h"
+#include "Executors/Executor.h"
 #include "Initializers.h"
-#include "Memory.h"
 #include "zcc/Runtime/HostTensor.h"
 #include "zcc/Runtime/Kernels.h"
 #include "zcc/Runtime/SafeTensors.h"
 
 #include <cstring>
 #include <limits>
-#include <thread>
 
 using namespace zcc::runtime;
 
@@ -52,34 +49,9 @@ const char *zcc::runtime::executionModeName(ExecutionMode mode) {
 
 namespace {
 
-/// f32 elements (possibly unaligned plan or file bytes) into doubles.
-void widenF32(const uint8_t *from, double *to, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v;
-    std::memcpy(&v, from + 4 * i, 4);
-    to[i] = v;
-  }
-}
-
-struct Span {
-  uint8_t *data;
-  size_t bytes;
-};
-
-/// One launch of the CPU executor: its steps (the kernels every executor
-/// runs, DeviceProgram.h) and the buffers whose last use it is.
-struct PreparedLaunch {
-  size_t endStep;
-  size_t firstPoison, endPoison; // into PreparedEntry::poison
-};
-
-struct PreparedEntry {
+struct EntryState {
+  /// Host addresses of the entry's input, output and persistent buffers.
   std::vector<uint8_t *> bufferAddress;
-  // The CPU executor's program, in the session's precision.
-  std::vector<device::StepOf<float>> steps32;
-  std::vector<device::StepOf<double>> steps64;
-  std::vector<PreparedLaunch> launches;
-  std::vector<Span> poison;
   int stepTensor = -1;
   int64_t steps = 0;
 };
@@ -91,272 +63,16 @@ struct Session::Impl {
   SessionOptions options;
   /// Bytes per byte of the plan: 2 in f64 precision (float elements double).
   uint64_t scale = 1;
-  CountedAllocator allocator;
-  uint8_t *arena = nullptr, *persistent = nullptr, *input = nullptr,
-          *output = nullptr, *constants = nullptr;
-  uint64_t arenaCapacity = 0, inputCapacity = 0, outputCapacity = 0;
-  /// The CPU executor's record of a step's first data error.
-  device::DeviceError *error = nullptr;
-  /// The CPU executor's kernel threads.
-  std::unique_ptr<device::HostThreads> threads;
-  std::vector<PreparedEntry> entries;
+  std::unique_ptr<Executor> executor;
+  std::vector<EntryState> entries;
   uint64_t allocationsAtLoad = 0;
   uint64_t stepsRun = 0, launchesRun = 0;
-  /// The CUDA executor or the emulator; null on the CPU. Then the input,
-  /// output and persistent regions above are its host staging, and the
-  /// persistent tensors live on the device with a host mirror: which side
-  /// is newer is tracked, and copies happen only when the other side looks.
-  std::unique_ptr<device::DeviceExecutor> device;
-  mutable bool mirrorStale = false; // the device has newer values
-  mutable bool deviceStale = false; // the mirror has newer values
-  mutable Status mirrorError;       // a failed download, reported by run()
 
   bool wide() const { return options.precision == Precision::F64; }
-  uint64_t allocations() const {
-    return allocator.count() + (device ? device->allocations() : 0);
-  }
-  /// Brings the mirror up to date before the host reads persistent bytes.
-  void syncMirror() const {
-    if (!device || !mirrorStale)
-      return;
-    Status status = device->downloadPersistent();
-    if (!status.isOk() && mirrorError.isOk())
-      mirrorError = status;
-    mirrorStale = false;
-  }
-  /// Before the host may write persistent bytes.
-  void writingMirror() const {
-    syncMirror();
-    if (device)
-      deviceStale = true;
-  }
-  Status runOnDevice(int index);
-
-  Status allocateRegions();
-  Status prepareEntry(size_t index);
-  void fillConstants();
   uint8_t *persistentData(const PersistentTensor &t) const {
-    return persistent + t.offset * scale;
+    return executor->hostRegions().persistent + t.offset * scale;
   }
-  template <typename T> Status runEntry(int index);
 };
-
-Status Session::Impl::allocateRegions() {
-  const Plan &p = *plan;
-  uint64_t inputSize = 0, outputSize = 0;
-  for (const Entry &e : p.entries) {
-    inputSize = std::max(inputSize, e.inputSize);
-    outputSize = std::max(outputSize, e.outputSize);
-  }
-  inputCapacity = inputSize * scale;
-  outputCapacity = outputSize * scale;
-  if (device) {
-    input = device->hostInput();
-    output = device->hostOutput();
-    persistent = device->hostPersistent();
-    arenaCapacity = device->arenaCapacity();
-    return Status::ok();
-  }
-  size_t align = p.alignment;
-  if (options.mode != ExecutionMode::NoReuse) {
-    arenaCapacity = p.arenaSize * scale;
-    ZRT_RETURN_IF_ERROR(
-        allocator.allocate(arenaCapacity, align, "arena", arena));
-  }
-  ZRT_RETURN_IF_ERROR(allocator.allocate(p.persistentSize * scale, align,
-                                         "persistent region", persistent));
-  ZRT_RETURN_IF_ERROR(
-      allocator.allocate(inputCapacity, align, "input region", input));
-  ZRT_RETURN_IF_ERROR(
-      allocator.allocate(outputCapacity, align, "output region", output));
-  ZRT_RETURN_IF_ERROR(allocator.allocate(p.constantSize * scale, align,
-                                         "constant region", constants));
-  uint8_t *record = nullptr;
-  ZRT_RETURN_IF_ERROR(allocator.allocate(sizeof(device::DeviceError), align,
-                                         "error record", record));
-  error = reinterpret_cast<device::DeviceError *>(record);
-  return Status::ok();
-}
-
-/// Constant data is f32 in the plan; in f64 precision float tensors widen.
-void Session::Impl::fillConstants() {
-  const Plan &p = *plan;
-  if (device) // the executor put them on the device
-    return;
-  if (!wide()) {
-    if (!p.constants.empty())
-      std::memcpy(constants, p.constants.data(), p.constants.size());
-    return;
-  }
-  for (const Entry &e : p.entries)
-    for (const Tensor &t : e.tensors) {
-      const Buffer &b = e.buffers[t.buffer];
-      if (b.region != Region::Constant)
-        continue;
-      const uint8_t *from = p.constants.data() + b.offset;
-      uint8_t *to = constants + b.offset * scale;
-      int64_t n = t.type.numElements();
-      if (t.type.dtype == DType::F32) {
-        widenF32(from, reinterpret_cast<double *>(to), n);
-      } else {
-        std::memcpy(to, from, static_cast<size_t>(t.type.bytes()));
-      }
-    }
-}
-
-Status Session::Impl::prepareEntry(size_t index) {
-  const Entry &e = plan->entries[index];
-  PreparedEntry &prepared = entries[index];
-  prepared.bufferAddress.resize(e.buffers.size());
-  for (size_t b = 0; b < e.buffers.size(); ++b) {
-    const Buffer &buffer = e.buffers[b];
-    uint64_t offset = buffer.offset * scale;
-    uint8_t *address = nullptr;
-    if (device &&
-        (buffer.region == Region::Arena || buffer.region == Region::Constant)) {
-      prepared.bufferAddress[b] = nullptr; // device memory only
-      continue;
-    }
-    switch (buffer.region) {
-    case Region::Arena:
-      if (options.mode == ExecutionMode::NoReuse) {
-        ZRT_RETURN_IF_ERROR(allocator.allocate(
-            buffer.size * scale, plan->alignment, "arena buffer", address));
-        arenaCapacity += buffer.size * scale;
-      } else {
-        address = arena + offset;
-      }
-      break;
-    case Region::Persistent:
-      address = persistent + offset;
-      break;
-    case Region::Input:
-      address = input + offset;
-      break;
-    case Region::Output:
-      address = output + offset;
-      break;
-    case Region::Constant:
-      address = constants + offset;
-      break;
-    }
-    prepared.bufferAddress[b] = address;
-  }
-  for (size_t t = 0; t < e.tensors.size(); ++t)
-    if (e.tensors[t].role == TensorRole::Step)
-      prepared.stepTensor = static_cast<int>(t);
-  if (device) // the device executor has the launches
-    return Status::ok();
-
-  std::vector<std::vector<uint32_t>> dyingAfter = e.arenaBuffersDyingAfter();
-  device::EntryMemory memory;
-  memory.buffers = prepared.bufferAddress;
-  memory.error = error;
-  if (e.workspace >= 0) {
-    memory.workspace = prepared.bufferAddress[e.workspace];
-    memory.workspaceBytes = e.buffers[e.workspace].size * scale;
-  }
-  for (size_t i = 0; i < e.launches.size(); ++i) {
-    PreparedLaunch p;
-    auto append = [&](auto &steps) {
-      Status status = device::appendLaunch(e, i, memory, steps);
-      p.endStep = steps.size();
-      return status;
-    };
-    ZRT_RETURN_IF_ERROR(wide() ? append(prepared.steps64)
-                               : append(prepared.steps32));
-    p.firstPoison = prepared.poison.size();
-    if (options.mode == ExecutionMode::Poison)
-      for (uint32_t b : dyingAfter[i])
-        prepared.poison.push_back(
-            {prepared.bufferAddress[b], e.buffers[b].size * scale});
-    p.endPoison = prepared.poison.size();
-    prepared.launches.push_back(p);
-  }
-  return Status::ok();
-}
-
-namespace {
-
-/// Quiet NaN in every float element, whichever of f32/f64 the bytes hold;
-/// integer elements get a pattern that is out of range as an index.
-void poisonBytes(uint8_t *data, size_t bytes, bool wide) {
-  if (wide) {
-    const uint64_t nan = 0x7ff8000000000000ull;
-    size_t i = 0;
-    for (; i + 8 <= bytes; i += 8)
-      std::memcpy(data + i, &nan, 8);
-    std::memset(data + i, 0xff, bytes - i);
-    return;
-  }
-  const uint32_t nan = 0x7fc00000u;
-  size_t i = 0;
-  for (; i + 4 <= bytes; i += 4)
-    std::memcpy(data + i, &nan, 4);
-  std::memset(data + i, 0xff, bytes - i);
-}
-
-} // namespace
-
-template <typename T> Status Session::Impl::runEntry(int index) {
-  const Entry &e = plan->entries[index];
-  PreparedEntry &prepared = entries[index];
-  if (prepared.stepTensor >= 0) {
-    const Tensor &t = e.tensors[prepared.stepTensor];
-    std::memcpy(prepared.bufferAddress[t.buffer], &prepared.steps,
-                sizeof(int64_t));
-  }
-  if (options.mode == ExecutionMode::Poison)
-    poisonBytes(arena, arenaCapacity, wide());
-  const std::vector<device::StepOf<T>> *steps;
-  if constexpr (sizeof(T) == 8)
-    steps = &prepared.steps64;
-  else
-    steps = &prepared.steps32;
-  std::memset(error, 0, sizeof(*error));
-  size_t begin = 0;
-  for (size_t i = 0; i < prepared.launches.size(); ++i) {
-    const PreparedLaunch &p = prepared.launches[i];
-    device::runOnHost<T>(steps->data() + begin, steps->data() + p.endStep,
-                         false, threads.get());
-    begin = p.endStep;
-    // Stop at the first bad index or label: nothing after it runs, so no
-    // persistent tensor changes.
-    if (error->flag)
-      return device::stepDataError(e, prepared.steps, *error);
-    for (size_t k = p.firstPoison; k < p.endPoison; ++k)
-      poisonBytes(prepared.poison[k].data, prepared.poison[k].bytes, wide());
-    ++launchesRun;
-  }
-  ++prepared.steps;
-  ++stepsRun;
-  return Status::ok();
-}
-
-Status Session::Impl::runOnDevice(int index) {
-  const Entry &e = plan->entries[index];
-  PreparedEntry &prepared = entries[index];
-  if (!mirrorError.isOk()) {
-    Status failed = mirrorError;
-    mirrorError = Status::ok();
-    return failed;
-  }
-  if (deviceStale) {
-    ZRT_RETURN_IF_ERROR(device->uploadPersistent());
-    deviceStale = false;
-  }
-  if (prepared.stepTensor >= 0) {
-    const Tensor &t = e.tensors[prepared.stepTensor];
-    std::memcpy(prepared.bufferAddress[t.buffer], &prepared.steps,
-                sizeof(int64_t));
-  }
-  mirrorStale = true;
-  ZRT_RETURN_IF_ERROR(device->run(index, prepared.steps));
-  launchesRun += e.launches.size();
-  ++prepared.steps;
-  ++stepsRun;
-  return Status::ok();
-}
 
 //===----------------------------------------------------------------------===//
 // Session
@@ -371,24 +87,23 @@ Status Session::create(std::shared_ptr<const Plan> plan,
   if (!plan)
     return makeError(StatusCode::InvalidArgument, "no plan");
   auto impl = std::make_unique<Impl>();
-  impl->plan = std::move(plan);
+  impl->plan = plan;
   impl->options = options;
   impl->scale = options.precision == Precision::F64 ? 2 : 1;
-  if (options.device != DeviceKind::Cpu)
-    ZRT_RETURN_IF_ERROR(
-        device::DeviceExecutor::create(impl->plan, options, impl->device));
-  else
-    impl->threads = std::make_unique<device::HostThreads>(
-        options.threads > 0
-            ? options.threads
-            : std::max(1,
-                       static_cast<int>(std::thread::hardware_concurrency())));
-  ZRT_RETURN_IF_ERROR(impl->allocateRegions());
-  impl->entries.resize(impl->plan->entries.size());
-  for (size_t i = 0; i < impl->entries.size(); ++i)
-    ZRT_RETURN_IF_ERROR(impl->prepareEntry(i));
-  impl->fillConstants();
-  impl->allocationsAtLoad = impl->allocations();
+  ZRT_RETURN_IF_ERROR(createExecutor(plan, options, impl->executor));
+  const RegionBases &host = impl->executor->hostRegions();
+  impl->entries.resize(plan->entries.size());
+  for (size_t i = 0; i < plan->entries.size(); ++i) {
+    const Entry &e = plan->entries[i];
+    EntryState &state = impl->entries[i];
+    state.bufferAddress.resize(e.buffers.size());
+    for (size_t b = 0; b < e.buffers.size(); ++b)
+      state.bufferAddress[b] = host.address(e.buffers[b], impl->scale);
+    for (size_t t = 0; t < e.tensors.size(); ++t)
+      if (e.tensors[t].role == TensorRole::Step)
+        state.stepTensor = static_cast<int>(t);
+  }
+  impl->allocationsAtLoad = impl->executor->allocations();
   out.reset(new Session(std::move(impl)));
   out->initialize(options.seed);
   return Status::ok();
@@ -398,10 +113,10 @@ const Plan &Session::plan() const { return *impl->plan; }
 const SessionOptions &Session::options() const { return impl->options; }
 
 void Session::initialize(uint64_t seed) {
-  impl->writingMirror();
+  impl->executor->beforeHostWrite();
   for (const PersistentTensor &t : impl->plan->persistent)
     fillInitializer(t, seed, impl->wide(), impl->persistentData(t));
-  for (PreparedEntry &e : impl->entries)
+  for (EntryState &e : impl->entries)
     e.steps = 0;
 }
 
@@ -463,13 +178,13 @@ Status Session::findLoss(int entry, TensorInfo &out) const {
 }
 
 const void *Session::persistentData(size_t index) const {
-  impl->syncMirror();
+  impl->executor->beforeHostRead();
   return impl->persistentData(impl->plan->persistent[index]);
 }
 
 void *Session::data(const TensorInfo &tensor) const {
   if (tensor.region == Region::Persistent)
-    impl->writingMirror(); // the caller may write through the pointer
+    impl->executor->beforeHostWrite(); // the caller may write through it
   return impl->entries[tensor.entry].bufferAddress[tensor.desc->buffer];
 }
 
@@ -499,11 +214,17 @@ Status Session::setInput(int entry, std::string_view name, const void *data,
 Status Session::run(int entry) {
   if (entry < 0 || entry >= static_cast<int>(impl->entries.size()))
     return makeError(StatusCode::InvalidArgument, "no entry ", entry);
-  if (impl->device)
-    return impl->runOnDevice(entry);
-  if (impl->wide())
-    return impl->runEntry<double>(entry);
-  return impl->runEntry<float>(entry);
+  const Entry &e = impl->plan->entries[entry];
+  EntryState &state = impl->entries[entry];
+  if (state.stepTensor >= 0) {
+    const Tensor &t = e.tensors[state.stepTensor];
+    std::memcpy(state.bufferAddress[t.buffer], &state.steps, sizeof(int64_t));
+  }
+  ZRT_RETURN_IF_ERROR(impl->executor->run(entry, state.steps));
+  impl->launchesRun += e.launches.size();
+  ++state.steps;
+  ++impl->stepsRun;
+  return Status::ok();
 }
 
 int64_t Session::stepCount(int entry) const {
@@ -522,7 +243,7 @@ Status Session::readValues(const TensorInfo &tensor, double *out,
                      "' has ", type.numElements(), " elements; asked for ",
                      count);
   if (tensor.region == Region::Persistent)
-    impl->syncMirror();
+    impl->executor->beforeHostRead();
   const uint8_t *from = static_cast<const uint8_t *>(
       impl->entries[tensor.entry].bufferAddress[tensor.desc->buffer]);
   for (size_t i = 0; i < count; ++i) {
@@ -578,7 +299,7 @@ constexpr const char *kStepsKey = "zcc.steps";
 
 Status Session::saveCheckpoint(const std::string &path) const {
   const Plan &p = *impl->plan;
-  impl->syncMirror();
+  impl->executor->beforeHostRead();
   std::vector<HostTensorView> views;
   std::vector<std::vector<float>> narrowed; // f64 precision only
   narrowed.reserve(p.persistent.size());
@@ -624,7 +345,7 @@ Status Session::loadCheckpoint(const std::string &path) {
       return makeError(StatusCode::InvalidArgument, path, ": no tensor '",
                        p.persistent[i].name, "'");
   // Everything matched: now write.
-  impl->writingMirror();
+  impl->executor->beforeHostWrite();
   for (size_t i = 0; i < p.persistent.size(); ++i) {
     const PersistentTensor &t = p.persistent[i];
     uint8_t *to = impl->persistentData(t);
@@ -660,25 +381,25 @@ Status Session::loadCheckpoint(const std::string &path) {
 
 SessionStats Session::stats() const {
   const Plan &p = *impl->plan;
+  const Executor &executor = *impl->executor;
   SessionStats s;
-  s.arenaCapacity = impl->arenaCapacity;
+  s.arenaCapacity = executor.arenaCapacity();
   s.arenaSize = p.arenaSize;
   for (const Entry &e : p.entries) {
     s.lowerBound = std::max(s.lowerBound, e.lowerBound);
     s.noReuseSize = std::max(s.noReuseSize, e.noReuseSize);
+    s.inputSize = std::max(s.inputSize, e.inputSize);
+    s.outputSize = std::max(s.outputSize, e.outputSize);
   }
   s.persistentSize = p.persistentSize;
-  s.inputSize = impl->inputCapacity / impl->scale;
-  s.outputSize = impl->outputCapacity / impl->scale;
   s.constantSize = p.constantSize;
   s.stepsRun = impl->stepsRun;
   s.launchesRun = impl->launchesRun;
   s.allocationsAtLoad = impl->allocationsAtLoad;
-  s.allocationsAfterLoad = impl->allocations() - impl->allocationsAtLoad;
-  s.bytesAllocated = impl->allocator.bytes() +
-                     (impl->device ? impl->device->bytesAllocated() : 0);
-  s.deviceBytes = impl->device ? impl->device->deviceBytes() : 0;
-  s.hostIssueSeconds = impl->device ? impl->device->issueSeconds() : 0;
-  s.deviceName = impl->device ? impl->device->deviceName() : "cpu";
+  s.allocationsAfterLoad = executor.allocations() - impl->allocationsAtLoad;
+  s.bytesAllocated = executor.bytesAllocated();
+  s.deviceBytes = executor.deviceBytes();
+  s.hostIssueSeconds = executor.issueSeconds();
+  s.deviceName = executor.deviceName();
   return s;
 }

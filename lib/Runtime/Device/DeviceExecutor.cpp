@@ -88,11 +88,11 @@ Status DeviceExecutor::allocate(const SessionOptions &options) {
 
   uint8_t *base = nullptr;
   ZRT_RETURN_IF_ERROR(backend->allocateDevice(total, "device memory", base));
-  arena = base;
-  persistent = base + persistentAt;
-  deviceInput = base + inputAt;
-  deviceOutput = base + outputAt;
-  constants = base + constantsAt;
+  device.arena = base;
+  device.persistent = base + persistentAt;
+  device.input = base + inputAt;
+  device.output = base + outputAt;
+  device.constants = base + constantsAt;
   error = reinterpret_cast<DeviceError *>(base + errorAt);
   noReuseBuffers.resize(p.entries.size());
   if (noReuse)
@@ -105,18 +105,19 @@ Status DeviceExecutor::allocate(const SessionOptions &options) {
               e.buffers[b].size, "arena buffer", noReuseBuffers[i][b]));
     }
 
-  ZRT_RETURN_IF_ERROR(backend->allocateHost(inputSize, "input staging", input));
   ZRT_RETURN_IF_ERROR(
-      backend->allocateHost(outputSize, "output staging", output));
+      backend->allocateHost(inputSize, "input staging", host.input));
+  ZRT_RETURN_IF_ERROR(
+      backend->allocateHost(outputSize, "output staging", host.output));
   ZRT_RETURN_IF_ERROR(backend->allocateHost(
-      p.persistentSize, "persistent mirror", persistentMirror));
+      p.persistentSize, "persistent mirror", host.persistent));
   uint8_t *errorBytes = nullptr;
   ZRT_RETURN_IF_ERROR(
       backend->allocateHost(sizeof(DeviceError), "error record", errorBytes));
   hostError = reinterpret_cast<DeviceError *>(errorBytes);
   if (!p.constants.empty())
-    ZRT_RETURN_IF_ERROR(backend->copyToDevice(constants, p.constants.data(),
-                                              p.constants.size()));
+    ZRT_RETURN_IF_ERROR(backend->copyToDevice(
+        device.constants, p.constants.data(), p.constants.size()));
   return Status::ok();
 }
 
@@ -127,26 +128,10 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
   memory.buffers.resize(e.buffers.size());
   for (size_t b = 0; b < e.buffers.size(); ++b) {
     const Buffer &buffer = e.buffers[b];
-    uint8_t *address = nullptr;
-    switch (buffer.region) {
-    case Region::Arena:
-      address = mode == ExecutionMode::NoReuse ? noReuseBuffers[index][b]
-                                               : arena + buffer.offset;
-      break;
-    case Region::Persistent:
-      address = persistent + buffer.offset;
-      break;
-    case Region::Input:
-      address = deviceInput + buffer.offset;
-      break;
-    case Region::Output:
-      address = deviceOutput + buffer.offset;
-      break;
-    case Region::Constant:
-      address = constants + buffer.offset;
-      break;
-    }
-    memory.buffers[b] = address;
+    memory.buffers[b] =
+        buffer.region == Region::Arena && mode == ExecutionMode::NoReuse
+            ? noReuseBuffers[index][b]
+            : device.address(buffer);
   }
   if (e.workspace >= 0) {
     memory.workspace = memory.buffers[e.workspace];
@@ -165,12 +150,13 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
     access.push_back(std::move(a));
   };
   if (e.inputSize > 0)
-    add(CopyIn{deviceInput, input, e.inputSize},
-        {{}, {span(deviceInput, e.inputSize)}});
+    add(CopyIn{device.input, host.input, e.inputSize},
+        {{}, {span(device.input, e.inputSize)}});
   add(Memset{error, sizeof(DeviceError), 0}, {{}, {errorRecord}});
   // Poison: all ones is a NaN in every f32 and -1 in every index.
   if (mode == ExecutionMode::Poison && arenaBytes > 0)
-    add(Memset{arena, arenaBytes, 0xff}, {{}, {span(arena, arenaBytes)}});
+    add(Memset{device.arena, arenaBytes, 0xff},
+        {{}, {span(device.arena, arenaBytes)}});
   std::vector<std::vector<uint32_t>> dying;
   if (mode == ExecutionMode::Poison)
     dying = e.arenaBuffersDyingAfter();
@@ -214,27 +200,52 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
             {{}, {span(memory.buffers[b], e.buffers[b].size)}});
   }
   if (e.outputSize > 0)
-    add(CopyOut{output, deviceOutput, e.outputSize},
-        {{span(deviceOutput, e.outputSize)}, {}});
+    add(CopyOut{host.output, device.output, e.outputSize},
+        {{span(device.output, e.outputSize)}, {}});
   add(CopyOut{hostError, error, sizeof(DeviceError)}, {{errorRecord}, {}});
   return backend->prepare(index, std::move(steps), stepDependencies(access));
 }
 
-Status DeviceExecutor::uploadPersistent() {
-  return backend->copyToDevice(persistent, persistentMirror,
-                               plan->persistentSize);
+void DeviceExecutor::beforeHostRead() {
+  if (!mirrorStale)
+    return;
+  Status status = backend->copyToHost(host.persistent, device.persistent,
+                                      plan->persistentSize);
+  if (!status.isOk() && mirrorError.isOk())
+    mirrorError = status;
+  mirrorStale = false;
 }
 
-Status DeviceExecutor::downloadPersistent() {
-  return backend->copyToHost(persistentMirror, persistent,
-                             plan->persistentSize);
+void DeviceExecutor::beforeHostWrite() {
+  beforeHostRead();
+  deviceStale = true;
 }
 
 Status DeviceExecutor::run(int index, int64_t step) {
   const Entry &e = plan->entries[index];
+  if (!mirrorError.isOk()) {
+    Status failed = mirrorError;
+    mirrorError = Status::ok();
+    return failed;
+  }
+  if (deviceStale) {
+    ZRT_RETURN_IF_ERROR(backend->copyToDevice(
+        device.persistent, host.persistent, plan->persistentSize));
+    deviceStale = false;
+  }
+  mirrorStale = true;
   ZRT_RETURN_IF_ERROR(backend->run(static_cast<size_t>(index)));
   const DeviceError &record = *hostError;
   if (record.flag == 0)
     return Status::ok();
   return stepDataError(e, step, record);
+}
+
+Status zcc::runtime::createDeviceExecutor(std::shared_ptr<const Plan> plan,
+                                          const SessionOptions &options,
+                                          std::unique_ptr<Executor> &out) {
+  std::unique_ptr<DeviceExecutor> executor;
+  ZRT_RETURN_IF_ERROR(DeviceExecutor::create(std::move(plan), options, executor));
+  out = std::move(executor);
+  return Status::ok();
 }

@@ -17,6 +17,7 @@
 
 #include "DeviceProgram.h"
 
+#include "../Executors/Executor.h"
 #include "zcc/Runtime/Session.h"
 
 #include <memory>
@@ -68,7 +69,9 @@ std::unique_ptr<Backend> createEmulatorBackend(bool gpuGroups = false);
 Status createCudaBackend(int ordinal, LaunchMode launch,
                          std::unique_ptr<Backend> &out);
 
-class DeviceExecutor {
+/// The persistent tensors live on the device with a host mirror: which side
+/// is newer is tracked, and copies happen only when the other side looks.
+class DeviceExecutor final : public Executor {
 public:
   static Status create(std::shared_ptr<const Plan> plan,
                        const SessionOptions &options,
@@ -76,25 +79,24 @@ public:
 
   /// Host staging: the session writes inputs and reads outputs here, and
   /// keeps its view of the persistent tensors in the mirror.
-  uint8_t *hostInput() const { return input; }
-  uint8_t *hostOutput() const { return output; }
-  uint8_t *hostPersistent() const { return persistentMirror; }
+  const RegionBases &hostRegions() const override { return host; }
+  void beforeHostRead() override;
+  void beforeHostWrite() override;
 
-  Status uploadPersistent();
-  Status downloadPersistent();
+  /// One step of `entry`: copies the inputs in, runs every launch, copies
+  /// the outputs out. A data error (an index or label out of range) is
+  /// reported like the CPU executor's, and no persistent tensor is changed
+  /// by that step.
+  Status run(int entry, int64_t step) override;
 
-  /// One step of `entry` (`step` names it in messages): copies the inputs
-  /// in, runs every launch, copies the outputs out. A data error (an index
-  /// or label out of range) is reported like the CPU executor's, and no
-  /// persistent tensor is changed by that step.
-  Status run(int entry, int64_t step);
-
-  std::string deviceName() const { return backend->name(); }
-  uint64_t allocations() const { return backend->allocations(); }
-  uint64_t bytesAllocated() const { return backend->bytesAllocated(); }
-  uint64_t deviceBytes() const { return backend->deviceBytes(); }
-  uint64_t arenaCapacity() const { return arenaBytes; }
-  double issueSeconds() const { return backend->issueSeconds(); }
+  std::string deviceName() const override { return backend->name(); }
+  uint64_t allocations() const override { return backend->allocations(); }
+  uint64_t bytesAllocated() const override {
+    return backend->bytesAllocated();
+  }
+  uint64_t deviceBytes() const override { return backend->deviceBytes(); }
+  uint64_t arenaCapacity() const override { return arenaBytes; }
+  double issueSeconds() const override { return backend->issueSeconds(); }
 
 private:
   DeviceExecutor() = default;
@@ -103,15 +105,15 @@ private:
 
   std::shared_ptr<const Plan> plan;
   std::unique_ptr<Backend> backend;
-  // Device.
-  uint8_t *arena = nullptr, *persistent = nullptr, *deviceInput = nullptr,
-          *deviceOutput = nullptr, *constants = nullptr;
+  RegionBases device; // arena, persistent, inputs, outputs, constants
   DeviceError *error = nullptr;
   std::vector<std::vector<uint8_t *>> noReuseBuffers; // per entry
   uint64_t arenaBytes = 0;
-  // Host.
-  uint8_t *input = nullptr, *output = nullptr, *persistentMirror = nullptr;
+  RegionBases host; // staging for inputs and outputs, the persistent mirror
   DeviceError *hostError = nullptr;
+  bool mirrorStale = false; // the device has newer persistent values
+  bool deviceStale = false; // the mirror has newer persistent values
+  Status mirrorError;       // a failed download, reported by run()
 };
 
 } // namespace zcc::runtime::device
