@@ -12,6 +12,8 @@ packages=(
   # The runtime: the plan file (flatbuffers), matrix products (OpenBLAS),
   # safetensors headers (nlohmann-json), .npz members (zlib).
   libflatbuffers-dev flatbuffers-compiler libopenblas-dev nlohmann-json3-dev zlib1g-dev
+  # Command lines of the tools (zrun).
+  libcli11-dev
 )
 
 missing=()

@@ -12,13 +12,17 @@ arch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 inc=/usr/include
 lib=/usr/lib/$arch
 for f in /usr/bin/flatc $inc/flatbuffers/flatbuffers.h $inc/nlohmann/json.hpp \
-         $inc/zlib.h $inc/gtest/gtest.h $lib/libgtest.a $lib/libopenblas.so.0; do
+         $inc/zlib.h $inc/gtest/gtest.h $lib/libgtest.a $lib/libopenblas.so.0 \
+         $inc/CLI/CLI.hpp /usr/share/cmake/CLI11/CLI11Config.cmake; do
   [ -e "$f" ] || { echo "pack_deps.sh: $f is missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/include" "$out/lib"
 cp -L /usr/bin/flatc "$out/bin/"
-cp -rL $inc/flatbuffers $inc/nlohmann $inc/gtest $inc/gmock "$out/include/"
+cp -rL $inc/flatbuffers $inc/nlohmann $inc/gtest $inc/gmock $inc/CLI "$out/include/"
+# CLI11 (zrun's command line): headers and its relocatable CMake package.
+mkdir -p "$out/share/cmake"
+cp -rL /usr/share/cmake/CLI11 "$out/share/cmake/"
 cp -L $inc/zlib.h $inc/zconf.h "$out/include/"
 # OpenBLAS's cblas.h (Debian keeps it behind an alternatives link).
 blas_inc=$(dirname "$(readlink -f $inc/$arch/cblas.h)")

@@ -14,6 +14,9 @@
 #include "zcc/Runtime/PlanFile.h"
 #include "zcc/Runtime/PlanReport.h"
 #include "zcc/Runtime/Session.h"
+#include "zcc/Runtime/Trainer.h"
+
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cinttypes>
@@ -27,48 +30,15 @@ using namespace zcc::runtime;
 
 namespace {
 
-const char *kUsage = R"(usage: zrun MODEL.zplan [options]
-  --steps N            optimizer steps to run (default 100)
-  --microbatches K     microbatches per step for plans compiled with
-                       --accumulate (default 1)
-  --device D           cpu (default), cuda (one CUDA graph per step) or
-                       emulator (the CUDA kernels run on the host)
-  --launch graph|eager cuda: replay the captured graph (default), or issue
-                       the same kernels one by one every step
-  --device-ordinal N   which CUDA device (default 0)
-  --seed S             parameter initialization and synthetic data (default 0)
-  --threads N          cpu: threads for the kernels (default: one per
-                       hardware thread); the results do not depend on it
-  --data SPEC          synthetic (default) or FILE.npz, one array per input
-  --mode MODE          planned (default), no-reuse or poison
-  --precision P        f32 (default) or f64 (float math in double)
-  --print-every N      print every Nth step (default: every step up to 1000
-                       steps, else about 100 progress lines)
-  --trace              per step: the loss's bits and a hash of every
-                       persistent tensor (for bit-identical comparisons)
-  --load-checkpoint F  start from a safetensors checkpoint
-  --save-checkpoint F  write the parameters (safetensors) after the run
-  --report             print the plan's memory report first
-)";
-
 int usage(const std::string &message) {
-  std::fprintf(stderr, "zrun: error: %s\n%s", message.c_str(), kUsage);
+  std::fprintf(stderr, "zrun: error: %s\n(zrun --help lists the options)\n",
+               message.c_str());
   return 2;
 }
 
 int fail(const Status &status) {
   std::fprintf(stderr, "zrun: error: %s\n", status.toString().c_str());
   return 1;
-}
-
-bool parseInt(const char *text, int64_t &out) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text, &end, 10);
-  if (errno || !end || *end || end == text)
-    return false;
-  out = v;
-  return true;
 }
 
 uint64_t persistentHash(const Session &session) {
@@ -93,61 +63,65 @@ int main(int argc, char **argv) {
   int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0, ordinal = 0,
           threads = 0;
   bool trace = false, report = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> const char * {
-      return i + 1 < argc ? argv[++i] : nullptr;
-    };
-    auto intOption = [&](int64_t &out, int64_t min) -> bool {
-      const char *v = value();
-      return v && parseInt(v, out) && out >= min;
-    };
-    if (arg == "--steps") {
-      if (!intOption(steps, 0))
-        return usage("--steps needs a count >= 0");
-    } else if (arg == "--microbatches") {
-      if (!intOption(microbatches, 1))
-        return usage("--microbatches needs a count >= 1");
-    } else if (arg == "--print-every") {
-      if (!intOption(printEvery, 1))
-        return usage("--print-every needs a count >= 1");
-    } else if (arg == "--seed") {
-      if (!intOption(seed, 0))
-        return usage("--seed needs a non-negative integer");
-    } else if (arg == "--threads") {
-      if (!intOption(threads, 1) || threads > 1024)
-        return usage("--threads needs a count from 1 to 1024");
-    } else if (arg == "--device-ordinal") {
-      if (!intOption(ordinal, 0) || ordinal > 1024)
-        return usage("--device-ordinal needs a device number");
-    } else if (arg == "--device" || arg == "--data" || arg == "--mode" ||
-               arg == "--launch" || arg == "--precision" ||
-               arg == "--load-checkpoint" || arg == "--save-checkpoint") {
-      const char *v = value();
-      if (!v)
-        return usage(arg + " needs a value");
-      (arg == "--device"            ? device
-       : arg == "--launch"          ? launch
-       : arg == "--data"            ? data
-       : arg == "--mode"            ? mode
-       : arg == "--precision"       ? precision
-       : arg == "--load-checkpoint" ? loadCheckpoint
-                                    : saveCheckpoint) = v;
-    } else if (arg == "--trace") {
-      trace = true;
-    } else if (arg == "--report") {
-      report = true;
-    } else if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usage("unknown option '" + arg + "'");
-    } else if (planPath.empty()) {
-      planPath = arg;
-    } else {
-      return usage("more than one plan file given");
-    }
+
+  CLI::App app("zrun: train a compiled plan (.zplan): loads and checks it, "
+               "allocates its memory once, runs steps",
+               "zrun");
+  // As before: an option given twice takes its last value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("plan", planPath, "the compiled plan (MODEL.zplan)");
+  app.add_option("--steps", steps, "optimizer steps to run (default 100)");
+  app.add_option("--microbatches", microbatches,
+                 "microbatches per step for plans compiled with --accumulate "
+                 "(default 1)");
+  app.add_option("--device", device,
+                 "cpu (default), cuda (one CUDA graph per step) or emulator "
+                 "(the CUDA kernels run on the host)");
+  app.add_option("--launch", launch,
+                 "cuda: replay the captured graph (graph, default), or issue "
+                 "the same kernels one by one every step (eager)");
+  app.add_option("--device-ordinal", ordinal, "which CUDA device (default 0)");
+  app.add_option("--seed", seed,
+                 "parameter initialization and synthetic data (default 0)");
+  app.add_option("--threads", threads,
+                 "cpu: threads for the kernels (default: one per hardware "
+                 "thread); the results do not depend on it");
+  app.add_option("--data", data,
+                 "synthetic (default) or FILE.npz, one array per input");
+  app.add_option("--mode", mode, "planned (default), no-reuse or poison");
+  app.add_option("--precision", precision,
+                 "f32 (default) or f64 (float math in double)");
+  app.add_option("--print-every", printEvery,
+                 "print every Nth step (default: every step up to 1000 "
+                 "steps, else about 100 progress lines)");
+  app.add_flag("--trace", trace,
+               "per step: the loss's bits and a hash of every persistent "
+               "tensor (for bit-identical comparisons)");
+  app.add_option("--load-checkpoint", loadCheckpoint,
+                 "start from a safetensors checkpoint");
+  app.add_option("--save-checkpoint", saveCheckpoint,
+                 "write the parameters (safetensors) after the run");
+  app.add_flag("--report", report, "print the plan's memory report first");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError &e) {
+    return usage(e.what());
   }
+  if (steps < 0)
+    return usage("--steps needs a count >= 0");
+  if (microbatches < 1)
+    return usage("--microbatches needs a count >= 1");
+  if (app.count("--print-every") && printEvery < 1)
+    return usage("--print-every needs a count >= 1");
+  if (seed < 0)
+    return usage("--seed needs a non-negative integer");
+  if (app.count("--threads") && (threads < 1 || threads > 1024))
+    return usage("--threads needs a count from 1 to 1024");
+  if (ordinal < 0 || ordinal > 1024)
+    return usage("--device-ordinal needs a device number");
   if (planPath.empty())
     return usage("no plan file given");
   SessionOptions options;
@@ -194,20 +168,11 @@ int main(int argc, char **argv) {
     if (Status s = session->loadCheckpoint(loadCheckpoint); !s.isOk())
       return fail(s);
 
-  // The step's entries: train_step, or microbatch x K then apply.
-  int entry = -1, apply = -1;
-  if (Status s = session->findEntry("", entry); !s.isOk())
-    return fail(s);
-  if (plan->entries[entry].kind == EntryKind::Microbatch)
-    for (size_t i = 0; i < plan->entries.size(); ++i)
-      if (plan->entries[i].kind == EntryKind::Apply)
-        apply = static_cast<int>(i);
-  if (plan->entries[entry].kind == EntryKind::TrainStep && microbatches != 1)
-    return usage("--microbatches needs a plan compiled with --accumulate");
+  std::unique_ptr<Trainer> trainer;
+  if (Status s = Trainer::create(*session, microbatches, trainer); !s.isOk())
+    return microbatches != 1 ? usage(s.message()) : fail(s);
+  int entry = trainer->entry();
   const Entry &e = plan->entries[entry];
-  TensorInfo loss;
-  if (Status s = session->findLoss(entry, loss); !s.isOk())
-    return fail(s);
 
   std::unique_ptr<DataSource> source;
   if (Status s = makeDataSource(*session, entry, data, seed, source); !s.isOk())
@@ -230,22 +195,10 @@ int main(int argc, char **argv) {
 
   double firstLoss = NAN, lastLoss = NAN;
   auto start = std::chrono::steady_clock::now();
-  int64_t batch = 0;
   for (int64_t step = 1; step <= steps; ++step) {
-    double sum = 0;
-    for (int64_t m = 0; m < microbatches; ++m) {
-      source->fill(*session, batch++);
-      if (Status s = session->run(entry); !s.isOk())
-        return fail(s);
-      double value = 0;
-      if (Status s = session->readValues(loss, &value, 1); !s.isOk())
-        return fail(s);
-      sum += value;
-    }
-    if (apply >= 0)
-      if (Status s = session->run(apply); !s.isOk())
-        return fail(s);
-    double value = sum / microbatches;
+    double value = 0;
+    if (Status s = trainer->step(*source, value); !s.isOk())
+      return fail(s);
     if (step == 1)
       firstLoss = value;
     lastLoss = value;
