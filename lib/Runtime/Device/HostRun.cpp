@@ -287,7 +287,8 @@ struct HostLauncher {
     };
     double work = double(g.m) * g.n * g.k;
     if (g.batch > 1 || work < kGemmPanelWork) {
-      int64_t grain = std::max<int64_t>(1, int64_t(kGemmPanelWork / work));
+      int64_t grain = std::max<int64_t>(
+          1, int64_t(kGemmPanelWork / std::max(work, 1.0)));
       forRange(g.batch, grain, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i)
           product(static_cast<int32_t>(i), 0, g.n);
