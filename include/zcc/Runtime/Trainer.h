@@ -30,9 +30,6 @@ public:
 
   /// The entry that reads the data (train_step or microbatch).
   int entry() const { return dataEntry; }
-  int64_t microbatches() const { return perStep; }
-  /// Batches taken so far.
-  int64_t batches() const { return nextBatch; }
 
 private:
   Trainer(Session &session) : session(session) {}

@@ -50,7 +50,8 @@ public:
   virtual ~Executor() = default;
 
   /// Where the host reads and writes inputs, outputs and persistent
-  /// tensors (arena and constants: null, the host does not touch them).
+  /// tensors. A device executor has no host arena or constants (null); the
+  /// session only uses the other three.
   virtual const RegionBases &hostRegions() const = 0;
 
   /// Before the host reads persistent bytes: a device executor brings its
