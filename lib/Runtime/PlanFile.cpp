@@ -29,7 +29,7 @@ namespace {
 
 flatbuffers::Offset<fb::TensorType> writeType(flatbuffers::FlatBufferBuilder &b,
                                               const TensorType &type) {
-  return fb::CreateTensorType(b, static_cast<fb::DType>(type.dtype),
+  return fb::CreateTensorType(b, type.dtype,
                               b.CreateVector(type.shape));
 }
 
@@ -37,20 +37,20 @@ flatbuffers::Offset<fb::Entry> writeEntry(flatbuffers::FlatBufferBuilder &b,
                                           const Entry &entry) {
   std::vector<fb::Buffer> buffers;
   for (const Buffer &buffer : entry.buffers)
-    buffers.emplace_back(static_cast<fb::Region>(buffer.region), buffer.offset,
+    buffers.emplace_back(buffer.region, buffer.offset,
                          buffer.size);
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   for (const Tensor &tensor : entry.tensors)
     tensors.push_back(fb::CreateTensor(
         b, tensor.name.empty() ? 0 : b.CreateString(tensor.name),
         writeType(b, tensor.type), tensor.buffer,
-        static_cast<fb::TensorRole>(tensor.role)));
+        tensor.role));
   std::vector<flatbuffers::Offset<fb::Launch>> launches;
   for (const Launch &launch : entry.launches) {
     std::vector<flatbuffers::Offset<fb::Param>> params;
     for (const Param &param : launch.params)
       params.push_back(fb::CreateParam(
-          b, b.CreateString(param.name), static_cast<fb::ParamKind>(param.kind),
+          b, b.CreateString(param.name), param.kind,
           param.intValue, param.floatValue,
           param.kind == ParamKind::Ints ? b.CreateVector(param.ints) : 0));
     launches.push_back(fb::CreateLaunch(
@@ -58,7 +58,7 @@ flatbuffers::Offset<fb::Entry> writeEntry(flatbuffers::FlatBufferBuilder &b,
         b.CreateVector(launch.outputs), b.CreateVector(params)));
   }
   return fb::CreateEntry(
-      b, b.CreateString(entry.name), static_cast<fb::EntryKind>(entry.kind),
+      b, b.CreateString(entry.name), entry.kind,
       entry.arenaSize, entry.lowerBound, entry.noReuseSize, entry.inputSize,
       entry.outputSize, b.CreateVectorOfStructs(buffers),
       b.CreateVector(tensors), b.CreateVector(launches), entry.workspace);
@@ -72,7 +72,7 @@ std::vector<uint8_t> zcc::runtime::serializePlan(const Plan &plan) {
   for (const PersistentTensor &tensor : plan.persistent)
     persistent.push_back(fb::CreatePersistentTensor(
         body, body.CreateString(tensor.name), writeType(body, tensor.type),
-        tensor.offset, static_cast<fb::InitKind>(tensor.init.kind),
+        tensor.offset, tensor.init.kind,
         tensor.init.first, tensor.init.second));
   std::vector<flatbuffers::Offset<fb::Entry>> entries;
   for (const Entry &entry : plan.entries)
@@ -130,9 +130,8 @@ Status zcc::runtime::savePlanFile(const std::string &path, const Plan &plan) {
 namespace {
 
 /// Flatbuffers does not check enum values; a flipped byte can hold any.
-template <typename E> bool enumInRange(E value, int last) {
-  int v = static_cast<int>(value);
-  return v >= 0 && v <= last;
+template <typename E> bool enumInRange(E value) {
+  return !flatbuffers::IsOutRange(value, E::MIN, E::MAX);
 }
 
 Status corrupt(const std::string &what) {
@@ -141,10 +140,10 @@ Status corrupt(const std::string &what) {
 
 Status readType(const fb::TensorType *in, TensorType &out,
                 const std::string &what) {
-  if (!enumInRange(in->dtype(), 2))
+  if (!enumInRange(in->dtype()))
     return corrupt(what + ": unknown dtype " +
                    std::to_string(static_cast<int>(in->dtype())));
-  out.dtype = static_cast<DType>(in->dtype());
+  out.dtype = in->dtype();
   out.shape.clear();
   if (in->shape())
     out.shape.assign(in->shape()->begin(), in->shape()->end());
@@ -158,9 +157,9 @@ std::string str(const flatbuffers::String *s) {
 Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
   std::string where = "entry " + std::to_string(index);
   out.name = str(in->name());
-  if (!enumInRange(in->kind(), 2))
+  if (!enumInRange(in->kind()))
     return corrupt(where + ": unknown kind");
-  out.kind = static_cast<EntryKind>(in->kind());
+  out.kind = in->kind();
   out.arenaSize = in->arena_size();
   out.lowerBound = in->lower_bound();
   out.noReuseSize = in->no_reuse_size();
@@ -169,11 +168,11 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
   out.workspace = in->workspace();
   if (in->buffers())
     for (const fb::Buffer *buffer : *in->buffers()) {
-      if (!enumInRange(buffer->region(), 4))
+      if (!enumInRange(buffer->region()))
         return corrupt(where + ": buffer " +
                        std::to_string(out.buffers.size()) +
                        " has an unknown region");
-      out.buffers.push_back({static_cast<Region>(buffer->region()),
+      out.buffers.push_back({buffer->region(),
                              buffer->offset(), buffer->size()});
     }
   if (in->tensors())
@@ -185,9 +184,9 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
                          "')";
       ZRT_RETURN_IF_ERROR(readType(tensor->type(), t.type, what));
       t.buffer = tensor->buffer();
-      if (!enumInRange(tensor->role(), 5))
+      if (!enumInRange(tensor->role()))
         return corrupt(what + ": unknown role");
-      t.role = static_cast<TensorRole>(tensor->role());
+      t.role = tensor->role();
       out.tensors.push_back(std::move(t));
     }
   if (in->launches())
@@ -202,12 +201,12 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
         for (const fb::Param *param : *launch->params()) {
           Param p;
           p.name = str(param->name());
-          if (!enumInRange(param->kind(), 3))
+          if (!enumInRange(param->kind()))
             return corrupt(where + ": launch " +
                            std::to_string(out.launches.size()) + " (" +
                            l.kernel + "): parameter '" + p.name +
                            "' has an unknown kind");
-          p.kind = static_cast<ParamKind>(param->kind());
+          p.kind = param->kind();
           p.intValue = param->int_value();
           p.floatValue = param->float_value();
           if (param->ints())
@@ -300,9 +299,9 @@ Status zcc::runtime::parsePlan(const uint8_t *data, size_t size, Plan &out) {
       std::string what = "persistent tensor '" + t.name + "'";
       ZRT_RETURN_IF_ERROR(readType(tensor->type(), t.type, what));
       t.offset = tensor->offset();
-      if (!enumInRange(tensor->init_kind(), 4))
+      if (!enumInRange(tensor->init_kind()))
         return corrupt(what + ": unknown initializer kind");
-      t.init = {static_cast<InitKind>(tensor->init_kind()),
+      t.init = {tensor->init_kind(),
                 tensor->init_first(), tensor->init_second()};
       result.persistent.push_back(std::move(t));
     }

@@ -10,6 +10,8 @@
 #ifndef ZCC_RUNTIME_PLAN_H
 #define ZCC_RUNTIME_PLAN_H
 
+#include "zcc/Runtime/zplan_enums_generated.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,41 +23,22 @@ namespace zcc::runtime {
 /// version; a new field that old readers may ignore does not bump it.
 inline constexpr uint32_t kPlanFormatVersion = 1;
 
-enum class DType : uint8_t { F32 = 0, I32 = 1, I64 = 2 };
+// The enums are the schema's (zplan_enums.fbs), as flatc generates them.
+using DType = fb::DType;
+using Region = fb::Region;
+using EntryKind = fb::EntryKind;
+using TensorRole = fb::TensorRole;
+using InitKind = fb::InitKind;
+using ParamKind = fb::ParamKind;
+
 const char *dtypeName(DType dtype);
 int64_t dtypeBytes(DType dtype);
 inline bool isFloat(DType dtype) { return dtype == DType::F32; }
-
-enum class Region : uint8_t {
-  Arena = 0,      // planned per entry; bytes reused across the step
-  Persistent = 1, // parameters, optimizer state, accumulators: the whole run
-  Input = 2,      // written before each step
-  Output = 3,     // read after each step
-  Constant = 4,   // read-only data carried by the plan
-};
+/// "arena", "persistent", "input", "output", "constant".
 const char *regionName(Region region);
-
-enum class EntryKind : uint8_t { TrainStep = 0, Microbatch = 1, Apply = 2 };
 const char *entryKindName(EntryKind kind);
-
 /// What an input or output tensor is for; the runtime writes `Step` itself.
-enum class TensorRole : uint8_t {
-  None = 0,
-  Input = 1,
-  Label = 2,
-  Step = 3,
-  Loss = 4,
-  Gradient = 5,
-};
 const char *tensorRoleName(TensorRole role);
-
-enum class InitKind : uint8_t {
-  Zeros = 0,
-  Ones = 1,
-  Constant = 2,
-  Normal = 3,
-  Uniform = 4,
-};
 
 /// `first`/`second`: (value), (mean, std) or (low, high) by kind.
 struct Initializer {
@@ -97,8 +80,6 @@ struct Tensor {
   uint32_t buffer = 0;
   TensorRole role = TensorRole::None;
 };
-
-enum class ParamKind : uint8_t { Unit = 0, Int = 1, Float = 2, Ints = 3 };
 
 /// One attribute of a launch (the zt op's attribute): `transpose_lhs` (unit),
 /// `axis = -1` (int), `eps = 1e-5` (float), `dims = [0, 1]` (ints).
