@@ -24,15 +24,6 @@ using namespace zcc::runtime;
 
 namespace {
 
-constexpr const char *kKernelNames[] = {
-#define ZRT_KERNEL_NAME(id, name, ...) name,
-    ZRT_KERNEL_LIST(ZRT_KERNEL_NAME)
-#undef ZRT_KERNEL_NAME
-};
-static_assert(std::size(kKernelNames) ==
-                  static_cast<size_t>(KernelId::NumKernels),
-              "one name per kernel");
-
 /// Bounds the product of an operand's non-zero dimensions, so every stride,
 /// offset and element count the kernels derive fits in int64_t with room to
 /// spare (an odometer may step a few sizes past the end before it wraps).
@@ -50,27 +41,13 @@ std::string formatList(const std::vector<int64_t> &values) {
   return text + "]";
 }
 
-const char *paramKindName(ParamKind kind) {
-  switch (kind) {
-  case ParamKind::Unit:
-    return "a unit flag";
-  case ParamKind::Int:
-    return "an int";
-  case ParamKind::Float:
-    return "a float";
-  case ParamKind::Ints:
-    return "an int list";
-  }
-  return "an unknown kind";
-}
-
 /// One launch under check: its operands, its parameters, and error messages
 /// that name the launch, the kernel and the rule.
 class LaunchRules {
 public:
-  LaunchRules(const Entry &owner, size_t launchIndex, KernelId kernel)
-      : entry(owner), launch(owner.launches[launchIndex]), index(launchIndex),
-        id(kernel) {}
+  LaunchRules(const Entry &owner, size_t launchIndex)
+      : entry(owner), launch(owner.launches[launchIndex]),
+        params(launch.params), index(launchIndex), id(launch.kernel) {}
 
   template <typename... Parts> Status fail(const Parts &...parts) const {
     return makeError(StatusCode::InvalidPlan, "launch ", index, " (",
@@ -186,62 +163,6 @@ public:
   // Parameters
   //===--------------------------------------------------------------------===//
 
-  Status requireInt(const char *name, int64_t &value) const {
-    const Param *param = launch.findParam(name);
-    if (!param)
-      return fail("missing parameter '", name, "' (an int)");
-    if (param->kind != ParamKind::Int)
-      return fail("parameter '", name, "' must be an int, got ",
-                  paramKindName(param->kind));
-    value = param->intValue;
-    return Status::ok();
-  }
-
-  /// A float parameter (an int is accepted and converted); `fallback` is the
-  /// ODS default of a DefaultValuedAttr, absent for a required one.
-  Status getFloat(const char *name, double &value,
-                  std::optional<double> fallback = std::nullopt) const {
-    const Param *param = launch.findParam(name);
-    if (!param) {
-      if (!fallback)
-        return fail("missing parameter '", name, "' (a float)");
-      value = *fallback;
-      return Status::ok();
-    }
-    if (param->kind == ParamKind::Float) {
-      value = param->floatValue;
-      return Status::ok();
-    }
-    if (param->kind == ParamKind::Int) {
-      value = static_cast<double>(param->intValue);
-      return Status::ok();
-    }
-    return fail("parameter '", name, "' must be a float, got ",
-                paramKindName(param->kind));
-  }
-
-  Status requireInts(const char *name,
-                     const std::vector<int64_t> *&values) const {
-    const Param *param = launch.findParam(name);
-    if (!param)
-      return fail("missing parameter '", name, "' (an int list)");
-    if (param->kind != ParamKind::Ints)
-      return fail("parameter '", name, "' must be an int list, got ",
-                  paramKindName(param->kind));
-    values = &param->ints;
-    return Status::ok();
-  }
-
-  /// A unit flag: set when present; present with a value is corrupt.
-  Status getUnit(const char *name, bool &value) const {
-    const Param *param = launch.findParam(name);
-    value = param != nullptr;
-    if (param && param->kind != ParamKind::Unit)
-      return fail("parameter '", name, "' must be a unit flag, got ",
-                  paramKindName(param->kind));
-    return Status::ok();
-  }
-
   /// `lo <= value` (or `lo < value`) and `value < hiExclusive`, finite.
   Status expectRange(const char *name, double value, double lo,
                      bool loInclusive,
@@ -284,8 +205,7 @@ public:
 
   /// `axis` (negative counts from the end) names a dimension of `type`.
   Status expectAxis(const TensorType &type) const {
-    int64_t axis = 0;
-    ZRT_RETURN_IF_ERROR(requireInt("axis", axis));
+    int64_t axis = params.axis;
     if (axis < -type.rank() || axis >= type.rank())
       return fail("axis ", axis, " is out of range for rank ", type.rank());
     return Status::ok();
@@ -294,10 +214,8 @@ public:
   /// The shape a reduction over `dims` of `operand` gives.
   Status expectReduction(const TensorType &operand, const char *resultRole,
                          const TensorType &result) const {
-    const std::vector<int64_t> *dims = nullptr;
-    bool keepDims = false;
-    ZRT_RETURN_IF_ERROR(requireInts("dims", dims));
-    ZRT_RETURN_IF_ERROR(getUnit("keep_dims", keepDims));
+    const std::vector<int64_t> *dims = &params.dims;
+    bool keepDims = params.keepDims;
     if (dims->empty())
       return fail("dims must name at least one dimension");
     ZRT_RETURN_IF_ERROR(expectDimList("dims", *dims, operand.rank()));
@@ -319,12 +237,9 @@ public:
   /// dimension, positive strides, and `part` has the derived shape.
   Status expectSliceRanges(const TensorType &whole, const char *partRole,
                            const TensorType &part) const {
-    const std::vector<int64_t> *starts = nullptr;
-    const std::vector<int64_t> *limits = nullptr;
-    const std::vector<int64_t> *strides = nullptr;
-    ZRT_RETURN_IF_ERROR(requireInts("start_indices", starts));
-    ZRT_RETURN_IF_ERROR(requireInts("limit_indices", limits));
-    ZRT_RETURN_IF_ERROR(requireInts("strides", strides));
+    const std::vector<int64_t> *starts = &params.startIndices;
+    const std::vector<int64_t> *limits = &params.limitIndices;
+    const std::vector<int64_t> *strides = &params.strides;
     size_t rank = whole.shape.size();
     if (starts->size() != rank || limits->size() != rank ||
         strides->size() != rank)
@@ -357,9 +272,7 @@ public:
     if (affine.shape != std::vector<int64_t>{d})
       return fail(affineRole, " must have shape [", d,
                   "] (the operand's last dimension), got ", typeString(affine));
-    double epsilon = 0;
-    ZRT_RETURN_IF_ERROR(getFloat("epsilon", epsilon));
-    return expectRange("epsilon", epsilon, 0.0, false, std::nullopt);
+    return expectRange("epsilon", params.epsilon, 0.0, false, std::nullopt);
   }
 
   /// `logits` [N..., C] and integer `labels` [N...].
@@ -380,6 +293,7 @@ public:
 
   const Entry &entry;
   const Launch &launch;
+  const LaunchParams &params;
   size_t index;
   KernelId id;
 };
@@ -400,8 +314,7 @@ Status checkElementwise(const LaunchRules &r, size_t arity,
 
 Status checkConstant(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(0, 1));
-  double value = 0;
-  ZRT_RETURN_IF_ERROR(r.getFloat("value", value));
+  double value = r.params.value;
   const TensorType &result = r.output(0);
   // The kernel converts the value to the element type: out-of-range
   // conversions are undefined, so they are plan errors.
@@ -439,8 +352,7 @@ Status checkBroadcastInDim(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
   const TensorType &operand = r.input(0), &result = r.output(0);
   ZRT_RETURN_IF_ERROR(r.expectSameDType("result", result, "operand", operand));
-  const std::vector<int64_t> *dims = nullptr;
-  ZRT_RETURN_IF_ERROR(r.requireInts("broadcast_dimensions", dims));
+  const std::vector<int64_t> *dims = &r.params.broadcastDimensions;
   if (static_cast<int64_t>(dims->size()) != operand.rank())
     return r.fail("broadcast_dimensions has ", dims->size(),
                   " entries but the operand has rank ", operand.rank());
@@ -460,8 +372,7 @@ Status checkTranspose(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
   const TensorType &operand = r.input(0), &result = r.output(0);
   ZRT_RETURN_IF_ERROR(r.expectSameDType("result", result, "operand", operand));
-  const std::vector<int64_t> *perm = nullptr;
-  ZRT_RETURN_IF_ERROR(r.requireInts("permutation", perm));
+  const std::vector<int64_t> *perm = &r.params.permutation;
   int64_t rank = operand.rank();
   if (static_cast<int64_t>(perm->size()) != rank)
     return r.fail("permutation has ", perm->size(),
@@ -482,8 +393,7 @@ Status checkConcat(const LaunchRules &r) {
   if (r.numInputs() < 1 || r.numOutputs() != 1)
     return r.fail("expected at least 1 input and 1 output, got ", r.numInputs(),
                   " and ", r.numOutputs());
-  int64_t dim = 0;
-  ZRT_RETURN_IF_ERROR(r.requireInt("dimension", dim));
+  int64_t dim = r.params.dimension;
   const TensorType &first = r.input(0);
   int64_t rank = first.rank();
   if (dim < 0 || dim >= rank)
@@ -520,9 +430,8 @@ Status checkMatmul(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectFloat("lhs", lhs));
   ZRT_RETURN_IF_ERROR(r.expectFloat("rhs", rhs));
   ZRT_RETURN_IF_ERROR(r.expectFloat("result", result));
-  bool transposeLhs = false, transposeRhs = false;
-  ZRT_RETURN_IF_ERROR(r.getUnit("transpose_lhs", transposeLhs));
-  ZRT_RETURN_IF_ERROR(r.getUnit("transpose_rhs", transposeRhs));
+  bool transposeLhs = r.params.transposeLhs;
+  bool transposeRhs = r.params.transposeRhs;
   int64_t lhsRank = lhs.rank(), rhsRank = rhs.rank();
   if (lhsRank < 2)
     return r.fail("lhs must have rank >= 2, got ", typeString(lhs));
@@ -611,12 +520,9 @@ Status checkEmbeddingGrad(const LaunchRules &r) {
 }
 
 Status checkSgd(const LaunchRules &r) {
-  double lr = 0, momentum = 0, weightDecay = 0;
-  bool nesterov = false;
-  ZRT_RETURN_IF_ERROR(r.getFloat("lr", lr));
-  ZRT_RETURN_IF_ERROR(r.getFloat("momentum", momentum));
-  ZRT_RETURN_IF_ERROR(r.getFloat("weight_decay", weightDecay));
-  ZRT_RETURN_IF_ERROR(r.getUnit("nesterov", nesterov));
+  double lr = r.params.lr, momentum = r.params.momentum,
+         weightDecay = r.params.weightDecay;
+  bool nesterov = r.params.nesterov;
   ZRT_RETURN_IF_ERROR(r.expectRange("lr", lr, 0.0, true, std::nullopt));
   ZRT_RETURN_IF_ERROR(r.expectRange("momentum", momentum, 0.0, true, 1.0));
   ZRT_RETURN_IF_ERROR(
@@ -656,12 +562,9 @@ Status checkAdamw(const LaunchRules &r) {
       r.expectSameType("new_exp_avg", r.output(1), "param", param));
   ZRT_RETURN_IF_ERROR(
       r.expectSameType("new_exp_avg_sq", r.output(2), "param", param));
-  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
-  ZRT_RETURN_IF_ERROR(r.getFloat("lr", lr));
-  ZRT_RETURN_IF_ERROR(r.getFloat("beta1", beta1));
-  ZRT_RETURN_IF_ERROR(r.getFloat("beta2", beta2));
-  ZRT_RETURN_IF_ERROR(r.getFloat("eps", eps));
-  ZRT_RETURN_IF_ERROR(r.getFloat("weight_decay", weightDecay));
+  const LaunchParams &p = r.params;
+  double lr = p.lr, beta1 = p.beta1, beta2 = p.beta2, eps = p.eps,
+         weightDecay = p.weightDecay;
   ZRT_RETURN_IF_ERROR(r.expectRange("lr", lr, 0.0, true, std::nullopt));
   ZRT_RETURN_IF_ERROR(r.expectRange("beta1", beta1, 0.0, true, 1.0));
   ZRT_RETURN_IF_ERROR(r.expectRange("beta2", beta2, 0.0, true, 1.0));
@@ -686,8 +589,7 @@ Status checkKernel(const LaunchRules &r) {
   switch (r.id) {
   case KernelId::Scale: {
     ZRT_RETURN_IF_ERROR(checkElementwise(r, 1, kUnaryRoles));
-    double factor = 0;
-    ZRT_RETURN_IF_ERROR(r.getFloat("factor", factor));
+    double factor = r.params.factor;
     if (!std::isfinite(factor))
       return r.fail("factor must be finite, got ",
                     LaunchRules::formatNumber(factor));
@@ -781,11 +683,7 @@ Status checkKernel(const LaunchRules &r) {
     ZRT_RETURN_IF_ERROR(r.expectStep("step", r.input(1)));
     ZRT_RETURN_IF_ERROR(
         r.expectSameType("result", r.output(0), "operand", r.input(0)));
-    double rate = 0;
-    int64_t seed = 0;
-    ZRT_RETURN_IF_ERROR(r.getFloat("rate", rate));
-    ZRT_RETURN_IF_ERROR(r.requireInt("seed", seed));
-    return r.expectRange("rate", rate, 0.0, true, 1.0);
+    return r.expectRange("rate", r.params.rate, 0.0, true, 1.0);
   }
   case KernelId::Sgd:
     return checkSgd(r);
@@ -809,30 +707,6 @@ Status checkKernel(const LaunchRules &r) {
 
 } // namespace
 
-const char *zcc::runtime::kernelName(KernelId id) {
-  size_t index = static_cast<size_t>(id);
-  return index < std::size(kKernelNames) ? kKernelNames[index] : "?";
-}
-
-std::optional<KernelId> zcc::runtime::findKernel(std::string_view name) {
-  for (size_t i = 0; i < std::size(kKernelNames); ++i)
-    if (name == kKernelNames[i])
-      return static_cast<KernelId>(i);
-  return std::nullopt;
-}
-
-std::optional<ElementArity> zcc::runtime::elementArity(KernelId id) {
-  switch (id) {
-#define ZRT_ELEMENT_ARITY(id, name, arity)                                     \
-  case KernelId::id:                                                           \
-    return ElementArity::arity;
-    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_ARITY)
-#undef ZRT_ELEMENT_ARITY
-  default:
-    return std::nullopt;
-  }
-}
-
 bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
   if (elementArity(id))
     return true;
@@ -849,40 +723,14 @@ bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
   }
 }
 
-Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex,
-                                 KernelId id) {
+Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
   if (launchIndex >= entry.launches.size())
     return makeError(StatusCode::InvalidPlan, "launch ", launchIndex,
                      " does not exist (the entry has ", entry.launches.size(),
                      ")");
-  LaunchRules rules(entry, launchIndex, id);
+  LaunchRules rules(entry, launchIndex);
   ZRT_RETURN_IF_ERROR(rules.checkOperands());
   return checkKernel(rules);
-}
-
-int64_t zcc::runtime::paramInt(const Launch &launch, std::string_view name,
-                               int64_t fallback) {
-  const Param *param = launch.findParam(name);
-  return param && param->kind == ParamKind::Int ? param->intValue : fallback;
-}
-
-double zcc::runtime::paramFloat(const Launch &launch, std::string_view name,
-                                double fallback) {
-  const Param *param = launch.findParam(name);
-  if (!param)
-    return fallback;
-  if (param->kind == ParamKind::Float)
-    return param->floatValue;
-  if (param->kind == ParamKind::Int)
-    return static_cast<double>(param->intValue);
-  return fallback;
-}
-
-const std::vector<int64_t> &zcc::runtime::paramInts(const Launch &launch,
-                                                    std::string_view name) {
-  static const std::vector<int64_t> kEmpty;
-  const Param *param = launch.findParam(name);
-  return param && param->kind == ParamKind::Ints ? param->ints : kEmpty;
 }
 
 std::string zcc::runtime::formatIndexPosition(const std::vector<int64_t> &shape,

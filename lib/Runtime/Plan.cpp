@@ -87,13 +87,6 @@ std::string zcc::runtime::typeString(const TensorType &type) {
   return s + dtypeName(type.dtype);
 }
 
-const Param *Launch::findParam(std::string_view name) const {
-  for (const Param &p : params)
-    if (p.name == name)
-      return &p;
-  return nullptr;
-}
-
 int Entry::findTensor(std::string_view name, Region region) const {
   for (size_t i = 0; i < tensors.size(); ++i)
     if (tensors[i].name == name && buffers[tensors[i].buffer].region == region)

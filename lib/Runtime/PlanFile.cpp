@@ -48,13 +48,13 @@ flatbuffers::Offset<fb::Entry> writeEntry(flatbuffers::FlatBufferBuilder &b,
   std::vector<flatbuffers::Offset<fb::Launch>> launches;
   for (const Launch &launch : entry.launches) {
     std::vector<flatbuffers::Offset<fb::Param>> params;
-    for (const Param &param : launch.params)
+    for (const Param &param : encodeParams(launch))
       params.push_back(fb::CreateParam(
           b, b.CreateString(param.name), param.kind,
           param.intValue, param.floatValue,
           param.kind == ParamKind::Ints ? b.CreateVector(param.ints) : 0));
     launches.push_back(fb::CreateLaunch(
-        b, b.CreateString(launch.kernel), b.CreateVector(launch.inputs),
+        b, b.CreateString(launch.name()), b.CreateVector(launch.inputs),
         b.CreateVector(launch.outputs), b.CreateVector(params)));
   }
   return fb::CreateEntry(
@@ -191,28 +191,33 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
     }
   if (in->launches())
     for (const fb::Launch *launch : *in->launches()) {
-      Launch l;
-      l.kernel = str(launch->kernel());
-      if (launch->inputs())
-        l.inputs.assign(launch->inputs()->begin(), launch->inputs()->end());
-      if (launch->outputs())
-        l.outputs.assign(launch->outputs()->begin(), launch->outputs()->end());
+      std::string what = "entry '" + out.name + "': launch " +
+                         std::to_string(out.launches.size());
+      std::string kernel = str(launch->kernel());
+      std::vector<Param> params;
       if (launch->params())
         for (const fb::Param *param : *launch->params()) {
           Param p;
           p.name = str(param->name());
           if (!enumInRange(param->kind()))
-            return corrupt(where + ": launch " +
-                           std::to_string(out.launches.size()) + " (" +
-                           l.kernel + "): parameter '" + p.name +
+            return corrupt(what + " (" + kernel + "): parameter '" + p.name +
                            "' has an unknown kind");
           p.kind = param->kind();
           p.intValue = param->int_value();
           p.floatValue = param->float_value();
           if (param->ints())
             p.ints.assign(param->ints()->begin(), param->ints()->end());
-          l.params.push_back(std::move(p));
+          params.push_back(std::move(p));
         }
+      Launch l;
+      Status decoded = decodeLaunch(kernel, params, l);
+      if (!decoded.isOk())
+        return corrupt(what + (findKernel(kernel) ? " (" + kernel + ")" : "") +
+                       ": " + decoded.message());
+      if (launch->inputs())
+        l.inputs.assign(launch->inputs()->begin(), launch->inputs()->end());
+      if (launch->outputs())
+        l.outputs.assign(launch->outputs()->begin(), launch->outputs()->end());
       out.launches.push_back(std::move(l));
     }
   return Status::ok();

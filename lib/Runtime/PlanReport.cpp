@@ -88,7 +88,7 @@ std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
     for (int k = 0; k < largest && k < static_cast<int>(rows.size()); ++k) {
       const Row &r = rows[k];
       const Buffer &b = e.buffers[r.buffer];
-      std::string what = r.first >= 0 ? e.launches[r.first].kernel + " -> " +
+      std::string what = r.first >= 0 ? std::string(e.launches[r.first].name()) + " -> " +
                                             typeString(e.tensors[r.tensor].type)
                                       : "unused";
       std::snprintf(line, sizeof(line),

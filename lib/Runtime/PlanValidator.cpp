@@ -276,18 +276,19 @@ private:
   Status checkLaunches() {
     for (size_t i = 0; i < entry.launches.size(); ++i) {
       const Launch &launch = entry.launches[i];
+      if (launch.kernel >= KernelId::NumKernels)
+        return invalid(where + ": launch " + std::to_string(i) +
+                       ": unknown kernel " +
+                       std::to_string(static_cast<int>(launch.kernel)));
       std::string what =
-          where + ": launch " + std::to_string(i) + " (" + launch.kernel + ")";
-      std::optional<KernelId> id = findKernel(launch.kernel);
-      if (!id)
-        return invalid(what + ": unknown kernel '" + launch.kernel + "'");
+          where + ": launch " + std::to_string(i) + " (" + launch.name() + ")";
       for (const std::vector<uint32_t> *list :
            {&launch.inputs, &launch.outputs})
         for (uint32_t tensor : *list)
           if (tensor >= entry.tensors.size())
             return invalid(what + ": operand tensor " + std::to_string(tensor) +
                            " of " + std::to_string(entry.tensors.size()));
-      ZRT_RETURN_IF_ERROR(checkLaunch(entry, i, *id));
+      ZRT_RETURN_IF_ERROR(checkLaunch(entry, i));
       for (size_t o = 0; o < launch.outputs.size(); ++o) {
         Extent out = extentOf(launch.outputs[o]);
         if (out.region == Region::Input || out.region == Region::Constant)
@@ -301,11 +302,11 @@ private:
           Extent in = extentOf(launch.inputs[k]);
           if (!out.overlaps(in))
             continue;
-          if (out == in && kernelAllowsInPlace(*id))
+          if (out == in && kernelAllowsInPlace(launch.kernel))
             continue;
           return invalid(what + ": output " + std::to_string(o) +
                          " overlaps input " + std::to_string(k) +
-                         (kernelAllowsInPlace(*id)
+                         (kernelAllowsInPlace(launch.kernel)
                               ? " without being exactly the same bytes"
                               : " and this kernel cannot run in place"));
         }
@@ -353,7 +354,7 @@ private:
         if ((region == Region::Arena || region == Region::Output) &&
             first[b] < 0)
           return invalid(where + ": launch " + std::to_string(i) + " (" +
-                         launch.kernel + ") reads " + regionName(region) +
+                         launch.name() + ") reads " + regionName(region) +
                          " buffer " + std::to_string(b) +
                          " before any launch of the step writes it");
         last[b] = static_cast<int64_t>(i);

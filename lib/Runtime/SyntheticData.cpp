@@ -85,20 +85,20 @@ Status SyntheticTask::create(const Session &session, int entry, uint64_t seed,
   std::vector<int64_t> range(e.tensors.size(), 0);
   int labelTensor = -1, tokenTensor = -1, targetTensor = -1;
   for (const Launch &launch : e.launches) {
-    if (launch.kernel == "softmax_cross_entropy" ||
-        launch.kernel == "softmax_cross_entropy_grad") {
+    if (launch.kernel == KernelId::SoftmaxCrossEntropy ||
+        launch.kernel == KernelId::SoftmaxCrossEntropyGrad) {
       int t = inputOf(launch.inputs[1]);
       if (t >= 0) {
         labelTensor = t;
         range[t] = e.tensors[launch.inputs[0]].type.shape.back();
       }
-    } else if (launch.kernel == "embedding") {
+    } else if (launch.kernel == KernelId::Embedding) {
       int t = inputOf(launch.inputs[1]);
       if (t >= 0) {
         tokenTensor = t;
         range[t] = e.tensors[launch.inputs[0]].type.shape[0];
       }
-    } else if (launch.kernel == "mse") {
+    } else if (launch.kernel == KernelId::Mse) {
       int t = inputOf(launch.inputs[1]);
       if (t >= 0)
         targetTensor = t;

@@ -28,9 +28,9 @@ constexpr uint64_t kMaxAutoMatmulWorkspace = uint64_t(32) << 20;
 } // namespace
 
 uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
-                                          const Launch &launch, KernelId id) {
+                                          const Launch &launch) {
   constexpr uint64_t kFloat = 4;
-  switch (id) {
+  switch (launch.kernel) {
   case KernelId::SoftmaxCrossEntropy: // one loss per label
     return kFloat * static_cast<uint64_t>(
                         entry.tensors[launch.inputs[1]].type.numElements());
@@ -46,19 +46,18 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
 uint64_t zcc::runtime::entryScratchBytes(const Entry &entry) {
   uint64_t bytes = 0;
   for (const Launch &launch : entry.launches)
-    if (std::optional<KernelId> id = findKernel(launch.kernel))
-      bytes = std::max(bytes, kernelScratchBytes(entry, launch, *id));
+    bytes = std::max(bytes, kernelScratchBytes(entry, launch));
   return bytes;
 }
 
 uint64_t zcc::runtime::autoMatmulWorkspaceBytes(const Entry &entry) {
   uint64_t bytes = 0;
   for (const Launch &launch : entry.launches) {
-    if (launch.kernel != "matmul")
+    if (launch.kernel != KernelId::Matmul)
       continue;
     // The summed dimension: the lhs's last, or its second last if transposed.
     const TensorType &lhs = entry.tensors[launch.inputs[0]].type;
-    bool transposed = launch.hasUnit("transpose_lhs");
+    bool transposed = launch.params.transposeLhs;
     uint64_t k = static_cast<uint64_t>(
         lhs.shape[lhs.shape.size() - (transposed ? 2 : 1)]);
     uint64_t splits = std::min<uint64_t>(k / kSplitChunk, kMaxSplits);
@@ -78,7 +77,7 @@ Status zcc::runtime::addWorkspaces(Plan &plan, int64_t matmulBytes) {
                        "' already has a workspace");
     bool hasMatmul =
         std::any_of(entry.launches.begin(), entry.launches.end(),
-                    [](const Launch &l) { return l.kernel == "matmul"; });
+                    [](const Launch &l) { return l.kernel == KernelId::Matmul; });
     uint64_t matmul = !hasMatmul ? 0
                       : matmulBytes < 0
                           ? autoMatmulWorkspaceBytes(entry)

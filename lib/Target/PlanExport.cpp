@@ -258,18 +258,23 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
       auto launchOp = dyn_cast<zplan::LaunchOp>(op);
       if (!launchOp)
         return op.emitOpError() << "unexpected in a zplan.entry";
-      rt::Launch launch;
-      launch.kernel = launchOp.getKernel().str();
-      for (Value v : launchOp.getInputs())
-        launch.inputs.push_back(tensorOf.at(v));
-      for (Value v : launchOp.getOutputs())
-        launch.outputs.push_back(tensorOf.at(v));
+      std::vector<rt::Param> params;
       for (NamedAttribute attr : launchOp.getParams()) {
         FailureOr<rt::Param> param = paramOf(launchOp, attr);
         if (failed(param))
           return failure();
-        launch.params.push_back(std::move(*param));
+        params.push_back(std::move(*param));
       }
+      // The same decoding the loader does, so a plan this writes reads back.
+      rt::Launch launch;
+      rt::Status decoded =
+          rt::decodeLaunch(launchOp.getKernel(), params, launch);
+      if (!decoded.isOk())
+        return launchOp.emitOpError() << decoded.message();
+      for (Value v : launchOp.getInputs())
+        launch.inputs.push_back(tensorOf.at(v));
+      for (Value v : launchOp.getOutputs())
+        launch.outputs.push_back(tensorOf.at(v));
       entry.launches.push_back(std::move(launch));
     }
     uint64_t align = std::max<uint64_t>(plan.alignment, 1);

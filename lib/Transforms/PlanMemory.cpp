@@ -32,6 +32,22 @@ namespace planner = zcc::planner;
 
 namespace {
 
+/// A zt op's attributes as its launch's parameters: every attribute the op
+/// defines, defaults included, since the runtime holds no defaults of its
+/// own; nothing else (a discardable attribute is not the kernel's).
+DictionaryAttr launchParams(Operation *op) {
+  NamedAttrList params;
+  std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
+  if (!info)
+    return params.getDictionary(op->getContext());
+  for (StringAttr name : info->getAttributeNames())
+    if (std::optional<Attribute> value = op->getInherentAttr(name.strref()))
+      if (*value)
+        params.set(name, *value);
+  info->populateDefaultAttrs(params);
+  return params.getDictionary(op->getContext());
+}
+
 MemRefType memrefOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
@@ -279,7 +295,7 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
       for (Value result : op->getResults())
         outputs.push_back(memrefFor(result));
       b.create<zplan::LaunchOp>(op->getLoc(), op->getName().stripDialect(),
-                                inputs, outputs, op->getAttrDictionary());
+                                inputs, outputs, launchParams(op));
     }
     // Copies at the return: outputs first, since a tied copy may overwrite
     // an argument another output returns.

@@ -77,15 +77,17 @@ func.func @mixed(%x: tensor<64x16xf32> {zt.role = #zt.role<input>, zt.name = "x"
 // Persistent tensors: a parameter updated in place (the sgd writes its own
 // slot, no arena bytes), a non-splat constant carried as plan data, and a
 // copy at the return for an update whose parameter is read afterwards. The
-// arena is 16 bytes: offset + size of its one slot.
+// arena is 16 bytes: offset + size of its one slot. A launch states every
+// attribute of its op, defaults included (the runtime has none of its own),
+// and no discardable attribute.
 // CHECK: module attributes {zplan.alignment = 256 : i64, zplan.arena_size = 16 : i64, zplan.constant_size = 256 : i64, zplan.persistent_size = 512 : i64}
 // CHECK-LABEL: zplan.entry @persistent kind = "train_step"
 // CHECK: %[[W:.+]] = zplan.slot persistent offset = 0 size = 16 name = "w" {init = #zt.init<ones>} : memref<4xf32>
 // CHECK-NEXT: %[[V:.+]] = zplan.slot persistent offset = 256 size = 16 name = "v" {init = #zt.init<zeros>} : memref<4xf32>
 // CHECK-NEXT: %[[K:.+]] = zplan.slot constant offset = 0 size = 16 {init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>} : memref<4xf32>
 // CHECK-NEXT: %[[NV:.+]] = zplan.slot arena offset = 0 size = 16 live = [1, 5] : memref<4xf32>
-// CHECK: zplan.launch "sgd"(%[[V]], %[[K]]) -> (%[[NV]])
-// CHECK-NEXT: zplan.launch "sgd"(%[[W]], %[[K]]) -> (%[[W]])
+// CHECK: zplan.launch "sgd"(%[[V]], %[[K]]) -> (%[[NV]]) {lr = 5.000000e-01 : f64, momentum = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} :
+// CHECK-NEXT: zplan.launch "sgd"(%[[W]], %[[K]]) -> (%[[W]]) {lr = 5.000000e-01 : f64, momentum = 0.000000e+00 : f64, weight_decay = 2.500000e-01 : f64} :
 // CHECK-NEXT: zplan.launch "sum"(%[[V]])
 // CHECK-NEXT: zplan.launch "copy"(%[[NV]]) -> (%[[V]]) {}
 func.func @persistent(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<ones>, zt.name = "w"},
@@ -93,8 +95,8 @@ func.func @persistent(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init 
     -> (tensor<4xf32> {zt.tied = 0 : i64}, tensor<4xf32> {zt.tied = 1 : i64}, tensor<f32> {zt.name = "late"})
     attributes {zt.entry = "train_step"} {
   %k = zt.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
-  %nv = zt.sgd %v, %k {lr = 0.5 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  %nw = zt.sgd %w, %k {lr = 0.5 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %nv = zt.sgd %v, %k {lr = 0.5 : f64, test.note = "not a parameter"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %nw = zt.sgd %w, %k {lr = 0.5 : f64, weight_decay = 0.25 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %late = zt.sum %v, dims = [0] : (tensor<4xf32>) -> tensor<f32>
   return %nw, %nv, %late : tensor<4xf32>, tensor<4xf32>, tensor<f32>
 }

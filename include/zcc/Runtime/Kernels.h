@@ -13,7 +13,6 @@
 #ifndef ZCC_RUNTIME_KERNELS_H
 #define ZCC_RUNTIME_KERNELS_H
 
-#include "zcc/Runtime/ElementKernels.h"
 #include "zcc/Runtime/Plan.h"
 #include "zcc/Runtime/Status.h"
 
@@ -23,80 +22,20 @@
 
 namespace zcc::runtime {
 
-// X(Id, "name", ...): every kernel: the element kernels (ElementKernels.h,
-// whose rows also pass their arity), then the others in the order of
-// docs/zt-dialect.md.
-#define ZRT_KERNEL_LIST(X)                                                     \
-  ZRT_ELEMENT_KERNEL_LIST(X)                                                   \
-  X(Constant, "constant")                                                      \
-  X(CausalMask, "causal_mask")                                                 \
-  X(BroadcastInDim, "broadcast_in_dim")                                        \
-  X(Transpose, "transpose")                                                    \
-  X(Slice, "slice")                                                            \
-  X(Concat, "concat")                                                          \
-  X(Sum, "sum")                                                                \
-  X(Mean, "mean")                                                              \
-  X(Max, "max")                                                                \
-  X(Matmul, "matmul")                                                          \
-  X(Softmax, "softmax")                                                        \
-  X(LogSoftmax, "log_softmax")                                                 \
-  X(LayerNorm, "layer_norm")                                                   \
-  X(RmsNorm, "rms_norm")                                                       \
-  X(Embedding, "embedding")                                                    \
-  X(SoftmaxCrossEntropy, "softmax_cross_entropy")                              \
-  X(Mse, "mse")                                                                \
-  X(Dropout, "dropout")                                                        \
-  X(Scale, "scale")                                                            \
-  X(SoftmaxGrad, "softmax_grad")                                               \
-  X(LogSoftmaxGrad, "log_softmax_grad")                                        \
-  X(MaxGrad, "max_grad")                                                       \
-  X(SliceGrad, "slice_grad")                                                   \
-  X(LayerNormGrad, "layer_norm_grad")                                          \
-  X(RmsNormGrad, "rms_norm_grad")                                              \
-  X(EmbeddingGrad, "embedding_grad")                                           \
-  X(SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad")                     \
-  X(MseGrad, "mse_grad")                                                       \
-  X(Sgd, "sgd")                                                                \
-  X(Adamw, "adamw")                                                            \
-  X(Copy, "copy")
-
-enum class KernelId : uint16_t {
-#define ZRT_KERNEL_ENUM(id, ...) id,
-  ZRT_KERNEL_LIST(ZRT_KERNEL_ENUM)
-#undef ZRT_KERNEL_ENUM
-      NumKernels
-};
-
 /// The largest rank any kernel accepts: executors size their index arrays
 /// by it, and checkLaunch rejects anything above.
 inline constexpr int kMaxKernelRank = 8;
-
-const char *kernelName(KernelId id);
-std::optional<KernelId> findKernel(std::string_view name);
-
-/// The operands of element kernel `id` (ElementKernels.h); none for the
-/// other kernels.
-std::optional<ElementArity> elementArity(KernelId id);
 
 /// Whether an output of `id` may be the very buffer of one of its inputs
 /// (elementwise kernels and the optimizers, whose updates are written in
 /// place). Any other sharing between a launch's operands is rejected.
 bool kernelAllowsInPlace(KernelId id);
 
-/// Checks one launch of `entry` against the kernel's rules: operand counts,
-/// dtypes, shapes and parameters, as the zt verifiers state them. The
-/// message names the launch index, the kernel and the rule broken.
-Status checkLaunch(const Entry &entry, size_t launchIndex, KernelId id);
-
-// Parameter lookups used by the rules and the executors; the rules have
-// already checked presence and kind, so executors may call these freely.
-int64_t paramInt(const Launch &launch, std::string_view name,
-                 int64_t fallback = 0);
-double paramFloat(const Launch &launch, std::string_view name,
-                  double fallback = 0);
-/// The `ints` of a parameter, or an empty list.
-const std::vector<int64_t> &paramInts(const Launch &launch,
-                                      std::string_view name);
+/// Checks one launch of `entry` (decoded: Launch.h) against its kernel's
+/// rules: operand counts, dtypes, shapes and parameter values, as the zt
+/// verifiers state them. The message names the launch index, the kernel and
+/// the rule broken.
+Status checkLaunch(const Entry &entry, size_t launchIndex);
 
 /// Row-major element strides of `shape` into `strides` (shape.size()
 /// entries), for the executors' index arithmetic.
@@ -118,8 +57,7 @@ std::string formatIndexPosition(const std::vector<int64_t> &shape,
 /// entry's workspace: per-row statistics (layer_norm_grad, rms_norm_grad)
 /// and per-row losses (softmax_cross_entropy), so that their column sums run
 /// in a fixed order without atomics. 0 for every other kernel.
-uint64_t kernelScratchBytes(const Entry &entry, const Launch &launch,
-                            KernelId id);
+uint64_t kernelScratchBytes(const Entry &entry, const Launch &launch);
 /// The largest kernelScratchBytes of the entry's launches.
 uint64_t entryScratchBytes(const Entry &entry);
 

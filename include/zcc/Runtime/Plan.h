@@ -10,6 +10,7 @@
 #ifndef ZCC_RUNTIME_PLAN_H
 #define ZCC_RUNTIME_PLAN_H
 
+#include "zcc/Runtime/Launch.h"
 #include "zcc/Runtime/zplan_enums_generated.h"
 
 #include <cstdint>
@@ -29,7 +30,6 @@ using Region = fb::Region;
 using EntryKind = fb::EntryKind;
 using TensorRole = fb::TensorRole;
 using InitKind = fb::InitKind;
-using ParamKind = fb::ParamKind;
 
 const char *dtypeName(DType dtype);
 int64_t dtypeBytes(DType dtype);
@@ -79,26 +79,6 @@ struct Tensor {
   TensorType type;
   uint32_t buffer = 0;
   TensorRole role = TensorRole::None;
-};
-
-/// One attribute of a launch (the zt op's attribute): `transpose_lhs` (unit),
-/// `axis = -1` (int), `eps = 1e-5` (float), `dims = [0, 1]` (ints).
-struct Param {
-  std::string name;
-  ParamKind kind = ParamKind::Unit;
-  int64_t intValue = 0;
-  double floatValue = 0;
-  std::vector<int64_t> ints;
-};
-
-struct Launch {
-  std::string kernel;
-  std::vector<uint32_t> inputs;  // tensor indices of the entry
-  std::vector<uint32_t> outputs; // tensor indices of the entry
-  std::vector<Param> params;
-
-  const Param *findParam(std::string_view name) const;
-  bool hasUnit(std::string_view name) const { return findParam(name); }
 };
 
 struct Entry {

@@ -189,8 +189,7 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
     bool usesWorkspace = false;
     for (size_t k = first; k < steps.size(); ++k)
       usesWorkspace |= std::holds_alternative<Gemm>(steps[k]);
-    if (std::optional<KernelId> id = findKernel(launch.kernel))
-      usesWorkspace |= kernelScratchBytes(e, launch, *id) > 0;
+    usesWorkspace |= kernelScratchBytes(e, launch) > 0;
     if (usesWorkspace && memory.workspace)
       a.writes.push_back(span(memory.workspace, memory.workspaceBytes));
     access.resize(steps.size(), a);

@@ -104,7 +104,7 @@ private:
   Status scratch(uint64_t bytes, T *&at) const {
     if (bytes > 0 && (!memory.workspace || memory.workspaceBytes < bytes))
       return makeError(StatusCode::InvalidPlan, "entry '", entry.name,
-                       "' launch ", index, " (", launch.kernel, ") needs ",
+                       "' launch ", index, " (", launch.name(), ") needs ",
                        bytes, " bytes of device workspace and the plan has ",
                        memory.workspaceBytes,
                        ": compile it again with this zcc");
@@ -120,7 +120,7 @@ private:
     f.y = result(0);
     f.count = outType(0).numElements();
     if (op == ElementOp::Scale)
-      f.factor = static_cast<T>(paramFloat(launch, "factor"));
+      f.factor = static_cast<T>(launch.params.factor);
     if (op == ElementOp::MseGrad) {
       f.lossGrad = in(2);
       f.elements = inType(0).numElements();
@@ -130,7 +130,7 @@ private:
 
   void constant() {
     const TensorType &type = outType(0);
-    double value = paramFloat(launch, "value");
+    double value = launch.params.value;
     Fill f;
     f.y = result<void>(0);
     f.count = type.numElements();
@@ -174,7 +174,7 @@ private:
   void broadcast() {
     const TensorType &operand = inType(0);
     const std::vector<int64_t> &dims =
-        paramInts(launch, "broadcast_dimensions");
+        launch.params.broadcastDimensions;
     int64_t operandStrides[kMaxRank], strides[kMaxRank] = {};
     rowMajorStrides(operand.shape, operandStrides);
     // A repeated (size 1) or new dimension reads with stride 0.
@@ -185,7 +185,7 @@ private:
   }
 
   void transpose() {
-    const std::vector<int64_t> &perm = paramInts(launch, "permutation");
+    const std::vector<int64_t> &perm = launch.params.permutation;
     int64_t operandStrides[kMaxRank], strides[kMaxRank] = {};
     rowMajorStrides(inType(0).shape, operandStrides);
     for (size_t i = 0; i < perm.size(); ++i)
@@ -195,8 +195,8 @@ private:
 
   void slice() {
     const TensorType &whole = inType(0);
-    const std::vector<int64_t> &starts = paramInts(launch, "start_indices");
-    const std::vector<int64_t> &steps = paramInts(launch, "strides");
+    const std::vector<int64_t> &starts = launch.params.startIndices;
+    const std::vector<int64_t> &steps = launch.params.strides;
     int64_t wholeStrides[kMaxRank], strides[kMaxRank] = {};
     rowMajorStrides(whole.shape, wholeStrides);
     int64_t offset = 0;
@@ -225,7 +225,7 @@ private:
 
   void concat() {
     const TensorType &type = outType(0);
-    size_t dim = static_cast<size_t>(paramInt(launch, "dimension"));
+    size_t dim = static_cast<size_t>(launch.params.dimension);
     int64_t outer = shapeProduct(type.shape, 0, dim);
     int64_t inner = shapeProduct(type.shape, dim + 1, type.shape.size());
     int64_t resultBlock = type.shape[dim] * inner;
@@ -253,8 +253,8 @@ private:
     f.y = result(0);
     f.count = type.numElements();
     f.rank = static_cast<int32_t>(type.rank());
-    const std::vector<int64_t> &starts = paramInts(launch, "start_indices");
-    const std::vector<int64_t> &steps = paramInts(launch, "strides");
+    const std::vector<int64_t> &starts = launch.params.startIndices;
+    const std::vector<int64_t> &steps = launch.params.strides;
     int64_t gradStrides[kMaxRank];
     rowMajorStrides(grad.shape, gradStrides);
     for (int d = 0; d < f.rank; ++d) {
@@ -270,7 +270,7 @@ private:
   /// The kept and reduced dimensions of a reduction over `dims`.
   void reductionShapes(const TensorType &operand, StridedShape &kept,
                        StridedShape &reduced, int64_t &reducedCount) const {
-    const std::vector<int64_t> &dims = paramInts(launch, "dims");
+    const std::vector<int64_t> &dims = launch.params.dims;
     int64_t strides[kMaxRank];
     rowMajorStrides(operand.shape, strides);
     reducedCount = 1;
@@ -309,8 +309,8 @@ private:
   Status matmul() {
     const TensorType &lhs = inType(0);
     const TensorType &rhs = inType(1);
-    bool transposeLhs = launch.hasUnit("transpose_lhs");
-    bool transposeRhs = launch.hasUnit("transpose_rhs");
+    bool transposeLhs = launch.params.transposeLhs;
+    bool transposeRhs = launch.params.transposeRhs;
     size_t lhsRank = lhs.shape.size(), rhsRank = rhs.shape.size();
     int64_t m = lhs.shape[lhsRank - (transposeLhs ? 1 : 2)];
     int64_t k = lhs.shape[lhsRank - (transposeLhs ? 2 : 1)];
@@ -360,7 +360,7 @@ private:
 
   AxisLines axisLines(const TensorType &type, int64_t &lineCount) const {
     int64_t rank = type.rank();
-    int64_t axis = paramInt(launch, "axis");
+    int64_t axis = launch.params.axis;
     size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
     AxisLines lines;
     lines.size = type.shape[a];
@@ -401,7 +401,7 @@ private:
     f.gamma = in(1);
     f.beta = in(2);
     f.y = result(0);
-    f.epsilon = static_cast<T>(paramFloat(launch, "epsilon"));
+    f.epsilon = static_cast<T>(launch.params.epsilon);
     lastDimRows(inType(0), f.count, f.width);
     push(f, f.width);
   }
@@ -411,21 +411,21 @@ private:
     f.x = in(0);
     f.gamma = in(1);
     f.y = result(0);
-    f.epsilon = static_cast<T>(paramFloat(launch, "epsilon"));
+    f.epsilon = static_cast<T>(launch.params.epsilon);
     lastDimRows(inType(0), f.count, f.width);
     push(f, f.width);
   }
 
-  Status layerNormGrad(KernelId id) {
+  Status layerNormGrad() {
     T *stats = nullptr;
-    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch, id), stats));
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), stats));
     LayerNormGradRows<T> rows;
     rows.x = in(0);
     rows.gamma = in(1);
     rows.dy = in(2);
     rows.dx = result(0);
     rows.stats = stats;
-    rows.epsilon = static_cast<T>(paramFloat(launch, "epsilon"));
+    rows.epsilon = static_cast<T>(launch.params.epsilon);
     lastDimRows(inType(0), rows.count, rows.width);
     push(rows, rows.width);
     LayerNormGradColumns<T> columns;
@@ -441,16 +441,16 @@ private:
     return Status::ok();
   }
 
-  Status rmsNormGrad(KernelId id) {
+  Status rmsNormGrad() {
     T *scales = nullptr;
-    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch, id), scales));
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), scales));
     RmsNormGradRows<T> rows;
     rows.x = in(0);
     rows.gamma = in(1);
     rows.dy = in(2);
     rows.dx = result(0);
     rows.scales = scales;
-    rows.epsilon = static_cast<T>(paramFloat(launch, "epsilon"));
+    rows.epsilon = static_cast<T>(launch.params.epsilon);
     lastDimRows(inType(0), rows.count, rows.width);
     push(rows, rows.width);
     RmsNormGradColumns<T> columns;
@@ -499,9 +499,9 @@ private:
     push(f);
   }
 
-  Status crossEntropy(KernelId id) {
+  Status crossEntropy() {
     T *losses = nullptr;
-    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch, id), losses));
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), losses));
     CrossEntropyRows<T> rows;
     rows.logits = in(0);
     rows.labels = in<void>(1);
@@ -549,12 +549,12 @@ private:
   }
 
   void dropout() {
-    double rate = paramFloat(launch, "rate");
+    double rate = launch.params.rate;
     Dropout<T> f;
     f.x = in(0);
     f.step = in<int64_t>(1);
     f.y = result(0);
-    f.seed = static_cast<uint64_t>(paramInt(launch, "seed"));
+    f.seed = static_cast<uint64_t>(launch.params.seed);
     f.rate = rate;
     f.keepProbability = static_cast<T>(1.0 - rate);
     f.threshold = dropoutThreshold(rate);
@@ -565,10 +565,10 @@ private:
 
   void sgd() {
     Sgd<T> f;
-    f.lr = static_cast<T>(paramFloat(launch, "lr"));
-    f.momentum = static_cast<T>(paramFloat(launch, "momentum"));
-    f.weightDecay = static_cast<T>(paramFloat(launch, "weight_decay"));
-    f.nesterov = launch.hasUnit("nesterov");
+    f.lr = static_cast<T>(launch.params.lr);
+    f.momentum = static_cast<T>(launch.params.momentum);
+    f.weightDecay = static_cast<T>(launch.params.weightDecay);
+    f.nesterov = launch.params.nesterov;
     f.param = in(0);
     f.grad = in(1);
     f.newParam = result(0);
@@ -582,11 +582,11 @@ private:
 
   void adamw() {
     Adamw<T> f;
-    f.beta1 = paramFloat(launch, "beta1");
-    f.beta2 = paramFloat(launch, "beta2");
-    f.lr = static_cast<T>(paramFloat(launch, "lr"));
-    f.eps = static_cast<T>(paramFloat(launch, "eps"));
-    f.weightDecay = static_cast<T>(paramFloat(launch, "weight_decay"));
+    f.beta1 = launch.params.beta1;
+    f.beta2 = launch.params.beta2;
+    f.lr = static_cast<T>(launch.params.lr);
+    f.eps = static_cast<T>(launch.params.eps);
+    f.weightDecay = static_cast<T>(launch.params.weightDecay);
     f.param = in(0);
     f.grad = in(1);
     f.expAvg = in(2);
@@ -683,9 +683,9 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     rmsNorm();
     break;
   case KernelId::LayerNormGrad:
-    return layerNormGrad(id);
+    return layerNormGrad();
   case KernelId::RmsNormGrad:
-    return rmsNormGrad(id);
+    return rmsNormGrad();
   case KernelId::Embedding:
     embedding();
     break;
@@ -693,7 +693,7 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     embeddingGrad();
     break;
   case KernelId::SoftmaxCrossEntropy:
-    return crossEntropy(id);
+    return crossEntropy();
   case KernelId::SoftmaxCrossEntropyGrad:
     crossEntropyGrad();
     break;
@@ -721,11 +721,8 @@ template <typename T>
 Status zcc::runtime::device::appendLaunch(const Entry &entry, size_t index,
                                           const EntryMemory &memory,
                                           std::vector<StepOf<T>> &out) {
-  std::optional<KernelId> id = findKernel(entry.launches[index].kernel);
-  if (!id)
-    return makeError(StatusCode::InvalidPlan, "unknown kernel '",
-                     entry.launches[index].kernel, "'");
-  return Builder<T>(entry, index, memory, out).build(*id);
+  return Builder<T>(entry, index, memory, out)
+      .build(entry.launches[index].kernel);
 }
 
 template Status zcc::runtime::device::appendLaunch<float>(

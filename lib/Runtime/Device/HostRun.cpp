@@ -395,7 +395,7 @@ std::string zcc::runtime::device::describeDataError(const Entry &entry,
   if (record.launch >= 0 &&
       static_cast<size_t>(record.launch) < entry.launches.size()) {
     const Launch &launch = entry.launches[record.launch];
-    kernel = launch.kernel;
+    kernel = launch.name();
     if (record.operand >= 0 &&
         static_cast<size_t>(record.operand) < launch.inputs.size())
       position = formatIndexPosition(
@@ -412,7 +412,7 @@ Status zcc::runtime::device::stepDataError(const Entry &entry, int64_t step,
   const char *kernel =
       record.launch >= 0 &&
               static_cast<size_t>(record.launch) < entry.launches.size()
-          ? entry.launches[record.launch].kernel.c_str()
+          ? entry.launches[record.launch].name()
           : "?";
   return makeError(StatusCode::ExecutionError, "entry '", entry.name, "' step ",
                    step, ", launch ", record.launch, " (", kernel,

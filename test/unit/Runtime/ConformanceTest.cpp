@@ -153,7 +153,8 @@ Status runOnDevice(const Target &target, const LaunchCase &c,
                    std::vector<std::vector<double>> &results) {
   std::unique_ptr<Backend> backend;
   ZRT_RETURN_IF_ERROR(target.backend(backend));
-  Entry entry = c.entry;
+  Entry entry;
+  ZRT_RETURN_IF_ERROR(c.decoded(entry));
   entry.buffers.clear();
   EntryMemory memory;
   for (size_t t = 0; t < entry.tensors.size(); ++t) {
@@ -361,14 +362,14 @@ std::vector<LaunchCase> wideCases() {
 
 void checkCases(const Target &target, std::vector<LaunchCase> cases) {
   for (LaunchCase &c : cases) {
-    SCOPED_TRACE(target.name + ": " + c.launch().kernel);
+    SCOPED_TRACE(target.name + ": " + c.kernel);
     ASSERT_TRUE(c.run<double>().isOk());
     std::vector<std::vector<double>> ref = c.results;
     ASSERT_TRUE(c.run<float>().isOk());
     std::vector<std::vector<double>> device;
     Status status = runOnDevice(target, c, device);
     ASSERT_TRUE(status.isOk()) << status.toString();
-    bool exact = target.bitExact || kExactKernels.count(c.launch().kernel);
+    bool exact = target.bitExact || kExactKernels.count(c.kernel);
     for (size_t o = 0; o < device.size(); ++o)
       compare("output " + std::to_string(o), device[o], c.results[o], ref[o],
               exact, reductionLength(c));

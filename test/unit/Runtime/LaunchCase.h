@@ -91,11 +91,12 @@ inline int64_t elementCount(const std::vector<int64_t> &shape) {
 /// run<T>() the values of its outputs.
 class LaunchCase {
 public:
-  explicit LaunchCase(const std::string &kernel) {
+  explicit LaunchCase(const std::string &kernel) : kernel(kernel) {
     entry.launches.emplace_back();
-    launch().kernel = kernel;
   }
 
+  /// The launch's operands; its kernel and parameters are decoded from
+  /// `kernel` and `params` (decoded()).
   Launch &launch() { return entry.launches[0]; }
   const Launch &launch() const { return entry.launches[0]; }
 
@@ -126,8 +127,15 @@ public:
   }
 
   LaunchCase &param(Param p) {
-    launch().params.push_back(std::move(p));
+    params.push_back(std::move(p));
     return *this;
+  }
+
+  const Param *findParam(const std::string &name) const {
+    for (const Param &p : params)
+      if (p.name == name)
+        return &p;
+    return nullptr;
   }
 
   /// States the optimizer parameters the case left out, as zcc always
@@ -136,26 +144,36 @@ public:
   /// weight_decay 0.01.
   LaunchCase &stateOptimizerParams() {
     std::vector<std::pair<const char *, double>> stated;
-    if (launch().kernel == "sgd")
+    if (kernel == "sgd")
       stated = {{"momentum", 0.0}, {"weight_decay", 0.0}};
-    else if (launch().kernel == "adamw")
+    else if (kernel == "adamw")
       stated = {{"beta1", 0.9},
                 {"beta2", 0.999},
                 {"eps", 1e-8},
                 {"weight_decay", 0.01}};
     for (const auto &[name, value] : stated)
-      if (!launch().findParam(name))
+      if (!findParam(name))
         param(floatParam(name, value));
     return *this;
   }
 
-  KernelId id() const {
-    std::optional<KernelId> id = findKernel(launch().kernel);
-    EXPECT_TRUE(id.has_value()) << launch().kernel;
-    return id.value_or(KernelId::Copy);
+  /// The entry with its launch decoded from `kernel` and `params`, as the
+  /// loader decodes a plan file's.
+  Status decoded(Entry &out) const {
+    out = entry;
+    Status status = decodeLaunch(kernel, params, out.launches[0]);
+    if (!status.isOk())
+      return makeError(StatusCode::InvalidPlan, "launch 0 (", kernel,
+                       "): ", status.message());
+    return Status::ok();
   }
 
-  Status check() const { return checkLaunch(entry, 0, id()); }
+  /// Decodes and checks the launch, as the loader does.
+  Status check() const {
+    Entry e;
+    ZRT_RETURN_IF_ERROR(decoded(e));
+    return checkLaunch(e, 0);
+  }
 
   /// Checks the launch, then runs it in precision T over fresh buffers
   /// sized by the tensor types (outputs start as a sentinel, so an unwritten
@@ -163,7 +181,9 @@ public:
   /// writes outside them fails the test. Read-only buffers are exactly their
   /// size, so a sanitizer build catches a read past them.
   template <typename T> Status run() {
-    ZRT_RETURN_IF_ERROR(check());
+    Entry e;
+    ZRT_RETURN_IF_ERROR(decoded(e));
+    ZRT_RETURN_IF_ERROR(checkLaunch(e, 0));
     std::vector<size_t> fences(entry.tensors.size(), 0);
     for (uint32_t t : launch().outputs)
       fences[t] = kCanaryBytes;
@@ -176,7 +196,6 @@ public:
       storage.push_back(std::move(fenced));
     }
     // A buffer per tensor; the workspace and the error record beside.
-    Entry e = entry;
     e.buffers.clear();
     device::EntryMemory memory;
     for (size_t t = 0; t < e.tensors.size(); ++t) {
@@ -203,7 +222,7 @@ public:
       size_t end = fenced.size() - fences[t];
       for (size_t b = 0; b < fences[t]; ++b)
         if (fenced[b] != kCanary || fenced[end + b] != kCanary) {
-          ADD_FAILURE() << launch().kernel << " wrote outside tensor " << t
+          ADD_FAILURE() << kernel << " wrote outside tensor " << t
                         << " (" << typeString(entry.tensors[t].type) << ")";
           break;
         }
@@ -219,6 +238,8 @@ public:
 
   const std::vector<double> &result(size_t i = 0) const { return results[i]; }
 
+  std::string kernel;        // as a plan file names it
+  std::vector<Param> params; // as a plan file states them
   Entry entry;
   std::vector<std::vector<double>> values;  // per tensor
   std::vector<std::vector<double>> results; // per output, after run
@@ -309,7 +330,7 @@ inline void expectRejected(const LaunchCase &c, const std::string &text) {
   Status status = c.check();
   EXPECT_EQ(status.code(), StatusCode::InvalidPlan) << status.toString();
   EXPECT_CONTAINS(status.message(), text);
-  EXPECT_CONTAINS(status.message(), "launch 0 (" + c.launch().kernel + "): ");
+  EXPECT_CONTAINS(status.message(), "launch 0 (" + c.kernel + "): ");
 }
 
 inline void expectAccepted(const LaunchCase &c) {

@@ -232,6 +232,48 @@ TEST(PlanFile, ResealedBodyMutationsAreCaughtOrSafe) {
               rejected, ran);
 }
 
+/// The body with every occurrence of `from` replaced by `to` (same length),
+/// resealed: a file whose launches name what this runtime does not know.
+std::vector<uint8_t> withBodyText(const std::string &from,
+                                  const std::string &to) {
+  std::vector<uint8_t> file = readBytes(planPath("mlp"));
+  size_t offset = 0, size = 0;
+  EXPECT_TRUE(locatePlanBody(file.data(), file.size(), offset, size).isOk());
+  std::string body(file.begin() + offset, file.begin() + offset + size);
+  size_t replaced = 0;
+  for (size_t at = body.find(from); at != std::string::npos;
+       at = body.find(from, at + to.size()), ++replaced)
+    body.replace(at, from.size(), to);
+  EXPECT_GT(replaced, 0u) << from;
+  return sealPlanBody(reinterpret_cast<const uint8_t *>(body.data()),
+                      body.size());
+}
+
+// A launch's kernel and parameters are decoded once, at load: an unknown
+// kernel or parameter, or a missing one, is named with its entry and launch.
+TEST(PlanFile, LaunchesAreDecodedAtLoad) {
+  REQUIRE_PLANS();
+  struct Case {
+    std::string from, to, message;
+  } cases[] = {
+      {"matmul", "matmux", ": unknown kernel 'matmux'"},
+      {"transpose_lhs", "transpose_lhz",
+       "(matmul): unknown parameter 'transpose_lhz' (matmul takes no such "
+       "parameter)"},
+      {"weight_decay", "weight_decoy", "missing parameter 'weight_decay' (a float)"},
+  };
+  for (const Case &c : cases) {
+    std::vector<uint8_t> bytes = withBodyText(c.from, c.to);
+    Plan plan;
+    Status s = parsePlan(bytes.data(), bytes.size(), plan);
+    EXPECT_EQ(s.code(), StatusCode::InvalidPlan) << c.from;
+    EXPECT_EQ(s.message().rfind("entry '", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find("': launch "), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << s.message();
+  }
+}
+
 TEST(PlanFile, ForeignFilesAreNamed) {
   Plan plan;
   const char text[] = "module { func.func @f() { return } }";
@@ -249,8 +291,8 @@ TEST(PlanFile, ValidatorNamesTheBrokenRule) {
   std::shared_ptr<Plan> good = loadExample("mlp");
   {
     Plan bad = *good;
-    bad.entries[0].launches[0].kernel = "matmul_fast";
-    EXPECT_NE(validatePlan(bad).message().find("unknown kernel 'matmul_fast'"),
+    bad.entries[0].launches[0].kernel = static_cast<KernelId>(999);
+    EXPECT_NE(validatePlan(bad).message().find("launch 0: unknown kernel 999"),
               std::string::npos);
   }
   {
@@ -347,7 +389,7 @@ TEST(Modes, PlantedOverlapIsRejectedAndWouldCorruptTraining) {
   // The first relu's result is saved for relu_grad near the end.
   int saved = -1, clobber = -1;
   for (size_t i = 0; i < e.launches.size() && saved < 0; ++i)
-    if (e.launches[i].kernel == "relu")
+    if (e.launches[i].kernel == KernelId::Relu)
       saved = static_cast<int>(e.tensors[e.launches[i].outputs[0]].buffer);
   ASSERT_GE(saved, 0);
   // A buffer of the same size written later in the forward pass.
@@ -355,7 +397,7 @@ TEST(Modes, PlantedOverlapIsRejectedAndWouldCorruptTraining) {
     uint32_t b = e.tensors[e.launches[i].outputs[0]].buffer;
     if (static_cast<int>(b) != saved && e.buffers[b].region == Region::Arena &&
         e.buffers[b].size <= e.buffers[saved].size &&
-        e.launches[i].kernel == "relu")
+        e.launches[i].kernel == KernelId::Relu)
       clobber = static_cast<int>(b);
   }
   ASSERT_GE(clobber, 0);

@@ -14,11 +14,13 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Launch.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace mlir;
@@ -239,6 +241,47 @@ TEST_F(ZTDialectTest, GptExamplePrintsDeterministically) {
   int softmaxes = 0;
   (*second)->walk([&](SoftmaxOp) { ++softmaxes; });
   EXPECT_EQ(softmaxes, 2) << "one causal softmax per transformer block";
+}
+
+} // namespace
+
+namespace {
+
+/// The parameters the runtime decodes for `kernel` (Launch.h), by name.
+std::set<std::string> kernelParams(zcc::runtime::KernelId kernel) {
+  std::set<std::string> names;
+#define ZRT_PARAM_NAME(k, name, kind, member)                                  \
+  if (kernel == zcc::runtime::KernelId::k)                                     \
+    names.insert(name);
+  ZRT_KERNEL_PARAM_LIST(ZRT_PARAM_NAME)
+#undef ZRT_PARAM_NAME
+  return names;
+}
+
+// The compiler states every attribute of a zt op as its launch's parameters
+// and the runtime decodes exactly the parameters of its table: the two must
+// name the same attributes, or a plan would fail to load (or lose one).
+TEST_F(ZTDialectTest, EveryOpsAttributesAreItsKernelsParameters) {
+  int kernels = 0;
+  for (RegisteredOperationName op : context.getRegisteredOperations()) {
+    if (op.getDialectNamespace() != ZTDialect::getDialectNamespace())
+      continue;
+    std::string name = op.getStringRef().drop_front(3).str(); // "zt."
+    std::optional<zcc::runtime::KernelId> kernel =
+        zcc::runtime::findKernel(name);
+    if (!kernel) {
+      // A view: no launch of its own.
+      EXPECT_EQ(name, "reshape") << "zt." << name << " has no kernel";
+      continue;
+    }
+    ++kernels;
+    std::set<std::string> attributes;
+    for (StringAttr attr : op.getAttributeNames())
+      attributes.insert(attr.str());
+    EXPECT_EQ(attributes, kernelParams(*kernel)) << "zt." << name;
+  }
+  // Every kernel but `copy` (planner-made) is a zt op.
+  EXPECT_EQ(kernels, static_cast<int>(zcc::runtime::KernelId::NumKernels) - 1);
 }
 
 } // namespace
