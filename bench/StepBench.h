@@ -8,8 +8,8 @@
 #ifndef ZCC_BENCH_STEPBENCH_H
 #define ZCC_BENCH_STEPBENCH_H
 
-#include "zcc/Runtime/DataSource.h"
-#include "zcc/Runtime/Session.h"
+#include "zcc/Runtime/Data/DataSource.h"
+#include "zcc/Runtime/Session/Session.h"
 
 #include <algorithm>
 #include <chrono>

@@ -10,7 +10,7 @@
 
 #include "../StepBench.h"
 
-#include "zcc/Runtime/PlanFile.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
 
 #include <cstdio>
 #include <cstdlib>

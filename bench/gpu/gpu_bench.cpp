@@ -13,7 +13,7 @@
 
 #include "../StepBench.h"
 
-#include "zcc/Runtime/PlanFile.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
 
 #include <cuda_runtime.h>
 

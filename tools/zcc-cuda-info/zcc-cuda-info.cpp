@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zcc/Runtime/CUDA/DeviceInfo.h"
+#include "zcc/Runtime/Executors/CUDA/DeviceInfo.h"
 
 #include <cstdio>
 #include <cstring>

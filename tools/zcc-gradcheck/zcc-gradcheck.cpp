@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zcc/Runtime/GradientCheck.h"
-#include "zcc/Runtime/PlanFile.h"
+#include "zcc/Runtime/Testing/GradientCheck.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -10,11 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zcc/Runtime/DataSource.h"
-#include "zcc/Runtime/PlanFile.h"
-#include "zcc/Runtime/PlanReport.h"
-#include "zcc/Runtime/Session.h"
-#include "zcc/Runtime/Trainer.h"
+#include "zcc/Runtime/Data/DataSource.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Plan/PlanReport.h"
+#include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Session/Trainer.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,7 +1,7 @@
 //===- PlanExport.h - zplan IR to the runtime's plan ------------*- C++ -*-===//
 //
 // The last step of the compiler: a module in the planned `zplan` form
-// becomes the runtime's in-memory Plan (include/zcc/Runtime/Plan.h), which
+// becomes the runtime's in-memory Plan (include/zcc/Runtime/Plan/Plan.h), which
 // the runtime's own writer serializes. The compiler never writes file bytes
 // itself, so the format has exactly one writer and one reader.
 //
@@ -12,7 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
-#include "zcc/Runtime/Plan.h"
+#include "zcc/Runtime/Plan/Plan.h"
 
 namespace zcc {
 

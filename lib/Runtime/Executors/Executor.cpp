@@ -1,6 +1,6 @@
 //===- Executor.cpp - region addresses, the executor for a session --------===//
 
-#include "Executor.h"
+#include "Executors/Executor.h"
 
 using namespace zcc::runtime;
 

@@ -12,8 +12,8 @@
 #ifndef ZCC_LIB_RUNTIME_EXECUTORS_EXECUTOR_H
 #define ZCC_LIB_RUNTIME_EXECUTORS_EXECUTOR_H
 
-#include "zcc/Runtime/Plan.h"
-#include "zcc/Runtime/Session.h"
+#include "zcc/Runtime/Plan/Plan.h"
+#include "zcc/Runtime/Session/Session.h"
 
 #include <cstring>
 #include <memory>

@@ -25,9 +25,9 @@
 
 #include "LaunchCase.h"
 
-#include "Device/DeviceExecutor.h"
-#include "zcc/Runtime/PlanFile.h"
-#include "zcc/Runtime/Session.h"
+#include "Executors/Device/DeviceExecutor.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Session/Session.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 
 #include "LaunchCase.h"
 
-#include "zcc/Runtime/Kernels.h"
-#include "zcc/Runtime/Philox.h"
+#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Kernels/Philox.h"
 
 #include <gtest/gtest.h>
 

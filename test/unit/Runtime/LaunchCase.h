@@ -10,10 +10,10 @@
 #ifndef ZCC_TEST_UNIT_RUNTIME_LAUNCHCASE_H
 #define ZCC_TEST_UNIT_RUNTIME_LAUNCHCASE_H
 
-#include "Device/HostRun.h"
+#include "Kernels/HostRun.h"
 
-#include "zcc/Runtime/Kernels.h"
-#include "zcc/Runtime/Philox.h"
+#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Kernels/Philox.h"
 
 #include <gtest/gtest.h>
 

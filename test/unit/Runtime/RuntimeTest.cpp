@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zcc/Runtime/DataSource.h"
-#include "zcc/Runtime/PlanFile.h"
-#include "zcc/Runtime/Session.h"
+#include "zcc/Runtime/Data/DataSource.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/zrt.h"
 
 #include <gtest/gtest.h>

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zcc/Runtime/Npz.h"
-#include "zcc/Runtime/SafeTensors.h"
+#include "zcc/Runtime/IO/Npz.h"
+#include "zcc/Runtime/IO/SafeTensors.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -14,7 +14,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
-#include "zcc/Runtime/Launch.h"
+#include "zcc/Runtime/Plan/Launch.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>

@@ -1,0 +1,32 @@
+//===- DataSource.h - what feeds a plan's inputs each step ------*- C++ -*-===//
+
+#ifndef ZCC_RUNTIME_DATASOURCE_H
+#define ZCC_RUNTIME_DATASOURCE_H
+
+#include "zcc/Runtime/Session/Session.h"
+
+#include <memory>
+#include <string>
+
+namespace zcc::runtime {
+
+class DataSource {
+public:
+  virtual ~DataSource() = default;
+  /// Writes batch `batch` into the entry's inputs. Never allocates.
+  virtual void fill(Session &session, int64_t batch) const = 0;
+  /// One line: where the data comes from.
+  virtual std::string describe() const = 0;
+};
+
+/// `spec` is "synthetic" (SyntheticData.h) or a .npz file holding one array
+/// per input, named like the input, with the input's shape or a leading
+/// dimension of N examples (N >= the batch's rows); batch b takes rows
+/// [b * B, b * B + B) modulo N. Labels may be i32 or i64 in the file.
+Status makeDataSource(const Session &session, int entry,
+                      const std::string &spec, uint64_t seed,
+                      std::unique_ptr<DataSource> &out);
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_DATASOURCE_H

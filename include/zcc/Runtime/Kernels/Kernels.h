@@ -1,0 +1,81 @@
+//===- Kernels.h - the kernels a plan may launch and their rules -*- C++
+//-*-===//
+//
+// One entry per zt op (its name without the `zt.` prefix) plus `copy`. The
+// loader checks every launch against its kernel's rules (operand counts,
+// dtypes, shapes, parameters) before anything runs, so an executor never
+// sees a launch that could read or write out of bounds: a corrupt plan is an
+// error at load, never a crash in a kernel. Executors (CPU, CUDA) implement
+// the kernels; the rules are shared.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_RUNTIME_KERNELS_H
+#define ZCC_RUNTIME_KERNELS_H
+
+#include "zcc/Runtime/Plan/Plan.h"
+#include "zcc/Runtime/Status.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace zcc::runtime {
+
+/// The largest rank any kernel accepts: executors size their index arrays
+/// by it, and checkLaunch rejects anything above.
+inline constexpr int kMaxKernelRank = 8;
+
+/// Whether an output of `id` may be the very buffer of one of its inputs
+/// (elementwise kernels and the optimizers, whose updates are written in
+/// place). Any other sharing between a launch's operands is rejected.
+bool kernelAllowsInPlace(KernelId id);
+
+/// Checks one launch of `entry` (decoded: Launch.h) against its kernel's
+/// rules: operand counts, dtypes, shapes and parameter values, as the zt
+/// verifiers state them. The message names the launch index, the kernel and
+/// the rule broken.
+Status checkLaunch(const Entry &entry, size_t launchIndex);
+
+/// Row-major element strides of `shape` into `strides` (shape.size()
+/// entries), for the executors' index arithmetic.
+void rowMajorStrides(const std::vector<int64_t> &shape, int64_t *strides);
+/// The product of shape[begin, end).
+int64_t shapeProduct(const std::vector<int64_t> &shape, size_t begin,
+                     size_t end);
+
+/// "[1, 3]": the multi-index of flat position `position` in `shape`, for
+/// the executors' messages about a bad index or label.
+std::string formatIndexPosition(const std::vector<int64_t> &shape,
+                                int64_t position);
+
+//===----------------------------------------------------------------------===//
+// Device workspaces (Entry::workspace)
+//===----------------------------------------------------------------------===//
+
+/// Bytes of scratch the device executors' version of a launch needs from the
+/// entry's workspace: per-row statistics (layer_norm_grad, rms_norm_grad)
+/// and per-row losses (softmax_cross_entropy), so that their column sums run
+/// in a fixed order without atomics. 0 for every other kernel.
+uint64_t kernelScratchBytes(const Entry &entry, const Launch &launch);
+/// The largest kernelScratchBytes of the entry's launches.
+uint64_t entryScratchBytes(const Entry &entry);
+
+/// cuBLAS's share of a workspace when the compiler picks it: room for the
+/// split-K partial products of the entry's largest need, one output per 128
+/// of the summed dimension, at most 16, and at most 32 MiB in all (NVIDIA's
+/// recommendation for Hopper); 0 with no matmul. cuBLAS only chooses
+/// algorithms that fit, so any size is correct; a bigger one may be faster.
+uint64_t autoMatmulWorkspaceBytes(const Entry &entry);
+
+inline constexpr int64_t kAutoMatmulWorkspace = -1;
+
+/// Gives every entry that needs one a workspace of max(scratch, matmul share)
+/// bytes (`matmulBytes`, or the automatic size), placed above the entry's
+/// other arena buffers: it lives for the whole entry, so no plan could share
+/// its bytes. Arena size, lower bound and no-reuse size grow by its size.
+Status addWorkspaces(Plan &plan, int64_t matmulBytes = kAutoMatmulWorkspace);
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_KERNELS_H

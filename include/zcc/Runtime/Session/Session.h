@@ -1,0 +1,169 @@
+//===- Session.h - a loaded plan with its memory, ready to run --*- C++ -*-===//
+//
+// A Session owns the memory of one plan: one arena, one persistent region,
+// the input, output and constant regions, all allocated when it is created
+// and never again. run() executes an entry's launch list over that memory;
+// it allocates nothing, frees nothing and resets nothing, so the step after
+// the millionth is the same as the first. The allocation counter is part of
+// the stats so that tests (and users) can see it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_RUNTIME_SESSION_H
+#define ZCC_RUNTIME_SESSION_H
+
+#include "zcc/Runtime/Plan/Plan.h"
+#include "zcc/Runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zcc::runtime {
+
+enum class ExecutionMode {
+  /// Buffers at their planned arena offsets (what production runs).
+  Planned,
+  /// Every arena buffer its own allocation: the no-reuse reference.
+  NoReuse,
+  /// Planned, and after each buffer's last use its bytes become NaN (and the
+  /// whole arena before each step), so a read of a dead value cannot pass
+  /// unnoticed.
+  Poison,
+};
+const char *executionModeName(ExecutionMode mode);
+
+enum class Precision {
+  F32, // the plan's own types
+  /// Float tensors computed in double, in the same layout scaled by two:
+  /// the reference for finite-difference gradient checks.
+  F64,
+};
+
+/// Where the launches run.
+enum class DeviceKind {
+  Cpu,  // the reference kernels over host memory
+  Cuda, // an NVIDIA GPU: one CUDA graph per entry
+  /// The CUDA executor's kernels and memory layout run on the host, one lane
+  /// per group: tests the device path on machines without a GPU.
+  Emulator,
+};
+const char *deviceKindName(DeviceKind kind);
+
+/// How the CUDA executor issues an entry's kernels.
+enum class LaunchMode {
+  Graph, // captured once at load into a CUDA graph; one cudaGraphLaunch a step
+  Eager, // the same kernels issued one by one on a stream every step
+};
+const char *launchModeName(LaunchMode mode);
+
+struct SessionOptions {
+  ExecutionMode mode = ExecutionMode::Planned;
+  Precision precision = Precision::F32;
+  /// Seeds the parameter initializers.
+  uint64_t seed = 0;
+  DeviceKind device = DeviceKind::Cpu;
+  LaunchMode launch = LaunchMode::Graph;
+  int deviceOrdinal = 0;
+  /// Emulator: run each group kernel with the GPU's threads per group and
+  /// its reduction order instead of one lane (slow; for tests).
+  bool emulateGpuGroups = false;
+  /// CPU executor: threads for the kernels, the caller's included (0: one
+  /// per hardware thread). Results are the same for any number.
+  int threads = 0;
+};
+
+struct SessionStats {
+  uint64_t arenaCapacity = 0; // bytes allocated for arena buffers
+  uint64_t arenaSize = 0;     // the plan's arena (largest entry)
+  uint64_t lowerBound = 0;    // largest entry's peak of live arena bytes
+  uint64_t noReuseSize = 0;   // largest entry's arena with no reuse
+  uint64_t persistentSize = 0;
+  uint64_t inputSize = 0;
+  uint64_t outputSize = 0;
+  uint64_t constantSize = 0;
+  uint64_t stepsRun = 0; // entry runs, all entries
+  uint64_t launchesRun = 0;
+  uint64_t allocationsAtLoad = 0;
+  uint64_t allocationsAfterLoad = 0; // must stay 0
+  uint64_t bytesAllocated = 0;
+  uint64_t deviceBytes = 0; // device memory (CUDA, emulator)
+  double hostIssueSeconds = 0; // CUDA: host time issuing steps, not waiting
+  std::string deviceName;   // "cpu", or the device in words
+};
+
+/// A tensor of an entry as the caller sees it.
+struct TensorInfo {
+  int entry = -1;
+  int tensor = -1;
+  const Tensor *desc = nullptr;
+  Region region = Region::Arena;
+};
+
+class Session {
+public:
+  static Status create(std::shared_ptr<const Plan> plan,
+                       const SessionOptions &options,
+                       std::unique_ptr<Session> &out);
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  const Plan &plan() const;
+  const SessionOptions &options() const;
+
+  /// Refills every persistent tensor from its initializer (done once by
+  /// create with options.seed) and resets the step counters.
+  void initialize(uint64_t seed);
+
+  /// The entry called `name` (or the only train_step/microbatch entry when
+  /// `name` is empty).
+  Status findEntry(std::string_view name, int &out) const;
+  /// An input, output or persistent tensor of `entry` by name.
+  Status findTensor(int entry, std::string_view name, TensorInfo &out) const;
+  /// The entry's scalar loss output (role `loss`).
+  Status findLoss(int entry, TensorInfo &out) const;
+
+  /// Copies `bytes` bytes in the tensor's own dtype (f32, i32, i64) into an
+  /// input tensor; the size must match exactly.
+  Status setInput(int entry, std::string_view name, const void *data,
+                  size_t bytes);
+  /// Runs one step of `entry`: writes its step counter, then every launch.
+  Status run(int entry);
+  /// How many times `entry` has run; the value its next step input gets.
+  int64_t stepCount(int entry) const;
+  /// Sets that count: to replay a step (gradient checks hold it fixed so a
+  /// dropout mask stays the same) or to resume a run.
+  void setStepCount(int entry, int64_t steps);
+
+  /// Element access in double, whatever the precision: for tests, gradient
+  /// checks and checkpoints. `count` must be the tensor's element count.
+  Status readValues(const TensorInfo &tensor, double *out, size_t count) const;
+  Status writeValues(const TensorInfo &tensor, const double *in, size_t count);
+  /// The raw bytes of a tensor in the session's precision (f64 mode: float
+  /// elements are doubles).
+  void *data(const TensorInfo &tensor) const;
+  /// The bytes of the plan's persistent tensor `index`, in the session's
+  /// precision.
+  const void *persistentData(size_t index) const;
+
+  /// Persistent tensors in the plan's order, as f32 safetensors.
+  Status saveCheckpoint(const std::string &path) const;
+  /// Loads every persistent tensor by name; names, dtypes and shapes must
+  /// match the plan, and nothing is changed unless all of them do.
+  Status loadCheckpoint(const std::string &path);
+
+  SessionStats stats() const;
+
+  struct Impl;
+
+private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_SESSION_H

@@ -1,0 +1,45 @@
+//===- Trainer.h - the training protocol over a session ----------*- C++ -*-===//
+//
+// One optimizer step of a plan: a train_step entry run once, or (plans
+// compiled with --accumulate) the microbatch entry run K times, each on its
+// own batch, then the apply entry. The loss of a step is the mean of its
+// microbatches' losses. zrun, the C API and the bindings train through it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_RUNTIME_TRAINER_H
+#define ZCC_RUNTIME_TRAINER_H
+
+#include "zcc/Runtime/Data/DataSource.h"
+#include "zcc/Runtime/Session/Session.h"
+
+#include <memory>
+
+namespace zcc::runtime {
+
+class Trainer {
+public:
+  /// Finds the step's entries and its scalar loss. `microbatches` > 1 needs
+  /// a plan compiled with --accumulate.
+  static Status create(Session &session, int64_t microbatches,
+                       std::unique_ptr<Trainer> &out);
+
+  /// One optimizer step; each microbatch's inputs come from `data`, batch
+  /// numbers counting on from the last step. `loss` is the step's loss.
+  Status step(const DataSource &data, double &loss);
+
+  /// The entry that reads the data (train_step or microbatch).
+  int entry() const { return dataEntry; }
+
+private:
+  Trainer(Session &session) : session(session) {}
+
+  Session &session;
+  int dataEntry = -1, apply = -1;
+  int64_t perStep = 1, nextBatch = 0;
+  TensorInfo loss;
+};
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_TRAINER_H

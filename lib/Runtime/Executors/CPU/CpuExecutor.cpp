@@ -1,0 +1,238 @@
+//===- CpuExecutor.cpp - the kernels on the host --------------------------===//
+//
+// create() does all the work that could allocate or fail on the plan's
+// structure: regions, buffer addresses, each launch's steps and the poison
+// schedule. run() then only walks prepared arrays.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executors/Executor.h"
+
+#include "Kernels/HostRun.h"
+#include "Executors/Memory.h"
+
+#include <cstring>
+#include <thread>
+
+using namespace zcc::runtime;
+
+namespace {
+
+/// Quiet NaN in every float element, whichever of f32/f64 the bytes hold;
+/// integer elements get a pattern that is out of range as an index.
+void poisonBytes(uint8_t *data, size_t bytes, bool wide) {
+  if (wide) {
+    const uint64_t nan = 0x7ff8000000000000ull;
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8)
+      std::memcpy(data + i, &nan, 8);
+    std::memset(data + i, 0xff, bytes - i);
+    return;
+  }
+  const uint32_t nan = 0x7fc00000u;
+  size_t i = 0;
+  for (; i + 4 <= bytes; i += 4)
+    std::memcpy(data + i, &nan, 4);
+  std::memset(data + i, 0xff, bytes - i);
+}
+
+struct Span {
+  uint8_t *data;
+  size_t bytes;
+};
+
+/// One launch: its steps (the kernels every executor runs, DeviceProgram.h)
+/// and the buffers whose last use it is.
+struct PreparedLaunch {
+  size_t endStep;
+  size_t firstPoison, endPoison; // into PreparedEntry::poison
+};
+
+struct PreparedEntry {
+  // The entry's program, in the session's precision.
+  std::vector<device::StepOf<float>> steps32;
+  std::vector<device::StepOf<double>> steps64;
+  std::vector<PreparedLaunch> launches;
+  std::vector<Span> poison;
+};
+
+class CpuExecutor final : public Executor {
+public:
+  Status create(std::shared_ptr<const Plan> plan,
+                const SessionOptions &options);
+
+  const RegionBases &hostRegions() const override { return regions; }
+  Status run(int entry, int64_t step) override {
+    return wide() ? runEntry<double>(entry, step) : runEntry<float>(entry, step);
+  }
+  uint64_t arenaCapacity() const override { return arenaBytes; }
+  uint64_t allocations() const override { return allocator.count(); }
+  uint64_t bytesAllocated() const override { return allocator.bytes(); }
+  std::string deviceName() const override { return "cpu"; }
+
+private:
+  bool wide() const { return scale == 2; }
+  Status allocateRegions();
+  void fillConstants();
+  Status prepareEntry(size_t index);
+  template <typename T> Status runEntry(int index, int64_t step);
+
+  std::shared_ptr<const Plan> plan;
+  ExecutionMode mode = ExecutionMode::Planned;
+  /// Bytes per byte of the plan: 2 in f64 precision (float elements double).
+  uint64_t scale = 1;
+  CountedAllocator allocator;
+  RegionBases regions;
+  uint64_t arenaBytes = 0;
+  /// The record of a step's first data error.
+  device::DeviceError *error = nullptr;
+  std::unique_ptr<device::HostThreads> threads;
+  std::vector<PreparedEntry> entries;
+};
+
+Status CpuExecutor::create(std::shared_ptr<const Plan> p,
+                           const SessionOptions &options) {
+  plan = std::move(p);
+  mode = options.mode;
+  scale = options.precision == Precision::F64 ? 2 : 1;
+  threads = std::make_unique<device::HostThreads>(
+      options.threads > 0
+          ? options.threads
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  ZRT_RETURN_IF_ERROR(allocateRegions());
+  entries.resize(plan->entries.size());
+  for (size_t i = 0; i < entries.size(); ++i)
+    ZRT_RETURN_IF_ERROR(prepareEntry(i));
+  fillConstants();
+  return Status::ok();
+}
+
+Status CpuExecutor::allocateRegions() {
+  const Plan &p = *plan;
+  uint64_t inputSize = 0, outputSize = 0;
+  for (const Entry &e : p.entries) {
+    inputSize = std::max(inputSize, e.inputSize);
+    outputSize = std::max(outputSize, e.outputSize);
+  }
+  size_t align = p.alignment;
+  if (mode != ExecutionMode::NoReuse) {
+    arenaBytes = p.arenaSize * scale;
+    ZRT_RETURN_IF_ERROR(
+        allocator.allocate(arenaBytes, align, "arena", regions.arena));
+  }
+  ZRT_RETURN_IF_ERROR(allocator.allocate(
+      p.persistentSize * scale, align, "persistent region", regions.persistent));
+  ZRT_RETURN_IF_ERROR(allocator.allocate(inputSize * scale, align,
+                                         "input region", regions.input));
+  ZRT_RETURN_IF_ERROR(allocator.allocate(outputSize * scale, align,
+                                         "output region", regions.output));
+  ZRT_RETURN_IF_ERROR(allocator.allocate(p.constantSize * scale, align,
+                                         "constant region", regions.constants));
+  uint8_t *record = nullptr;
+  ZRT_RETURN_IF_ERROR(allocator.allocate(sizeof(device::DeviceError), align,
+                                         "error record", record));
+  error = reinterpret_cast<device::DeviceError *>(record);
+  return Status::ok();
+}
+
+/// Constant data is f32 in the plan; in f64 precision float tensors widen.
+void CpuExecutor::fillConstants() {
+  const Plan &p = *plan;
+  if (!wide()) {
+    if (!p.constants.empty())
+      std::memcpy(regions.constants, p.constants.data(), p.constants.size());
+    return;
+  }
+  for (const Entry &e : p.entries)
+    for (const Tensor &t : e.tensors) {
+      const Buffer &b = e.buffers[t.buffer];
+      if (b.region != Region::Constant)
+        continue;
+      const uint8_t *from = p.constants.data() + b.offset;
+      uint8_t *to = regions.constants + b.offset * scale;
+      if (t.type.dtype == DType::F32)
+        widenF32(from, reinterpret_cast<double *>(to), t.type.numElements());
+      else
+        std::memcpy(to, from, static_cast<size_t>(t.type.bytes()));
+    }
+}
+
+Status CpuExecutor::prepareEntry(size_t index) {
+  const Entry &e = plan->entries[index];
+  PreparedEntry &prepared = entries[index];
+  device::EntryMemory memory;
+  memory.error = error;
+  memory.buffers.resize(e.buffers.size());
+  for (size_t b = 0; b < e.buffers.size(); ++b) {
+    const Buffer &buffer = e.buffers[b];
+    if (buffer.region == Region::Arena && mode == ExecutionMode::NoReuse) {
+      ZRT_RETURN_IF_ERROR(allocator.allocate(buffer.size * scale,
+                                             plan->alignment, "arena buffer",
+                                             memory.buffers[b]));
+      arenaBytes += buffer.size * scale;
+    } else {
+      memory.buffers[b] = regions.address(buffer, scale);
+    }
+  }
+  if (e.workspace >= 0) {
+    memory.workspace = memory.buffers[e.workspace];
+    memory.workspaceBytes = e.buffers[e.workspace].size * scale;
+  }
+
+  std::vector<std::vector<uint32_t>> dyingAfter = e.arenaBuffersDyingAfter();
+  for (size_t i = 0; i < e.launches.size(); ++i) {
+    PreparedLaunch p;
+    auto append = [&](auto &steps) {
+      Status status = device::appendLaunch(e, i, memory, steps);
+      p.endStep = steps.size();
+      return status;
+    };
+    ZRT_RETURN_IF_ERROR(wide() ? append(prepared.steps64)
+                               : append(prepared.steps32));
+    p.firstPoison = prepared.poison.size();
+    if (mode == ExecutionMode::Poison)
+      for (uint32_t b : dyingAfter[i])
+        prepared.poison.push_back(
+            {memory.buffers[b], e.buffers[b].size * scale});
+    p.endPoison = prepared.poison.size();
+    prepared.launches.push_back(p);
+  }
+  return Status::ok();
+}
+
+template <typename T> Status CpuExecutor::runEntry(int index, int64_t step) {
+  const Entry &e = plan->entries[index];
+  PreparedEntry &prepared = entries[index];
+  if (mode == ExecutionMode::Poison)
+    poisonBytes(regions.arena, arenaBytes, wide());
+  const std::vector<device::StepOf<T>> *steps;
+  if constexpr (sizeof(T) == 8)
+    steps = &prepared.steps64;
+  else
+    steps = &prepared.steps32;
+  std::memset(error, 0, sizeof(*error));
+  size_t begin = 0;
+  for (const PreparedLaunch &p : prepared.launches) {
+    device::runOnHost<T>(steps->data() + begin, steps->data() + p.endStep,
+                         false, threads.get());
+    begin = p.endStep;
+    // Stop at the first bad index or label: nothing after it runs, so no
+    // persistent tensor changes.
+    if (error->flag)
+      return device::stepDataError(e, step, *error);
+    for (size_t k = p.firstPoison; k < p.endPoison; ++k)
+      poisonBytes(prepared.poison[k].data, prepared.poison[k].bytes, wide());
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status zcc::runtime::createCpuExecutor(std::shared_ptr<const Plan> plan,
+                                       const SessionOptions &options,
+                                       std::unique_ptr<Executor> &out) {
+  auto executor = std::make_unique<CpuExecutor>();
+  ZRT_RETURN_IF_ERROR(executor->create(std::move(plan), options));
+  out = std::move(executor);
+  return Status::ok();
+}

@@ -1,0 +1,484 @@
+//===- CudaBackend.cu - the CUDA executor: graphs, kernels, cuBLAS ---------===//
+//
+// Each entry's program (DeviceProgram.h) is captured once, at load, into a
+// CUDA graph on a private stream and instantiated; a step is one
+// cudaGraphLaunch and a wait. In eager mode the same launches are issued one
+// by one every step instead, for comparison. Matmuls go to cuBLAS with the
+// entry's planned workspace (cublasSetWorkspace), so cuBLAS allocates
+// nothing during capture or replay.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executors/Device/DeviceExecutor.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using namespace zcc::runtime;
+using namespace zcc::runtime::device;
+
+namespace {
+
+std::string describe(cudaError_t status, const char *what) {
+  return std::string(what) + ": " + cudaGetErrorName(status) + " (" +
+         cudaGetErrorString(status) + ")";
+}
+
+std::string describe(cublasStatus_t status, const char *what) {
+  return std::string(what) + ": " + cublasGetStatusName(status) + " (" +
+         cublasGetStatusString(status) + ")";
+}
+
+#define ZRT_CUDA(expr, what)                                                   \
+  do {                                                                         \
+    cudaError_t zrtStatus = (expr);                                            \
+    if (zrtStatus != cudaSuccess)                                              \
+      return makeError(StatusCode::ExecutionError, describe(zrtStatus, what)); \
+  } while (false)
+
+//===----------------------------------------------------------------------===//
+// Kernels: the functors of DeviceKernels.h over a grid
+//===----------------------------------------------------------------------===//
+
+/// The block's combination of every thread's `value` in a fixed order (a
+/// butterfly within each warp, then the warps in order): every thread gets
+/// the same bits, run after run. All threads of the block must call it.
+template <typename T, typename Op> __device__ T blockReduce(T value, Op op) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  __shared__ T partial[32];
+  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  int warps = blockDim.x >> 5;
+  __syncthreads(); // the previous reduction has read `partial`
+  if (lane == 0)
+    partial[warp] = value;
+  __syncthreads();
+  T result = partial[0];
+  for (int w = 1; w < warps; ++w)
+    result = op(result, partial[w]);
+  return result;
+}
+
+/// A thread block as a group: lanes stride over a row together.
+struct BlockGroup {
+  int64_t lane;
+  int64_t lanes;
+  template <typename T, typename Op>
+  __host__ __device__ T reduce(T value, Op op) const {
+#ifdef __CUDA_ARCH__
+    return blockReduce(value, op);
+#else
+    return value; // never called on the host
+#endif
+  }
+};
+
+template <typename F> __global__ void elementKernel(F f) {
+  if (f.abort && *f.abort)
+    return;
+  runElements(f, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+              f.count, static_cast<int64_t>(gridDim.x) * blockDim.x);
+}
+
+template <typename F> __global__ void groupKernel(F f) {
+  if (f.abort && *f.abort)
+    return;
+  BlockGroup group{static_cast<int64_t>(threadIdx.x),
+                   static_cast<int64_t>(blockDim.x)};
+  for (int64_t g = blockIdx.x; g < f.count; g += gridDim.x)
+    f(g, group);
+}
+
+constexpr int kElementThreads = 256;
+constexpr int64_t kMaxBlocks = 1 << 16;
+
+/// Issues steps on a stream (captured into a graph, or run eagerly),
+/// remembering the first error.
+struct CudaLauncher {
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  std::string error;
+  /// The stream cuBLAS is bound to (capture moves between streams).
+  cudaStream_t blasStream = nullptr;
+
+  void note(cudaError_t status, const char *what) {
+    if (status != cudaSuccess && error.empty())
+      error = describe(status, what);
+  }
+  void note(cublasStatus_t status, const char *what) {
+    if (status != CUBLAS_STATUS_SUCCESS && error.empty())
+      error = describe(status, what);
+  }
+
+  template <typename F> void operator()(const F &f) {
+    if (f.count <= 0)
+      return;
+    if constexpr (F::kGrouped) {
+      unsigned blocks = static_cast<unsigned>(std::min(f.count, kMaxBlocks));
+      groupKernel<F><<<blocks, f.groupThreads, 0, stream>>>(f);
+    } else {
+      int64_t needed = (f.count + kElementThreads - 1) / kElementThreads;
+      unsigned blocks = static_cast<unsigned>(std::min(needed, kMaxBlocks));
+      elementKernel<F><<<blocks, kElementThreads, 0, stream>>>(f);
+    }
+    note(cudaGetLastError(), "kernel launch");
+  }
+
+  void operator()(const Gemm &g) {
+    if (blasStream != stream) {
+      // cublasSetStream drops the user workspace: give it back at once.
+      note(cublasSetStream(blas, stream), "cublasSetStream");
+      note(cublasSetWorkspace(blas, g.workspace, g.workspaceBytes),
+           "cublasSetWorkspace");
+      blasStream = stream;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (g.batch == 1)
+      note(cublasSgemm(blas, ta, tb, g.m, g.n, g.k, &one, g.a, g.lda, g.b,
+                       g.ldb, &zero, g.c, g.ldc),
+           "cublasSgemm");
+    else
+      note(cublasSgemmStridedBatched(blas, ta, tb, g.m, g.n, g.k, &one, g.a,
+                                     g.lda, g.strideA, g.b, g.ldb, g.strideB,
+                                     &zero, g.c, g.ldc, g.strideC, g.batch),
+           "cublasSgemmStridedBatched");
+  }
+  void operator()(const Memset &m) {
+    if (m.bytes)
+      note(cudaMemsetAsync(m.data, m.value, m.bytes, stream), "cudaMemsetAsync");
+  }
+  void operator()(const CopyIn &c) {
+    if (c.bytes)
+      note(cudaMemcpyAsync(c.device, c.host, c.bytes, cudaMemcpyHostToDevice,
+                           stream),
+           "cudaMemcpyAsync (inputs)");
+  }
+  void operator()(const CopyOut &c) {
+    if (c.bytes)
+      note(cudaMemcpyAsync(c.host, c.device, c.bytes, cudaMemcpyDeviceToHost,
+                           stream),
+           "cudaMemcpyAsync (outputs)");
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The backend
+//===----------------------------------------------------------------------===//
+
+/// Streams a graph's independent branches are captured on, the entry's
+/// own stream included; ZCC_CUDA_GRAPH_STREAMS (1 to 16) overrides it, 1
+/// giving one linear chain (for comparison).
+constexpr size_t kCaptureStreams = 4;
+
+size_t captureStreams() {
+  const char *text = std::getenv("ZCC_CUDA_GRAPH_STREAMS");
+  if (!text || !*text)
+    return kCaptureStreams;
+  long value = std::strtol(text, nullptr, 10);
+  return static_cast<size_t>(std::clamp(value, 1L, 16L));
+}
+
+struct EntryProgram {
+  std::vector<Step> steps;
+  std::vector<cudaEvent_t> done; // per step, while capturing
+  void *workspace = nullptr;
+  uint64_t workspaceBytes = 0;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+};
+
+class CudaBackend final : public Backend {
+public:
+  CudaBackend(int ordinal, LaunchMode launch) : ordinal(ordinal), mode(launch) {}
+  ~CudaBackend() override {
+    for (EntryProgram &p : programs) {
+      for (cudaEvent_t event : p.done)
+        cudaEventDestroy(event);
+      if (p.exec)
+        cudaGraphExecDestroy(p.exec);
+      if (p.graph)
+        cudaGraphDestroy(p.graph);
+    }
+    if (blas)
+      cublasDestroy(blas);
+    for (cudaStream_t branch : branches)
+      cudaStreamDestroy(branch);
+    if (stream)
+      cudaStreamDestroy(stream);
+    for (void *p : deviceBlocks)
+      cudaFree(p);
+    for (void *p : hostBlocks)
+      cudaFreeHost(p);
+  }
+
+  Status open() {
+    int count = 0;
+    cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      return makeError(StatusCode::Unsupported,
+                       "no usable CUDA device: ",
+                       describe(status, "cudaGetDeviceCount"));
+    }
+    if (count == 0)
+      return makeError(StatusCode::Unsupported,
+                       "no usable CUDA device: cudaGetDeviceCount found none");
+    if (ordinal < 0 || ordinal >= count)
+      return makeError(StatusCode::InvalidArgument, "no CUDA device ",
+                       ordinal, "; this machine has ", count);
+    ZRT_CUDA(cudaSetDevice(ordinal), "cudaSetDevice");
+    cudaDeviceProp props{};
+    ZRT_CUDA(cudaGetDeviceProperties(&props, ordinal),
+             "cudaGetDeviceProperties");
+    deviceName = std::string(props.name) + " (device " +
+                 std::to_string(ordinal) + ", sm_" +
+                 std::to_string(props.major) + std::to_string(props.minor) +
+                 ")";
+    // A build for another architecture has no code this device can run.
+    cudaFuncAttributes attributes{};
+    cudaError_t image =
+        cudaFuncGetAttributes(&attributes, elementKernel<Fill>);
+    if (image != cudaSuccess) {
+      (void)cudaGetLastError();
+      return makeError(StatusCode::Unsupported, deviceName,
+                       " cannot run this build's kernels (",
+                       describe(image, "cudaFuncGetAttributes"),
+                       "): configure with -DCMAKE_CUDA_ARCHITECTURES=",
+                       props.major, props.minor);
+    }
+    ZRT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+             "cudaStreamCreate");
+    if (mode == LaunchMode::Graph)
+      for (size_t i = 1, n = captureStreams(); i < n; ++i) {
+        cudaStream_t branch = nullptr;
+        ZRT_CUDA(cudaStreamCreateWithFlags(&branch, cudaStreamNonBlocking),
+                 "cudaStreamCreate");
+        branches.push_back(branch);
+      }
+    cublasStatus_t b = cublasCreate(&blas);
+    if (b != CUBLAS_STATUS_SUCCESS)
+      return makeError(StatusCode::ExecutionError,
+                       describe(b, "cublasCreate"));
+    b = cublasSetStream(blas, stream);
+    if (b == CUBLAS_STATUS_SUCCESS)
+      b = cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH); // f32, no TF32
+    if (b != CUBLAS_STATUS_SUCCESS)
+      return makeError(StatusCode::ExecutionError,
+                       describe(b, "cublasSetStream"));
+    return Status::ok();
+  }
+
+  std::string name() const override { return deviceName; }
+
+  Status memoryInfo(uint64_t &freeBytes, uint64_t &totalBytes) override {
+    size_t f = 0, t = 0;
+    ZRT_CUDA(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+    freeBytes = f;
+    totalBytes = t;
+    return Status::ok();
+  }
+
+  Status allocateDevice(uint64_t bytes, const char *what,
+                        uint8_t *&out) override {
+    void *p = nullptr;
+    cudaError_t status = cudaMalloc(&p, std::max<uint64_t>(bytes, 256));
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      return makeError(StatusCode::OutOfMemory, "cannot allocate ", bytes,
+                       " bytes of device memory for the ", what, " on ",
+                       deviceName, ": ", describe(status, "cudaMalloc"));
+    }
+    deviceBlocks.push_back(p);
+    ZRT_CUDA(cudaMemset(p, 0, std::max<uint64_t>(bytes, 256)), "cudaMemset");
+    ++count;
+    allocated += bytes;
+    device += bytes;
+    out = static_cast<uint8_t *>(p);
+    return Status::ok();
+  }
+
+  Status allocateHost(uint64_t bytes, const char *what,
+                      uint8_t *&out) override {
+    void *p = nullptr;
+    uint64_t size = std::max<uint64_t>(bytes, 256);
+    cudaError_t status = cudaHostAlloc(&p, size, cudaHostAllocDefault);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      return makeError(StatusCode::OutOfMemory, "cannot allocate ", bytes,
+                       " bytes of pinned host memory for the ", what, ": ",
+                       describe(status, "cudaHostAlloc"));
+    }
+    hostBlocks.push_back(p);
+    std::memset(p, 0, size);
+    ++count;
+    allocated += bytes;
+    out = static_cast<uint8_t *>(p);
+    return Status::ok();
+  }
+
+  Status copyToDevice(void *to, const void *from, uint64_t bytes) override {
+    if (bytes)
+      ZRT_CUDA(cudaMemcpy(to, from, bytes, cudaMemcpyHostToDevice),
+               "cudaMemcpy to the device");
+    return Status::ok();
+  }
+  Status copyToHost(void *to, const void *from, uint64_t bytes) override {
+    if (bytes)
+      ZRT_CUDA(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToHost),
+               "cudaMemcpy to the host");
+    return Status::ok();
+  }
+
+  Status prepare(size_t entry, std::vector<Step> steps,
+                 const StepOrder &order) override {
+    if (programs.size() <= entry)
+      programs.resize(entry + 1);
+    EntryProgram &p = programs[entry];
+    p.steps = std::move(steps);
+    for (const Step &step : p.steps)
+      if (const auto *g = std::get_if<Gemm>(&step)) {
+        p.workspace = g->workspace;
+        p.workspaceBytes = g->workspaceBytes;
+      }
+    if (mode == LaunchMode::Eager)
+      return Status::ok();
+    // Capture once; cuBLAS must see the entry's workspace before capture or
+    // it would allocate its own while capturing.
+    ZRT_RETURN_IF_ERROR(useWorkspace(p));
+    p.done.assign(p.steps.size(), nullptr);
+    for (cudaEvent_t &event : p.done)
+      ZRT_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+               "cudaEventCreate");
+    ZRT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+             "cudaStreamBeginCapture");
+    CudaLauncher launcher{stream, blas, {}, stream};
+    captureBranches(p, order, launcher);
+    cudaError_t ended = cudaStreamEndCapture(stream, &p.graph);
+    if (!launcher.error.empty())
+      return makeError(StatusCode::ExecutionError, "capturing entry ", entry,
+                       ": ", launcher.error);
+    ZRT_CUDA(ended, "cudaStreamEndCapture");
+    ZRT_CUDA(cudaGraphInstantiate(&p.exec, p.graph, 0), "cudaGraphInstantiate");
+    ZRT_CUDA(cudaGraphUpload(p.exec, stream), "cudaGraphUpload");
+    ZRT_CUDA(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    // Later captures and eager use start from the entry's own stream.
+    if (cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS)
+      return makeError(StatusCode::ExecutionError, "cublasSetStream failed");
+    return useWorkspace(p);
+  }
+
+  Status run(size_t entry) override {
+    EntryProgram &p = programs[entry];
+    auto start = std::chrono::steady_clock::now();
+    if (mode == LaunchMode::Graph) {
+      ZRT_CUDA(cudaGraphLaunch(p.exec, stream), "cudaGraphLaunch");
+    } else {
+      ZRT_RETURN_IF_ERROR(useWorkspace(p));
+      CudaLauncher launcher{stream, blas, {}, stream};
+      runSteps(p.steps, launcher);
+      if (!launcher.error.empty())
+        return makeError(StatusCode::ExecutionError, launcher.error);
+    }
+    issued += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            start)
+                  .count();
+    ZRT_CUDA(cudaStreamSynchronize(stream), "the step");
+    return Status::ok();
+  }
+
+  uint64_t allocations() const override { return count; }
+  uint64_t bytesAllocated() const override { return allocated; }
+  uint64_t deviceBytes() const override { return device; }
+  double issueSeconds() const override { return issued; }
+
+private:
+  /// Issues the steps on up to captureStreams() streams so that the captured
+  /// graph's edges are the steps' dependencies: a step goes on the stream of
+  /// its latest dependency when that is the stream's last step, else on a
+  /// stream whose last step it already follows, else on a fresh stream,
+  /// else on the stream idle longest; it waits for the events of the
+  /// dependencies its stream does not already order. A step with none goes
+  /// on the entry's stream, the capture's origin. Every stream joins the
+  /// origin at the end.
+  void captureBranches(EntryProgram &p, const StepOrder &order,
+                       CudaLauncher &launcher) {
+    std::vector<cudaStream_t> streams{stream};
+    streams.insert(streams.end(), branches.begin(), branches.end());
+    // The last step on each stream; a branch stream is in the capture once
+    // it has one, the origin from the start.
+    std::vector<int64_t> last(streams.size(), -1);
+    auto open = [&](size_t s) { return s == 0 || last[s] >= 0; };
+    for (size_t i = 0; i < p.steps.size() && launcher.error.empty(); ++i) {
+      const std::vector<uint32_t> &after = order.after[i];
+      size_t chosen = 0;
+      bool found = after.empty();
+      for (size_t s = 0; s < streams.size() && !found; ++s)
+        if (last[s] >= 0 && last[s] == after.front())
+          chosen = s, found = true;
+      for (size_t s = 0; s < streams.size() && !found; ++s)
+        if (open(s) && (last[s] < 0 || order.follows(i, last[s])))
+          chosen = s, found = true;
+      for (size_t s = 0; s < streams.size() && !found; ++s)
+        if (!open(s))
+          chosen = s, found = true;
+      if (!found) {
+        chosen = 0;
+        for (size_t s = 1; s < streams.size(); ++s)
+          if (last[s] < last[chosen])
+            chosen = s;
+      }
+      for (uint32_t d : after)
+        if (static_cast<int64_t>(d) != last[chosen])
+          launcher.note(cudaStreamWaitEvent(streams[chosen], p.done[d], 0),
+                        "cudaStreamWaitEvent");
+      launcher.stream = streams[chosen];
+      std::visit(launcher, p.steps[i]);
+      launcher.note(cudaEventRecord(p.done[i], streams[chosen]),
+                    "cudaEventRecord");
+      last[chosen] = static_cast<int64_t>(i);
+    }
+    for (size_t s = 1; s < streams.size(); ++s)
+      if (last[s] >= 0)
+        launcher.note(cudaStreamWaitEvent(stream, p.done[last[s]], 0),
+                      "cudaStreamWaitEvent");
+    launcher.stream = stream;
+  }
+
+  Status useWorkspace(const EntryProgram &p) {
+    cublasStatus_t status =
+        cublasSetWorkspace(blas, p.workspace, p.workspaceBytes);
+    if (status != CUBLAS_STATUS_SUCCESS)
+      return makeError(StatusCode::ExecutionError,
+                       describe(status, "cublasSetWorkspace"));
+    return Status::ok();
+  }
+
+  int ordinal;
+  LaunchMode mode;
+  std::string deviceName;
+  cudaStream_t stream = nullptr;
+  std::vector<cudaStream_t> branches; // graph capture's other streams
+  cublasHandle_t blas = nullptr;
+  std::vector<EntryProgram> programs;
+  std::vector<void *> deviceBlocks, hostBlocks;
+  uint64_t count = 0, allocated = 0, device = 0;
+  double issued = 0;
+};
+
+} // namespace
+
+Status zcc::runtime::device::createCudaBackend(int ordinal, LaunchMode launch,
+                                               std::unique_ptr<Backend> &out) {
+  auto backend = std::make_unique<CudaBackend>(ordinal, launch);
+  ZRT_RETURN_IF_ERROR(backend->open());
+  out = std::move(backend);
+  return Status::ok();
+}

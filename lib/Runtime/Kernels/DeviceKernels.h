@@ -1,0 +1,1073 @@
+//===- DeviceKernels.h - the device executors' kernels, host and device ---===//
+//
+// Every kernel of the CUDA executor is a small functor over an index space,
+// written once and compiled twice: by nvcc for the GPU (CudaBackend.cu) and
+// by the host compiler for the emulator (Emulator.cpp), which runs the very
+// same code on the CPU. So the kernels' index arithmetic, data checks and
+// numerics are tested on machines with no GPU, against the CPU executor.
+//
+// Two shapes of kernel:
+//  - element kernels, `operator()(i)` for i in [0, count): one thread each;
+//  - group kernels, `operator()(g, group)` for g in [0, count): a group of
+//    lanes (a thread block on the GPU, one lane in the emulator) shares one
+//    row, striding over it and combining partial results with
+//    `group.reduce`, whose order is fixed, so results never depend on timing.
+// The emulator's single lane visits a row in order, as the CPU kernels do:
+// emulated results match the CPU executor bit for bit, while the GPU's wider
+// groups change only the order of floating-point sums.
+//
+// Functors hold raw pointers and sizes only (they are copied to the GPU as
+// kernel parameters). Every functor has `abort`: when set, the functor does
+// nothing once an earlier launch of the step has recorded a data error, so a
+// step with a bad index or label leaves parameters and optimizer state as
+// they were.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
+#define ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
+
+#include "zcc/Runtime/Kernels/ElementKernels.h"
+#include "zcc/Runtime/Kernels/Philox.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+namespace zcc::runtime::device {
+
+inline constexpr int kMaxRank = 8;
+
+/// The first data error of a step (written by the kernels, read by the host
+/// after the step). `flag` is 0 until an error is recorded.
+struct DeviceError {
+  int32_t flag;
+  int32_t launch;  // the plan launch's index in its entry
+  int32_t operand; // the input holding the bad value
+  int32_t what;    // 0: an index, 1: a label
+  int64_t position;
+  int64_t value;
+  int64_t limit;
+};
+
+/// Records an error unless one is recorded already (the first launch of the
+/// step to fail wins; within a launch, the emulator keeps the first position
+/// in order, the GPU any one of the bad positions).
+ZRT_HOST_DEVICE inline void recordError(DeviceError *error, int32_t launch,
+                                        int32_t operand, int32_t what,
+                                        int64_t position, int64_t value,
+                                        int64_t limit) {
+#ifdef __CUDA_ARCH__
+  if (atomicCAS(&error->flag, 0, 1) != 0)
+    return;
+#else
+  if (error->flag != 0)
+    return;
+  error->flag = 1;
+#endif
+  error->launch = launch;
+  error->operand = operand;
+  error->what = what;
+  error->position = position;
+  error->value = value;
+  error->limit = limit;
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar functions: the CPU kernels' formulas, in f32
+//===----------------------------------------------------------------------===//
+
+template <typename T> ZRT_HOST_DEVICE inline bool isNaN(T x) { return x != x; }
+
+#ifdef __CUDA_ARCH__
+ZRT_HOST_DEVICE inline float fExp(float x) { return ::expf(x); }
+ZRT_HOST_DEVICE inline float fLog(float x) { return ::logf(x); }
+ZRT_HOST_DEVICE inline float fTanh(float x) { return ::tanhf(x); }
+ZRT_HOST_DEVICE inline float fSqrt(float x) { return ::sqrtf(x); }
+ZRT_HOST_DEVICE inline float fErf(float x) { return ::erff(x); }
+ZRT_HOST_DEVICE inline double fErf(double x) { return ::erf(x); }
+ZRT_HOST_DEVICE inline double fExp(double x) { return ::exp(x); }
+ZRT_HOST_DEVICE inline double fLog(double x) { return ::log(x); }
+ZRT_HOST_DEVICE inline double fTanh(double x) { return ::tanh(x); }
+ZRT_HOST_DEVICE inline double fSqrt(double x) { return ::sqrt(x); }
+ZRT_HOST_DEVICE inline double dPow(double x, double y) { return ::pow(x, y); }
+ZRT_HOST_DEVICE inline float fExpLoop(float x) { return ::expf(x); }
+ZRT_HOST_DEVICE inline double fExpLoop(double x) { return ::exp(x); }
+#else
+template <typename T> inline T fExp(T x) { return std::exp(x); }
+
+/// e^x in f32 without branches or calls, so that the host's loops over
+/// elements vectorize (glibc's expf is one call per element): Cody-Waite
+/// reduction to r in [-ln2/2, ln2/2], Cephes' degree-7 polynomial for e^r,
+/// and 2^n applied as two factors so that 2^128 and subnormal results come
+/// out right. Within 2 ulp of expf (HostMath.ExpLoopMatchesExpf); NaN stays
+/// NaN, e^-inf = 0, e^inf = inf.
+inline float expLoopF32(float x) {
+  float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  // n = round(x / ln2): adding 1.5 * 2^23 rounds to an integer, whose value
+  // is then in the low mantissa bits.
+  float shifted = xc * 1.44269504088896341f + 12582912.0f;
+  float n = shifted - 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  int32_t ni = bits - 0x4B400000;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  int32_t n1 = ni >> 1, n2 = ni - n1;
+  int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, sizeof s1);
+  std::memcpy(&s2, &b2, sizeof s2);
+  float y = p * s1 * s2;
+  return x != x ? x : y;
+}
+/// e^x where the caller is an element loop (sigmoid, GELU, exp): the
+/// vectorizable f32 form on the host; f64 keeps libm's (the reference).
+inline float fExpLoop(float x) { return expLoopF32(x); }
+inline double fExpLoop(double x) { return std::exp(x); }
+template <typename T> inline T fLog(T x) { return std::log(x); }
+template <typename T> inline T fTanh(T x) { return std::tanh(x); }
+template <typename T> inline T fSqrt(T x) { return std::sqrt(x); }
+template <typename T> inline T fErf(T x) { return std::erf(x); }
+inline double dPow(double x, double y) { return std::pow(x, y); }
+#endif
+
+template <typename T> ZRT_HOST_DEVICE inline T sigmoidOf(T x) {
+  // e^x / (1 + e^x) for negative x (e^-x would overflow), 1 / (1 + e^-x)
+  // otherwise: one exp of -|x|.
+  // Both quotients computed, then selected: no branch in the loop.
+  T e = fExpLoop(x < T(0.0) ? x : -x);
+  T d = T(1.0) / (T(1.0) + e);
+  T n = e * d;
+  return x < T(0.0) ? n : d;
+}
+
+template <typename T>
+inline constexpr T kGeluC = T(0.79788456080286535587989211986876);
+template <typename T> inline constexpr T kGeluA = T(0.044715);
+
+/// GELU's tanh form, 0.5 x (1 + tanh(u)) with u = c (x + a x^3), computed
+/// as x sigmoid(2u) (the same function): one exp and no cancellation.
+template <typename T> ZRT_HOST_DEVICE inline T geluOf(T x) {
+  T u = kGeluC<T> * (x + kGeluA<T> * x * x * x);
+  return x * sigmoidOf(T(2.0) * u);
+}
+
+/// d/dx: s + 2 x s (1 - s) u' with s = sigmoid(2u) = 0.5 (1 + tanh(u)), as
+/// 0.5 (1 - tanh(u)^2) = 2 s (1 - s).
+template <typename T> ZRT_HOST_DEVICE inline T geluDerivative(T x) {
+  T s = sigmoidOf(T(2.0) * kGeluC<T> * (x + kGeluA<T> * x * x * x));
+  return s + T(2.0) * x * s * (T(1.0) - s) * kGeluC<T> *
+                 (T(1.0) + T(3.0) * kGeluA<T> * x * x);
+}
+
+/// GELU's exact form (PyTorch's nn.GELU() default): x Phi(x), with Phi the
+/// standard normal distribution function, 0.5 (1 + erf(x / sqrt 2)).
+template <typename T> ZRT_HOST_DEVICE inline T geluErfOf(T x) {
+  return T(0.5) * x * (T(1.0) + fErf(x * T(0.70710678118654752440)));
+}
+
+/// d/dx: Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi).
+template <typename T> ZRT_HOST_DEVICE inline T geluErfDerivative(T x) {
+  T phi = T(0.39894228040143267794) * fExpLoop(T(-0.5) * x * x);
+  return T(0.5) * (T(1.0) + fErf(x * T(0.70710678118654752440))) + x * phi;
+}
+
+/// The largest of two, NaN spreading (reductions `max`).
+template <typename T> ZRT_HOST_DEVICE inline T maxKeepNaN(T a, T b) {
+  if (isNaN(a))
+    return a;
+  return b > a || isNaN(b) ? b : a;
+}
+/// The largest of two, NaN ignored (a softmax row's shift: a NaN reaches the
+/// sum instead).
+template <typename T> ZRT_HOST_DEVICE inline T maxSkipNaN(T a, T b) {
+  return b > a ? b : a;
+}
+
+struct Sum {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct MaxKeepNaN {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
+    return maxKeepNaN(a, b);
+  }
+};
+struct MaxSkipNaN {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
+    return maxSkipNaN(a, b);
+  }
+};
+struct Min {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+struct Max {
+  template <typename T> ZRT_HOST_DEVICE T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
+/// An index tensor's element (i32 or i64).
+ZRT_HOST_DEVICE inline int64_t readIndex(const void *data, bool wide,
+                                         int64_t position) {
+  return wide ? static_cast<const int64_t *>(data)[position]
+              : static_cast<const int32_t *>(data)[position];
+}
+
+/// Moves one element of `bytes` (4 or 8) bytes.
+ZRT_HOST_DEVICE inline void moveElement(const void *from, int64_t fromIndex,
+                                        void *to, int64_t toIndex,
+                                        int32_t bytes) {
+  if (bytes == 8)
+    static_cast<uint64_t *>(to)[toIndex] =
+        static_cast<const uint64_t *>(from)[fromIndex];
+  else
+    static_cast<uint32_t *>(to)[toIndex] =
+        static_cast<const uint32_t *>(from)[fromIndex];
+}
+
+/// A shape with per-dimension strides into some tensor: maps a row-major
+/// position in the shape to an element offset.
+struct StridedShape {
+  int32_t rank = 0;
+  int64_t size[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+
+  ZRT_HOST_DEVICE int64_t offsetOf(int64_t position) const {
+    if (rank == 1) // the common case once simplified (no division)
+      return position * stride[0];
+    int64_t offset = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t extent = size[d];
+      offset += (position % extent) * stride[d];
+      position /= extent;
+    }
+    return offset;
+  }
+};
+
+struct Functor {
+  /// Elements (element kernels) or groups (group kernels).
+  int64_t count = 0;
+  /// Set for launches that write persistent state: skip after an error.
+  const int32_t *abort = nullptr;
+  /// Group kernels: threads per group on the GPU (a multiple of 32).
+  int32_t groupThreads = 32;
+};
+
+/// Element kernels that need values computed from device data once per
+/// launch (AdamW's bias corrections from the step counter) have `prepare()`;
+/// its result goes to `operator()(i, prepared)`.
+template <typename F, typename = void> struct HasPrepare {
+  static constexpr bool value = false;
+};
+template <typename F>
+struct HasPrepare<F,
+                  std::void_t<decltype(std::declval<const F &>().prepare())>> {
+  static constexpr bool value = true;
+};
+
+/// Element kernel `f` over i = first, first + stride, ... < end: a GPU
+/// thread's share, or (stride 1) a host thread's range.
+template <typename F>
+ZRT_HOST_DEVICE void runElements(const F &f, int64_t first, int64_t end,
+                                 int64_t stride) {
+  if constexpr (HasPrepare<F>::value) {
+    auto prepared = f.prepare();
+    for (int64_t i = first; i < end; i += stride)
+      f(i, prepared);
+  } else {
+    for (int64_t i = first; i < end; i += stride)
+      f(i);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Element kernels
+//===----------------------------------------------------------------------===//
+
+/// The element kernels' formulas: one per row of ElementKernels.h, with the
+/// same name, plus the two with parameters of their own.
+enum class ElementOp : int32_t {
+#define ZRT_ELEMENT_OP(id, name, arity) id,
+  ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_OP)
+#undef ZRT_ELEMENT_OP
+  Scale,  // x * factor
+  MseGrad // lossGrad * 2 / elements * (x - target)
+};
+
+/// y = op(a) or op(a, b); an output may be an input's buffer (each element
+/// is read before it is written, by the same thread).
+template <typename T> struct Elementwise : Functor {
+  static constexpr bool kGrouped = false;
+  ElementOp op = ElementOp::Neg;
+  const T *a = nullptr;
+  const T *b = nullptr;
+  const T *lossGrad = nullptr; // mse_grad's scalar
+  T *y = nullptr;
+  T factor = T(1.0);    // scale
+  int64_t elements = 0; // mse_grad's divisor
+
+  /// Element i of op `Op` (x = a[i]): every formula, once.
+  template <ElementOp Op> ZRT_HOST_DEVICE T compute(T x, int64_t i) const {
+    if constexpr (Op == ElementOp::Neg) {
+      return -x;
+    } else if constexpr (Op == ElementOp::Exp) {
+      return fExpLoop(x);
+    } else if constexpr (Op == ElementOp::Log) {
+      return fLog(x);
+    } else if constexpr (Op == ElementOp::Tanh) {
+      return fTanh(x);
+    } else if constexpr (Op == ElementOp::Sigmoid) {
+      return sigmoidOf(x);
+    } else if constexpr (Op == ElementOp::Relu) {
+      return isNaN(x) ? x : (x > T(0.0) ? x : T(0.0));
+    } else if constexpr (Op == ElementOp::Gelu) {
+      return geluOf(x);
+    } else if constexpr (Op == ElementOp::GeluErf) {
+      return geluErfOf(x);
+    } else if constexpr (Op == ElementOp::Silu) {
+      return x * sigmoidOf(x);
+    } else if constexpr (Op == ElementOp::Sqrt) {
+      return fSqrt(x);
+    } else if constexpr (Op == ElementOp::Rsqrt) {
+      return T(1.0) / fSqrt(x);
+    } else if constexpr (Op == ElementOp::Scale) {
+      return x * factor;
+    } else if constexpr (Op == ElementOp::Add) {
+      return x + b[i];
+    } else if constexpr (Op == ElementOp::Sub) {
+      return x - b[i];
+    } else if constexpr (Op == ElementOp::Mul) {
+      return x * b[i];
+    } else if constexpr (Op == ElementOp::Div) {
+      return x / b[i];
+    } else if constexpr (Op == ElementOp::ReluGrad) {
+      return x > T(0.0) ? b[i] : T(0.0);
+    } else if constexpr (Op == ElementOp::GeluGrad) {
+      return b[i] * geluDerivative(x);
+    } else if constexpr (Op == ElementOp::GeluErfGrad) {
+      return b[i] * geluErfDerivative(x);
+    } else if constexpr (Op == ElementOp::SiluGrad) {
+      T s = sigmoidOf(x);
+      return b[i] * s * (T(1.0) + x * (T(1.0) - s));
+    } else if constexpr (Op == ElementOp::TanhGrad) {
+      return b[i] * (T(1.0) - x * x);
+    } else if constexpr (Op == ElementOp::SigmoidGrad) {
+      return b[i] * x * (T(1.0) - x);
+    } else if constexpr (Op == ElementOp::SqrtGrad) {
+      return b[i] * T(0.5) / x;
+    } else if constexpr (Op == ElementOp::RsqrtGrad) {
+      return b[i] * -T(0.5) * x * x * x;
+    } else if constexpr (Op == ElementOp::MseGrad) {
+      T f = *lossGrad * T(2.0) / static_cast<T>(elements);
+      return f * (x - b[i]);
+    } else {
+      static_assert(sizeof(T) == 0, "an ElementOp with no formula");
+    }
+  }
+
+  /// Calls fn with `op` as a compile-time constant, so that a loop over the
+  /// elements can be specialized for one op (the host's).
+  template <typename Fn>
+  ZRT_HOST_DEVICE static void dispatch(ElementOp op, Fn &&fn) {
+    switch (op) {
+#define ZRT_ELEMENT_DISPATCH(id, name, arity)                                  \
+  case ElementOp::id:                                                          \
+    fn(std::integral_constant<ElementOp, ElementOp::id>{});                    \
+    break;
+      ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_DISPATCH)
+#undef ZRT_ELEMENT_DISPATCH
+    case ElementOp::Scale:
+      fn(std::integral_constant<ElementOp, ElementOp::Scale>{});
+      break;
+    case ElementOp::MseGrad:
+      fn(std::integral_constant<ElementOp, ElementOp::MseGrad>{});
+      break;
+    }
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    dispatch(op, [&](auto constant) {
+      y[i] = compute<decltype(constant)::value>(a[i], i);
+    });
+  }
+};
+
+/// Every element set to one bit pattern of 4 or 8 bytes (`constant`).
+struct Fill : Functor {
+  static constexpr bool kGrouped = false;
+  void *y = nullptr;
+  uint64_t bits = 0;
+  int32_t bytes = 4;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    if (bytes == 8)
+      static_cast<uint64_t *>(y)[i] = bits;
+    else
+      static_cast<uint32_t *>(y)[i] = static_cast<uint32_t>(bits);
+  }
+};
+
+/// y[q, k] = 0 for k <= q, else -inf.
+template <typename T> struct CausalMask : Functor {
+  static constexpr bool kGrouped = false;
+  T *y = nullptr;
+  int64_t size = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t q = i / size, k = i % size;
+    y[i] = k <= q ? T(0.0) : -INFINITY;
+  }
+};
+
+/// y[i] = x[offset + the source offset of output position i]: broadcast,
+/// transpose, slice and copy. The output is contiguous.
+struct StridedCopy : Functor {
+  static constexpr bool kGrouped = false;
+  const void *x = nullptr;
+  void *y = nullptr;
+  int64_t offset = 0;
+  int32_t bytes = 4;
+  StridedShape source; // the output's shape, the source's strides
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    moveElement(x, offset + source.offsetOf(i), y, i, bytes);
+  }
+};
+
+/// One concat operand: block `j` of its rows goes to the result's rows at
+/// `offset` (a concat launch is one of these per operand).
+struct ConcatPart : Functor {
+  static constexpr bool kGrouped = false;
+  const void *x = nullptr;
+  void *y = nullptr;
+  int64_t block = 1;       // operand elements per outer index
+  int64_t resultBlock = 1; // result elements per outer index
+  int64_t offset = 0;      // where this operand starts in a result block
+  int32_t bytes = 4;
+
+  ZRT_HOST_DEVICE void operator()(int64_t j) const {
+    int64_t outer = j / block, inner = j % block;
+    moveElement(x, j, y, outer * resultBlock + offset + inner, bytes);
+  }
+};
+
+/// The gradient of a strided slice: each result element is the gradient at
+/// its place in the slice, or 0 where the slice did not take it.
+template <typename T> struct SliceGrad : Functor {
+  static constexpr bool kGrouped = false;
+  const T *grad = nullptr;
+  T *y = nullptr;
+  int32_t rank = 0;
+  int64_t shape[kMaxRank] = {}; // the result's
+  int64_t start[kMaxRank] = {};
+  int64_t step[kMaxRank] = {};
+  int64_t gradShape[kMaxRank] = {};
+  int64_t gradStride[kMaxRank] = {};
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t position = i, offset = 0;
+    bool taken = true;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t index = position % shape[d];
+      position /= shape[d];
+      int64_t relative = index - start[d];
+      if (relative < 0 || relative % step[d] != 0 ||
+          relative / step[d] >= gradShape[d]) {
+        taken = false;
+        continue;
+      }
+      offset += relative / step[d] * gradStride[d];
+    }
+    y[i] = taken ? grad[offset] : T(0.0);
+  }
+};
+
+/// Looks up rows of a table; an index outside [0, vocabulary) is an error
+/// and its row becomes 0.
+template <typename T> struct Embedding : Functor {
+  static constexpr bool kGrouped = false;
+  const T *table = nullptr;
+  const void *indices = nullptr;
+  bool wideIndices = false;
+  T *y = nullptr;
+  int64_t vocabulary = 0, width = 1;
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t p = i / width, j = i % width;
+    int64_t index = readIndex(indices, wideIndices, p);
+    if (index < 0 || index >= vocabulary) {
+      recordError(error, launch, 1, 0, p, index, vocabulary);
+      y[i] = T(0.0);
+      return;
+    }
+    y[i] = table[index * width + j];
+  }
+};
+
+/// The table gradient: each thread owns one column of a slice of the
+/// vocabulary rows, zeroes it, then adds the rows of dy in position order,
+/// as the CPU does (no atomics, same sums). Slices give the GPU threads
+/// enough to fill it; a thread reads every index but adds only its own.
+template <typename T> struct EmbeddingGrad : Functor {
+  static constexpr bool kGrouped = false;
+  const void *indices = nullptr;
+  bool wideIndices = false;
+  const T *dy = nullptr;
+  T *table = nullptr;
+  int64_t vocabulary = 0, width = 1, positions = 0;
+  int64_t slices = 1; // count = slices * width
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t j = i % width, slice = i / width;
+    int64_t rowsPerSlice = (vocabulary + slices - 1) / slices;
+    int64_t first = slice * rowsPerSlice;
+    int64_t last =
+        first + rowsPerSlice < vocabulary ? first + rowsPerSlice : vocabulary;
+    for (int64_t v = first; v < last; ++v)
+      table[v * width + j] = T(0.0);
+    for (int64_t p = 0; p < positions; ++p) {
+      int64_t index = readIndex(indices, wideIndices, p);
+      if (index < 0 || index >= vocabulary) {
+        if (slice == 0)
+          recordError(error, launch, 0, 0, p, index, vocabulary);
+        continue;
+      }
+      if (index >= first && index < last)
+        table[index * width + j] += dy[p * width + j];
+    }
+  }
+};
+
+template <typename T> struct Dropout : Functor {
+  static constexpr bool kGrouped = false;
+  const T *x = nullptr;
+  const int64_t *step = nullptr;
+  T *y = nullptr;
+  uint64_t seed = 0;
+  double rate = 0;
+  T keepProbability = T(1.0);
+
+  /// Elements; `count` is the number of Philox blocks, (elements + 3) / 4.
+  int64_t elements = 0;
+  uint64_t threshold = 0; // dropoutThreshold(rate)
+
+  /// Elements 4b .. 4b+3 from block b's four words (dropoutKeep).
+  ZRT_HOST_DEVICE void operator()(int64_t b) const {
+    PhiloxBlock block =
+        philox4x32_10(philoxCounter(static_cast<uint64_t>(b),
+                                    static_cast<uint64_t>(*step)),
+                      philoxKeyFromSeed(seed));
+    int64_t first = 4 * b;
+    int64_t n = elements - first < 4 ? elements - first : 4;
+    for (int64_t j = 0; j < n; ++j)
+      y[first + j] = block.words[j] >= threshold
+                         ? x[first + j] / keepProbability
+                         : T(0.0);
+  }
+};
+
+/// Updated in place when the outputs are the state's buffers.
+template <typename T> struct Sgd : Functor {
+  static constexpr bool kGrouped = false;
+  const T *param = nullptr, *grad = nullptr, *buffer = nullptr;
+  T *newParam = nullptr, *newBuffer = nullptr;
+  T lr = 0, momentum = 0, weightDecay = 0;
+  bool nesterov = false;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    T p = param[i];
+    T g = grad[i] + weightDecay * p;
+    if (!buffer) {
+      newParam[i] = p - lr * g;
+      return;
+    }
+    T b = momentum * buffer[i] + g;
+    newBuffer[i] = b;
+    newParam[i] = nesterov ? p - lr * (g + momentum * b) : p - lr * b;
+  }
+};
+
+template <typename T> struct Adamw : Functor {
+  static constexpr bool kGrouped = false;
+  const T *param = nullptr, *grad = nullptr, *expAvg = nullptr,
+          *expAvgSq = nullptr;
+  const int64_t *step = nullptr;
+  T *newParam = nullptr, *newExpAvg = nullptr, *newExpAvgSq = nullptr;
+  double beta1 = 0, beta2 = 0; // from the plan, which states every one
+  T lr = 0, eps = 0, weightDecay = 0;
+
+  struct Prepared {
+    T correction1, correction2;
+  };
+  /// The bias corrections, once per launch rather than per element.
+  ZRT_HOST_DEVICE Prepared prepare() const {
+    // The step counter counts from 0; bias correction uses t = step + 1.
+    double t = static_cast<double>(*step) + 1.0;
+    return {static_cast<T>(1.0 - dPow(beta1, t)),
+            static_cast<T>(1.0 - dPow(beta2, t))};
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
+    T correction1 = c.correction1, correction2 = c.correction2;
+    T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
+    T oneMinusB1 = static_cast<T>(1.0 - beta1);
+    T oneMinusB2 = static_cast<T>(1.0 - beta2);
+    T p = param[i], g = grad[i];
+    T m = b1 * expAvg[i] + oneMinusB1 * g;
+    T v = b2 * expAvgSq[i] + oneMinusB2 * g * g;
+    T mHat = m / correction1;
+    T vHat = v / correction2;
+    newExpAvg[i] = m;
+    newExpAvgSq[i] = v;
+    newParam[i] = p - lr * (mHat / (fSqrt(vHat) + eps) + weightDecay * p);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Group kernels
+//===----------------------------------------------------------------------===//
+
+/// sum, mean or max over some dimensions: one group per result element,
+/// striding over its reduced elements in row-major order.
+template <typename T> struct Reduce : Functor {
+  static constexpr bool kGrouped = true;
+  enum Kind : int32_t { SumKind, MeanKind, MaxKind };
+  Kind kind = SumKind;
+  const T *x = nullptr;
+  T *y = nullptr;
+  StridedShape kept;    // result position -> operand offset
+  StridedShape reduced; // reduced position -> offset within the row
+  int64_t reducedCount = 0;
+
+  ZRT_HOST_DEVICE T identity() const {
+    return kind == MaxKind ? T(-INFINITY) : T(0.0);
+  }
+  ZRT_HOST_DEVICE T combine(T acc, T value) const {
+    return kind == MaxKind ? maxKeepNaN(acc, value) : acc + value;
+  }
+  ZRT_HOST_DEVICE T finish(T acc) const {
+    return kind == MeanKind ? acc / static_cast<T>(reducedCount) : acc;
+  }
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t o, G &group) const {
+    int64_t base = kept.offsetOf(o);
+    T acc = identity();
+    for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
+      acc = combine(acc, x[base + reduced.offsetOf(j)]);
+    acc = kind == MaxKind ? group.reduce(acc, MaxKeepNaN())
+                          : group.reduce(acc, Sum());
+    if (group.lane == 0)
+      y[o] = finish(acc);
+  }
+};
+
+/// dy goes to the first maximal element (the first NaN, if any) of each
+/// reduced row; every other element of dx is 0.
+template <typename T> struct MaxGrad : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *dy = nullptr;
+  T *dx = nullptr;
+  StridedShape kept, reduced;
+  int64_t reducedCount = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t o, G &group) const {
+    int64_t base = kept.offsetOf(o);
+    // Each lane's own first NaN, else first maximum (the CPU's rule).
+    int64_t best = -1;
+    T bestValue = T(0.0);
+    for (int64_t j = group.lane; j < reducedCount; j += group.lanes) {
+      T v = x[base + reduced.offsetOf(j)];
+      if (best < 0 || (!isNaN(bestValue) && (v > bestValue || isNaN(v)))) {
+        best = j;
+        bestValue = v;
+      }
+    }
+    const int64_t none = INT64_MAX;
+    int32_t anyNaN = group.reduce(
+        static_cast<int32_t>(best >= 0 && isNaN(bestValue)), Max());
+    int64_t chosen;
+    if (anyNaN) {
+      chosen = group.reduce(best >= 0 && isNaN(bestValue) ? best : none, Min());
+    } else {
+      T top = group.reduce(best >= 0 ? bestValue : -INFINITY, Max());
+      chosen = group.reduce(best >= 0 && bestValue == top ? best : none, Min());
+    }
+    for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
+      dx[base + reduced.offsetOf(j)] = j == chosen ? dy[o] : T(0.0);
+  }
+};
+
+/// Lines along an axis: line g starts at (g / inner) * size * inner +
+/// g % inner and steps by inner.
+struct AxisLines {
+  int64_t size = 0, inner = 1;
+  ZRT_HOST_DEVICE int64_t base(int64_t g) const {
+    return (g / inner) * size * inner + g % inner;
+  }
+};
+
+template <typename T> struct Softmax : Functor {
+  static constexpr bool kGrouped = true;
+  bool isLog = false;
+  const T *x = nullptr;
+  T *y = nullptr;
+  AxisLines lines;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
+    int64_t base = lines.base(g), stride = lines.inner;
+    T m = -INFINITY;
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes)
+      m = maxSkipNaN(m, x[base + j * stride]);
+    m = group.reduce(m, MaxSkipNaN());
+    T sum = T(0.0);
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes)
+      sum += fExp(x[base + j * stride] - m);
+    sum = group.reduce(sum, Sum());
+    if (isLog) {
+      T logSum = fLog(sum);
+      for (int64_t j = group.lane; j < lines.size; j += group.lanes)
+        y[base + j * stride] = x[base + j * stride] - m - logSum;
+      return;
+    }
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes)
+      y[base + j * stride] = fExp(x[base + j * stride] - m) / sum;
+  }
+};
+
+template <typename T> struct SoftmaxGrad : Functor {
+  static constexpr bool kGrouped = true;
+  bool isLog = false;
+  const T *y = nullptr, *dy = nullptr;
+  T *dx = nullptr;
+  AxisLines lines;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
+    int64_t base = lines.base(g), stride = lines.inner;
+    T sum = T(0.0);
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes) {
+      int64_t i = base + j * stride;
+      sum += isLog ? dy[i] : dy[i] * y[i];
+    }
+    sum = group.reduce(sum, Sum());
+    for (int64_t j = group.lane; j < lines.size; j += group.lanes) {
+      int64_t i = base + j * stride;
+      dx[i] = isLog ? dy[i] - fExp(y[i]) * sum : y[i] * (dy[i] - sum);
+    }
+  }
+};
+
+/// Mean and 1/std of a row of `width`, as the CPU computes them.
+template <typename T, typename G>
+ZRT_HOST_DEVICE inline void layerNormStats(const T *row, int64_t width,
+                                           T epsilon, G &group, T &mean,
+                                           T &rstd) {
+  T sum = T(0.0);
+  for (int64_t j = group.lane; j < width; j += group.lanes)
+    sum += row[j];
+  mean = group.reduce(sum, Sum()) / static_cast<T>(width);
+  T sq = T(0.0);
+  for (int64_t j = group.lane; j < width; j += group.lanes)
+    sq += (row[j] - mean) * (row[j] - mean);
+  T var = group.reduce(sq, Sum()) / static_cast<T>(width);
+  rstd = T(1.0) / fSqrt(var + epsilon);
+}
+
+/// 1 / sqrt(mean(x^2) + epsilon) of a row.
+template <typename T, typename G>
+ZRT_HOST_DEVICE inline T rmsNormScale(const T *row, int64_t width, T epsilon,
+                                      G &group) {
+  T sq = T(0.0);
+  for (int64_t j = group.lane; j < width; j += group.lanes)
+    sq += row[j] * row[j];
+  return T(1.0) /
+         fSqrt(group.reduce(sq, Sum()) / static_cast<T>(width) + epsilon);
+}
+
+template <typename T> struct LayerNorm : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *gamma = nullptr, *beta = nullptr;
+  T *y = nullptr;
+  int64_t width = 0;
+  T epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const T *xr = x + r * width;
+    T *yr = y + r * width;
+    T mean, rstd;
+    layerNormStats(xr, width, epsilon, group, mean, rstd);
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
+  }
+};
+
+template <typename T> struct RmsNorm : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *gamma = nullptr;
+  T *y = nullptr;
+  int64_t width = 0;
+  T epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const T *xr = x + r * width;
+    T *yr = y + r * width;
+    T scale = rmsNormScale(xr, width, epsilon, group);
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      yr[j] = xr[j] * scale * gamma[j];
+  }
+};
+
+/// layer_norm_grad, rows: dx = rstd (g - mean(g) - xhat mean(g xhat)) with
+/// g = dy gamma; keeps each row's mean and rstd in the workspace for the
+/// column kernel.
+template <typename T> struct LayerNormGradRows : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *gamma = nullptr, *dy = nullptr;
+  T *dx = nullptr;
+  T *stats = nullptr; // 2 per row, in the workspace
+  int64_t width = 0;
+  T epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const T *xr = x + r * width;
+    const T *dyr = dy + r * width;
+    T *dxr = dx + r * width;
+    T mean, rstd;
+    layerNormStats(xr, width, epsilon, group, mean, rstd);
+    T sumG = T(0.0), sumGXhat = T(0.0);
+    for (int64_t j = group.lane; j < width; j += group.lanes) {
+      T xhat = (xr[j] - mean) * rstd;
+      T g = dyr[j] * gamma[j];
+      sumG += g;
+      sumGXhat += g * xhat;
+    }
+    sumG = group.reduce(sumG, Sum());
+    sumGXhat = group.reduce(sumGXhat, Sum());
+    T meanG = sumG / static_cast<T>(width);
+    T meanGXhat = sumGXhat / static_cast<T>(width);
+    for (int64_t j = group.lane; j < width; j += group.lanes) {
+      T xhat = (xr[j] - mean) * rstd;
+      T g = dyr[j] * gamma[j];
+      dxr[j] = rstd * (g - meanG - xhat * meanGXhat);
+    }
+    if (group.lane == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+  }
+};
+
+/// layer_norm_grad, columns: dgamma and dbeta sum dy xhat and dy over the
+/// rows, one group per column (one lane: row order, as the CPU).
+template <typename T> struct LayerNormGradColumns : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *dy = nullptr, *stats = nullptr;
+  T *dgamma = nullptr, *dbeta = nullptr;
+  int64_t width = 0, rows = 0;
+
+  /// Column sums, one row at a time (the host runs them row-major).
+  static constexpr int kSums = 2;
+  ZRT_HOST_DEVICE void addRow(int64_t r, int64_t j, T *sums) const {
+    T xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
+    sums[0] += dy[r * width + j] * xhat;
+    sums[1] += dy[r * width + j];
+  }
+  ZRT_HOST_DEVICE void store(int64_t j, const T *sums) const {
+    dgamma[j] = sums[0];
+    dbeta[j] = sums[1];
+  }
+  ZRT_HOST_DEVICE void load(int64_t j, T *sums) const {
+    sums[0] = dgamma[j];
+    sums[1] = dbeta[j];
+  }
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t j, G &group) const {
+    T sums[kSums] = {T(0.0), T(0.0)};
+    for (int64_t r = group.lane; r < rows; r += group.lanes)
+      addRow(r, j, sums);
+    sums[0] = group.reduce(sums[0], Sum());
+    sums[1] = group.reduce(sums[1], Sum());
+    if (group.lane == 0)
+      store(j, sums);
+  }
+};
+
+/// rms_norm_grad, rows: with r = 1/rms and g = dy gamma,
+/// dx = r g - x r^3 mean(g x); keeps r per row in the workspace.
+template <typename T> struct RmsNormGradRows : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *gamma = nullptr, *dy = nullptr;
+  T *dx = nullptr;
+  T *scales = nullptr; // 1 per row, in the workspace
+  int64_t width = 0;
+  T epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const T *xr = x + r * width;
+    const T *dyr = dy + r * width;
+    T *dxr = dx + r * width;
+    T scale = rmsNormScale(xr, width, epsilon, group);
+    T sumGX = T(0.0);
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      sumGX += dyr[j] * gamma[j] * xr[j];
+    sumGX = group.reduce(sumGX, Sum());
+    T correction = scale * scale * scale * (sumGX / static_cast<T>(width));
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      dxr[j] = scale * dyr[j] * gamma[j] - xr[j] * correction;
+    if (group.lane == 0)
+      scales[r] = scale;
+  }
+};
+
+/// rms_norm_grad, columns: dgamma, one group per column.
+template <typename T> struct RmsNormGradColumns : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *dy = nullptr, *scales = nullptr;
+  T *dgamma = nullptr;
+  int64_t width = 0, rows = 0;
+
+  static constexpr int kSums = 1;
+  ZRT_HOST_DEVICE void addRow(int64_t r, int64_t j, T *sums) const {
+    sums[0] += dy[r * width + j] * x[r * width + j] * scales[r];
+  }
+  ZRT_HOST_DEVICE void store(int64_t j, const T *sums) const {
+    dgamma[j] = sums[0];
+  }
+  ZRT_HOST_DEVICE void load(int64_t j, T *sums) const { sums[0] = dgamma[j]; }
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t j, G &group) const {
+    T sums[kSums] = {T(0.0)};
+    for (int64_t r = group.lane; r < rows; r += group.lanes)
+      addRow(r, j, sums);
+    sums[0] = group.reduce(sums[0], Sum());
+    if (group.lane == 0)
+      store(j, sums);
+  }
+};
+
+/// A row's maximum (NaN ignored) and sum of exp(x - max).
+template <typename T, typename G>
+ZRT_HOST_DEVICE inline void rowExpSum(const T *row, int64_t size, G &group,
+                                      T &max, T &sum) {
+  T m = -INFINITY;
+  for (int64_t c = group.lane; c < size; c += group.lanes)
+    m = maxSkipNaN(m, row[c]);
+  max = group.reduce(m, MaxSkipNaN());
+  T s = T(0.0);
+  for (int64_t c = group.lane; c < size; c += group.lanes)
+    s += fExp(row[c] - max);
+  sum = group.reduce(s, Sum());
+}
+
+/// softmax_cross_entropy, rows: each row's loss into the workspace (NaN for
+/// a bad label, which is recorded).
+template <typename T> struct CrossEntropyRows : Functor {
+  static constexpr bool kGrouped = true;
+  const T *logits = nullptr;
+  const void *labels = nullptr;
+  bool wideLabels = false;
+  T *losses = nullptr; // 1 per row, in the workspace
+  int64_t classes = 0;
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    int64_t label = readIndex(labels, wideLabels, r);
+    bool bad = label < 0 || label >= classes;
+    const T *row = logits + r * classes;
+    T max, sum;
+    rowExpSum(row, classes, group, max, sum);
+    if (group.lane != 0)
+      return;
+    if (bad) {
+      recordError(error, launch, 1, 1, r, label, classes);
+      losses[r] = NAN;
+      return;
+    }
+    losses[r] = max + fLog(sum) - row[label];
+  }
+};
+
+/// A sum of `count` floats in order (one group), divided by `divisor`: the
+/// mean loss of the rows, or mse.
+template <typename T> struct MeanOf : Functor {
+  static constexpr bool kGrouped = true;
+  const T *a = nullptr;
+  const T *b = nullptr; // mse: sum (a - b)^2 instead of a
+  T *y = nullptr;
+  int64_t elements = 0;
+  T divisor = T(1.0);
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t, G &group) const {
+    T total = T(0.0);
+    for (int64_t i = group.lane; i < elements; i += group.lanes)
+      total += b ? (a[i] - b[i]) * (a[i] - b[i]) : a[i];
+    total = group.reduce(total, Sum());
+    if (group.lane == 0)
+      *y = total / divisor;
+  }
+};
+
+template <typename T> struct CrossEntropyGradRows : Functor {
+  static constexpr bool kGrouped = true;
+  const T *logits = nullptr;
+  const void *labels = nullptr;
+  bool wideLabels = false;
+  const T *lossGrad = nullptr;
+  T *dx = nullptr;
+  int64_t classes = 0;
+  T rowCount = T(1.0);
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    int64_t label = readIndex(labels, wideLabels, r);
+    if ((label < 0 || label >= classes) && group.lane == 0)
+      recordError(error, launch, 1, 1, r, label, classes);
+    const T *row = logits + r * classes;
+    T *out = dx + r * classes;
+    T max, sum;
+    rowExpSum(row, classes, group, max, sum);
+    T g = *lossGrad;
+    for (int64_t c = group.lane; c < classes; c += group.lanes) {
+      T p = fExp(row[c] - max) / sum;
+      T onehot = c == label ? T(1.0) : T(0.0);
+      out[c] = g * (p - onehot) / rowCount;
+    }
+  }
+};
+
+} // namespace zcc::runtime::device
+
+#endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H

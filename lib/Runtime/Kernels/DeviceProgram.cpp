@@ -1,0 +1,772 @@
+//===- DeviceProgram.cpp - plan launches as device steps ------------------===//
+//
+// One function per kernel family turns a validated launch into functors
+// with resolved addresses, mirroring the CPU kernels' index arithmetic
+// (CpuKernels.cpp). Every launch has passed checkLaunch: operand counts,
+// dtypes, shapes and parameters are trusted here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels/DeviceProgram.h"
+
+#include "zcc/Runtime/Kernels/Kernels.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+using namespace zcc::runtime;
+using namespace zcc::runtime::device;
+
+namespace {
+
+/// Bytes of one element as the executor stores it: float tensors hold T.
+template <typename T> int32_t elementBytes(DType dtype) {
+  return dtype == DType::F32 ? static_cast<int32_t>(sizeof(T))
+                             : static_cast<int32_t>(dtypeBytes(dtype));
+}
+
+/// The same position -> offset map with fewer dimensions: size-1 dimensions
+/// dropped, and a dimension merged into the next where their strides make
+/// one run (offsetOf then divides less, or not at all at rank 1).
+void simplify(StridedShape &shape) {
+  StridedShape out;
+  for (int d = 0; d < shape.rank; ++d) {
+    if (shape.size[d] == 1)
+      continue;
+    if (out.rank > 0 &&
+        out.stride[out.rank - 1] == shape.stride[d] * shape.size[d]) {
+      out.size[out.rank - 1] *= shape.size[d];
+      out.stride[out.rank - 1] = shape.stride[d];
+      continue;
+    }
+    out.size[out.rank] = shape.size[d];
+    out.stride[out.rank++] = shape.stride[d];
+  }
+  shape = out;
+}
+
+/// embedding_grad's threads (a thread per column and slice of rows): enough
+/// to fill a GPU, however narrow the table.
+constexpr int64_t kEmbeddingGradThreads = 32768;
+
+/// Threads per group for rows of `work` elements: whole warps, at most 256,
+/// no more warps than the row fills.
+int32_t groupThreadsFor(int64_t work) {
+  if (work >= 256)
+    return 256;
+  int64_t warps = (std::max<int64_t>(work, 1) + 31) / 32;
+  return static_cast<int32_t>(warps * 32);
+}
+
+template <typename T> class Builder {
+public:
+  Builder(const Entry &entry, size_t index, const EntryMemory &memory,
+          std::vector<StepOf<T>> &out)
+      : entry(entry), launch(entry.launches[index]), index(index),
+        memory(memory), out(out) {
+    for (uint32_t t : launch.outputs)
+      guarded |=
+          entry.buffers[entry.tensors[t].buffer].region == Region::Persistent;
+  }
+
+  Status build(KernelId id);
+
+private:
+  const TensorType &inType(size_t i) const {
+    return entry.tensors[launch.inputs[i]].type;
+  }
+  const TensorType &outType(size_t i) const {
+    return entry.tensors[launch.outputs[i]].type;
+  }
+  void *address(uint32_t tensor) const {
+    return memory.buffers[entry.tensors[tensor].buffer];
+  }
+  template <typename U = T> const U *in(size_t i) const {
+    return static_cast<const U *>(address(launch.inputs[i]));
+  }
+  template <typename U = T> U *result(size_t i) const {
+    return static_cast<U *>(address(launch.outputs[i]));
+  }
+  bool wideIndex(size_t input) const {
+    return inType(input).dtype == DType::I64;
+  }
+
+  /// Adds a functor: the error guard when the launch writes persistent
+  /// state, and the group width for group kernels from their rows' length.
+  template <typename F> void push(F f, int64_t rowLength = 0) {
+    if (guarded)
+      f.abort = &memory.error->flag;
+    f.groupThreads = groupThreadsFor(rowLength);
+    out.push_back(f);
+  }
+
+  Status scratch(uint64_t bytes, T *&at) const {
+    if (bytes > 0 && (!memory.workspace || memory.workspaceBytes < bytes))
+      return makeError(StatusCode::InvalidPlan, "entry '", entry.name,
+                       "' launch ", index, " (", launch.name(), ") needs ",
+                       bytes, " bytes of device workspace and the plan has ",
+                       memory.workspaceBytes,
+                       ": compile it again with this zcc");
+    at = reinterpret_cast<T *>(memory.workspace);
+    return Status::ok();
+  }
+
+  void elementwise(ElementOp op) {
+    Elementwise<T> f;
+    f.op = op;
+    f.a = in(0);
+    f.b = launch.inputs.size() > 1 ? in(1) : nullptr;
+    f.y = result(0);
+    f.count = outType(0).numElements();
+    if (op == ElementOp::Scale)
+      f.factor = static_cast<T>(launch.params.factor);
+    if (op == ElementOp::MseGrad) {
+      f.lossGrad = in(2);
+      f.elements = inType(0).numElements();
+    }
+    push(f);
+  }
+
+  void constant() {
+    const TensorType &type = outType(0);
+    double value = launch.params.value;
+    Fill f;
+    f.y = result<void>(0);
+    f.count = type.numElements();
+    f.bytes = elementBytes<T>(type.dtype);
+    // checkLaunch bounds the value to the element type's range.
+    if (type.dtype == DType::F32) {
+      T v = static_cast<T>(value);
+      if constexpr (sizeof(T) == 8) {
+        std::memcpy(&f.bits, &v, 8);
+      } else {
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        f.bits = bits;
+      }
+    } else if (type.dtype == DType::I32) {
+      f.bits = static_cast<uint32_t>(static_cast<int32_t>(value));
+    } else {
+      f.bits = static_cast<uint64_t>(static_cast<int64_t>(value));
+    }
+    push(f);
+  }
+
+  /// y = x at `offset` + `strides` of each output position.
+  void stridedCopy(const int64_t *strides, int64_t offset) {
+    const TensorType &type = outType(0);
+    StridedCopy f;
+    f.x = in<void>(0);
+    f.y = result<void>(0);
+    f.offset = offset;
+    f.bytes = elementBytes<T>(type.dtype);
+    f.count = type.numElements();
+    f.source.rank = static_cast<int32_t>(type.rank());
+    for (int d = 0; d < f.source.rank; ++d) {
+      f.source.size[d] = type.shape[d];
+      f.source.stride[d] = strides[d];
+    }
+    simplify(f.source);
+    push(f);
+  }
+
+  void broadcast() {
+    const TensorType &operand = inType(0);
+    const std::vector<int64_t> &dims =
+        launch.params.broadcastDimensions;
+    int64_t operandStrides[kMaxRank], strides[kMaxRank] = {};
+    rowMajorStrides(operand.shape, operandStrides);
+    // A repeated (size 1) or new dimension reads with stride 0.
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (operand.shape[i] != 1)
+        strides[dims[i]] = operandStrides[i];
+    stridedCopy(strides, 0);
+  }
+
+  void transpose() {
+    const std::vector<int64_t> &perm = launch.params.permutation;
+    int64_t operandStrides[kMaxRank], strides[kMaxRank] = {};
+    rowMajorStrides(inType(0).shape, operandStrides);
+    for (size_t i = 0; i < perm.size(); ++i)
+      strides[i] = operandStrides[perm[i]];
+    stridedCopy(strides, 0);
+  }
+
+  void slice() {
+    const TensorType &whole = inType(0);
+    const std::vector<int64_t> &starts = launch.params.startIndices;
+    const std::vector<int64_t> &steps = launch.params.strides;
+    int64_t wholeStrides[kMaxRank], strides[kMaxRank] = {};
+    rowMajorStrides(whole.shape, wholeStrides);
+    int64_t offset = 0;
+    for (size_t d = 0; d < whole.shape.size(); ++d) {
+      // A step past the size takes one element: clamped, as on the CPU, so
+      // the stride product cannot overflow.
+      int64_t step = std::min(steps[d], std::max<int64_t>(whole.shape[d], 1));
+      strides[d] = wholeStrides[d] * step;
+      offset += starts[d] * wholeStrides[d];
+    }
+    stridedCopy(strides, offset);
+  }
+
+  void copy() {
+    const TensorType &type = inType(0);
+    StridedCopy f;
+    f.x = in<void>(0);
+    f.y = result<void>(0);
+    f.bytes = elementBytes<T>(type.dtype);
+    f.count = type.numElements();
+    f.source.rank = 1;
+    f.source.size[0] = std::max<int64_t>(f.count, 1);
+    f.source.stride[0] = 1;
+    push(f);
+  }
+
+  void concat() {
+    const TensorType &type = outType(0);
+    size_t dim = static_cast<size_t>(launch.params.dimension);
+    int64_t outer = shapeProduct(type.shape, 0, dim);
+    int64_t inner = shapeProduct(type.shape, dim + 1, type.shape.size());
+    int64_t resultBlock = type.shape[dim] * inner;
+    int64_t offset = 0;
+    for (size_t k = 0; k < launch.inputs.size(); ++k) {
+      ConcatPart f;
+      f.x = in<void>(k);
+      f.y = result<void>(0);
+      f.block = inType(k).shape[dim] * inner;
+      f.resultBlock = resultBlock;
+      f.offset = offset;
+      f.bytes = elementBytes<T>(type.dtype);
+      f.count = outer * f.block;
+      offset += f.block;
+      if (f.count > 0)
+        push(f);
+    }
+  }
+
+  void sliceGrad() {
+    const TensorType &grad = inType(0);
+    const TensorType &type = outType(0);
+    SliceGrad<T> f;
+    f.grad = in(0);
+    f.y = result(0);
+    f.count = type.numElements();
+    f.rank = static_cast<int32_t>(type.rank());
+    const std::vector<int64_t> &starts = launch.params.startIndices;
+    const std::vector<int64_t> &steps = launch.params.strides;
+    int64_t gradStrides[kMaxRank];
+    rowMajorStrides(grad.shape, gradStrides);
+    for (int d = 0; d < f.rank; ++d) {
+      f.shape[d] = type.shape[d];
+      f.start[d] = starts[d];
+      f.step[d] = steps[d];
+      f.gradShape[d] = grad.shape[d];
+      f.gradStride[d] = gradStrides[d];
+    }
+    push(f);
+  }
+
+  /// The kept and reduced dimensions of a reduction over `dims`.
+  void reductionShapes(const TensorType &operand, StridedShape &kept,
+                       StridedShape &reduced, int64_t &reducedCount) const {
+    const std::vector<int64_t> &dims = launch.params.dims;
+    int64_t strides[kMaxRank];
+    rowMajorStrides(operand.shape, strides);
+    reducedCount = 1;
+    for (int d = 0; d < static_cast<int>(operand.rank()); ++d) {
+      bool isReduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+      StridedShape &shape = isReduced ? reduced : kept;
+      shape.size[shape.rank] = operand.shape[d];
+      shape.stride[shape.rank++] = strides[d];
+      if (isReduced)
+        reducedCount *= operand.shape[d];
+    }
+    simplify(kept);
+    simplify(reduced);
+  }
+
+  void reduce(typename Reduce<T>::Kind kind) {
+    Reduce<T> f;
+    f.kind = kind;
+    f.x = in(0);
+    f.y = result(0);
+    f.count = outType(0).numElements();
+    reductionShapes(inType(0), f.kept, f.reduced, f.reducedCount);
+    push(f, f.reducedCount);
+  }
+
+  void maxGrad() {
+    MaxGrad<T> f;
+    f.x = in(0);
+    f.dy = in(1);
+    f.dx = result(0);
+    f.count = inType(1).numElements();
+    reductionShapes(inType(0), f.kept, f.reduced, f.reducedCount);
+    push(f, f.reducedCount);
+  }
+
+  Status matmul() {
+    const TensorType &lhs = inType(0);
+    const TensorType &rhs = inType(1);
+    bool transposeLhs = launch.params.transposeLhs;
+    bool transposeRhs = launch.params.transposeRhs;
+    size_t lhsRank = lhs.shape.size(), rhsRank = rhs.shape.size();
+    int64_t m = lhs.shape[lhsRank - (transposeLhs ? 1 : 2)];
+    int64_t k = lhs.shape[lhsRank - (transposeLhs ? 2 : 1)];
+    int64_t n = rhs.shape[rhsRank - (transposeRhs ? 2 : 1)];
+    int64_t batch = shapeProduct(lhs.shape, 0, lhsRank - 2);
+    if (batch == 0 || m == 0 || n == 0)
+      return Status::ok();
+    if (k == 0) { // an empty sum
+      Fill f;
+      f.y = result<void>(0);
+      f.count = batch * m * n;
+      push(f);
+      return Status::ok();
+    }
+    if (batch > INT_MAX)
+      return makeError(StatusCode::InvalidPlan, "matmul batch of ", batch,
+                       " is more than cuBLAS takes");
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+    // stored rhs is BLAS's A, the stored lhs its B.
+    GemmOf<T> g;
+    g.transA = transposeRhs;
+    g.transB = transposeLhs;
+    g.m = static_cast<int32_t>(n);
+    g.n = static_cast<int32_t>(m);
+    g.k = static_cast<int32_t>(k);
+    g.a = in(1);
+    g.lda = static_cast<int32_t>(rhs.shape[rhsRank - 1]);
+    g.b = in(0);
+    g.ldb = static_cast<int32_t>(lhs.shape[lhsRank - 1]);
+    g.c = result(0);
+    g.ldc = static_cast<int32_t>(n);
+    g.workspace = memory.workspace;
+    g.workspaceBytes = memory.workspaceBytes;
+    bool sharedRhs = rhsRank == 2;
+    if (sharedRhs && !transposeLhs && batch * m <= INT_MAX) {
+      // One [batch * M, K] x [K, N] product, as on the CPU.
+      g.n = static_cast<int32_t>(batch * m);
+    } else {
+      g.batch = static_cast<int32_t>(batch);
+      g.strideA = sharedRhs ? 0 : k * n;
+      g.strideB = m * k;
+      g.strideC = m * n;
+    }
+    out.push_back(g);
+    return Status::ok();
+  }
+
+  AxisLines axisLines(const TensorType &type, int64_t &lineCount) const {
+    int64_t rank = type.rank();
+    int64_t axis = launch.params.axis;
+    size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+    AxisLines lines;
+    lines.size = type.shape[a];
+    lines.inner = shapeProduct(type.shape, a + 1, type.shape.size());
+    lineCount = shapeProduct(type.shape, 0, a) * lines.inner;
+    return lines;
+  }
+
+  void softmax(bool isLog) {
+    Softmax<T> f;
+    f.isLog = isLog;
+    f.x = in(0);
+    f.y = result(0);
+    f.lines = axisLines(inType(0), f.count);
+    push(f, f.lines.size);
+  }
+
+  void softmaxGrad(bool isLog) {
+    SoftmaxGrad<T> f;
+    f.isLog = isLog;
+    f.y = in(0);
+    f.dy = in(1);
+    f.dx = result(0);
+    f.lines = axisLines(inType(0), f.count);
+    push(f, f.lines.size);
+  }
+
+  /// Rows of the last dimension: width 0 means no rows.
+  void lastDimRows(const TensorType &type, int64_t &rows,
+                   int64_t &width) const {
+    width = type.shape.back();
+    rows = width ? type.numElements() / width : 0;
+  }
+
+  void layerNorm() {
+    LayerNorm<T> f;
+    f.x = in(0);
+    f.gamma = in(1);
+    f.beta = in(2);
+    f.y = result(0);
+    f.epsilon = static_cast<T>(launch.params.epsilon);
+    lastDimRows(inType(0), f.count, f.width);
+    push(f, f.width);
+  }
+
+  void rmsNorm() {
+    RmsNorm<T> f;
+    f.x = in(0);
+    f.gamma = in(1);
+    f.y = result(0);
+    f.epsilon = static_cast<T>(launch.params.epsilon);
+    lastDimRows(inType(0), f.count, f.width);
+    push(f, f.width);
+  }
+
+  Status layerNormGrad() {
+    T *stats = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), stats));
+    LayerNormGradRows<T> rows;
+    rows.x = in(0);
+    rows.gamma = in(1);
+    rows.dy = in(2);
+    rows.dx = result(0);
+    rows.stats = stats;
+    rows.epsilon = static_cast<T>(launch.params.epsilon);
+    lastDimRows(inType(0), rows.count, rows.width);
+    push(rows, rows.width);
+    LayerNormGradColumns<T> columns;
+    columns.x = in(0);
+    columns.dy = in(2);
+    columns.stats = stats;
+    columns.dgamma = result(1);
+    columns.dbeta = result(2);
+    columns.width = rows.width;
+    columns.rows = rows.count;
+    columns.count = rows.width;
+    push(columns, rows.count);
+    return Status::ok();
+  }
+
+  Status rmsNormGrad() {
+    T *scales = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), scales));
+    RmsNormGradRows<T> rows;
+    rows.x = in(0);
+    rows.gamma = in(1);
+    rows.dy = in(2);
+    rows.dx = result(0);
+    rows.scales = scales;
+    rows.epsilon = static_cast<T>(launch.params.epsilon);
+    lastDimRows(inType(0), rows.count, rows.width);
+    push(rows, rows.width);
+    RmsNormGradColumns<T> columns;
+    columns.x = in(0);
+    columns.dy = in(2);
+    columns.scales = scales;
+    columns.dgamma = result(1);
+    columns.width = rows.width;
+    columns.rows = rows.count;
+    columns.count = rows.width;
+    push(columns, rows.count);
+    return Status::ok();
+  }
+
+  void embedding() {
+    const TensorType &table = inType(0);
+    Embedding<T> f;
+    f.table = in(0);
+    f.indices = in<void>(1);
+    f.wideIndices = wideIndex(1);
+    f.y = result(0);
+    f.vocabulary = table.shape[0];
+    f.width = std::max<int64_t>(table.shape[1], 1);
+    f.count = inType(1).numElements() * table.shape[1];
+    f.error = memory.error;
+    f.launch = static_cast<int32_t>(index);
+    push(f);
+  }
+
+  void embeddingGrad() {
+    const TensorType &table = outType(0);
+    EmbeddingGrad<T> f;
+    f.indices = in<void>(0);
+    f.wideIndices = wideIndex(0);
+    f.dy = in(1);
+    f.table = result(0);
+    f.vocabulary = table.shape[0];
+    f.width = table.shape[1];
+    f.positions = inType(0).numElements();
+    int64_t width = std::max<int64_t>(f.width, 1);
+    f.slices = std::clamp<int64_t>((kEmbeddingGradThreads + width - 1) / width,
+                                   1, std::max<int64_t>(f.vocabulary, 1));
+    f.count = f.slices * table.shape[1];
+    f.error = memory.error;
+    f.launch = static_cast<int32_t>(index);
+    push(f);
+  }
+
+  Status crossEntropy() {
+    T *losses = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), losses));
+    CrossEntropyRows<T> rows;
+    rows.logits = in(0);
+    rows.labels = in<void>(1);
+    rows.wideLabels = wideIndex(1);
+    rows.losses = losses;
+    rows.classes = inType(0).shape.back();
+    rows.count = inType(1).numElements();
+    rows.error = memory.error;
+    rows.launch = static_cast<int32_t>(index);
+    push(rows, rows.classes);
+    MeanOf<T> mean;
+    mean.a = losses;
+    mean.y = result(0);
+    mean.elements = rows.count;
+    mean.divisor = static_cast<T>(rows.count);
+    mean.count = 1;
+    push(mean, rows.count);
+    return Status::ok();
+  }
+
+  void crossEntropyGrad() {
+    CrossEntropyGradRows<T> f;
+    f.logits = in(0);
+    f.labels = in<void>(1);
+    f.wideLabels = wideIndex(1);
+    f.lossGrad = in(2);
+    f.dx = result(0);
+    f.classes = inType(0).shape.back();
+    f.count = inType(1).numElements();
+    f.rowCount = static_cast<T>(f.count);
+    f.error = memory.error;
+    f.launch = static_cast<int32_t>(index);
+    push(f, f.classes);
+  }
+
+  void mse() {
+    MeanOf<T> f;
+    f.a = in(0);
+    f.b = in(1);
+    f.y = result(0);
+    f.elements = inType(0).numElements();
+    f.divisor = static_cast<T>(f.elements);
+    f.count = 1;
+    push(f, f.elements);
+  }
+
+  void dropout() {
+    double rate = launch.params.rate;
+    Dropout<T> f;
+    f.x = in(0);
+    f.step = in<int64_t>(1);
+    f.y = result(0);
+    f.seed = static_cast<uint64_t>(launch.params.seed);
+    f.rate = rate;
+    f.keepProbability = static_cast<T>(1.0 - rate);
+    f.threshold = dropoutThreshold(rate);
+    f.elements = outType(0).numElements();
+    f.count = (f.elements + 3) / 4;
+    push(f);
+  }
+
+  void sgd() {
+    Sgd<T> f;
+    f.lr = static_cast<T>(launch.params.lr);
+    f.momentum = static_cast<T>(launch.params.momentum);
+    f.weightDecay = static_cast<T>(launch.params.weightDecay);
+    f.nesterov = launch.params.nesterov;
+    f.param = in(0);
+    f.grad = in(1);
+    f.newParam = result(0);
+    if (launch.inputs.size() == 3) {
+      f.buffer = in(2);
+      f.newBuffer = result(1);
+    }
+    f.count = inType(0).numElements();
+    push(f);
+  }
+
+  void adamw() {
+    Adamw<T> f;
+    f.beta1 = launch.params.beta1;
+    f.beta2 = launch.params.beta2;
+    f.lr = static_cast<T>(launch.params.lr);
+    f.eps = static_cast<T>(launch.params.eps);
+    f.weightDecay = static_cast<T>(launch.params.weightDecay);
+    f.param = in(0);
+    f.grad = in(1);
+    f.expAvg = in(2);
+    f.expAvgSq = in(3);
+    f.step = in<int64_t>(4);
+    f.newParam = result(0);
+    f.newExpAvg = result(1);
+    f.newExpAvgSq = result(2);
+    f.count = inType(0).numElements();
+    push(f);
+  }
+
+  const Entry &entry;
+  const Launch &launch;
+  size_t index;
+  const EntryMemory &memory;
+  std::vector<StepOf<T>> &out;
+  bool guarded = false;
+};
+
+template <typename T> Status Builder<T>::build(KernelId id) {
+  switch (id) {
+#define ZRT_ELEMENT_BUILD(id, name, arity)                                     \
+  case KernelId::id:                                                           \
+    elementwise(ElementOp::id);                                                \
+    break;
+    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_BUILD)
+#undef ZRT_ELEMENT_BUILD
+  case KernelId::Scale:
+    elementwise(ElementOp::Scale);
+    break;
+  case KernelId::MseGrad:
+    elementwise(ElementOp::MseGrad);
+    break;
+  case KernelId::Constant:
+    constant();
+    break;
+  case KernelId::CausalMask: {
+    CausalMask<T> f;
+    f.y = result(0);
+    f.size = outType(0).shape[0];
+    f.count = f.size * f.size;
+    push(f);
+    break;
+  }
+  case KernelId::BroadcastInDim:
+    broadcast();
+    break;
+  case KernelId::Transpose:
+    transpose();
+    break;
+  case KernelId::Slice:
+    slice();
+    break;
+  case KernelId::Concat:
+    concat();
+    break;
+  case KernelId::Copy:
+    copy();
+    break;
+  case KernelId::SliceGrad:
+    sliceGrad();
+    break;
+  case KernelId::Sum:
+    reduce(Reduce<T>::SumKind);
+    break;
+  case KernelId::Mean:
+    reduce(Reduce<T>::MeanKind);
+    break;
+  case KernelId::Max:
+    reduce(Reduce<T>::MaxKind);
+    break;
+  case KernelId::MaxGrad:
+    maxGrad();
+    break;
+  case KernelId::Matmul:
+    return matmul();
+  case KernelId::Softmax:
+    softmax(false);
+    break;
+  case KernelId::LogSoftmax:
+    softmax(true);
+    break;
+  case KernelId::SoftmaxGrad:
+    softmaxGrad(false);
+    break;
+  case KernelId::LogSoftmaxGrad:
+    softmaxGrad(true);
+    break;
+  case KernelId::LayerNorm:
+    layerNorm();
+    break;
+  case KernelId::RmsNorm:
+    rmsNorm();
+    break;
+  case KernelId::LayerNormGrad:
+    return layerNormGrad();
+  case KernelId::RmsNormGrad:
+    return rmsNormGrad();
+  case KernelId::Embedding:
+    embedding();
+    break;
+  case KernelId::EmbeddingGrad:
+    embeddingGrad();
+    break;
+  case KernelId::SoftmaxCrossEntropy:
+    return crossEntropy();
+  case KernelId::SoftmaxCrossEntropyGrad:
+    crossEntropyGrad();
+    break;
+  case KernelId::Mse:
+    mse();
+    break;
+  case KernelId::Dropout:
+    dropout();
+    break;
+  case KernelId::Sgd:
+    sgd();
+    break;
+  case KernelId::Adamw:
+    adamw();
+    break;
+  case KernelId::NumKernels:
+    return makeError(StatusCode::InvalidArgument, "no such kernel");
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+template <typename T>
+Status zcc::runtime::device::appendLaunch(const Entry &entry, size_t index,
+                                          const EntryMemory &memory,
+                                          std::vector<StepOf<T>> &out) {
+  return Builder<T>(entry, index, memory, out)
+      .build(entry.launches[index].kernel);
+}
+
+template Status zcc::runtime::device::appendLaunch<float>(
+    const Entry &, size_t, const EntryMemory &, std::vector<StepOf<float>> &);
+template Status zcc::runtime::device::appendLaunch<double>(
+    const Entry &, size_t, const EntryMemory &, std::vector<StepOf<double>> &);
+
+namespace {
+
+bool overlaps(const std::vector<AddressRange> &a,
+              const std::vector<AddressRange> &b) {
+  for (const AddressRange &x : a)
+    for (const AddressRange &y : b)
+      if (x.begin < y.end && y.begin < x.end)
+        return true;
+  return false;
+}
+
+} // namespace
+
+StepOrder zcc::runtime::device::stepDependencies(
+    const std::vector<StepAccess> &access) {
+  size_t n = access.size();
+  size_t words = (n + 63) / 64;
+  StepOrder order;
+  order.ancestors.assign(n, std::vector<uint64_t>(words, 0));
+  order.after.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const StepAccess &step = access[i];
+    std::vector<uint64_t> &mine = order.ancestors[i];
+    // Nearest first: a conflict already implied by a later one adds no edge.
+    for (size_t j = i; j-- > 0;) {
+      if (order.follows(i, j))
+        continue;
+      const StepAccess &before = access[j];
+      if (!overlaps(before.writes, step.reads) &&
+          !overlaps(before.writes, step.writes) &&
+          !overlaps(before.reads, step.writes))
+        continue;
+      order.after[i].push_back(static_cast<uint32_t>(j));
+      mine[j / 64] |= uint64_t{1} << (j % 64);
+      for (size_t w = 0; w < words; ++w)
+        mine[w] |= order.ancestors[j][w];
+    }
+  }
+  return order;
+}

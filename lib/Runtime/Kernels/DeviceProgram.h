@@ -1,0 +1,133 @@
+//===- DeviceProgram.h - an entry as a list of device steps ------*- C++
+//-*-===//
+//
+// The device executors (CUDA, and the emulator that runs the same kernels on
+// the host) run an entry as a fixed list of steps: copy the inputs in, clear
+// the error record, run each launch's kernels, copy the outputs and the error
+// record out. The list is built once at load, with every address resolved;
+// the CUDA executor captures it into a graph, the emulator walks it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_LIB_RUNTIME_DEVICE_DEVICEPROGRAM_H
+#define ZCC_LIB_RUNTIME_DEVICE_DEVICEPROGRAM_H
+
+#include "Kernels/DeviceKernels.h"
+
+#include "zcc/Runtime/Plan/Plan.h"
+#include "zcc/Runtime/Status.h"
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+namespace zcc::runtime::device {
+
+/// A batch of column-major products C = op(A) op(B) with BLAS's (and
+/// cuBLAS's) meaning of every field; a row-major matmul is mapped onto it by
+/// gemmFor (C^T = op(B)^T op(A)^T).
+template <typename T> struct GemmOf {
+  bool transA = false, transB = false;
+  int32_t m = 0, n = 0, k = 0;
+  int32_t lda = 1, ldb = 1, ldc = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0;
+  int32_t batch = 1;
+  const T *a = nullptr, *b = nullptr;
+  T *c = nullptr;
+  /// The entry's workspace, given to cuBLAS.
+  void *workspace = nullptr;
+  uint64_t workspaceBytes = 0;
+};
+
+struct Memset {
+  void *data = nullptr;
+  uint64_t bytes = 0;
+  uint8_t value = 0;
+};
+
+struct CopyIn { // host (pinned staging) to device
+  void *device = nullptr;
+  const void *host = nullptr;
+  uint64_t bytes = 0;
+};
+
+struct CopyOut { // device to host (pinned staging)
+  void *host = nullptr;
+  const void *device = nullptr;
+  uint64_t bytes = 0;
+};
+
+/// An entry's steps with float tensors held as T: float for plans run in
+/// their f32, double for the CPU executor's f64 reference precision.
+template <typename T>
+using StepOf =
+    std::variant<Elementwise<T>, Fill, CausalMask<T>, StridedCopy, ConcatPart,
+                 SliceGrad<T>, Embedding<T>, EmbeddingGrad<T>, Dropout<T>,
+                 Sgd<T>, Adamw<T>, Reduce<T>, MaxGrad<T>, Softmax<T>,
+                 SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>, LayerNormGradRows<T>,
+                 LayerNormGradColumns<T>, RmsNormGradRows<T>,
+                 RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
+                 CrossEntropyGradRows<T>, GemmOf<T>, Memset, CopyIn, CopyOut>;
+
+/// The GPU's: f32.
+using Gemm = GemmOf<float>;
+using Step = StepOf<float>;
+
+/// Where an entry's bytes are: each buffer's device address, the workspace
+/// (null when the entry has none) and the error record.
+struct EntryMemory {
+  std::vector<uint8_t *> buffers;
+  uint8_t *workspace = nullptr;
+  uint64_t workspaceBytes = 0;
+  DeviceError *error = nullptr;
+};
+
+/// Appends the steps of launch `index` of `entry` (already validated).
+/// Fails only when the entry lacks scratch the launch needs (a plan written
+/// without workspaces).
+template <typename T>
+Status appendLaunch(const Entry &entry, size_t index, const EntryMemory &memory,
+                    std::vector<StepOf<T>> &out);
+
+/// A span of device addresses, [begin, end).
+struct AddressRange {
+  uintptr_t begin = 0, end = 0;
+};
+
+/// What one step reads and writes. Steps of one launch share the launch's
+/// sets, so they stay in order among themselves.
+struct StepAccess {
+  std::vector<AddressRange> reads, writes;
+};
+
+/// The order steps must keep: for each step, the earlier steps that write
+/// bytes it reads or writes, or read bytes it writes. Running the steps in
+/// any order that keeps it gives the bits of running them in list order.
+/// The CUDA executor makes it its graph's edges, so that independent work
+/// (an update beside the rest of backward) overlaps.
+struct StepOrder {
+  /// The steps step i must follow directly, nearest first: the transitive
+  /// reduction (a conflict already implied through another step is left
+  /// out).
+  std::vector<std::vector<uint32_t>> after;
+  /// Bit j of ancestors[i]: step i follows step j, directly or not.
+  std::vector<std::vector<uint64_t>> ancestors;
+
+  bool follows(size_t i, size_t j) const {
+    return ancestors[i][j / 64] >> (j % 64) & 1;
+  }
+};
+
+StepOrder stepDependencies(const std::vector<StepAccess> &access);
+
+/// Runs every step with launcher `L`, which has an overload per step kind
+/// (or a template for the functors).
+template <typename S, typename L>
+void runSteps(const std::vector<S> &steps, L &launcher) {
+  for (const S &step : steps)
+    std::visit(launcher, step);
+}
+
+} // namespace zcc::runtime::device
+
+#endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEPROGRAM_H

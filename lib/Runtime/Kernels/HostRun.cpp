@@ -1,0 +1,420 @@
+//===- HostRun.cpp - the kernels' steps run on the host ------------------===//
+//
+// See HostRun.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels/HostRun.h"
+
+#include "zcc/Runtime/Kernels/Kernels.h"
+
+#include <cblas.h>
+
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+using namespace zcc::runtime;
+using namespace zcc::runtime::device;
+
+namespace {
+
+/// C = A B in column-major BLAS terms (the arguments cuBLAS gets).
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
+          const float *a, int lda, const float *b, int ldb, float *c, int ldc) {
+  cblas_sgemm(CblasColMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
+              ldc);
+}
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
+          const double *a, int lda, const double *b, int ldb, double *c,
+          int ldc) {
+  cblas_dgemm(CblasColMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+/// One lane: reductions are the lane's own value, rows are visited in order.
+struct HostGroup {
+  int64_t lane = 0;
+  int64_t lanes = 1;
+  template <typename T, typename Op> T reduce(T value, Op) const {
+    return value;
+  }
+};
+
+/// The GPU's group of `lanes` threads, emulated by replay: every lane runs
+/// the functor up to its next reduction, where it stops (an exception);
+/// once the last lane gets there, the lanes' values are combined in the
+/// GPU's order (a butterfly within each warp of 32, then the warps in
+/// order, as CudaBackend.cu's blockReduce), and the round starts again with
+/// one more result known. Group kernels write only after their reductions,
+/// so the final round, which runs through, writes every result.
+struct ReplayGroup {
+  struct Stop {};
+  int64_t lane = 0;
+  int64_t lanes = 32;
+  std::vector<uint64_t> *known = nullptr;    // combined results so far
+  std::vector<uint64_t> *captured = nullptr; // this round, per lane
+  size_t next = 0;
+
+  template <typename T, typename Op> T reduce(T value, Op op) {
+    static_assert(sizeof(T) <= sizeof(uint64_t));
+    if (next < known->size()) {
+      T result;
+      std::memcpy(&result, &(*known)[next++], sizeof(T));
+      return result;
+    }
+    std::memcpy(&(*captured)[lane], &value, sizeof(T));
+    if (lane + 1 == lanes) {
+      std::vector<T> v(static_cast<size_t>(lanes));
+      for (int64_t i = 0; i < lanes; ++i)
+        std::memcpy(&v[i], &(*captured)[i], sizeof(T));
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        std::vector<T> before = v;
+        for (int64_t i = 0; i < lanes; ++i)
+          v[i] = op(before[i], before[i ^ offset]);
+      }
+      T result = v[0];
+      for (int64_t w = 1; w < lanes / 32; ++w)
+        result = op(result, v[w * 32]);
+      uint64_t bits = 0;
+      std::memcpy(&bits, &result, sizeof(T));
+      known->push_back(bits);
+    }
+    throw Stop{};
+  }
+};
+
+/// Elements, or groups, worth a thread of their own.
+constexpr int64_t kElementGrain = 16384;
+constexpr int64_t kGroupGrain = 32;
+
+/// Multiply-adds below which a product stays one BLAS call.
+constexpr double kGemmPanelWork = 1 << 21;
+/// C's columns per call for a large product: about 8 panels, a multiple of
+/// 16 columns and at least 32.
+int64_t gemmPanelWidth(int64_t n) {
+  int64_t width = ((n + 7) / 8 + 15) / 16 * 16;
+  return std::max<int64_t>(width, 32);
+}
+
+struct HostLauncher {
+  bool gpuGroups = false;
+  HostThreads *threads = nullptr;
+
+  /// fn(begin, end) over [0, n), on the threads when there are some.
+  template <typename Fn>
+  void forRange(int64_t n, int64_t grain, Fn &&fn) const {
+    if (threads)
+      threads->parallelFor(n, grain, fn);
+    else
+      fn(int64_t{0}, n);
+  }
+
+  /// Every step: a kernel does nothing once an earlier launch of the step
+  /// recorded a data error and it writes persistent state (`abort`).
+  template <typename S> void operator()(const S &step) const {
+    if constexpr (std::is_base_of_v<Functor, S>)
+      if (step.abort && *step.abort)
+        return;
+    run(step);
+  }
+
+  template <typename F> void run(const F &f) const {
+    if constexpr (F::kGrouped)
+      groups(f);
+    else
+      forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
+        runElements(f, begin, end, 1);
+      });
+  }
+
+  template <typename F> void groups(const F &f) const {
+    if (gpuGroups) {
+      for (int64_t g = 0; g < f.count; ++g)
+        replay(f, g);
+      return;
+    }
+    forRange(f.count, kGroupGrain, [&](int64_t begin, int64_t end) {
+      HostGroup group;
+      for (int64_t g = begin; g < end; ++g)
+        f(g, group);
+    });
+  }
+
+  template <typename F> void replay(const F &f, int64_t g) const {
+    std::vector<uint64_t> known, captured(static_cast<size_t>(f.groupThreads));
+    while (true) {
+      bool finished = true;
+      for (int64_t lane = 0; lane < f.groupThreads; ++lane) {
+        ReplayGroup group{lane, f.groupThreads, &known, &captured};
+        try {
+          f(g, group);
+        } catch (const ReplayGroup::Stop &) {
+          finished = false;
+        }
+      }
+      if (finished)
+        return;
+    }
+  }
+
+  /// One loop per op: the switch outside, so the loop can vectorize.
+  template <typename T> void run(const Elementwise<T> &f) const {
+    Elementwise<T>::dispatch(f.op, [&](auto constant) {
+      constexpr ElementOp op = decltype(constant)::value;
+      forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          f.y[i] = f.template compute<op>(f.a[i], i);
+      });
+    });
+  }
+
+  /// Sums over the leading dimension of a [rows, columns] operand (bias
+  /// gradients) row by row into the outputs: each output still sums its
+  /// column in row order, as one lane does, without striding through memory.
+  template <typename T> void run(const Reduce<T> &f) const {
+    bool columns = f.kept.rank == 1 && f.kept.stride[0] == 1 &&
+                   f.reduced.rank == 1 && f.reduced.stride[0] == f.count;
+    if (!columns || gpuGroups)
+      return groups(f);
+    // Columns split over the threads; each still sums its rows in order.
+    int64_t grain = std::max<int64_t>(
+        1, kElementGrain / std::max<int64_t>(f.reducedCount, 1));
+    forRange(f.count, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o)
+        f.y[o] = f.identity();
+      for (int64_t r = 0; r < f.reducedCount; ++r) {
+        const T *row = f.x + r * f.count;
+        for (int64_t o = begin; o < end; ++o)
+          f.y[o] = f.combine(f.y[o], row[o]);
+      }
+      for (int64_t o = begin; o < end; ++o)
+        f.y[o] = f.finish(f.y[o]);
+    });
+  }
+  template <typename T> void run(const LayerNormGradColumns<T> &f) const {
+    columnSums(f);
+  }
+  template <typename T> void run(const RmsNormGradColumns<T> &f) const {
+    columnSums(f);
+  }
+  template <typename F> void columnSums(const F &f) const {
+    if (gpuGroups)
+      return groups(f);
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(f.x)>>;
+    int64_t grain =
+        std::max<int64_t>(1, kElementGrain / std::max<int64_t>(f.rows, 1));
+    forRange(f.width, grain, [&](int64_t begin, int64_t end) {
+      T zero[F::kSums] = {};
+      for (int64_t j = begin; j < end; ++j)
+        f.store(j, zero);
+      for (int64_t r = 0; r < f.rows; ++r)
+        for (int64_t j = begin; j < end; ++j) {
+          T sums[F::kSums];
+          f.load(j, sums);
+          f.addRow(r, j, sums);
+          f.store(j, sums);
+        }
+    });
+  }
+
+  /// One thread's columns over the whole vocabulary: the GPU's slices only
+  /// split the work (each element's sum is the same, in position order).
+  template <typename T> void run(const EmbeddingGrad<T> &f) const {
+    EmbeddingGrad<T> whole = f;
+    whole.slices = 1;
+    whole.count = f.width;
+    forRange(whole.count, 1, [&](int64_t begin, int64_t end) {
+      runElements(whole, begin, end, 1);
+    });
+  }
+
+  /// The output in row-major order with a running source offset: the same
+  /// moves as StridedCopy's operator(), without a division per element.
+  void run(const StridedCopy &f) const {
+    if (f.bytes == 8)
+      stridedCopy<uint64_t>(f);
+    else
+      stridedCopy<uint32_t>(f);
+  }
+  template <typename E> void stridedCopy(const StridedCopy &f) const {
+    const StridedShape &shape = f.source;
+    if (shape.rank == 0 || f.count == 0) {
+      runElements(f, 0, f.count, 1);
+      return;
+    }
+    const E *x = static_cast<const E *>(f.x);
+    E *y = static_cast<E *>(f.y);
+    int last = shape.rank - 1;
+    int64_t inner = shape.size[last], innerStride = shape.stride[last];
+    int64_t rows = f.count / inner;
+    int64_t grain = std::max<int64_t>(1, kElementGrain / inner);
+    forRange(rows, grain, [&](int64_t begin, int64_t end) {
+      // The odometer of row `begin`: one division per range, not per element.
+      int64_t index[kMaxRank] = {};
+      int64_t rowOffset = f.offset;
+      for (int64_t d = last - 1, rest = begin; d >= 0; --d) {
+        index[d] = rest % shape.size[d];
+        rest /= shape.size[d];
+        rowOffset += index[d] * shape.stride[d];
+      }
+      for (int64_t row = begin; row < end; ++row) {
+        E *out = y + row * inner;
+        for (int64_t j = 0; j < inner; ++j)
+          out[j] = x[rowOffset + j * innerStride];
+        for (int d = last - 1; d >= 0; --d) {
+          rowOffset += shape.stride[d];
+          if (++index[d] < shape.size[d])
+            break;
+          rowOffset -= shape.stride[d] * shape.size[d];
+          index[d] = 0;
+        }
+      }
+    });
+  }
+
+  /// Products on the kernels' threads, BLAS itself single-threaded (one
+  /// pool, nothing spinning between launches). The calls depend on the shape
+  /// alone: a batch is one call per item; one large product is one call per
+  /// panel of C's columns (BLAS's k order is the same in every panel), so
+  /// the bits do not depend on the number of threads.
+  template <typename T> void run(const GemmOf<T> &g) const {
+    auto product = [&](int32_t i, int64_t column, int64_t columns) {
+      const T *b = g.b + i * g.strideB + column * (g.transB ? 1 : g.ldb);
+      gemm(g.transA ? CblasTrans : CblasNoTrans,
+           g.transB ? CblasTrans : CblasNoTrans, g.m,
+           static_cast<int>(columns), g.k, g.a + i * g.strideA, g.lda, b,
+           g.ldb, g.c + i * g.strideC + column * g.ldc, g.ldc);
+    };
+    double work = double(g.m) * g.n * g.k;
+    if (g.batch > 1 || work < kGemmPanelWork) {
+      int64_t grain = std::max<int64_t>(
+          1, int64_t(kGemmPanelWork / std::max(work, 1.0)));
+      forRange(g.batch, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          product(static_cast<int32_t>(i), 0, g.n);
+      });
+      return;
+    }
+    int64_t width = gemmPanelWidth(g.n);
+    int64_t panels = (g.n + width - 1) / width;
+    forRange(panels, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p)
+        product(0, p * width, std::min<int64_t>(width, g.n - p * width));
+    });
+  }
+  void run(const Memset &m) const { std::memset(m.data, m.value, m.bytes); }
+  void run(const CopyIn &c) const { std::memcpy(c.device, c.host, c.bytes); }
+  void run(const CopyOut &c) const { std::memcpy(c.host, c.device, c.bytes); }
+};
+
+} // namespace
+
+template <typename T>
+void zcc::runtime::device::runOnHost(const StepOf<T> *first,
+                                     const StepOf<T> *last, bool gpuGroups,
+                                     HostThreads *threads) {
+  // Products run on the kernels' threads (HostLauncher::run(GemmOf)), BLAS
+  // single-threaded: its own threads would spin between products against
+  // the other kernels, and its split of a product may change its bits.
+  static const bool blasSingleThreaded = (openblas_set_num_threads(1), true);
+  (void)blasSingleThreaded;
+  HostLauncher launcher{gpuGroups, gpuGroups ? nullptr : threads};
+  for (const StepOf<T> *step = first; step != last; ++step)
+    std::visit(launcher, *step);
+}
+
+template void zcc::runtime::device::runOnHost<float>(const StepOf<float> *,
+                                                     const StepOf<float> *,
+                                                     bool, HostThreads *);
+template void zcc::runtime::device::runOnHost<double>(const StepOf<double> *,
+                                                      const StepOf<double> *,
+                                                      bool, HostThreads *);
+
+HostThreads::HostThreads(int threads) {
+  for (int i = 1; i < threads; ++i)
+    workers.emplace_back([this, i] { work(i); });
+}
+
+HostThreads::~HostThreads() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+    ++generation;
+  }
+  wake.notify_all();
+  for (std::thread &worker : workers)
+    worker.join();
+}
+
+void HostThreads::run(int64_t n, int64_t count, Call fn, const void *arg) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    call = fn;
+    context = arg;
+    total = n;
+    parts = count;
+    pending = static_cast<int>(count) - 1;
+    ++generation;
+  }
+  wake.notify_all();
+  fn(arg, 0, n / count);
+  std::unique_lock<std::mutex> lock(mutex);
+  done.wait(lock, [this] { return pending == 0; });
+}
+
+void HostThreads::work(int index) {
+  uint64_t seen = 0;
+  while (true) {
+    Call fn;
+    const void *arg;
+    int64_t n, count;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      wake.wait(lock, [&] { return stopping || generation != seen; });
+      if (stopping)
+        return;
+      seen = generation;
+      fn = call;
+      arg = context;
+      n = total;
+      count = parts;
+    }
+    if (index >= count)
+      continue;
+    fn(arg, n * index / count, n * (index + 1) / count);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--pending == 0)
+      done.notify_one();
+  }
+}
+
+std::string zcc::runtime::device::describeDataError(const Entry &entry,
+                                                    const DeviceError &record) {
+  std::string kernel = "?";
+  std::string position = std::to_string(record.position);
+  if (record.launch >= 0 &&
+      static_cast<size_t>(record.launch) < entry.launches.size()) {
+    const Launch &launch = entry.launches[record.launch];
+    kernel = launch.name();
+    if (record.operand >= 0 &&
+        static_cast<size_t>(record.operand) < launch.inputs.size())
+      position = formatIndexPosition(
+          entry.tensors[launch.inputs[record.operand]].type.shape,
+          record.position);
+  }
+  return kernel + ": " + (record.what ? "label" : "index") + " " +
+         std::to_string(record.value) + " at position " + position +
+         " is out of range [0, " + std::to_string(record.limit) + ")";
+}
+
+Status zcc::runtime::device::stepDataError(const Entry &entry, int64_t step,
+                                           const DeviceError &record) {
+  const char *kernel =
+      record.launch >= 0 &&
+              static_cast<size_t>(record.launch) < entry.launches.size()
+          ? entry.launches[record.launch].name()
+          : "?";
+  return makeError(StatusCode::ExecutionError, "entry '", entry.name, "' step ",
+                   step, ", launch ", record.launch, " (", kernel,
+                   "): ", describeDataError(entry, record));
+}

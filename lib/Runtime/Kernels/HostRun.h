@@ -1,0 +1,101 @@
+//===- HostRun.h - the kernels' steps run on the host ------------*- C++
+//-*-===//
+//
+// The CPU executor and the emulator run the same steps as the CUDA
+// executor (DeviceProgram.h), here on the host: element kernels index by
+// index, group kernels with one lane that visits its row in order (the CPU
+// executor), or with the GPU's lanes per group replayed in the GPU's
+// reduction order (the emulator's `gpuGroups`). Products go to BLAS.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_LIB_RUNTIME_DEVICE_HOSTRUN_H
+#define ZCC_LIB_RUNTIME_DEVICE_HOSTRUN_H
+
+#include "Kernels/DeviceProgram.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace zcc::runtime::device {
+
+/// A fixed set of host threads for the CPU executor's kernels, made once at
+/// load. `parallelFor` splits [0, n) into one contiguous range per thread
+/// (the caller takes the first) and returns when all are done; idle threads
+/// sleep, they never spin. Each element or group is computed by exactly one
+/// thread, in the same order as alone, so results do not depend on the
+/// number of threads. Nothing is allocated per call.
+class HostThreads {
+public:
+  /// `threads` including the caller; 1 runs everything on the caller.
+  explicit HostThreads(int threads);
+  ~HostThreads();
+  HostThreads(const HostThreads &) = delete;
+  HostThreads &operator=(const HostThreads &) = delete;
+
+  int size() const { return static_cast<int>(workers.size()) + 1; }
+
+  /// fn(begin, end) over [0, n); ranges shorter than `grain` are not worth a
+  /// thread's wake-up, so small n runs on the caller alone.
+  template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
+    int64_t parts = std::min<int64_t>(size(), grain > 0 ? n / grain : n);
+    if (parts <= 1) {
+      fn(int64_t{0}, n);
+      return;
+    }
+    run(
+        n, parts,
+        [](const void *context, int64_t begin, int64_t end) {
+          (*static_cast<const std::remove_reference_t<Fn> *>(context))(begin,
+                                                                       end);
+        },
+        &fn);
+  }
+
+private:
+  using Call = void (*)(const void *, int64_t, int64_t);
+  void run(int64_t n, int64_t parts, Call call, const void *context);
+  void work(int index);
+
+  std::vector<std::thread> workers;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  uint64_t generation = 0;
+  int pending = 0;
+  bool stopping = false;
+  // The current job.
+  Call call = nullptr;
+  const void *context = nullptr;
+  int64_t total = 0, parts = 0;
+};
+
+/// Runs steps [first, last) in order; each kernel's elements or groups over
+/// `threads` when given.
+template <typename T>
+void runOnHost(const StepOf<T> *first, const StepOf<T> *last,
+               bool gpuGroups = false, HostThreads *threads = nullptr);
+
+extern template void runOnHost<float>(const StepOf<float> *,
+                                      const StepOf<float> *, bool,
+                                      HostThreads *);
+extern template void runOnHost<double>(const StepOf<double> *,
+                                       const StepOf<double> *, bool,
+                                       HostThreads *);
+
+/// A recorded data error in the kernel's words, for example
+/// "embedding: index 130 at position [1, 4] is out of range [0, 128)".
+std::string describeDataError(const Entry &entry, const DeviceError &record);
+
+/// The executors' error for a step that recorded one: "entry 'E' step S,
+/// launch L (kernel): " and describeDataError's words.
+Status stepDataError(const Entry &entry, int64_t step,
+                     const DeviceError &record);
+
+} // namespace zcc::runtime::device
+
+#endif // ZCC_LIB_RUNTIME_DEVICE_HOSTRUN_H

@@ -1,0 +1,763 @@
+//===- KernelRules.cpp - kernel names and the rules every launch obeys ----===//
+//
+// The rules restate the zt verifiers (lib/Dialect/ZT/ZTOps.cpp) over plan
+// tensors, plus what a verifier may assume but a plan file read from disk
+// cannot: operands within the kernels' rank limit and with sane sizes,
+// parameters present and of the right kind, dtypes the executors implement.
+// Passing these rules is what lets a kernel index its operands without any
+// bounds check of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Runtime/Kernels/Kernels.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+
+using namespace zcc::runtime;
+
+namespace {
+
+/// Bounds the product of an operand's non-zero dimensions, so every stride,
+/// offset and element count the kernels derive fits in int64_t with room to
+/// spare (an odometer may step a few sizes past the end before it wraps).
+constexpr int64_t kMaxElements = int64_t(1) << 60;
+/// BLAS takes 32-bit sizes and leading dimensions.
+constexpr int64_t kMaxBlasDim = std::numeric_limits<int32_t>::max();
+
+std::string formatList(const std::vector<int64_t> &values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i)
+      text += ", ";
+    text += std::to_string(values[i]);
+  }
+  return text + "]";
+}
+
+/// One launch under check: its operands, its parameters, and error messages
+/// that name the launch, the kernel and the rule.
+class LaunchRules {
+public:
+  LaunchRules(const Entry &owner, size_t launchIndex)
+      : entry(owner), launch(owner.launches[launchIndex]),
+        params(launch.params), index(launchIndex), id(launch.kernel) {}
+
+  template <typename... Parts> Status fail(const Parts &...parts) const {
+    return makeError(StatusCode::InvalidPlan, "launch ", index, " (",
+                     kernelName(id), "): ", parts...);
+  }
+
+  size_t numInputs() const { return launch.inputs.size(); }
+  size_t numOutputs() const { return launch.outputs.size(); }
+  const TensorType &input(size_t i) const {
+    return entry.tensors[launch.inputs[i]].type;
+  }
+  const TensorType &output(size_t i) const {
+    return entry.tensors[launch.outputs[i]].type;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Operands
+  //===--------------------------------------------------------------------===//
+
+  /// Every operand exists, has a rank the kernels handle, and a size whose
+  /// strides cannot overflow.
+  Status checkOperands() const {
+    for (int side = 0; side < 2; ++side) {
+      const std::vector<uint32_t> &list =
+          side == 0 ? launch.inputs : launch.outputs;
+      const char *what = side == 0 ? "input" : "output";
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (list[i] >= entry.tensors.size())
+          return fail(what, " #", i, " names tensor ", list[i], " of ",
+                      entry.tensors.size());
+        const TensorType &type = entry.tensors[list[i]].type;
+        if (type.dtype != DType::F32 && type.dtype != DType::I32 &&
+            type.dtype != DType::I64)
+          return fail(what, " #", i, " has an unknown element type (",
+                      static_cast<int>(type.dtype), ")");
+        if (type.rank() > kMaxKernelRank)
+          return fail(what, " #", i, " has rank ", type.rank(),
+                      ", above the kernels' limit of ", kMaxKernelRank);
+        int64_t product = 1;
+        for (int64_t dim : type.shape) {
+          if (dim < 0)
+            return fail(what, " #", i,
+                        " has a negative dimension: ", formatList(type.shape));
+          if (dim != 0 && product > kMaxElements / dim)
+            return fail(what, " #", i,
+                        " is too large: ", formatList(type.shape));
+          if (dim != 0)
+            product *= dim;
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  Status expectCounts(size_t inputs, size_t outputs) const {
+    if (numInputs() != inputs || numOutputs() != outputs)
+      return fail("expected ", inputs, " inputs and ", outputs,
+                  " outputs, got ", numInputs(), " and ", numOutputs());
+    return Status::ok();
+  }
+
+  Status expectFloat(const char *role, const TensorType &type) const {
+    if (type.dtype != DType::F32)
+      return fail(role, " must be an f32 tensor, got ", typeString(type));
+    return Status::ok();
+  }
+
+  Status expectIndex(const char *role, const TensorType &type) const {
+    if (type.dtype != DType::I32 && type.dtype != DType::I64)
+      return fail(role, " must be an i32 or i64 tensor, got ",
+                  typeString(type));
+    return Status::ok();
+  }
+
+  /// The step counter: a rank-0 i64.
+  Status expectStep(const char *role, const TensorType &type) const {
+    if (type.dtype != DType::I64 || type.rank() != 0)
+      return fail(role, " must be a rank-0 i64 tensor, got ", typeString(type));
+    return Status::ok();
+  }
+
+  Status expectFloatScalar(const char *role, const TensorType &type) const {
+    if (type.dtype != DType::F32 || type.rank() != 0)
+      return fail(role, " must be a rank-0 f32 tensor, got ", typeString(type));
+    return Status::ok();
+  }
+
+  Status expectSameType(const char *role, const TensorType &type,
+                        const char *refRole, const TensorType &ref) const {
+    if (type.dtype != ref.dtype || type.shape != ref.shape)
+      return fail(role, " type ", typeString(type), " must match ", refRole,
+                  " type ", typeString(ref));
+    return Status::ok();
+  }
+
+  Status expectSameDType(const char *role, const TensorType &type,
+                         const char *refRole, const TensorType &ref) const {
+    if (type.dtype != ref.dtype)
+      return fail(role, " element type ", dtypeName(type.dtype), " must match ",
+                  refRole, " element type ", dtypeName(ref.dtype));
+    return Status::ok();
+  }
+
+  Status expectShape(const char *role, const TensorType &type,
+                     const std::vector<int64_t> &expected) const {
+    if (type.shape != expected)
+      return fail("expected ", role, " shape ", formatList(expected), ", got ",
+                  typeString(type));
+    return Status::ok();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Parameters
+  //===--------------------------------------------------------------------===//
+
+  /// `lo <= value` (or `lo < value`) and `value < hiExclusive`, finite.
+  Status expectRange(const char *name, double value, double lo,
+                     bool loInclusive,
+                     std::optional<double> hiExclusive) const {
+    bool ok = std::isfinite(value) &&
+              (loInclusive ? value >= lo : value > lo) &&
+              (!hiExclusive || value < *hiExclusive);
+    if (ok)
+      return Status::ok();
+    std::string bound =
+        std::string(loInclusive ? ">= " : "> ") + formatNumber(lo);
+    if (hiExclusive)
+      bound += " and < " + formatNumber(*hiExclusive);
+    return fail(name, " must be ", bound, ", got ", formatNumber(value));
+  }
+
+  static std::string formatNumber(double value) {
+    std::ostringstream os;
+    os << value;
+    return os.str();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Shared rules
+  //===--------------------------------------------------------------------===//
+
+  /// Strictly increasing and within [0, rank).
+  Status expectDimList(const char *name, const std::vector<int64_t> &dims,
+                       int64_t rank) const {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 0 || dims[i] >= rank)
+        return fail(name, "[", i, "] = ", dims[i], " is out of range for rank ",
+                    rank);
+      if (i > 0 && dims[i] <= dims[i - 1])
+        return fail(name, " must be strictly increasing, got ",
+                    formatList(dims));
+    }
+    return Status::ok();
+  }
+
+  /// `axis` (negative counts from the end) names a dimension of `type`.
+  Status expectAxis(const TensorType &type) const {
+    int64_t axis = params.axis;
+    if (axis < -type.rank() || axis >= type.rank())
+      return fail("axis ", axis, " is out of range for rank ", type.rank());
+    return Status::ok();
+  }
+
+  /// The shape a reduction over `dims` of `operand` gives.
+  Status expectReduction(const TensorType &operand, const char *resultRole,
+                         const TensorType &result) const {
+    const std::vector<int64_t> *dims = &params.dims;
+    bool keepDims = params.keepDims;
+    if (dims->empty())
+      return fail("dims must name at least one dimension");
+    ZRT_RETURN_IF_ERROR(expectDimList("dims", *dims, operand.rank()));
+    std::vector<int64_t> expected;
+    size_t next = 0;
+    for (int64_t d = 0; d < operand.rank(); ++d) {
+      bool reduced = next < dims->size() && (*dims)[next] == d;
+      if (reduced)
+        ++next;
+      if (!reduced)
+        expected.push_back(operand.shape[d]);
+      else if (keepDims)
+        expected.push_back(1);
+    }
+    return expectShape(resultRole, result, expected);
+  }
+
+  /// The slice ranges select `part` of `whole`: one in-bounds range per
+  /// dimension, positive strides, and `part` has the derived shape.
+  Status expectSliceRanges(const TensorType &whole, const char *partRole,
+                           const TensorType &part) const {
+    const std::vector<int64_t> *starts = &params.startIndices;
+    const std::vector<int64_t> *limits = &params.limitIndices;
+    const std::vector<int64_t> *strides = &params.strides;
+    size_t rank = whole.shape.size();
+    if (starts->size() != rank || limits->size() != rank ||
+        strides->size() != rank)
+      return fail("needs one start:limit:stride range per dimension (rank ",
+                  rank, "), got ", starts->size(), ", ", limits->size(),
+                  " and ", strides->size(), " entries");
+    std::vector<int64_t> expected;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t start = (*starts)[d], limit = (*limits)[d],
+              stride = (*strides)[d];
+      if (start < 0 || start > limit || limit > whole.shape[d])
+        return fail("dimension ", d, ": range ", start, ":", limit,
+                    " is out of bounds for size ", whole.shape[d]);
+      if (stride < 1)
+        return fail("dimension ", d, ": stride must be >= 1, got ", stride);
+      int64_t span = limit - start;
+      expected.push_back(span == 0 ? 0 : (span - 1) / stride + 1);
+    }
+    return expectShape(partRole, part, expected);
+  }
+
+  /// Normalisation over the last dimension: rank >= 1, affine parameters
+  /// of shape [D], epsilon > 0.
+  Status expectNorm(const TensorType &operand, const char *affineRole,
+                    const TensorType &affine) const {
+    if (operand.rank() < 1)
+      return fail("operand must have rank >= 1, got ", typeString(operand));
+    ZRT_RETURN_IF_ERROR(expectFloat(affineRole, affine));
+    int64_t d = operand.shape.back();
+    if (affine.shape != std::vector<int64_t>{d})
+      return fail(affineRole, " must have shape [", d,
+                  "] (the operand's last dimension), got ", typeString(affine));
+    return expectRange("epsilon", params.epsilon, 0.0, false, std::nullopt);
+  }
+
+  /// `logits` [N..., C] and integer `labels` [N...].
+  Status expectLogitsAndLabels(const TensorType &logits,
+                               const TensorType &labels) const {
+    ZRT_RETURN_IF_ERROR(expectFloat("logits", logits));
+    ZRT_RETURN_IF_ERROR(expectIndex("labels", labels));
+    if (logits.rank() < 1)
+      return fail("logits must have a class dimension, got ",
+                  typeString(logits));
+    std::vector<int64_t> rows(logits.shape.begin(), logits.shape.end() - 1);
+    if (labels.shape != rows)
+      return fail("labels shape ", formatList(labels.shape),
+                  " must equal the logits shape without its class dimension, ",
+                  formatList(rows));
+    return Status::ok();
+  }
+
+  const Entry &entry;
+  const Launch &launch;
+  const LaunchParams &params;
+  size_t index;
+  KernelId id;
+};
+
+//===----------------------------------------------------------------------===//
+// Rules per kernel family
+//===----------------------------------------------------------------------===//
+
+Status checkElementwise(const LaunchRules &r, size_t arity,
+                        const char *const *roles) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(arity, 1));
+  ZRT_RETURN_IF_ERROR(r.expectFloat(roles[0], r.input(0)));
+  for (size_t i = 1; i < arity; ++i)
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType(roles[i], r.input(i), roles[0], r.input(0)));
+  return r.expectSameType("result", r.output(0), roles[0], r.input(0));
+}
+
+Status checkConstant(const LaunchRules &r) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(0, 1));
+  double value = r.params.value;
+  const TensorType &result = r.output(0);
+  // The kernel converts the value to the element type: out-of-range
+  // conversions are undefined, so they are plan errors.
+  switch (result.dtype) {
+  case DType::F32:
+    if (std::isfinite(value) && std::fabs(value) > FLT_MAX)
+      return r.fail("value ", LaunchRules::formatNumber(value),
+                    " is out of range for f32");
+    return Status::ok();
+  case DType::I32:
+    if (!(value >= -2147483648.0 && value < 2147483648.0))
+      return r.fail("value ", LaunchRules::formatNumber(value),
+                    " is out of range for i32");
+    return Status::ok();
+  case DType::I64:
+    if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0))
+      return r.fail("value ", LaunchRules::formatNumber(value),
+                    " is out of range for i64");
+    return Status::ok();
+  }
+  return r.fail("result has an unknown element type");
+}
+
+Status checkCausalMask(const LaunchRules &r) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(0, 1));
+  const TensorType &result = r.output(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("result", result));
+  if (result.rank() != 2 || result.shape[0] != result.shape[1])
+    return r.fail("result must be a square 2-D tensor, got ",
+                  typeString(result));
+  return Status::ok();
+}
+
+Status checkBroadcastInDim(const LaunchRules &r) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+  const TensorType &operand = r.input(0), &result = r.output(0);
+  ZRT_RETURN_IF_ERROR(r.expectSameDType("result", result, "operand", operand));
+  const std::vector<int64_t> *dims = &r.params.broadcastDimensions;
+  if (static_cast<int64_t>(dims->size()) != operand.rank())
+    return r.fail("broadcast_dimensions has ", dims->size(),
+                  " entries but the operand has rank ", operand.rank());
+  ZRT_RETURN_IF_ERROR(
+      r.expectDimList("broadcast_dimensions", *dims, result.rank()));
+  for (size_t i = 0; i < dims->size(); ++i) {
+    int64_t from = operand.shape[i], to = result.shape[(*dims)[i]];
+    if (from != 1 && from != to)
+      return r.fail("operand dimension ", i, " (size ", from,
+                    ") cannot broadcast to result dimension ", (*dims)[i],
+                    " (size ", to, "): it must be 1 or ", to);
+  }
+  return Status::ok();
+}
+
+Status checkTranspose(const LaunchRules &r) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+  const TensorType &operand = r.input(0), &result = r.output(0);
+  ZRT_RETURN_IF_ERROR(r.expectSameDType("result", result, "operand", operand));
+  const std::vector<int64_t> *perm = &r.params.permutation;
+  int64_t rank = operand.rank();
+  if (static_cast<int64_t>(perm->size()) != rank)
+    return r.fail("permutation has ", perm->size(),
+                  " entries but the operand has rank ", rank);
+  bool seen[kMaxKernelRank] = {};
+  std::vector<int64_t> expected;
+  for (int64_t dim : *perm) {
+    if (dim < 0 || dim >= rank || seen[dim])
+      return r.fail("permutation ", formatList(*perm),
+                    " is not a permutation of 0..", rank - 1);
+    seen[dim] = true;
+    expected.push_back(operand.shape[dim]);
+  }
+  return r.expectShape("result", result, expected);
+}
+
+Status checkConcat(const LaunchRules &r) {
+  if (r.numInputs() < 1 || r.numOutputs() != 1)
+    return r.fail("expected at least 1 input and 1 output, got ", r.numInputs(),
+                  " and ", r.numOutputs());
+  int64_t dim = r.params.dimension;
+  const TensorType &first = r.input(0);
+  int64_t rank = first.rank();
+  if (dim < 0 || dim >= rank)
+    return r.fail("dimension ", dim, " is out of range for rank ", rank);
+  std::vector<int64_t> expected = first.shape;
+  expected[dim] = 0;
+  for (size_t i = 0; i < r.numInputs(); ++i) {
+    const TensorType &type = r.input(i);
+    if (type.dtype != first.dtype)
+      return r.fail("operand #", i, " has element type ", dtypeName(type.dtype),
+                    ", expected ", dtypeName(first.dtype));
+    if (type.rank() != rank)
+      return r.fail("operand #", i, " has rank ", type.rank(), ", expected ",
+                    rank);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim && type.shape[d] != first.shape[d])
+        return r.fail("operand #", i, " has size ", type.shape[d],
+                      " in dimension ", d, ", expected ", first.shape[d],
+                      " (only dimension ", dim, " may differ)");
+    // Each size is below 2^60 (checkOperands): the sum cannot overflow
+    // before it exceeds that bound too.
+    expected[dim] += type.shape[dim];
+    if (expected[dim] > kMaxElements)
+      return r.fail("the concatenated dimension is too large");
+  }
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameDType("result", r.output(0), "operand #0", first));
+  return r.expectShape("result", r.output(0), expected);
+}
+
+Status checkMatmul(const LaunchRules &r) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+  const TensorType &lhs = r.input(0), &rhs = r.input(1), &result = r.output(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("lhs", lhs));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("rhs", rhs));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("result", result));
+  bool transposeLhs = r.params.transposeLhs;
+  bool transposeRhs = r.params.transposeRhs;
+  int64_t lhsRank = lhs.rank(), rhsRank = rhs.rank();
+  if (lhsRank < 2)
+    return r.fail("lhs must have rank >= 2, got ", typeString(lhs));
+  if (rhsRank < 2)
+    return r.fail("rhs must have rank >= 2, got ", typeString(rhs));
+  if (rhsRank != lhsRank && rhsRank != 2)
+    return r.fail("rhs must have the rank of lhs (", lhsRank,
+                  ") or rank 2, got ", typeString(rhs));
+  std::vector<int64_t> batch(lhs.shape.begin(), lhs.shape.end() - 2);
+  if (rhsRank == lhsRank &&
+      !std::equal(batch.begin(), batch.end(), rhs.shape.begin()))
+    return r.fail("batch dimensions differ: lhs ", typeString(lhs), ", rhs ",
+                  typeString(rhs));
+  int64_t m = lhs.shape[lhsRank - (transposeLhs ? 1 : 2)];
+  int64_t lhsK = lhs.shape[lhsRank - (transposeLhs ? 2 : 1)];
+  int64_t rhsK = rhs.shape[rhsRank - (transposeRhs ? 1 : 2)];
+  int64_t n = rhs.shape[rhsRank - (transposeRhs ? 2 : 1)];
+  if (lhsK != rhsK)
+    return r.fail("contraction sizes differ: lhs ", typeString(lhs), ", rhs ",
+                  typeString(rhs), " (transpose_lhs = ", transposeLhs,
+                  ", transpose_rhs = ", transposeRhs, ")");
+  if (m > kMaxBlasDim || n > kMaxBlasDim || lhsK > kMaxBlasDim)
+    return r.fail("matrix sizes exceed the BLAS limit of ", kMaxBlasDim);
+  std::vector<int64_t> expected = batch;
+  expected.push_back(m);
+  expected.push_back(n);
+  return r.expectShape("result", result, expected);
+}
+
+Status checkNorm(const LaunchRules &r, bool withBeta) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(withBeta ? 3 : 2, 1));
+  const TensorType &operand = r.input(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("operand", operand));
+  ZRT_RETURN_IF_ERROR(r.expectNorm(operand, "gamma", r.input(1)));
+  if (withBeta)
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("beta", r.input(2), "gamma", r.input(1)));
+  return r.expectSameType("result", r.output(0), "operand", operand);
+}
+
+/// layer_norm_grad (x, gamma, dy) -> (dx, dgamma, dbeta) and rms_norm_grad
+/// (x, gamma, dy) -> (dx, dgamma).
+Status checkNormGrad(const LaunchRules &r, bool withBeta) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(3, withBeta ? 3 : 2));
+  const TensorType &operand = r.input(0), &gamma = r.input(1);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("operand", operand));
+  ZRT_RETURN_IF_ERROR(r.expectNorm(operand, "gamma", gamma));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(2), "operand", operand));
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameType("operand_grad", r.output(0), "operand", operand));
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameType("gamma_grad", r.output(1), "gamma", gamma));
+  if (withBeta)
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("beta_grad", r.output(2), "gamma", gamma));
+  return Status::ok();
+}
+
+Status checkEmbedding(const LaunchRules &r) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+  const TensorType &table = r.input(0), &indices = r.input(1);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("table", table));
+  ZRT_RETURN_IF_ERROR(r.expectIndex("indices", indices));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
+  if (table.rank() != 2)
+    return r.fail("table must have rank 2 ([vocabulary, dim]), got ",
+                  typeString(table));
+  std::vector<int64_t> expected = indices.shape;
+  expected.push_back(table.shape[1]);
+  return r.expectShape("result", r.output(0), expected);
+}
+
+Status checkEmbeddingGrad(const LaunchRules &r) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+  const TensorType &indices = r.input(0), &grad = r.input(1),
+                   &result = r.output(0);
+  ZRT_RETURN_IF_ERROR(r.expectIndex("indices", indices));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("grad", grad));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("result", result));
+  if (result.rank() != 2)
+    return r.fail("result must have rank 2 ([vocabulary, dim]), got ",
+                  typeString(result));
+  std::vector<int64_t> expected = indices.shape;
+  expected.push_back(result.shape[1]);
+  return r.expectShape("grad", grad, expected);
+}
+
+Status checkSgd(const LaunchRules &r) {
+  double lr = r.params.lr, momentum = r.params.momentum,
+         weightDecay = r.params.weightDecay;
+  bool nesterov = r.params.nesterov;
+  ZRT_RETURN_IF_ERROR(r.expectRange("lr", lr, 0.0, true, std::nullopt));
+  ZRT_RETURN_IF_ERROR(r.expectRange("momentum", momentum, 0.0, true, 1.0));
+  ZRT_RETURN_IF_ERROR(
+      r.expectRange("weight_decay", weightDecay, 0.0, true, std::nullopt));
+  bool hasBuffer = momentum != 0.0;
+  if (nesterov && !hasBuffer)
+    return r.fail("nesterov needs momentum != 0");
+  // The momentum buffer is an operand and a result exactly when momentum
+  // is on.
+  ZRT_RETURN_IF_ERROR(r.expectCounts(hasBuffer ? 3 : 2, hasBuffer ? 2 : 1));
+  const TensorType &param = r.input(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("param", param));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(1), "param", param));
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameType("new_param", r.output(0), "param", param));
+  if (hasBuffer) {
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("momentum_buffer", r.input(2), "param", param));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("new_momentum_buffer", r.output(1), "param", param));
+  }
+  return Status::ok();
+}
+
+Status checkAdamw(const LaunchRules &r) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(5, 3));
+  const TensorType &param = r.input(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("param", param));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(1), "param", param));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("exp_avg", r.input(2), "param", param));
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameType("exp_avg_sq", r.input(3), "param", param));
+  ZRT_RETURN_IF_ERROR(r.expectStep("step", r.input(4)));
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameType("new_param", r.output(0), "param", param));
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameType("new_exp_avg", r.output(1), "param", param));
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameType("new_exp_avg_sq", r.output(2), "param", param));
+  const LaunchParams &p = r.params;
+  double lr = p.lr, beta1 = p.beta1, beta2 = p.beta2, eps = p.eps,
+         weightDecay = p.weightDecay;
+  ZRT_RETURN_IF_ERROR(r.expectRange("lr", lr, 0.0, true, std::nullopt));
+  ZRT_RETURN_IF_ERROR(r.expectRange("beta1", beta1, 0.0, true, 1.0));
+  ZRT_RETURN_IF_ERROR(r.expectRange("beta2", beta2, 0.0, true, 1.0));
+  ZRT_RETURN_IF_ERROR(r.expectRange("eps", eps, 0.0, false, std::nullopt));
+  return r.expectRange("weight_decay", weightDecay, 0.0, true, std::nullopt);
+}
+
+Status checkKernel(const LaunchRules &r) {
+  static const char *const kBinaryRoles[] = {"lhs", "rhs"};
+  static const char *const kUnaryRoles[] = {"operand"};
+  static const char *const kGradRoles[] = {"saved", "grad"};
+  if (std::optional<ElementArity> arity = elementArity(r.id)) {
+    switch (*arity) {
+    case ElementArity::Unary:
+      return checkElementwise(r, 1, kUnaryRoles);
+    case ElementArity::Binary:
+      return checkElementwise(r, 2, kBinaryRoles);
+    case ElementArity::Grad:
+      return checkElementwise(r, 2, kGradRoles);
+    }
+  }
+  switch (r.id) {
+  case KernelId::Scale: {
+    ZRT_RETURN_IF_ERROR(checkElementwise(r, 1, kUnaryRoles));
+    double factor = r.params.factor;
+    if (!std::isfinite(factor))
+      return r.fail("factor must be finite, got ",
+                    LaunchRules::formatNumber(factor));
+    return Status::ok();
+  }
+  case KernelId::Constant:
+    return checkConstant(r);
+  case KernelId::CausalMask:
+    return checkCausalMask(r);
+  case KernelId::BroadcastInDim:
+    return checkBroadcastInDim(r);
+  case KernelId::Transpose:
+    return checkTranspose(r);
+  case KernelId::Slice:
+    ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameDType("result", r.output(0), "operand", r.input(0)));
+    return r.expectSliceRanges(r.input(0), "result", r.output(0));
+  case KernelId::SliceGrad:
+    ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("grad", r.input(0)));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
+    // The ranges index the result (the forward slice's operand).
+    return r.expectSliceRanges(r.output(0), "grad", r.input(0));
+  case KernelId::Concat:
+    return checkConcat(r);
+  case KernelId::Sum:
+  case KernelId::Mean:
+  case KernelId::Max:
+    ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
+    return r.expectReduction(r.input(0), "result", r.output(0));
+  case KernelId::MaxGrad:
+    ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("grad", r.input(1)));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("result", r.output(0), "operand", r.input(0)));
+    // `grad` has the shape of the forward max's result.
+    return r.expectReduction(r.input(0), "grad", r.input(1));
+  case KernelId::Matmul:
+    return checkMatmul(r);
+  case KernelId::Softmax:
+  case KernelId::LogSoftmax:
+    ZRT_RETURN_IF_ERROR(checkElementwise(r, 1, kUnaryRoles));
+    return r.expectAxis(r.input(0));
+  case KernelId::SoftmaxGrad:
+  case KernelId::LogSoftmaxGrad: {
+    static const char *const kAxisGradRoles[] = {"result_value", "grad"};
+    ZRT_RETURN_IF_ERROR(checkElementwise(r, 2, kAxisGradRoles));
+    return r.expectAxis(r.input(0));
+  }
+  case KernelId::LayerNorm:
+    return checkNorm(r, /*withBeta=*/true);
+  case KernelId::RmsNorm:
+    return checkNorm(r, /*withBeta=*/false);
+  case KernelId::LayerNormGrad:
+    return checkNormGrad(r, /*withBeta=*/true);
+  case KernelId::RmsNormGrad:
+    return checkNormGrad(r, /*withBeta=*/false);
+  case KernelId::Embedding:
+    return checkEmbedding(r);
+  case KernelId::EmbeddingGrad:
+    return checkEmbeddingGrad(r);
+  case KernelId::SoftmaxCrossEntropy:
+    ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+    ZRT_RETURN_IF_ERROR(r.expectLogitsAndLabels(r.input(0), r.input(1)));
+    return r.expectFloatScalar("result", r.output(0));
+  case KernelId::SoftmaxCrossEntropyGrad:
+    ZRT_RETURN_IF_ERROR(r.expectCounts(3, 1));
+    ZRT_RETURN_IF_ERROR(r.expectLogitsAndLabels(r.input(0), r.input(1)));
+    ZRT_RETURN_IF_ERROR(r.expectFloatScalar("loss_grad", r.input(2)));
+    return r.expectSameType("result", r.output(0), "logits", r.input(0));
+  case KernelId::Mse:
+    ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("prediction", r.input(0)));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("target", r.input(1), "prediction", r.input(0)));
+    return r.expectFloatScalar("result", r.output(0));
+  case KernelId::MseGrad:
+    ZRT_RETURN_IF_ERROR(r.expectCounts(3, 1));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("prediction", r.input(0)));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("target", r.input(1), "prediction", r.input(0)));
+    ZRT_RETURN_IF_ERROR(r.expectFloatScalar("loss_grad", r.input(2)));
+    return r.expectSameType("result", r.output(0), "prediction", r.input(0));
+  case KernelId::Dropout: {
+    ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
+    ZRT_RETURN_IF_ERROR(r.expectStep("step", r.input(1)));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("result", r.output(0), "operand", r.input(0)));
+    return r.expectRange("rate", r.params.rate, 0.0, true, 1.0);
+  }
+  case KernelId::Sgd:
+    return checkSgd(r);
+  case KernelId::Adamw:
+    return checkAdamw(r);
+  case KernelId::Copy: {
+    ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+    const TensorType &from = r.input(0), &to = r.output(0);
+    ZRT_RETURN_IF_ERROR(r.expectSameDType("result", to, "operand", from));
+    if (from.numElements() != to.numElements())
+      return r.fail("copies ", from.numElements(), " elements (",
+                    typeString(from), ") into ", to.numElements(), " (",
+                    typeString(to), ")");
+    return Status::ok();
+  }
+  case KernelId::NumKernels:
+    break;
+  }
+  return r.fail("unknown kernel");
+}
+
+} // namespace
+
+bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
+  if (elementArity(id))
+    return true;
+  switch (id) {
+  case KernelId::Scale:
+  case KernelId::Dropout:
+  case KernelId::MseGrad:
+  case KernelId::Sgd:
+  case KernelId::Adamw:
+  case KernelId::Copy:
+    return true;
+  default:
+    return false;
+  }
+}
+
+Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
+  if (launchIndex >= entry.launches.size())
+    return makeError(StatusCode::InvalidPlan, "launch ", launchIndex,
+                     " does not exist (the entry has ", entry.launches.size(),
+                     ")");
+  LaunchRules rules(entry, launchIndex);
+  ZRT_RETURN_IF_ERROR(rules.checkOperands());
+  return checkKernel(rules);
+}
+
+std::string zcc::runtime::formatIndexPosition(const std::vector<int64_t> &shape,
+                                              int64_t position) {
+  std::string text;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    int64_t size = shape[d];
+    std::string digit = std::to_string(size ? position % size : 0);
+    text = d + 1 < static_cast<int>(shape.size()) ? digit + ", " + text : digit;
+    position = size ? position / size : 0;
+  }
+  return "[" + text + "]";
+}
+
+void zcc::runtime::rowMajorStrides(const std::vector<int64_t> &shape,
+                                   int64_t *strides) {
+  int64_t stride = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+}
+
+int64_t zcc::runtime::shapeProduct(const std::vector<int64_t> &shape,
+                                   size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t d = begin; d < end; ++d)
+    n *= shape[d];
+  return n;
+}

@@ -1,0 +1,101 @@
+//===- Workspace.cpp - sizing and placing the entries' device workspaces --===//
+
+#include "zcc/Runtime/Kernels/Kernels.h"
+
+#include <algorithm>
+
+using namespace zcc::runtime;
+
+namespace {
+
+uint64_t alignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+/// Rows of the last dimension of a launch's first input.
+uint64_t rowsOf(const Entry &entry, const Launch &launch) {
+  const TensorType &type = entry.tensors[launch.inputs[0]].type;
+  int64_t width = type.shape.empty() ? 1 : type.shape.back();
+  return width ? static_cast<uint64_t>(type.numElements() / width) : 0;
+}
+
+// Split-K keeps one partial product per split: at most kMaxSplits, and a
+// split is not worth less than kSplitChunk of the summed dimension.
+constexpr uint64_t kSplitChunk = 128;
+constexpr uint64_t kMaxSplits = 16;
+constexpr uint64_t kMaxAutoMatmulWorkspace = uint64_t(32) << 20;
+
+} // namespace
+
+uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
+                                          const Launch &launch) {
+  constexpr uint64_t kFloat = 4;
+  switch (launch.kernel) {
+  case KernelId::SoftmaxCrossEntropy: // one loss per label
+    return kFloat * static_cast<uint64_t>(
+                        entry.tensors[launch.inputs[1]].type.numElements());
+  case KernelId::LayerNormGrad: // mean and 1/std per row
+    return 2 * kFloat * rowsOf(entry, launch);
+  case KernelId::RmsNormGrad: // 1/rms per row
+    return kFloat * rowsOf(entry, launch);
+  default:
+    return 0;
+  }
+}
+
+uint64_t zcc::runtime::entryScratchBytes(const Entry &entry) {
+  uint64_t bytes = 0;
+  for (const Launch &launch : entry.launches)
+    bytes = std::max(bytes, kernelScratchBytes(entry, launch));
+  return bytes;
+}
+
+uint64_t zcc::runtime::autoMatmulWorkspaceBytes(const Entry &entry) {
+  uint64_t bytes = 0;
+  for (const Launch &launch : entry.launches) {
+    if (launch.kernel != KernelId::Matmul)
+      continue;
+    // The summed dimension: the lhs's last, or its second last if transposed.
+    const TensorType &lhs = entry.tensors[launch.inputs[0]].type;
+    bool transposed = launch.params.transposeLhs;
+    uint64_t k = static_cast<uint64_t>(
+        lhs.shape[lhs.shape.size() - (transposed ? 2 : 1)]);
+    uint64_t splits = std::min<uint64_t>(k / kSplitChunk, kMaxSplits);
+    uint64_t output = static_cast<uint64_t>(
+        entry.tensors[launch.outputs[0]].type.bytes());
+    bytes = std::max(bytes, splits * output);
+  }
+  return std::min(bytes, kMaxAutoMatmulWorkspace);
+}
+
+Status zcc::runtime::addWorkspaces(Plan &plan, int64_t matmulBytes) {
+  uint64_t alignment = std::max<uint64_t>(plan.alignment, 1);
+  plan.arenaSize = 0;
+  for (Entry &entry : plan.entries) {
+    if (entry.workspace >= 0)
+      return makeError(StatusCode::InvalidArgument, "entry '", entry.name,
+                       "' already has a workspace");
+    bool hasMatmul =
+        std::any_of(entry.launches.begin(), entry.launches.end(),
+                    [](const Launch &l) { return l.kernel == KernelId::Matmul; });
+    uint64_t matmul = !hasMatmul ? 0
+                      : matmulBytes < 0
+                          ? autoMatmulWorkspaceBytes(entry)
+                          : static_cast<uint64_t>(matmulBytes);
+    uint64_t size = alignUp(std::max(entryScratchBytes(entry), matmul),
+                            alignment);
+    if (size > 0) {
+      Buffer buffer;
+      buffer.region = Region::Arena;
+      buffer.offset = alignUp(entry.arenaSize, alignment);
+      buffer.size = size;
+      entry.workspace = static_cast<int32_t>(entry.buffers.size());
+      entry.buffers.push_back(buffer);
+      entry.arenaSize = buffer.offset + size;
+      entry.lowerBound += size;
+      entry.noReuseSize += size;
+    }
+    plan.arenaSize = std::max(plan.arenaSize, entry.arenaSize);
+  }
+  return Status::ok();
+}

@@ -1,0 +1,197 @@
+//===- Launch.cpp - kernel names and decoding launch parameters -----------===//
+
+#include "zcc/Runtime/Plan/Launch.h"
+
+#include <iterator>
+#include <type_traits>
+
+using namespace zcc::runtime;
+
+namespace {
+
+constexpr const char *kKernelNames[] = {
+#define ZRT_KERNEL_NAME(id, name, ...) name,
+    ZRT_KERNEL_LIST(ZRT_KERNEL_NAME)
+#undef ZRT_KERNEL_NAME
+};
+static_assert(std::size(kKernelNames) ==
+                  static_cast<size_t>(KernelId::NumKernels),
+              "one name per kernel");
+
+const char *kindName(ParamKind kind) {
+  switch (kind) {
+  case ParamKind::Unit:
+    return "a unit flag";
+  case ParamKind::Int:
+    return "an int";
+  case ParamKind::Float:
+    return "a float";
+  case ParamKind::Ints:
+    return "an int list";
+  }
+  return "an unknown kind";
+}
+
+/// The launch's parameters, each claimed at most once by a row of the
+/// kernel's table, so that whatever is left unclaimed is not the kernel's.
+class Decoder {
+public:
+  explicit Decoder(const std::vector<Param> &params)
+      : params(params), claimed(params.size(), false) {}
+
+  Status read(const char *name, ParamKind kind, double &value) {
+    const Param *p = nullptr;
+    ZRT_RETURN_IF_ERROR(claim(name, kind, p));
+    value = p->floatValue;
+    return Status::ok();
+  }
+  Status read(const char *name, ParamKind kind, int64_t &value) {
+    const Param *p = nullptr;
+    ZRT_RETURN_IF_ERROR(claim(name, kind, p));
+    value = p->intValue;
+    return Status::ok();
+  }
+  Status read(const char *name, ParamKind kind, std::vector<int64_t> &value) {
+    const Param *p = nullptr;
+    ZRT_RETURN_IF_ERROR(claim(name, kind, p));
+    value = p->ints;
+    return Status::ok();
+  }
+  /// A unit flag: absent is false.
+  Status read(const char *name, ParamKind kind, bool &value) {
+    const Param *p = nullptr;
+    value = find(name, p);
+    return value ? check(name, kind, *p) : Status::ok();
+  }
+
+  /// The first parameter no row claimed, if any.
+  Status rest(KernelId id) const {
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!claimed[i])
+        return makeError(StatusCode::InvalidPlan, "unknown parameter '",
+                         params[i].name, "' (", kernelName(id),
+                         " takes no such parameter)");
+    return Status::ok();
+  }
+
+private:
+  bool find(const char *name, const Param *&found) {
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].name == name) {
+        claimed[i] = true;
+        found = &params[i];
+        return true;
+      }
+    return false;
+  }
+
+  Status check(const char *name, ParamKind kind, const Param &p) const {
+    for (const Param &other : params)
+      if (&other != &p && other.name == name)
+        return makeError(StatusCode::InvalidPlan, "parameter '", name,
+                         "' is stated twice");
+    if (p.kind != kind)
+      return makeError(StatusCode::InvalidPlan, "parameter '", name,
+                       "' must be ", kindName(kind), ", got ",
+                       kindName(p.kind));
+    return Status::ok();
+  }
+
+  Status claim(const char *name, ParamKind kind, const Param *&found) {
+    if (!find(name, found))
+      return makeError(StatusCode::InvalidPlan, "missing parameter '", name,
+                       "' (", kindName(kind), ")");
+    return check(name, kind, *found);
+  }
+
+  const std::vector<Param> &params;
+  std::vector<bool> claimed;
+};
+
+Param encodeValue(const char *name, ParamKind kind, double value) {
+  Param p{name, kind};
+  p.floatValue = value;
+  return p;
+}
+Param encodeValue(const char *name, ParamKind kind, int64_t value) {
+  Param p{name, kind};
+  p.intValue = value;
+  return p;
+}
+Param encodeValue(const char *name, ParamKind kind,
+                  const std::vector<int64_t> &value) {
+  Param p{name, kind};
+  p.ints = value;
+  return p;
+}
+
+} // namespace
+
+const char *zcc::runtime::kernelName(KernelId id) {
+  size_t index = static_cast<size_t>(id);
+  return index < std::size(kKernelNames) ? kKernelNames[index] : "?";
+}
+
+std::optional<KernelId> zcc::runtime::findKernel(std::string_view name) {
+  for (size_t i = 0; i < std::size(kKernelNames); ++i)
+    if (name == kKernelNames[i])
+      return static_cast<KernelId>(i);
+  return std::nullopt;
+}
+
+std::optional<ElementArity> zcc::runtime::elementArity(KernelId id) {
+  switch (id) {
+#define ZRT_ELEMENT_ARITY(id, name, arity)                                     \
+  case KernelId::id:                                                           \
+    return ElementArity::arity;
+    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_ARITY)
+#undef ZRT_ELEMENT_ARITY
+  default:
+    return std::nullopt;
+  }
+}
+
+bool LaunchParams::operator==(const LaunchParams &other) const {
+#define ZRT_SAME_PARAM(k, name, kind, member)                                  \
+  if (!(member == other.member))                                               \
+    return false;
+  ZRT_KERNEL_PARAM_LIST(ZRT_SAME_PARAM)
+#undef ZRT_SAME_PARAM
+  return true;
+}
+
+Status zcc::runtime::decodeLaunch(std::string_view kernel,
+                                  const std::vector<Param> &params,
+                                  Launch &out) {
+  std::optional<KernelId> id = findKernel(kernel);
+  if (!id)
+    return makeError(StatusCode::InvalidPlan, "unknown kernel '", kernel, "'");
+  out.kernel = *id;
+  out.params = LaunchParams();
+  Decoder decoder(params);
+#define ZRT_DECODE_PARAM(k, name, kind, member)                                \
+  if (*id == KernelId::k)                                                      \
+    ZRT_RETURN_IF_ERROR(                                                       \
+        decoder.read(name, ParamKind::kind, out.params.member));
+  ZRT_KERNEL_PARAM_LIST(ZRT_DECODE_PARAM)
+#undef ZRT_DECODE_PARAM
+  return decoder.rest(*id);
+}
+
+std::vector<Param> zcc::runtime::encodeParams(const Launch &launch) {
+  std::vector<Param> params;
+  auto add = [&](const char *name, ParamKind kind, const auto &value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, bool>) {
+      if (value)
+        params.push_back(Param{name, kind});
+    } else {
+      params.push_back(encodeValue(name, kind, value));
+    }
+  };
+#define ZRT_ENCODE_PARAM(k, name, kind, member)                                \
+  if (launch.kernel == KernelId::k)                                            \
+    add(name, ParamKind::kind, launch.params.member);
+  ZRT_KERNEL_PARAM_LIST(ZRT_ENCODE_PARAM)
+#undef ZRT_ENCODE_PARAM
+  return params;
+}

@@ -1,0 +1,122 @@
+//===- Plan.cpp - names and lookups of the in-memory plan -----------------===//
+
+#include "zcc/Runtime/Plan/Plan.h"
+
+using namespace zcc::runtime;
+
+const char *zcc::runtime::dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+int64_t zcc::runtime::dtypeBytes(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::I64:
+    return 8;
+  }
+  return 0;
+}
+
+const char *zcc::runtime::regionName(Region region) {
+  switch (region) {
+  case Region::Arena:
+    return "arena";
+  case Region::Persistent:
+    return "persistent";
+  case Region::Input:
+    return "input";
+  case Region::Output:
+    return "output";
+  case Region::Constant:
+    return "constant";
+  }
+  return "?";
+}
+
+const char *zcc::runtime::entryKindName(EntryKind kind) {
+  switch (kind) {
+  case EntryKind::TrainStep:
+    return "train_step";
+  case EntryKind::Microbatch:
+    return "microbatch";
+  case EntryKind::Apply:
+    return "apply";
+  }
+  return "?";
+}
+
+const char *zcc::runtime::tensorRoleName(TensorRole role) {
+  switch (role) {
+  case TensorRole::None:
+    return "none";
+  case TensorRole::Input:
+    return "input";
+  case TensorRole::Label:
+    return "label";
+  case TensorRole::Step:
+    return "step";
+  case TensorRole::Loss:
+    return "loss";
+  case TensorRole::Gradient:
+    return "gradient";
+  }
+  return "?";
+}
+
+int64_t TensorType::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string zcc::runtime::typeString(const TensorType &type) {
+  std::string s;
+  for (int64_t d : type.shape)
+    s += std::to_string(d) + "x";
+  return s + dtypeName(type.dtype);
+}
+
+int Entry::findTensor(std::string_view name, Region region) const {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == name && buffers[tensors[i].buffer].region == region)
+      return static_cast<int>(i);
+  return -1;
+}
+
+int Plan::findEntry(std::string_view name) const {
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+int Plan::findPersistent(std::string_view name) const {
+  for (size_t i = 0; i < persistent.size(); ++i)
+    if (persistent[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<std::vector<uint32_t>> Entry::arenaBuffersDyingAfter() const {
+  std::vector<int64_t> lastUse(buffers.size(), -1);
+  for (size_t i = 0; i < launches.size(); ++i)
+    for (const auto *list : {&launches[i].inputs, &launches[i].outputs})
+      for (uint32_t t : *list)
+        lastUse[tensors[t].buffer] = static_cast<int64_t>(i);
+  std::vector<std::vector<uint32_t>> dying(launches.size());
+  for (size_t b = 0; b < buffers.size(); ++b)
+    if (buffers[b].region == Region::Arena && lastUse[b] >= 0)
+      dying[lastUse[b]].push_back(static_cast<uint32_t>(b));
+  return dying;
+}

@@ -1,0 +1,440 @@
+//===- PlanValidator.cpp - the checks a plan passes before it runs --------===//
+//
+// Nothing from the file is trusted: every index, offset and size is bounded
+// here, every launch is held to its kernel's rules (Kernels.h), and the arena
+// is checked again by the planner's independent checker over lifetimes the
+// runtime derives from the launch list itself (not the lifetimes the
+// compiler planned with), so a liveness bug in the compiler is caught at
+// load instead of corrupting a saved activation mid-step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Planner/PlanChecker.h"
+#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
+
+#include <cmath>
+#include <set>
+
+using namespace zcc::runtime;
+namespace planner = zcc::planner;
+
+namespace {
+
+/// Regions larger than this are certainly corrupt (and would overflow
+/// offset arithmetic); the real limit is what the allocation gets.
+constexpr uint64_t kMaxRegionBytes = uint64_t(1) << 46;
+
+Status invalid(const std::string &message) {
+  return Status(StatusCode::InvalidPlan, message);
+}
+
+Status checkType(const TensorType &type, const std::string &what) {
+  if (type.rank() > kMaxKernelRank)
+    return invalid(what + ": rank " + std::to_string(type.rank()) +
+                   " is above the limit of " + std::to_string(kMaxKernelRank));
+  uint64_t elements = 1;
+  for (int64_t d : type.shape) {
+    if (d < 0)
+      return invalid(what + ": negative dimension " + std::to_string(d));
+    // Bounded before multiplying, so the product can never wrap.
+    uint64_t dim = static_cast<uint64_t>(d);
+    if (dim > kMaxRegionBytes || (dim && elements > kMaxRegionBytes / dim))
+      return invalid(what + ": more elements than any region can hold");
+    elements *= dim;
+  }
+  return Status::ok();
+}
+
+uint64_t alignTo(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+bool within(uint64_t offset, uint64_t size, uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+/// The byte extent of a tensor within its region.
+struct Extent {
+  Region region;
+  uint64_t begin, end;
+  bool overlaps(const Extent &o) const {
+    return region == o.region && begin < o.end && o.begin < end;
+  }
+  bool operator==(const Extent &o) const {
+    return region == o.region && begin == o.begin && end == o.end;
+  }
+};
+
+Status checkInitializer(const PersistentTensor &t) {
+  const Initializer &init = t.init;
+  std::string what = "persistent tensor '" + t.name + "'";
+  if (!std::isfinite(init.first) || !std::isfinite(init.second))
+    return invalid(what + ": initializer values must be finite");
+  if (init.kind == InitKind::Normal && !(init.second > 0))
+    return invalid(what + ": normal initializer needs std > 0");
+  if (init.kind == InitKind::Uniform && !(init.first < init.second))
+    return invalid(what + ": uniform initializer needs low < high");
+  if (init.kind != InitKind::Zeros && !isFloat(t.type.dtype))
+    return invalid(what + ": only zeros can initialise an integer tensor");
+  return Status::ok();
+}
+
+Status checkPersistent(const Plan &plan) {
+  std::set<std::string> names;
+  planner::Problem problem;
+  std::vector<int64_t> offsets;
+  for (size_t i = 0; i < plan.persistent.size(); ++i) {
+    const PersistentTensor &t = plan.persistent[i];
+    std::string what = "persistent tensor '" + t.name + "'";
+    if (t.name.empty())
+      return invalid("persistent tensor " + std::to_string(i) + " has no name");
+    if (!names.insert(t.name).second)
+      return invalid(what + " appears twice");
+    ZRT_RETURN_IF_ERROR(checkType(t.type, what));
+    uint64_t bytes = static_cast<uint64_t>(t.type.bytes());
+    if (!within(t.offset, bytes, plan.persistentSize))
+      return invalid(what + " at offset " + std::to_string(t.offset) + ", " +
+                     std::to_string(bytes) + " bytes, ends past the " +
+                     std::to_string(plan.persistentSize) +
+                     "-byte persistent region");
+    ZRT_RETURN_IF_ERROR(checkInitializer(t));
+    planner::BufferRequest request;
+    request.id = static_cast<int64_t>(i);
+    request.lower = 0;
+    request.upper = 1;
+    request.size = static_cast<int64_t>(bytes);
+    problem.buffers.push_back(request);
+    offsets.push_back(static_cast<int64_t>(t.offset));
+  }
+  std::string violation = planner::checkPlan(
+      problem, offsets, static_cast<int64_t>(plan.persistentSize));
+  if (!violation.empty())
+    return invalid("persistent region: " + violation);
+  // Region sizes are exactly what their contents need (aligned), so a
+  // corrupt size can neither hide a tensor nor ask for absurd memory.
+  uint64_t end = 0;
+  for (const PersistentTensor &t : plan.persistent)
+    end = std::max(end, t.offset + static_cast<uint64_t>(t.type.bytes()));
+  if (alignTo(end, plan.alignment) != plan.persistentSize)
+    return invalid("persistent region is " +
+                   std::to_string(plan.persistentSize) +
+                   " bytes; its tensors need " +
+                   std::to_string(alignTo(end, plan.alignment)));
+  return Status::ok();
+}
+
+class EntryValidator {
+public:
+  EntryValidator(const Plan &plan, const Entry &entry, size_t index)
+      : plan(plan), entry(entry),
+        where("entry '" + entry.name + "' (" + std::to_string(index) + ")") {}
+
+  Status run() {
+    ZRT_RETURN_IF_ERROR(checkHeader());
+    ZRT_RETURN_IF_ERROR(checkBuffers());
+    ZRT_RETURN_IF_ERROR(checkTensors());
+    ZRT_RETURN_IF_ERROR(checkLaunches());
+    ZRT_RETURN_IF_ERROR(checkWorkspace());
+    ZRT_RETURN_IF_ERROR(checkLifetimes());
+    return Status::ok();
+  }
+
+private:
+  Status checkHeader() {
+    if (entry.name.empty())
+      return invalid(where + " has no name");
+    if (entry.arenaSize > plan.arenaSize)
+      return invalid(where + ": arena of " + std::to_string(entry.arenaSize) +
+                     " bytes exceeds the plan's " +
+                     std::to_string(plan.arenaSize));
+    if (entry.lowerBound > entry.arenaSize)
+      return invalid(
+          where + ": lower bound " + std::to_string(entry.lowerBound) +
+          " exceeds the arena size " + std::to_string(entry.arenaSize));
+    if (entry.inputSize > kMaxRegionBytes || entry.outputSize > kMaxRegionBytes)
+      return invalid(where + ": input or output region is implausibly large");
+    return Status::ok();
+  }
+
+  uint64_t regionLimit(Region region) const {
+    switch (region) {
+    case Region::Arena:
+      return entry.arenaSize;
+    case Region::Persistent:
+      return plan.persistentSize;
+    case Region::Input:
+      return entry.inputSize;
+    case Region::Output:
+      return entry.outputSize;
+    case Region::Constant:
+      return plan.constantSize;
+    }
+    return 0;
+  }
+
+  Status checkBuffers() {
+    uint64_t arenaEnd = 0, inputEnd = 0, outputEnd = 0;
+    for (const Buffer &b : entry.buffers) {
+      uint64_t end = b.offset + b.size; // bounded below before use
+      if (b.region == Region::Arena)
+        arenaEnd = std::max(arenaEnd, end);
+      if (b.region == Region::Input)
+        inputEnd = std::max(inputEnd, end);
+      if (b.region == Region::Output)
+        outputEnd = std::max(outputEnd, end);
+    }
+    if (arenaEnd != entry.arenaSize)
+      return invalid(where + ": arena of " + std::to_string(entry.arenaSize) +
+                     " bytes, but its buffers end at " +
+                     std::to_string(arenaEnd));
+    if (alignTo(inputEnd, plan.alignment) != entry.inputSize ||
+        alignTo(outputEnd, plan.alignment) != entry.outputSize)
+      return invalid(where + ": input/output region sizes " +
+                     std::to_string(entry.inputSize) + "/" +
+                     std::to_string(entry.outputSize) +
+                     " differ from what their buffers need");
+    for (size_t i = 0; i < entry.buffers.size(); ++i) {
+      const Buffer &b = entry.buffers[i];
+      uint64_t limit = regionLimit(b.region);
+      if (!within(b.offset, b.size, limit))
+        return invalid(where + ": buffer " + std::to_string(i) + " (" +
+                       regionName(b.region) + ", offset " +
+                       std::to_string(b.offset) + ", " +
+                       std::to_string(b.size) + " bytes) ends past the " +
+                       std::to_string(limit) + "-byte " + regionName(b.region) +
+                       " region");
+      if (b.region != Region::Persistent && b.offset % plan.alignment != 0)
+        return invalid(where + ": buffer " + std::to_string(i) + " offset " +
+                       std::to_string(b.offset) + " is not aligned to " +
+                       std::to_string(plan.alignment));
+      if (b.region == Region::Persistent) {
+        bool found = false;
+        for (const PersistentTensor &t : plan.persistent)
+          found |= t.offset == b.offset &&
+                   static_cast<uint64_t>(t.type.bytes()) == b.size;
+        if (!found)
+          return invalid(where + ": persistent buffer " + std::to_string(i) +
+                         " at offset " + std::to_string(b.offset) +
+                         " is not one of the plan's persistent tensors");
+      }
+    }
+    return Status::ok();
+  }
+
+  Status checkTensors() {
+    std::set<std::pair<Region, std::string>> names;
+    for (size_t i = 0; i < entry.tensors.size(); ++i) {
+      const Tensor &t = entry.tensors[i];
+      std::string what = where + ": tensor " + std::to_string(i) +
+                         (t.name.empty() ? "" : " ('" + t.name + "')");
+      if (t.buffer >= entry.buffers.size())
+        return invalid(what + " refers to buffer " + std::to_string(t.buffer) +
+                       " of " + std::to_string(entry.buffers.size()));
+      ZRT_RETURN_IF_ERROR(checkType(t.type, what));
+      const Buffer &b = entry.buffers[t.buffer];
+      if (static_cast<uint64_t>(t.type.bytes()) > b.size)
+        return invalid(what + ": " + typeString(t.type) + " needs " +
+                       std::to_string(t.type.bytes()) + " bytes, its buffer " +
+                       "has " + std::to_string(b.size));
+      // Unnamed input/output tensors are views of a named one.
+      bool io = b.region == Region::Input || b.region == Region::Output;
+      if (io && !t.name.empty() && !names.insert({b.region, t.name}).second)
+        return invalid(what + ": two " + std::string(regionName(b.region)) +
+                       " tensors are called '" + t.name + "'");
+      if (b.region == Region::Persistent && plan.findPersistent(t.name) < 0)
+        return invalid(what + ": not a persistent tensor of the plan");
+      if (b.region == Region::Persistent) {
+        const PersistentTensor &p =
+            plan.persistent[plan.findPersistent(t.name)];
+        if (p.offset != b.offset || p.type.dtype != t.type.dtype ||
+            p.type.numElements() != t.type.numElements())
+          return invalid(what + ": differs from the persistent tensor of "
+                                "that name");
+      }
+      if (t.role == TensorRole::Step &&
+          (t.type.dtype != DType::I64 || t.type.rank() != 0 ||
+           b.region != Region::Input))
+        return invalid(what + ": the step must be an i64 scalar input");
+      bool inputRole = t.role == TensorRole::Input ||
+                       t.role == TensorRole::Label ||
+                       t.role == TensorRole::Step;
+      if (inputRole && b.region != Region::Input)
+        return invalid(what + ": role '" + tensorRoleName(t.role) +
+                       "' outside the input region");
+    }
+    return Status::ok();
+  }
+
+  Extent extentOf(uint32_t tensor) const {
+    const Tensor &t = entry.tensors[tensor];
+    const Buffer &b = entry.buffers[t.buffer];
+    return {b.region, b.offset,
+            b.offset + static_cast<uint64_t>(t.type.bytes())};
+  }
+
+  Status checkLaunches() {
+    for (size_t i = 0; i < entry.launches.size(); ++i) {
+      const Launch &launch = entry.launches[i];
+      if (launch.kernel >= KernelId::NumKernels)
+        return invalid(where + ": launch " + std::to_string(i) +
+                       ": unknown kernel " +
+                       std::to_string(static_cast<int>(launch.kernel)));
+      std::string what =
+          where + ": launch " + std::to_string(i) + " (" + launch.name() + ")";
+      for (const std::vector<uint32_t> *list :
+           {&launch.inputs, &launch.outputs})
+        for (uint32_t tensor : *list)
+          if (tensor >= entry.tensors.size())
+            return invalid(what + ": operand tensor " + std::to_string(tensor) +
+                           " of " + std::to_string(entry.tensors.size()));
+      ZRT_RETURN_IF_ERROR(checkLaunch(entry, i));
+      for (size_t o = 0; o < launch.outputs.size(); ++o) {
+        Extent out = extentOf(launch.outputs[o]);
+        if (out.region == Region::Input || out.region == Region::Constant)
+          return invalid(what + ": writes the read-only " +
+                         std::string(regionName(out.region)) + " region");
+        for (size_t p = 0; p < o; ++p)
+          if (out.overlaps(extentOf(launch.outputs[p])))
+            return invalid(what + ": outputs " + std::to_string(p) + " and " +
+                           std::to_string(o) + " overlap");
+        for (size_t k = 0; k < launch.inputs.size(); ++k) {
+          Extent in = extentOf(launch.inputs[k]);
+          if (!out.overlaps(in))
+            continue;
+          if (out == in && kernelAllowsInPlace(launch.kernel))
+            continue;
+          return invalid(what + ": output " + std::to_string(o) +
+                         " overlaps input " + std::to_string(k) +
+                         (kernelAllowsInPlace(launch.kernel)
+                              ? " without being exactly the same bytes"
+                              : " and this kernel cannot run in place"));
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  /// The workspace is an arena buffer of its own, big enough for every
+  /// launch's scratch.
+  Status checkWorkspace() {
+    if (entry.workspace < 0)
+      return entry.workspace == -1
+                 ? Status::ok()
+                 : invalid(where + ": workspace index " +
+                           std::to_string(entry.workspace));
+    size_t w = static_cast<size_t>(entry.workspace);
+    if (w >= entry.buffers.size() ||
+        entry.buffers[w].region != Region::Arena)
+      return invalid(where + ": workspace " + std::to_string(w) +
+                     " is not an arena buffer of the entry");
+    for (const Tensor &t : entry.tensors)
+      if (t.buffer == w)
+        return invalid(where + ": workspace buffer " + std::to_string(w) +
+                       " is also a tensor's buffer");
+    uint64_t need = entryScratchBytes(entry);
+    if (entry.buffers[w].size < need)
+      return invalid(where + ": workspace of " +
+                     std::to_string(entry.buffers[w].size) +
+                     " bytes; the launches need " + std::to_string(need));
+    return Status::ok();
+  }
+
+  /// Each arena and output buffer must be written before it is read within
+  /// the step; arena buffers live from their first write to their last use,
+  /// and no two live at once may share a byte.
+  Status checkLifetimes() {
+    size_t n = entry.buffers.size();
+    std::vector<int64_t> first(n, -1), last(n, -1);
+    for (size_t i = 0; i < entry.launches.size(); ++i) {
+      const Launch &launch = entry.launches[i];
+      for (uint32_t tensor : launch.inputs) {
+        uint32_t b = entry.tensors[tensor].buffer;
+        Region region = entry.buffers[b].region;
+        if ((region == Region::Arena || region == Region::Output) &&
+            first[b] < 0)
+          return invalid(where + ": launch " + std::to_string(i) + " (" +
+                         launch.name() + ") reads " + regionName(region) +
+                         " buffer " + std::to_string(b) +
+                         " before any launch of the step writes it");
+        last[b] = static_cast<int64_t>(i);
+      }
+      for (uint32_t tensor : launch.outputs) {
+        uint32_t b = entry.tensors[tensor].buffer;
+        if (first[b] < 0)
+          first[b] = static_cast<int64_t>(i);
+        last[b] = static_cast<int64_t>(i);
+      }
+    }
+    // The workspace lives for the whole entry.
+    if (entry.workspace >= 0 && !entry.launches.empty()) {
+      first[entry.workspace] = 0;
+      last[entry.workspace] = static_cast<int64_t>(entry.launches.size()) - 1;
+    }
+    planner::Problem problem;
+    std::vector<int64_t> offsets;
+    for (size_t b = 0; b < n; ++b) {
+      const Buffer &buffer = entry.buffers[b];
+      if (buffer.region == Region::Output && first[b] < 0)
+        for (const Tensor &t : entry.tensors)
+          if (t.buffer == b)
+            return invalid(where + ": output '" + t.name +
+                           "' is never written by the step");
+      if (buffer.region != Region::Arena || first[b] < 0)
+        continue;
+      planner::BufferRequest request;
+      request.id = static_cast<int64_t>(b);
+      request.lower = first[b];
+      request.upper = last[b] + 1;
+      request.size = static_cast<int64_t>(buffer.size);
+      request.alignment = static_cast<int64_t>(plan.alignment);
+      problem.buffers.push_back(request);
+      offsets.push_back(static_cast<int64_t>(buffer.offset));
+    }
+    std::string violation = planner::checkPlan(
+        problem, offsets, static_cast<int64_t>(entry.arenaSize));
+    if (!violation.empty())
+      return invalid(where +
+                     ": arena plan rejected by the overlap checker "
+                     "(lifetimes in launch indices): " +
+                     violation);
+    return Status::ok();
+  }
+
+  const Plan &plan;
+  const Entry &entry;
+  std::string where;
+};
+
+} // namespace
+
+Status zcc::runtime::validatePlan(const Plan &plan) {
+  if (plan.alignment == 0 || (plan.alignment & (plan.alignment - 1)) != 0 ||
+      plan.alignment > 4096)
+    return invalid("alignment " + std::to_string(plan.alignment) +
+                   " is not a power of two up to 4096");
+  for (uint64_t size : {plan.arenaSize, plan.persistentSize, plan.constantSize})
+    if (size > kMaxRegionBytes)
+      return invalid("a region of " + std::to_string(size) +
+                     " bytes is implausibly large (corrupt size?)");
+  if (plan.constants.size() != plan.constantSize)
+    return invalid("constant region is " + std::to_string(plan.constantSize) +
+                   " bytes but the file carries " +
+                   std::to_string(plan.constants.size()));
+  if (plan.entries.empty())
+    return invalid("the plan has no entry point");
+  uint64_t arena = 0;
+  for (const Entry &e : plan.entries)
+    arena = std::max(arena, e.arenaSize);
+  if (arena != plan.arenaSize)
+    return invalid("the plan's arena is " + std::to_string(plan.arenaSize) +
+                   " bytes; its largest entry needs " + std::to_string(arena));
+  ZRT_RETURN_IF_ERROR(checkPersistent(plan));
+  std::set<std::string> names;
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    if (!names.insert(plan.entries[i].name).second)
+      return invalid("two entries are called '" + plan.entries[i].name + "'");
+    ZRT_RETURN_IF_ERROR(EntryValidator(plan, plan.entries[i], i).run());
+  }
+  return Status::ok();
+}

@@ -1,0 +1,181 @@
+//===- CApi.cpp - the C API over Session and the loader -------------------===//
+
+#include "zcc/Runtime/zrt.h"
+
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Session/Session.h"
+
+#include <memory>
+#include <new>
+#include <vector>
+
+using namespace zcc::runtime;
+
+struct zrt_status_s {
+  zrt_status_code code;
+  std::string message;
+};
+struct zrt_plan_s {
+  std::shared_ptr<const Plan> plan;
+};
+struct zrt_session_s {
+  std::unique_ptr<Session> session;
+};
+
+namespace {
+
+zrt_status wrap(const Status &status) {
+  if (status.isOk())
+    return nullptr;
+  return new (std::nothrow) zrt_status_s{
+      static_cast<zrt_status_code>(status.code()), status.toString()};
+}
+
+zrt_status invalidArgument(const char *message) {
+  return wrap(Status(StatusCode::InvalidArgument, message));
+}
+
+Status entryIndex(const Session &session, const char *entry, int &out) {
+  return session.findEntry(entry ? entry : "", out);
+}
+
+} // namespace
+
+extern "C" {
+
+zrt_status_code zrt_status_get_code(zrt_status status) {
+  return status ? status->code : ZRT_OK;
+}
+
+const char *zrt_status_message(zrt_status status) {
+  return status ? status->message.c_str() : "ok";
+}
+
+void zrt_status_free(zrt_status status) { delete status; }
+
+zrt_status zrt_plan_load_file(const char *path, zrt_plan **out_plan) {
+  if (!path || !out_plan)
+    return invalidArgument("zrt_plan_load_file: null argument");
+  auto plan = std::make_shared<Plan>();
+  if (zrt_status s = wrap(loadPlanFile(path, *plan)))
+    return s;
+  *out_plan = new zrt_plan_s{std::move(plan)};
+  return nullptr;
+}
+
+zrt_status zrt_plan_load_bytes(const void *data, size_t size,
+                               zrt_plan **out_plan) {
+  if ((!data && size) || !out_plan)
+    return invalidArgument("zrt_plan_load_bytes: null argument");
+  auto plan = std::make_shared<Plan>();
+  if (zrt_status s =
+          wrap(parsePlan(static_cast<const uint8_t *>(data), size, *plan)))
+    return s;
+  *out_plan = new zrt_plan_s{std::move(plan)};
+  return nullptr;
+}
+
+void zrt_plan_free(zrt_plan *plan) { delete plan; }
+
+void zrt_session_options_init(zrt_session_options *options) {
+  if (!options)
+    return;
+  options->mode = ZRT_MODE_PLANNED;
+  options->precision = ZRT_PRECISION_F32;
+  options->seed = 0;
+}
+
+zrt_status zrt_session_create(const zrt_plan *plan,
+                              const zrt_session_options *options,
+                              zrt_session **out_session) {
+  if (!plan || !out_session)
+    return invalidArgument("zrt_session_create: null argument");
+  SessionOptions o;
+  if (options) {
+    if (options->mode < ZRT_MODE_PLANNED || options->mode > ZRT_MODE_POISON)
+      return invalidArgument("zrt_session_create: unknown mode");
+    if (options->precision != ZRT_PRECISION_F32 &&
+        options->precision != ZRT_PRECISION_F64)
+      return invalidArgument("zrt_session_create: unknown precision");
+    o.mode = static_cast<ExecutionMode>(options->mode);
+    o.precision = static_cast<Precision>(options->precision);
+    o.seed = options->seed;
+  }
+  std::unique_ptr<Session> session;
+  if (zrt_status s = wrap(Session::create(plan->plan, o, session)))
+    return s;
+  *out_session = new zrt_session_s{std::move(session)};
+  return nullptr;
+}
+
+void zrt_session_free(zrt_session *session) { delete session; }
+
+zrt_status zrt_session_set_input(zrt_session *session, const char *entry,
+                                 const char *name, const void *data,
+                                 size_t size) {
+  if (!session || !name || (!data && size))
+    return invalidArgument("zrt_session_set_input: null argument");
+  int index = 0;
+  if (zrt_status s = wrap(entryIndex(*session->session, entry, index)))
+    return s;
+  return wrap(session->session->setInput(index, name, data, size));
+}
+
+zrt_status zrt_session_run(zrt_session *session, const char *entry) {
+  if (!session)
+    return invalidArgument("zrt_session_run: null session");
+  int index = 0;
+  if (zrt_status s = wrap(entryIndex(*session->session, entry, index)))
+    return s;
+  return wrap(session->session->run(index));
+}
+
+zrt_status zrt_session_read_f32(const zrt_session *session, const char *entry,
+                                const char *name, float *out_values,
+                                size_t count) {
+  if (!session || !name || (!out_values && count))
+    return invalidArgument("zrt_session_read_f32: null argument");
+  const Session &s = *session->session;
+  int index = 0;
+  if (zrt_status st = wrap(entryIndex(s, entry, index)))
+    return st;
+  TensorInfo info;
+  if (zrt_status st = wrap(s.findTensor(index, name, info)))
+    return st;
+  if (info.desc->type.dtype != DType::F32)
+    return invalidArgument("zrt_session_read_f32: tensor is not f32");
+  std::vector<double> values(count);
+  if (zrt_status st = wrap(s.readValues(info, values.data(), count)))
+    return st;
+  for (size_t i = 0; i < count; ++i)
+    out_values[i] = static_cast<float>(values[i]);
+  return nullptr;
+}
+
+zrt_status zrt_session_save_checkpoint(const zrt_session *session,
+                                       const char *path) {
+  if (!session || !path)
+    return invalidArgument("zrt_session_save_checkpoint: null argument");
+  return wrap(session->session->saveCheckpoint(path));
+}
+
+zrt_status zrt_session_load_checkpoint(zrt_session *session, const char *path) {
+  if (!session || !path)
+    return invalidArgument("zrt_session_load_checkpoint: null argument");
+  return wrap(session->session->loadCheckpoint(path));
+}
+
+zrt_status zrt_session_get_stats(const zrt_session *session,
+                                 zrt_stats *out_stats) {
+  if (!session || !out_stats)
+    return invalidArgument("zrt_session_get_stats: null argument");
+  SessionStats s = session->session->stats();
+  *out_stats = {s.arenaCapacity, s.arenaSize,         s.lowerBound,
+                s.noReuseSize,   s.persistentSize,    s.inputSize,
+                s.outputSize,    s.constantSize,      s.stepsRun,
+                s.launchesRun,   s.allocationsAtLoad, s.allocationsAfterLoad,
+                s.bytesAllocated};
+  return nullptr;
+}
+
+} // extern "C"

@@ -1,0 +1,405 @@
+//===- Session.cpp - a plan, its step counters and the host's view -------===//
+//
+// The session owns the plan and what the host sees of it (tensors by name,
+// f32/f64 conversion, initializers, checkpoints, step counters); its
+// executor (Executors/Executor.h) owns the memory and runs the entries.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Runtime/Session/Session.h"
+
+#include "Executors/Executor.h"
+#include "Session/Initializers.h"
+#include "zcc/Runtime/Session/HostTensor.h"
+#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/IO/SafeTensors.h"
+
+#include <cstring>
+#include <limits>
+
+using namespace zcc::runtime;
+
+const char *zcc::runtime::deviceKindName(DeviceKind kind) {
+  switch (kind) {
+  case DeviceKind::Cpu:
+    return "cpu";
+  case DeviceKind::Cuda:
+    return "cuda";
+  case DeviceKind::Emulator:
+    return "emulator";
+  }
+  return "?";
+}
+
+const char *zcc::runtime::launchModeName(LaunchMode mode) {
+  return mode == LaunchMode::Graph ? "graph" : "eager";
+}
+
+const char *zcc::runtime::executionModeName(ExecutionMode mode) {
+  switch (mode) {
+  case ExecutionMode::Planned:
+    return "planned";
+  case ExecutionMode::NoReuse:
+    return "no-reuse";
+  case ExecutionMode::Poison:
+    return "poison";
+  }
+  return "?";
+}
+
+namespace {
+
+struct EntryState {
+  /// Host addresses of the entry's input, output and persistent buffers.
+  std::vector<uint8_t *> bufferAddress;
+  int stepTensor = -1;
+  int64_t steps = 0;
+};
+
+} // namespace
+
+struct Session::Impl {
+  std::shared_ptr<const Plan> plan;
+  SessionOptions options;
+  /// Bytes per byte of the plan: 2 in f64 precision (float elements double).
+  uint64_t scale = 1;
+  std::unique_ptr<Executor> executor;
+  std::vector<EntryState> entries;
+  uint64_t allocationsAtLoad = 0;
+  uint64_t stepsRun = 0, launchesRun = 0;
+
+  bool wide() const { return options.precision == Precision::F64; }
+  uint8_t *persistentData(const PersistentTensor &t) const {
+    return executor->hostRegions().persistent + t.offset * scale;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Session
+//===----------------------------------------------------------------------===//
+
+Session::Session(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Session::~Session() = default;
+
+Status Session::create(std::shared_ptr<const Plan> plan,
+                       const SessionOptions &options,
+                       std::unique_ptr<Session> &out) {
+  if (!plan)
+    return makeError(StatusCode::InvalidArgument, "no plan");
+  auto impl = std::make_unique<Impl>();
+  impl->plan = plan;
+  impl->options = options;
+  impl->scale = options.precision == Precision::F64 ? 2 : 1;
+  ZRT_RETURN_IF_ERROR(createExecutor(plan, options, impl->executor));
+  const RegionBases &host = impl->executor->hostRegions();
+  impl->entries.resize(plan->entries.size());
+  for (size_t i = 0; i < plan->entries.size(); ++i) {
+    const Entry &e = plan->entries[i];
+    EntryState &state = impl->entries[i];
+    state.bufferAddress.resize(e.buffers.size());
+    for (size_t b = 0; b < e.buffers.size(); ++b)
+      state.bufferAddress[b] = host.address(e.buffers[b], impl->scale);
+    for (size_t t = 0; t < e.tensors.size(); ++t)
+      if (e.tensors[t].role == TensorRole::Step)
+        state.stepTensor = static_cast<int>(t);
+  }
+  impl->allocationsAtLoad = impl->executor->allocations();
+  out.reset(new Session(std::move(impl)));
+  out->initialize(options.seed);
+  return Status::ok();
+}
+
+const Plan &Session::plan() const { return *impl->plan; }
+const SessionOptions &Session::options() const { return impl->options; }
+
+void Session::initialize(uint64_t seed) {
+  impl->executor->beforeHostWrite();
+  for (const PersistentTensor &t : impl->plan->persistent)
+    fillInitializer(t, seed, impl->wide(), impl->persistentData(t));
+  for (EntryState &e : impl->entries)
+    e.steps = 0;
+}
+
+Status Session::findEntry(std::string_view name, int &out) const {
+  const Plan &p = *impl->plan;
+  if (name.empty()) {
+    for (EntryKind kind : {EntryKind::TrainStep, EntryKind::Microbatch})
+      for (size_t i = 0; i < p.entries.size(); ++i)
+        if (p.entries[i].kind == kind) {
+          out = static_cast<int>(i);
+          return Status::ok();
+        }
+    return makeError(StatusCode::InvalidArgument,
+                     "the plan has no train_step or microbatch entry");
+  }
+  int index = p.findEntry(name);
+  if (index < 0) {
+    std::string names;
+    for (const Entry &e : p.entries)
+      names += (names.empty() ? "" : ", ") + e.name;
+    return makeError(StatusCode::InvalidArgument, "no entry '", name,
+                     "'; the plan has ", names);
+  }
+  out = index;
+  return Status::ok();
+}
+
+Status Session::findTensor(int entry, std::string_view name,
+                           TensorInfo &out) const {
+  const Plan &p = *impl->plan;
+  if (entry < 0 || entry >= static_cast<int>(p.entries.size()))
+    return makeError(StatusCode::InvalidArgument, "no entry ", entry);
+  const Entry &e = p.entries[entry];
+  for (Region region : {Region::Input, Region::Output, Region::Persistent}) {
+    int t = e.findTensor(name, region);
+    if (t < 0)
+      continue;
+    out = {entry, t, &e.tensors[t], region};
+    return Status::ok();
+  }
+  return makeError(StatusCode::InvalidArgument, "entry '", e.name,
+                   "' has no input, output or persistent tensor '", name, "'");
+}
+
+Status Session::findLoss(int entry, TensorInfo &out) const {
+  const Plan &p = *impl->plan;
+  if (entry < 0 || entry >= static_cast<int>(p.entries.size()))
+    return makeError(StatusCode::InvalidArgument, "no entry ", entry);
+  const Entry &e = p.entries[entry];
+  for (size_t t = 0; t < e.tensors.size(); ++t)
+    if (e.tensors[t].role == TensorRole::Loss &&
+        e.buffers[e.tensors[t].buffer].region == Region::Output &&
+        e.tensors[t].type.numElements() == 1) {
+      out = {entry, static_cast<int>(t), &e.tensors[t], Region::Output};
+      return Status::ok();
+    }
+  return makeError(StatusCode::InvalidArgument, "entry '", e.name,
+                   "' has no scalar loss output");
+}
+
+const void *Session::persistentData(size_t index) const {
+  impl->executor->beforeHostRead();
+  return impl->persistentData(impl->plan->persistent[index]);
+}
+
+void *Session::data(const TensorInfo &tensor) const {
+  if (tensor.region == Region::Persistent)
+    impl->executor->beforeHostWrite(); // the caller may write through it
+  return impl->entries[tensor.entry].bufferAddress[tensor.desc->buffer];
+}
+
+Status Session::setInput(int entry, std::string_view name, const void *data,
+                         size_t bytes) {
+  TensorInfo info;
+  ZRT_RETURN_IF_ERROR(findTensor(entry, name, info));
+  if (info.region != Region::Input)
+    return makeError(StatusCode::InvalidArgument, "'", name,
+                     "' is not an input of entry '",
+                     impl->plan->entries[entry].name, "'");
+  const TensorType &type = info.desc->type;
+  if (bytes != static_cast<size_t>(type.bytes()))
+    return makeError(StatusCode::InvalidArgument, "input '", name, "' is ",
+                     typeString(type), " (", type.bytes(), " bytes); got ",
+                     bytes, " bytes");
+  uint8_t *to = static_cast<uint8_t *>(this->data(info));
+  if (type.dtype == DType::F32 && impl->wide()) {
+    widenF32(static_cast<const uint8_t *>(data), reinterpret_cast<double *>(to),
+             type.numElements());
+  } else {
+    std::memcpy(to, data, bytes);
+  }
+  return Status::ok();
+}
+
+Status Session::run(int entry) {
+  if (entry < 0 || entry >= static_cast<int>(impl->entries.size()))
+    return makeError(StatusCode::InvalidArgument, "no entry ", entry);
+  const Entry &e = impl->plan->entries[entry];
+  EntryState &state = impl->entries[entry];
+  if (state.stepTensor >= 0) {
+    const Tensor &t = e.tensors[state.stepTensor];
+    std::memcpy(state.bufferAddress[t.buffer], &state.steps, sizeof(int64_t));
+  }
+  ZRT_RETURN_IF_ERROR(impl->executor->run(entry, state.steps));
+  impl->launchesRun += e.launches.size();
+  ++state.steps;
+  ++impl->stepsRun;
+  return Status::ok();
+}
+
+int64_t Session::stepCount(int entry) const {
+  return impl->entries[entry].steps;
+}
+
+void Session::setStepCount(int entry, int64_t steps) {
+  impl->entries[entry].steps = steps;
+}
+
+Status Session::readValues(const TensorInfo &tensor, double *out,
+                           size_t count) const {
+  const TensorType &type = tensor.desc->type;
+  if (count != static_cast<size_t>(type.numElements()))
+    return makeError(StatusCode::InvalidArgument, "tensor '", tensor.desc->name,
+                     "' has ", type.numElements(), " elements; asked for ",
+                     count);
+  if (tensor.region == Region::Persistent)
+    impl->executor->beforeHostRead();
+  const uint8_t *from = static_cast<const uint8_t *>(
+      impl->entries[tensor.entry].bufferAddress[tensor.desc->buffer]);
+  for (size_t i = 0; i < count; ++i) {
+    switch (type.dtype) {
+    case DType::F32:
+      out[i] = impl->wide() ? reinterpret_cast<const double *>(from)[i]
+                            : reinterpret_cast<const float *>(from)[i];
+      break;
+    case DType::I32:
+      out[i] = reinterpret_cast<const int32_t *>(from)[i];
+      break;
+    case DType::I64:
+      out[i] = static_cast<double>(reinterpret_cast<const int64_t *>(from)[i]);
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+Status Session::writeValues(const TensorInfo &tensor, const double *in,
+                            size_t count) {
+  const TensorType &type = tensor.desc->type;
+  if (count != static_cast<size_t>(type.numElements()))
+    return makeError(StatusCode::InvalidArgument, "tensor '", tensor.desc->name,
+                     "' has ", type.numElements(), " elements; got ", count);
+  uint8_t *to = static_cast<uint8_t *>(data(tensor));
+  for (size_t i = 0; i < count; ++i) {
+    switch (type.dtype) {
+    case DType::F32:
+      if (impl->wide())
+        reinterpret_cast<double *>(to)[i] = in[i];
+      else
+        reinterpret_cast<float *>(to)[i] = static_cast<float>(in[i]);
+      break;
+    case DType::I32:
+      reinterpret_cast<int32_t *>(to)[i] = static_cast<int32_t>(in[i]);
+      break;
+    case DType::I64:
+      reinterpret_cast<int64_t *>(to)[i] = static_cast<int64_t>(in[i]);
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr const char *kStepsKey = "zcc.steps";
+} // namespace
+
+Status Session::saveCheckpoint(const std::string &path) const {
+  const Plan &p = *impl->plan;
+  impl->executor->beforeHostRead();
+  std::vector<HostTensorView> views;
+  std::vector<std::vector<float>> narrowed; // f64 precision only
+  narrowed.reserve(p.persistent.size());
+  for (const PersistentTensor &t : p.persistent) {
+    const void *data = impl->persistentData(t);
+    if (impl->wide() && t.type.dtype == DType::F32) {
+      const double *wide = static_cast<const double *>(data);
+      narrowed.emplace_back(wide, wide + t.type.numElements());
+      data = narrowed.back().data();
+    }
+    views.push_back({t.name, t.type.dtype, t.type.shape, data,
+                     static_cast<size_t>(t.type.bytes())});
+  }
+  std::string steps;
+  for (size_t i = 0; i < p.entries.size(); ++i)
+    steps += (i ? "," : "") + p.entries[i].name + "=" +
+             std::to_string(impl->entries[i].steps);
+  return writeSafeTensors(
+      path, views,
+      {{"format", "pt"}, {"zcc.producer", p.producer}, {kStepsKey, steps}});
+}
+
+Status Session::loadCheckpoint(const std::string &path) {
+  const Plan &p = *impl->plan;
+  std::vector<HostTensor> tensors;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  ZRT_RETURN_IF_ERROR(readSafeTensors(path, tensors, &metadata));
+  std::vector<const HostTensor *> byPersistent(p.persistent.size(), nullptr);
+  for (const HostTensor &t : tensors) {
+    int index = p.findPersistent(t.name);
+    if (index < 0)
+      return makeError(StatusCode::InvalidArgument, path, ": tensor '", t.name,
+                       "' is not a persistent tensor of this plan");
+    const PersistentTensor &want = p.persistent[index];
+    if (t.dtype != want.type.dtype || t.shape != want.type.shape)
+      return makeError(StatusCode::InvalidArgument, path, ": tensor '", t.name,
+                       "' is ", typeString(TensorType{t.dtype, t.shape}),
+                       ", the plan has ", typeString(want.type));
+    byPersistent[index] = &t;
+  }
+  for (size_t i = 0; i < p.persistent.size(); ++i)
+    if (!byPersistent[i])
+      return makeError(StatusCode::InvalidArgument, path, ": no tensor '",
+                       p.persistent[i].name, "'");
+  // Everything matched: now write.
+  impl->executor->beforeHostWrite();
+  for (size_t i = 0; i < p.persistent.size(); ++i) {
+    const PersistentTensor &t = p.persistent[i];
+    uint8_t *to = impl->persistentData(t);
+    const uint8_t *from = byPersistent[i]->bytes.data();
+    if (impl->wide() && t.type.dtype == DType::F32) {
+      widenF32(from, reinterpret_cast<double *>(to), t.type.numElements());
+    } else {
+      std::memcpy(to, from, static_cast<size_t>(t.type.bytes()));
+    }
+  }
+  // Step counters resume (AdamW's bias correction depends on them).
+  for (const auto &[key, value] : metadata) {
+    if (key != kStepsKey)
+      continue;
+    size_t pos = 0;
+    while (pos < value.size()) {
+      size_t comma = value.find(',', pos);
+      std::string item = value.substr(pos, comma - pos);
+      size_t eq = item.rfind('=');
+      if (eq != std::string::npos) {
+        int index = p.findEntry(item.substr(0, eq));
+        if (index >= 0)
+          impl->entries[index].steps =
+              std::strtoll(item.c_str() + eq + 1, nullptr, 10);
+      }
+      if (comma == std::string::npos)
+        break;
+      pos = comma + 1;
+    }
+  }
+  return Status::ok();
+}
+
+SessionStats Session::stats() const {
+  const Plan &p = *impl->plan;
+  const Executor &executor = *impl->executor;
+  SessionStats s;
+  s.arenaCapacity = executor.arenaCapacity();
+  s.arenaSize = p.arenaSize;
+  for (const Entry &e : p.entries) {
+    s.lowerBound = std::max(s.lowerBound, e.lowerBound);
+    s.noReuseSize = std::max(s.noReuseSize, e.noReuseSize);
+    s.inputSize = std::max(s.inputSize, e.inputSize);
+    s.outputSize = std::max(s.outputSize, e.outputSize);
+  }
+  s.persistentSize = p.persistentSize;
+  s.constantSize = p.constantSize;
+  s.stepsRun = impl->stepsRun;
+  s.launchesRun = impl->launchesRun;
+  s.allocationsAtLoad = impl->allocationsAtLoad;
+  s.allocationsAfterLoad = executor.allocations() - impl->allocationsAtLoad;
+  s.bytesAllocated = executor.bytesAllocated();
+  s.deviceBytes = executor.deviceBytes();
+  s.hostIssueSeconds = executor.issueSeconds();
+  s.deviceName = executor.deviceName();
+  return s;
+}

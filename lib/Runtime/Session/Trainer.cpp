@@ -1,0 +1,48 @@
+//===- Trainer.cpp - the training protocol over a session -----------------===//
+
+#include "zcc/Runtime/Session/Trainer.h"
+
+using namespace zcc::runtime;
+
+Status Trainer::create(Session &session, int64_t microbatches,
+                       std::unique_ptr<Trainer> &out) {
+  if (microbatches < 1)
+    return makeError(StatusCode::InvalidArgument,
+                     "microbatches must be at least 1; got ", microbatches);
+  std::unique_ptr<Trainer> trainer(new Trainer(session));
+  const Plan &plan = session.plan();
+  ZRT_RETURN_IF_ERROR(session.findEntry("", trainer->dataEntry));
+  if (plan.entries[trainer->dataEntry].kind == EntryKind::Microbatch) {
+    for (size_t i = 0; i < plan.entries.size(); ++i)
+      if (plan.entries[i].kind == EntryKind::Apply)
+        trainer->apply = static_cast<int>(i);
+    if (trainer->apply < 0)
+      return makeError(StatusCode::InvalidArgument,
+                       "the plan has a microbatch entry but no apply entry");
+  } else if (microbatches != 1) {
+    return makeError(StatusCode::InvalidArgument,
+                     "microbatches > 1 needs a plan compiled with "
+                     "--accumulate; this plan's entry '",
+                     plan.entries[trainer->dataEntry].name,
+                     "' is a whole train_step");
+  }
+  trainer->perStep = microbatches;
+  ZRT_RETURN_IF_ERROR(session.findLoss(trainer->dataEntry, trainer->loss));
+  out = std::move(trainer);
+  return Status::ok();
+}
+
+Status Trainer::step(const DataSource &data, double &lossOut) {
+  double sum = 0;
+  for (int64_t m = 0; m < perStep; ++m) {
+    data.fill(session, nextBatch++);
+    ZRT_RETURN_IF_ERROR(session.run(dataEntry));
+    double value = 0;
+    ZRT_RETURN_IF_ERROR(session.readValues(loss, &value, 1));
+    sum += value;
+  }
+  if (apply >= 0)
+    ZRT_RETURN_IF_ERROR(session.run(apply));
+  lossOut = sum / static_cast<double>(perStep);
+  return Status::ok();
+}
