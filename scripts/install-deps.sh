@@ -10,8 +10,9 @@ packages=(
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libgtest-dev
   # The runtime: the plan file (flatbuffers), matrix products (OpenBLAS),
-  # safetensors headers (nlohmann-json), .npz members (zlib).
+  # safetensors headers (nlohmann-json), .npz archives (libzip, zlib).
   libflatbuffers-dev flatbuffers-compiler libopenblas-dev nlohmann-json3-dev zlib1g-dev
+  libzip-dev
   # Command lines of the tools (zrun).
   libcli11-dev
 )

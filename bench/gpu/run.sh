@@ -43,7 +43,7 @@ for tool in cmake ninja flatc nvcc; do
   command -v "$tool" > /dev/null || {
     echo "run.sh: '$tool' is missing; on Debian/Ubuntu: apt-get install cmake ninja-build" \
          "flatbuffers-compiler libflatbuffers-dev libopenblas-dev nlohmann-json3-dev" \
-         "zlib1g-dev libgtest-dev (and the CUDA toolkit for nvcc), or see ZCC_GPU_DEPS above" >&2
+         "zlib1g-dev libzip-dev libgtest-dev (and the CUDA toolkit for nvcc), or see ZCC_GPU_DEPS above" >&2
     exit 1
   }
 done

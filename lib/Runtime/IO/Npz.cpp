@@ -2,15 +2,16 @@
 //
 // A .npy file is "\x93NUMPY", a version, a header length, a Python dict
 // literal ({'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), })
-// and the raw array bytes. A .npz is a zip archive of such files, read
-// here through its central directory; every size and offset is checked
-// against the file before it is used, so a corrupt or truncated archive is
-// refused with a message instead of read out of bounds.
+// and the raw array bytes. A .npz is a zip archive of such files: libzip
+// reads its structure, zlib inflates its members, and every declared size
+// and CRC is checked before the data is used, so a corrupt or truncated
+// archive is refused with a message instead of read out of bounds.
 //
 //===----------------------------------------------------------------------===//
 
 #include "zcc/Runtime/IO/Npz.h"
 
+#include <zip.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -97,9 +98,6 @@ uint16_t load16(const uint8_t *p) { return uint16_t(p[0] | (p[1] << 8)); }
 uint32_t load32(const uint8_t *p) {
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
          uint32_t(p[3]) << 24;
-}
-uint64_t load64(const uint8_t *p) {
-  return uint64_t(load32(p)) | uint64_t(load32(p + 4)) << 32;
 }
 
 //===----------------------------------------------------------------------===//
@@ -429,219 +427,73 @@ Status parseNpyArray(std::vector<uint8_t> &&file, const ArrayOrigin &origin,
 // Zip archives
 //===----------------------------------------------------------------------===//
 
-constexpr uint32_t kLocalHeaderSig = 0x04034b50;
-constexpr uint32_t kCentralHeaderSig = 0x02014b50;
-constexpr uint32_t kEndSig = 0x06054b50;
-constexpr uint32_t kZip64EndSig = 0x06064b50;
-constexpr uint32_t kZip64LocatorSig = 0x07064b50;
-constexpr uint64_t kLocalHeaderSize = 30;
-constexpr uint64_t kCentralHeaderSize = 46;
-constexpr uint64_t kEndSize = 22;
-constexpr uint64_t kZip64EndSize = 56;
-constexpr uint64_t kZip64LocatorSize = 20;
-constexpr uint16_t kZip64ExtraId = 0x0001;
 constexpr uint16_t kStored = 0;
 constexpr uint16_t kDeflated = 8;
 /// Deflate cannot expand data by more than about 1032:1; a larger declared
 /// size is corrupt and must not become an allocation.
 constexpr uint64_t kMaxDeflateRatio = 1032;
 
+// libzip reads the archive's structure (the end record and its zip64 form,
+// the central directory, the local headers, with its consistency checks).
+// The member data is read raw and inflated here with zlib, so sizes, CRCs
+// and the end of the deflate stream are checked exactly, with messages
+// that name what is wrong.
+
+struct ZipCloser {
+  void operator()(zip_t *archive) const { zip_discard(archive); }
+};
+using ZipArchive = std::unique_ptr<zip_t, ZipCloser>;
+
 struct ZipMember {
   std::string name;
-  uint16_t flags = 0;
-  uint16_t method = 0;
+  zip_uint64_t index = 0;
+  bool encrypted = false;
+  uint64_t method = 0;
   uint32_t crc = 0;
   uint64_t compressedSize = 0;
   uint64_t uncompressedSize = 0;
-  uint64_t localHeaderOffset = 0;
-  uint64_t dataOffset = 0; // from the local header
 };
 
-struct CentralDirectory {
-  uint64_t offset = 0;
-  uint64_t size = 0;
+/// The central directory's entries, in order.
+Status readDirectory(zip_t *archive, const std::string &path,
+                     std::vector<ZipMember> &out_members) {
+  zip_int64_t count = zip_get_num_entries(archive, 0);
   std::vector<ZipMember> members;
-};
-
-/// Locates the central directory through the end record (and its zip64
-/// form when present) and checks it lies inside the file.
-Status findCentralDirectory(const InputFile &file, const std::string &path,
-                            CentralDirectory &out_directory) {
-  auto invalid = [&](const auto &...parts) {
-    return makeError(StatusCode::InvalidArgument, path, ": ", parts...);
-  };
-  const uint64_t fileSize = file.size();
-  // The end record is the last 22 bytes plus a comment of up to 64 KiB.
-  uint64_t tailSize = std::min<uint64_t>(fileSize, kEndSize + 0xFFFF);
-  std::vector<uint8_t> tail(tailSize);
-  ZRT_RETURN_IF_ERROR(file.readAt(fileSize - tailSize, tail.data(), tailSize));
-  std::optional<uint64_t> endInTail;
-  for (uint64_t i = tailSize >= kEndSize ? tailSize - kEndSize + 1 : 0;
-       i-- > 0;)
-    if (load32(&tail[i]) == kEndSig &&
-        i + kEndSize + load16(&tail[i + 20]) == tailSize) {
-      endInTail = i;
-      break;
-    }
-  if (!endInTail) {
-    static const uint8_t kNpyMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-    uint8_t head[sizeof(kNpyMagic)];
-    if (fileSize >= sizeof(head) && file.readAt(0, head, sizeof(head)).isOk() &&
-        std::memcmp(head, kNpyMagic, sizeof(kNpyMagic)) == 0)
-      return invalid("this is a .npy array, not a .npz archive (read it with "
-                     "readNpy)");
-    return invalid("no zip end-of-central-directory record: not a .npz "
-                   "archive, or a truncated one");
-  }
-  const uint8_t *end = &tail[*endInTail];
-  const uint64_t endOffset = fileSize - tailSize + *endInTail;
-  uint64_t disk = load16(end + 4), directoryDisk = load16(end + 6);
-  uint64_t entriesHere = load16(end + 8), entries = load16(end + 10);
-  uint64_t directorySize = load32(end + 12), directoryOffset = load32(end + 16);
-  uint64_t directoryLimit = endOffset;
-
-  // A zip64 archive puts a locator just before the end record, pointing at
-  // the zip64 end record with 64-bit counts, size and offset.
-  uint8_t locator[kZip64LocatorSize];
-  bool hasLocator = false;
-  if (endOffset >= kZip64LocatorSize) {
-    ZRT_RETURN_IF_ERROR(
-        file.readAt(endOffset - kZip64LocatorSize, locator, kZip64LocatorSize));
-    hasLocator = load32(locator) == kZip64LocatorSig;
-  }
-  if (hasLocator) {
-    uint64_t locatorOffset = endOffset - kZip64LocatorSize;
-    uint64_t zip64Offset = load64(locator + 8);
-    if (load32(locator + 4) != 0 || load32(locator + 16) > 1)
-      return makeError(StatusCode::Unsupported, path,
-                       ": multi-disk (split) zip archives are not supported");
-    if (zip64Offset > locatorOffset ||
-        locatorOffset - zip64Offset < kZip64EndSize)
-      return invalid("zip64 end record at offset ", zip64Offset,
-                     " does not fit before its locator at ", locatorOffset);
-    uint8_t record[kZip64EndSize];
-    ZRT_RETURN_IF_ERROR(file.readAt(zip64Offset, record, kZip64EndSize));
-    if (load32(record) != kZip64EndSig)
-      return invalid("no zip64 end record at offset ", zip64Offset,
-                     " where the locator points");
-    uint64_t recordSize = load64(record + 4);
-    if (recordSize < kZip64EndSize - 12 ||
-        recordSize > locatorOffset - zip64Offset - 12)
-      return invalid("zip64 end record size ", recordSize, " is invalid");
-    disk = load32(record + 16);
-    directoryDisk = load32(record + 20);
-    entriesHere = load64(record + 24);
-    entries = load64(record + 32);
-    directorySize = load64(record + 40);
-    directoryOffset = load64(record + 48);
-    directoryLimit = zip64Offset;
-  } else if (directorySize == 0xFFFFFFFF || directoryOffset == 0xFFFFFFFF) {
-    return invalid("the end record defers to a zip64 end record, but there is "
-                   "no zip64 locator before it");
-  }
-  if (disk != 0 || directoryDisk != 0 || entriesHere != entries)
-    return makeError(StatusCode::Unsupported, path,
-                     ": multi-disk (split) zip archives are not supported");
-  if (directoryOffset > directoryLimit ||
-      directorySize > directoryLimit - directoryOffset)
-    return invalid("central directory [", directoryOffset, ", +", directorySize,
-                   ") runs past its end record at offset ", directoryLimit);
-  if (entries > directorySize / kCentralHeaderSize)
-    return invalid("the end record declares ", entries,
-                   " members, more than its ", directorySize,
-                   "-byte central directory can hold");
-
-  std::vector<uint8_t> directory(directorySize);
-  ZRT_RETURN_IF_ERROR(
-      file.readAt(directoryOffset, directory.data(), directorySize));
-  std::vector<ZipMember> members;
-  uint64_t pos = 0;
-  for (uint64_t index = 0; index < entries; ++index) {
-    if (directorySize - pos < kCentralHeaderSize)
-      return invalid("central directory entry ", index, " is truncated");
-    const uint8_t *entry = &directory[pos];
-    if (load32(entry) != kCentralHeaderSig)
-      return invalid("central directory entry ", index, " has a bad signature");
-    uint64_t nameSize = load16(entry + 28), extraSize = load16(entry + 30),
-             commentSize = load16(entry + 32);
-    if (directorySize - pos - kCentralHeaderSize <
-        nameSize + extraSize + commentSize)
-      return invalid("central directory entry ", index, " is truncated");
+  for (zip_int64_t i = 0; i < count; ++i) {
+    zip_stat_t info;
+    zip_stat_init(&info);
+    if (zip_stat_index(archive, static_cast<zip_uint64_t>(i), ZIP_FL_ENC_RAW,
+                       &info) != 0)
+      return makeError(StatusCode::InvalidArgument, path,
+                       ": corrupt central directory entry ", i, " (",
+                       zip_strerror(archive), ")");
+    const zip_uint64_t needed = ZIP_STAT_NAME | ZIP_STAT_SIZE |
+                                ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD |
+                                ZIP_STAT_CRC | ZIP_STAT_ENCRYPTION_METHOD;
+    if ((info.valid & needed) != needed)
+      return makeError(StatusCode::InvalidArgument, path,
+                       ": central directory entry ", i, " is incomplete");
     ZipMember member;
-    member.flags = load16(entry + 8);
-    member.method = load16(entry + 10);
-    member.crc = load32(entry + 16);
-    member.compressedSize = load32(entry + 20);
-    member.uncompressedSize = load32(entry + 24);
-    uint64_t startDisk = load16(entry + 34);
-    member.localHeaderOffset = load32(entry + 42);
-    member.name.assign(
-        reinterpret_cast<const char *>(entry) + kCentralHeaderSize, nameSize);
-
-    // Fields saturated at 0xFFFF(FFFF) continue, in this order, in the
-    // zip64 extra field.
-    const uint8_t *extra = entry + kCentralHeaderSize + nameSize;
-    const uint8_t *extraEnd = extra + extraSize;
-    bool sawZip64 = false;
-    while (extraEnd - extra >= 4) {
-      uint16_t id = load16(extra), size = load16(extra + 2);
-      const uint8_t *data = extra + 4;
-      if (size > extraEnd - data)
-        return invalid("member '", member.name,
-                       "': extra field runs past its entry");
-      if (id == kZip64ExtraId && !sawZip64) {
-        sawZip64 = true;
-        const uint8_t *field = data, *fieldEnd = data + size;
-        auto take = [&](uint64_t &value, int width) {
-          if (fieldEnd - field < width)
-            return false;
-          value = width == 8 ? load64(field) : load32(field);
-          field += width;
-          return true;
-        };
-        if ((member.uncompressedSize == 0xFFFFFFFF &&
-             !take(member.uncompressedSize, 8)) ||
-            (member.compressedSize == 0xFFFFFFFF &&
-             !take(member.compressedSize, 8)) ||
-            (member.localHeaderOffset == 0xFFFFFFFF &&
-             !take(member.localHeaderOffset, 8)) ||
-            (startDisk == 0xFFFF && !take(startDisk, 4)))
-          return invalid("member '", member.name,
-                         "': zip64 extra field is too short");
-      }
-      extra = data + size;
-    }
-    if (!sawZip64 && (member.uncompressedSize == 0xFFFFFFFF ||
-                      member.compressedSize == 0xFFFFFFFF ||
-                      member.localHeaderOffset == 0xFFFFFFFF))
-      return invalid("member '", member.name,
-                     "' defers its sizes or offset to a zip64 extra field it "
-                     "does not have");
-    if (startDisk != 0)
-      return makeError(StatusCode::Unsupported, path,
-                       ": multi-disk (split) zip archives are not supported");
+    member.name = info.name;
+    member.index = static_cast<zip_uint64_t>(i);
+    member.encrypted = info.encryption_method != ZIP_EM_NONE;
+    member.method = info.comp_method;
+    member.crc = info.crc;
+    member.compressedSize = info.comp_size;
+    member.uncompressedSize = info.size;
     members.push_back(std::move(member));
-    pos += kCentralHeaderSize + nameSize + extraSize + commentSize;
   }
-  if (pos != directorySize)
-    return invalid("central directory has ", directorySize - pos,
-                   " bytes after its ", entries, " entries");
-
-  out_directory.offset = directoryOffset;
-  out_directory.size = directorySize;
-  out_directory.members = std::move(members);
+  out_members = std::move(members);
   return Status::ok();
 }
 
-/// Checks a member's name, method and sizes and its local header, and sets
-/// `dataOffset`. Member data must lie before the central directory.
-Status checkMember(const InputFile &file, const std::string &path,
-                   uint64_t directoryOffset, ZipMember &member) {
+/// Checks a member's name-independent fields: encryption, method, sizes.
+Status checkMember(const std::string &path, const ZipMember &member) {
   auto invalid = [&](const auto &...parts) {
     return makeError(StatusCode::InvalidArgument, path, ": member '",
                      member.name, "': ", parts...);
   };
-  if (member.flags & 0x41) // bit 0: encrypted, bit 6: strong encryption
+  if (member.encrypted)
     return makeError(StatusCode::Unsupported, path, ": member '", member.name,
                      "' is encrypted");
   if (member.method != kStored && member.method != kDeflated) {
@@ -664,34 +516,39 @@ Status checkMember(const InputFile &file, const std::string &path,
     return invalid("declares ", member.uncompressedSize, " bytes from ",
                    member.compressedSize,
                    " deflated bytes, more than deflate can produce");
+  return Status::ok();
+}
 
-  if (member.localHeaderOffset > directoryOffset ||
-      directoryOffset - member.localHeaderOffset < kLocalHeaderSize)
-    return invalid("local header at offset ", member.localHeaderOffset,
-                   " lies outside the member data (which ends at ",
-                   directoryOffset, ")");
-  uint8_t local[kLocalHeaderSize];
-  ZRT_RETURN_IF_ERROR(
-      file.readAt(member.localHeaderOffset, local, kLocalHeaderSize));
-  if (load32(local) != kLocalHeaderSig)
-    return invalid("no local header at offset ", member.localHeaderOffset);
-  if (load16(local + 8) != member.method)
-    return invalid("local header gives compression method ", load16(local + 8),
-                   ", the central directory ", member.method);
-  uint64_t nameSize = load16(local + 26), extraSize = load16(local + 28);
-  uint64_t dataOffset =
-      member.localHeaderOffset + kLocalHeaderSize + nameSize + extraSize;
-  if (dataOffset > directoryOffset ||
-      member.compressedSize > directoryOffset - dataOffset)
-    return invalid(member.compressedSize, " bytes of data at offset ",
-                   dataOffset, " run past the member data (which ends at ",
-                   directoryOffset, ")");
-  std::string localName(nameSize, '\0');
-  ZRT_RETURN_IF_ERROR(file.readAt(member.localHeaderOffset + kLocalHeaderSize,
-                                  localName.data(), nameSize));
-  if (localName != member.name)
-    return invalid("local header names it '", localName, "'");
-  member.dataOffset = dataOffset;
+/// The member's bytes as stored (raw: still deflated if it is), after
+/// libzip has checked its local header.
+Status readStoredBytes(zip_t *archive, const std::string &path,
+                       const ZipMember &member, uint64_t fileSize,
+                       std::vector<uint8_t> &out) {
+  auto invalid = [&](const auto &...parts) {
+    return makeError(StatusCode::InvalidArgument, path, ": member '",
+                     member.name, "': ", parts...);
+  };
+  // Before allocating: the data cannot be larger than the file.
+  if (member.compressedSize > fileSize)
+    return invalid(member.compressedSize, " bytes of data in a file of ",
+                   fileSize);
+  std::unique_ptr<zip_file_t, int (*)(zip_file_t *)> data(
+      zip_fopen_index(archive, member.index, ZIP_FL_COMPRESSED), zip_fclose);
+  if (!data)
+    return invalid("cannot open its data (", zip_strerror(archive), ")");
+  out.resize(member.compressedSize);
+  uint64_t done = 0;
+  while (done < out.size()) {
+    zip_int64_t read = zip_fread(data.get(), out.data() + done,
+                                 out.size() - done);
+    if (read < 0)
+      return invalid("cannot read its data (",
+                     zip_error_strerror(zip_file_get_error(data.get())), ")");
+    if (read == 0)
+      return invalid("its ", out.size(), " bytes of data end after ", done,
+                     " (truncated)");
+    done += static_cast<uint64_t>(read);
+  }
   return Status::ok();
 }
 
@@ -782,12 +639,39 @@ Status readNpzImpl(const std::string &path,
                    std::vector<HostTensor> &out_tensors) {
   InputFile file;
   ZRT_RETURN_IF_ERROR(file.open(path));
-  CentralDirectory directory;
-  ZRT_RETURN_IF_ERROR(findCentralDirectory(file, path, directory));
+  int error = 0;
+  ZipArchive archive(zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &error));
+  if (!archive) {
+    static const uint8_t kNpyMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+    uint8_t head[sizeof(kNpyMagic)];
+    if (file.size() >= sizeof(head) &&
+        file.readAt(0, head, sizeof(head)).isOk() &&
+        std::memcmp(head, kNpyMagic, sizeof(kNpyMagic)) == 0)
+      return makeError(StatusCode::InvalidArgument, path,
+                       ": this is a .npy array, not a .npz archive (read it "
+                       "with readNpy)");
+    zip_error_t reason;
+    zip_error_init_with_code(&reason, error);
+    std::string why = zip_error_strerror(&reason);
+    zip_error_fini(&reason);
+    if (error == ZIP_ER_NOZIP)
+      return makeError(StatusCode::InvalidArgument, path,
+                       ": no zip end-of-central-directory record: not a .npz "
+                       "archive, or a truncated one");
+    if (error == ZIP_ER_EXISTS)
+      return makeError(StatusCode::InvalidArgument, path,
+                       ": two members have the same name");
+    if (error == ZIP_ER_OPEN || error == ZIP_ER_READ || error == ZIP_ER_SEEK)
+      return makeError(StatusCode::IoError, path, ": ", why);
+    return makeError(StatusCode::InvalidArgument, path,
+                     ": not a valid zip archive (", why, ")");
+  }
+  std::vector<ZipMember> members;
+  ZRT_RETURN_IF_ERROR(readDirectory(archive.get(), path, members));
 
   // Validate every member before reading any data.
   std::set<std::string> names;
-  for (ZipMember &member : directory.members) {
+  for (const ZipMember &member : members) {
     if (!endsWith(member.name, ".npy") || member.name.size() == 4)
       return makeError(StatusCode::InvalidArgument, path, ": member '",
                        member.name,
@@ -796,28 +680,15 @@ Status readNpzImpl(const std::string &path,
     if (!names.insert(member.name).second)
       return makeError(StatusCode::InvalidArgument, path, ": member '",
                        member.name, "' appears twice");
-    ZRT_RETURN_IF_ERROR(checkMember(file, path, directory.offset, member));
-  }
-  std::vector<const ZipMember *> byOffset;
-  for (const ZipMember &member : directory.members)
-    byOffset.push_back(&member);
-  std::sort(byOffset.begin(), byOffset.end(),
-            [](const ZipMember *a, const ZipMember *b) {
-              return a->localHeaderOffset < b->localHeaderOffset;
-            });
-  for (size_t i = 1; i < byOffset.size(); ++i) {
-    const ZipMember &before = *byOffset[i - 1], &after = *byOffset[i];
-    if (before.dataOffset + before.compressedSize > after.localHeaderOffset)
-      return makeError(StatusCode::InvalidArgument, path, ": members '",
-                       before.name, "' and '", after.name, "' overlap");
+    ZRT_RETURN_IF_ERROR(checkMember(path, member));
   }
 
   std::vector<HostTensor> tensors;
-  tensors.reserve(directory.members.size());
-  for (const ZipMember &member : directory.members) {
-    std::vector<uint8_t> stored(member.compressedSize);
+  tensors.reserve(members.size());
+  for (const ZipMember &member : members) {
+    std::vector<uint8_t> stored;
     ZRT_RETURN_IF_ERROR(
-        file.readAt(member.dataOffset, stored.data(), stored.size()));
+        readStoredBytes(archive.get(), path, member, file.size(), stored));
     std::vector<uint8_t> contents;
     if (member.method == kStored) {
       contents = std::move(stored);

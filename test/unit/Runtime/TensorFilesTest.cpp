@@ -939,7 +939,7 @@ TEST_F(NpzTest, RejectsUnsupportedArchives) {
        "member '.npy' is not a named .npy array"},
       {{{"x.npy", npyFile("<f4", "(2,)", eight)},
         {"x.npy", npyFile("<f4", "(2,)", eight)}},
-       "member 'x.npy' appears twice"},
+       "two members have the same name"},
       {{{"x.npy", Bytes(16, 0)}}, "member 'x': not a .npy array"},
   };
   for (const Case &c : cases) {
