@@ -82,6 +82,26 @@ zrt_status zrt_session_read_f32(const zrt_session *session, const char *entry,
                                 const char *name, float *out_values,
                                 size_t count);
 
+/* The training protocol (docs/runtime.md): one optimizer step is the
+ * training entry run once or, for plans compiled with --accumulate,
+ * `microbatches` runs of the microbatch entry then the apply entry. The
+ * trainer uses `session`, which must outlive it. */
+typedef struct zrt_trainer_s zrt_trainer;
+
+/* Writes microbatch `batch`'s inputs (batches count on across steps from 0)
+ * with zrt_session_set_input(session, entry, ...). A non-NULL status ends
+ * the step before that microbatch runs; the trainer returns its message. */
+typedef zrt_status (*zrt_feed_fn)(zrt_session *session, const char *entry,
+                                  int64_t batch, void *user_data);
+
+zrt_status zrt_trainer_create(zrt_session *session, int64_t microbatches,
+                              zrt_trainer **out_trainer);
+/* One optimizer step; `out_loss` (may be NULL) is the mean of its
+ * microbatches' losses. */
+zrt_status zrt_trainer_step(zrt_trainer *trainer, zrt_feed_fn feed,
+                            void *user_data, double *out_loss);
+void zrt_trainer_free(zrt_trainer *trainer);
+
 zrt_status zrt_session_save_checkpoint(const zrt_session *session,
                                        const char *path);
 zrt_status zrt_session_load_checkpoint(zrt_session *session, const char *path);

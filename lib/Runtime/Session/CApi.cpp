@@ -4,6 +4,7 @@
 
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Session/Trainer.h"
 
 #include <memory>
 #include <new>
@@ -20,6 +21,10 @@ struct zrt_plan_s {
 };
 struct zrt_session_s {
   std::unique_ptr<Session> session;
+};
+struct zrt_trainer_s {
+  std::unique_ptr<Trainer> trainer;
+  zrt_session *session;
 };
 
 namespace {
@@ -38,6 +43,30 @@ zrt_status invalidArgument(const char *message) {
 Status entryIndex(const Session &session, const char *entry, int &out) {
   return session.findEntry(entry ? entry : "", out);
 }
+
+/// A C feed callback behind Trainer::FeedFn; its status becomes a Status.
+struct Feed {
+  zrt_feed_fn fn;
+  void *user;
+  zrt_session *session;
+  const char *entry;
+
+  static Status call(Session &, int64_t batch, void *self) {
+    const Feed &feed = *static_cast<const Feed *>(self);
+    zrt_status status = feed.fn(feed.session, feed.entry, batch, feed.user);
+    if (!status)
+      return Status::ok();
+    // A status whose code says ok is still a failure: it was returned.
+    StatusCode code = status->code == ZRT_OK
+                          ? StatusCode::ExecutionError
+                          : static_cast<StatusCode>(status->code);
+    Status out(code,
+               "the feed function failed on batch " + std::to_string(batch) +
+                   ": " + status->message);
+    zrt_status_free(status);
+    return out;
+  }
+};
 
 } // namespace
 
@@ -151,6 +180,35 @@ zrt_status zrt_session_read_f32(const zrt_session *session, const char *entry,
     out_values[i] = static_cast<float>(values[i]);
   return nullptr;
 }
+
+zrt_status zrt_trainer_create(zrt_session *session, int64_t microbatches,
+                              zrt_trainer **out_trainer) {
+  if (!session || !out_trainer)
+    return invalidArgument("zrt_trainer_create: null argument");
+  std::unique_ptr<Trainer> trainer;
+  if (zrt_status s =
+          wrap(Trainer::create(*session->session, microbatches, trainer)))
+    return s;
+  *out_trainer = new zrt_trainer_s{std::move(trainer), session};
+  return nullptr;
+}
+
+zrt_status zrt_trainer_step(zrt_trainer *trainer, zrt_feed_fn feed,
+                            void *user_data, double *out_loss) {
+  if (!trainer || !feed)
+    return invalidArgument("zrt_trainer_step: null argument");
+  const Session &session = *trainer->session->session;
+  Feed bridge{feed, user_data, trainer->session,
+              session.plan().entries[trainer->trainer->entry()].name.c_str()};
+  double loss = 0;
+  if (zrt_status s = wrap(trainer->trainer->step(Feed::call, &bridge, loss)))
+    return s;
+  if (out_loss)
+    *out_loss = loss;
+  return nullptr;
+}
+
+void zrt_trainer_free(zrt_trainer *trainer) { delete trainer; }
 
 zrt_status zrt_session_save_checkpoint(const zrt_session *session,
                                        const char *path) {

@@ -32,10 +32,11 @@ Status Trainer::create(Session &session, int64_t microbatches,
   return Status::ok();
 }
 
-Status Trainer::step(const DataSource &data, double &lossOut) {
+template <typename Feed>
+Status Trainer::run(const Feed &feed, double &lossOut) {
   double sum = 0;
   for (int64_t m = 0; m < perStep; ++m) {
-    data.fill(session, nextBatch++);
+    ZRT_RETURN_IF_ERROR(feed(nextBatch++));
     ZRT_RETURN_IF_ERROR(session.run(dataEntry));
     double value = 0;
     ZRT_RETURN_IF_ERROR(session.readValues(loss, &value, 1));
@@ -45,4 +46,19 @@ Status Trainer::step(const DataSource &data, double &lossOut) {
     ZRT_RETURN_IF_ERROR(session.run(apply));
   lossOut = sum / static_cast<double>(perStep);
   return Status::ok();
+}
+
+Status Trainer::step(const DataSource &data, double &loss) {
+  return run(
+      [&](int64_t batch) {
+        data.fill(session, batch);
+        return Status::ok();
+      },
+      loss);
+}
+
+Status Trainer::step(FeedFn feed, void *user, double &loss) {
+  if (!feed)
+    return makeError(StatusCode::InvalidArgument, "no feed function");
+  return run([&](int64_t batch) { return feed(session, batch, user); }, loss);
 }

@@ -532,4 +532,79 @@ TEST(CApi, TrainsAndReportsErrors) {
   zrt_status_free(s);
 }
 
+
+/// The C API's feed: the same batch as TrainsAndReportsErrors, or an error
+/// on batch `failAt`.
+struct CFeed {
+  std::vector<float> images = std::vector<float>(32 * 784, 0.5f);
+  std::vector<int32_t> labels = std::vector<int32_t>(32, 1);
+  int64_t failAt = -1;
+  std::vector<int64_t> batches;
+
+  static zrt_status feed(zrt_session *session, const char *entry,
+                         int64_t batch, void *self) {
+    CFeed &f = *static_cast<CFeed *>(self);
+    f.batches.push_back(batch);
+    if (batch == f.failAt)
+      return zrt_session_set_input(session, entry, "no_such_input",
+                                   f.images.data(), 4);
+    if (zrt_status s = zrt_session_set_input(session, entry, "images",
+                                             f.images.data(),
+                                             f.images.size() * 4))
+      return s;
+    return zrt_session_set_input(session, entry, "labels", f.labels.data(),
+                                 f.labels.size() * 4);
+  }
+};
+
+// The trainer through C: the same losses as running the entry by hand, the
+// batches numbered on across steps, and a feed's error returned.
+TEST(CApi, TrainerStepsAndReportsFeedErrors) {
+  REQUIRE_PLANS();
+  zrt_plan *plan = nullptr;
+  ASSERT_EQ(zrt_plan_load_file(planPath("mlp").c_str(), &plan), nullptr);
+  zrt_session_options options;
+  zrt_session_options_init(&options);
+  zrt_session *byHand = nullptr, *trained = nullptr;
+  ASSERT_EQ(zrt_session_create(plan, &options, &byHand), nullptr);
+  ASSERT_EQ(zrt_session_create(plan, &options, &trained), nullptr);
+  zrt_plan_free(plan);
+  zrt_trainer *trainer = nullptr;
+  zrt_status s = zrt_trainer_create(trained, 4, &trainer);
+  ASSERT_NE(s, nullptr); // microbatches > 1 needs --accumulate
+  EXPECT_NE(std::string(zrt_status_message(s)).find("--accumulate"),
+            std::string::npos);
+  zrt_status_free(s);
+  ASSERT_EQ(zrt_trainer_create(trained, 1, &trainer), nullptr);
+  CFeed feed;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(CFeed::feed(byHand, nullptr, i, &feed), nullptr);
+    ASSERT_EQ(zrt_session_run(byHand, nullptr), nullptr);
+    float expected = 0;
+    ASSERT_EQ(zrt_session_read_f32(byHand, nullptr, "loss", &expected, 1),
+              nullptr);
+    double loss = 0;
+    ASSERT_EQ(zrt_trainer_step(trainer, CFeed::feed, &feed, &loss), nullptr);
+    EXPECT_EQ(static_cast<float>(loss), expected) << "step " << i;
+  }
+  EXPECT_EQ(feed.batches,
+            (std::vector<int64_t>{0, 0, 1, 1, 2, 2, 3, 3, 4, 4}));
+  feed.failAt = 5;
+  s = zrt_trainer_step(trainer, CFeed::feed, &feed, nullptr);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(zrt_status_get_code(s), ZRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zrt_status_message(s))
+                .find("the feed function failed on batch 5"),
+            std::string::npos)
+      << zrt_status_message(s);
+  zrt_status_free(s);
+  zrt_stats stats;
+  ASSERT_EQ(zrt_session_get_stats(trained, &stats), nullptr);
+  EXPECT_EQ(stats.steps_run, 5u); // the failed step ran nothing
+  EXPECT_EQ(stats.allocations_after_load, 0u);
+  zrt_trainer_free(trainer);
+  zrt_session_free(trained);
+  zrt_session_free(byHand);
+}
+
 } // namespace

@@ -28,11 +28,18 @@ public:
   /// numbers counting on from the last step. `loss` is the step's loss.
   Status step(const DataSource &data, double &loss);
 
+  /// The same, each microbatch's inputs written by `feed(session, batch,
+  /// user)` (the C API's callback); an error from it ends the step before
+  /// that microbatch runs, and is returned.
+  using FeedFn = Status (*)(Session &session, int64_t batch, void *user);
+  Status step(FeedFn feed, void *user, double &loss);
+
   /// The entry that reads the data (train_step or microbatch).
   int entry() const { return dataEntry; }
 
 private:
   Trainer(Session &session) : session(session) {}
+  template <typename Feed> Status run(const Feed &feed, double &loss);
 
   Session &session;
   int dataEntry = -1, apply = -1;
