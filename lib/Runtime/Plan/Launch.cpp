@@ -32,6 +32,14 @@ const char *kindName(ParamKind kind) {
   return "an unknown kind";
 }
 
+// A parameter's value by its member's type: Float, Int or Ints.
+void load(const Param &p, double &value) { value = p.floatValue; }
+void load(const Param &p, int64_t &value) { value = p.intValue; }
+void load(const Param &p, std::vector<int64_t> &value) { value = p.ints; }
+void store(double value, Param &p) { p.floatValue = value; }
+void store(int64_t value, Param &p) { p.intValue = value; }
+void store(const std::vector<int64_t> &value, Param &p) { p.ints = value; }
+
 /// The launch's parameters, each claimed at most once by a row of the
 /// kernel's table, so that whatever is left unclaimed is not the kernel's.
 class Decoder {
@@ -39,22 +47,11 @@ public:
   explicit Decoder(const std::vector<Param> &params)
       : params(params), claimed(params.size(), false) {}
 
-  Status read(const char *name, ParamKind kind, double &value) {
+  template <typename T>
+  Status read(const char *name, ParamKind kind, T &value) {
     const Param *p = nullptr;
     ZRT_RETURN_IF_ERROR(claim(name, kind, p));
-    value = p->floatValue;
-    return Status::ok();
-  }
-  Status read(const char *name, ParamKind kind, int64_t &value) {
-    const Param *p = nullptr;
-    ZRT_RETURN_IF_ERROR(claim(name, kind, p));
-    value = p->intValue;
-    return Status::ok();
-  }
-  Status read(const char *name, ParamKind kind, std::vector<int64_t> &value) {
-    const Param *p = nullptr;
-    ZRT_RETURN_IF_ERROR(claim(name, kind, p));
-    value = p->ints;
+    load(*p, value);
     return Status::ok();
   }
   /// A unit flag: absent is false.
@@ -108,20 +105,10 @@ private:
   std::vector<bool> claimed;
 };
 
-Param encodeValue(const char *name, ParamKind kind, double value) {
+template <typename T>
+Param encodeValue(const char *name, ParamKind kind, const T &value) {
   Param p{name, kind};
-  p.floatValue = value;
-  return p;
-}
-Param encodeValue(const char *name, ParamKind kind, int64_t value) {
-  Param p{name, kind};
-  p.intValue = value;
-  return p;
-}
-Param encodeValue(const char *name, ParamKind kind,
-                  const std::vector<int64_t> &value) {
-  Param p{name, kind};
-  p.ints = value;
+  store(value, p);
   return p;
 }
 
