@@ -10,6 +10,8 @@
 
 #include "zcc/Runtime/IO/SafeTensors.h"
 
+#include "IO/InputFile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -36,11 +38,6 @@ using namespace zcc::runtime;
 using Json = nlohmann::ordered_json;
 
 namespace {
-
-struct FileCloser {
-  void operator()(FILE *file) const { std::fclose(file); }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
 
 const char *fileDTypeName(DType dtype) {
   switch (dtype) {
@@ -365,35 +362,9 @@ Status parseTensorEntry(const std::string &path, const std::string &name,
 Status readSafeTensorsImpl(
     const std::string &path, std::vector<HostTensor> &out_tensors,
     std::vector<std::pair<std::string, std::string>> *out_metadata) {
-  // Refuse a FIFO or device before opening it: opening a FIFO blocks.
-  struct stat before;
-  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode))
-    return makeError(StatusCode::InvalidArgument, "'", path,
-                     "' is not a regular file");
-  FilePtr file(std::fopen(path.c_str(), "rb"));
-  if (!file)
-    return makeError(StatusCode::IoError, "cannot open '", path,
-                     "': ", std::strerror(errno));
-  struct stat info;
-  if (fstat(fileno(file.get()), &info) != 0)
-    return makeError(StatusCode::IoError, "cannot stat '", path,
-                     "': ", std::strerror(errno));
-  if (!S_ISREG(info.st_mode))
-    return makeError(StatusCode::InvalidArgument, "'", path,
-                     "' is not a regular file");
-  const uint64_t fileSize = static_cast<uint64_t>(info.st_size);
-
-  auto readAt = [&](uint64_t offset, void *dst, size_t size) -> Status {
-    if (size == 0)
-      return Status::ok();
-    if (fseeko(file.get(), static_cast<off_t>(offset), SEEK_SET) != 0 ||
-        std::fread(dst, 1, size, file.get()) != size)
-      return makeError(StatusCode::IoError, path, ": cannot read ", size,
-                       " bytes at offset ", offset, ": ",
-                       std::ferror(file.get()) ? std::strerror(errno)
-                                               : "the file ended early");
-    return Status::ok();
-  };
+  InputFile file;
+  ZRT_RETURN_IF_ERROR(file.open(path));
+  const uint64_t fileSize = file.size();
 
   if (fileSize < 8)
     return makeError(StatusCode::InvalidArgument, path, ": file too short (",
@@ -401,7 +372,7 @@ Status readSafeTensorsImpl(
                      " bytes): a safetensors file starts with an 8-byte "
                      "header length");
   uint8_t lengthBytes[8];
-  ZRT_RETURN_IF_ERROR(readAt(0, lengthBytes, 8));
+  ZRT_RETURN_IF_ERROR(file.readAt(0, lengthBytes, 8));
   uint64_t headerSize = 0;
   for (int i = 7; i >= 0; --i)
     headerSize = (headerSize << 8) | lengthBytes[i];
@@ -414,7 +385,7 @@ Status readSafeTensorsImpl(
                      headerSize, " exceeds the limit of ",
                      kSafeTensorsMaxHeaderBytes, " bytes");
   std::string header(headerSize, '\0');
-  ZRT_RETURN_IF_ERROR(readAt(8, header.data(), header.size()));
+  ZRT_RETURN_IF_ERROR(file.readAt(8, header.data(), header.size()));
 
   DuplicateKeyFinder duplicates;
   Json root = Json::parse(header, std::ref(duplicates),
@@ -503,7 +474,7 @@ Status readSafeTensorsImpl(
     tensor.dtype = entry.dtype;
     tensor.shape = std::move(entry.shape);
     tensor.bytes.resize(entry.end - entry.begin);
-    ZRT_RETURN_IF_ERROR(readAt(dataStart + entry.begin, tensor.bytes.data(),
+    ZRT_RETURN_IF_ERROR(file.readAt(dataStart + entry.begin, tensor.bytes.data(),
                                tensor.bytes.size()));
   }
 
