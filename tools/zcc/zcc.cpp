@@ -8,25 +8,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "zcc/Dialect/ZPlan/ZPlanOps.h"
-#include "zcc/Dialect/ZT/ZTOps.h"
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Compiler/Compile.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Plan/PlanReport.h"
-#include "zcc/Target/PlanExport.h"
-#include "zcc/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <sstream>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -81,24 +73,6 @@ cl::opt<std::string> emitIR("emit-ir",
                             cl::desc("Also write the planned zplan IR here"),
                             cl::value_desc("file"), cl::cat(category));
 
-std::string producerLine() {
-  std::ostringstream os;
-  os << "zcc optimizer=" << optimizer;
-  if (optimizer != "none")
-    os << " lr=" << lr;
-  if (optimizer == "sgd")
-    os << " momentum=" << momentum << (nesterov ? " nesterov" : "");
-  if (optimizer == "adamw")
-    os << " beta1=" << beta1 << " beta2=" << beta2 << " eps=" << eps;
-  if (optimizer != "none")
-    os << " weight-decay=" << weightDecay;
-  if (accumulate)
-    os << " accumulate grad-scale=" << gradScale;
-  if (matmulWorkspace >= 0)
-    os << " matmul-workspace=" << matmulWorkspace;
-  return os.str();
-}
-
 int fail(const std::string &message) {
   llvm::errs() << "zcc: error: " << message << "\n";
   return 1;
@@ -120,25 +94,7 @@ int main(int argc, char **argv) {
   if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none")
     return fail("--optimizer must be sgd, adamw or none, got '" + optimizer +
                 "'");
-
-  DialectRegistry registry;
-  registry.insert<zcc::zt::ZTDialect, zcc::zplan::ZPlanDialect,
-                  func::FuncDialect>();
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-
-  std::string error;
-  auto file = openInputFile(inputFile, &error);
-  if (!file)
-    return fail(error);
-  llvm::SourceMgr sources;
-  sources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sources, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &context);
-  if (!module)
-    return fail("'" + inputFile + "' is not a valid zt program (see above)");
-
-  zcc::TrainStepPipelineOptions options;
+  zcc::CompileOptions options;
   options.optimizer = optimizer.getValue();
   options.lr = lr.getValue();
   options.momentum = momentum.getValue();
@@ -151,36 +107,47 @@ int main(int argc, char **argv) {
   options.gradScale = gradScale.getValue();
   options.alignment = alignment.getValue();
   options.algorithm = algorithm.getValue();
-  PassManager pm(&context);
-  zcc::buildTrainStepPipeline(pm, options);
-  if (failed(pm.run(*module)))
-    return fail("compiling '" + inputFile + "' failed (see above)");
+  options.matmulWorkspace = matmulWorkspace.getValue();
+  if (zcc::runtime::Status bad = zcc::checkCompileOptions(options); !bad)
+    return fail(bad.message());
 
+  DialectRegistry registry;
+  MLIRContext context(registry);
+  zcc::loadCompilerDialects(context);
+
+  std::string error;
+  auto file = openInputFile(inputFile, &error);
+  if (!file)
+    return fail(error);
+  llvm::SourceMgr sources;
+  sources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module;
+  {
+    // Parse errors with the source line and a caret; the pipeline's own
+    // diagnostics come back in the compile status.
+    SourceMgrDiagnosticHandler diagnostics(sources, &context);
+    module = parseSourceFile<ModuleOp>(sources, &context);
+  }
+  if (!module)
+    return fail("'" + inputFile + "' is not a valid zt program (see above)");
+
+  zcc::runtime::Plan plan;
+  std::string plannedIR;
+  zcc::runtime::Status compiled = zcc::compileModule(
+      *module, options, plan, emitIR.empty() ? nullptr : &plannedIR);
+  if (!compiled)
+    return fail("'" + inputFile + "': " + compiled.message());
   if (!emitIR.empty()) {
     auto out = openOutputFile(emitIR, &error);
     if (!out)
       return fail(error);
-    module->print(out->os());
+    out->os() << plannedIR;
     out->keep();
   }
-
-  FailureOr<zcc::runtime::Plan> plan = zcc::exportPlan(*module);
-  if (failed(plan))
-    return fail("the planned module cannot be exported (see above)");
-  plan->producer = producerLine();
-  zcc::runtime::Status workspaces =
-      zcc::runtime::addWorkspaces(*plan, matmulWorkspace);
-  if (!workspaces.isOk())
-    return fail(workspaces.toString());
-  zcc::runtime::Status valid = zcc::runtime::validatePlan(*plan);
-  if (!valid.isOk())
-    return fail("the runtime would reject this plan (a compiler bug; "
-                "nothing was written): " +
-                valid.toString());
   if (report)
-    llvm::outs() << zcc::runtime::formatPlanReport(*plan);
+    llvm::outs() << zcc::runtime::formatPlanReport(plan);
   if (!outputFile.empty()) {
-    zcc::runtime::Status saved = zcc::runtime::savePlanFile(outputFile, *plan);
+    zcc::runtime::Status saved = zcc::runtime::savePlanFile(outputFile, plan);
     if (!saved.isOk())
       return fail(saved.toString());
   }

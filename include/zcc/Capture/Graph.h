@@ -1,0 +1,269 @@
+//===- Graph.h - capture a training step from code --------------*- C++ -*-===//
+//
+// A builder for zt programs (docs/capture.md): declare the step's arguments
+// by role, call ops that mirror the zt dialect (with NumPy-style broadcasting
+// that emits explicit zt.broadcast_in_dim), and compile the result in process
+// into a plan and a running session, without writing files:
+//
+//   zcc::capture::Graph g("mlp_loss");
+//   auto x = g.input("images", {32, 784});
+//   auto y = g.label("labels", {32});
+//   auto w = g.parameter("w1", {784, 10}, Init::uniform(-0.03, 0.03));
+//   auto loss = g.softmaxCrossEntropy(g.matmul(x, w), y);
+//   Status done = g.finish(loss);       // the first error, with its file:line
+//
+// Every op records the caller's file:line as its location and is verified as
+// it is built. Errors are values: the first one is kept, later ops on a graph
+// that failed do nothing and return an invalid Tensor, and status() says
+// what went wrong and where. Nothing aborts.
+//
+// The header is free of MLIR so that bindings (the Python package) compile
+// quickly; the graph holds an MLIR module inside.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_CAPTURE_GRAPH_H
+#define ZCC_CAPTURE_GRAPH_H
+
+#include "zcc/Runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zcc {
+struct CompileOptions;
+namespace runtime {
+struct Plan;
+}
+} // namespace zcc
+
+namespace zcc::capture {
+
+using runtime::Status;
+
+/// Where an op was written. C++ callers get their own file:line through the
+/// ZCC_HERE default argument; bindings pass the user's frame.
+struct Where {
+  std::string file;
+  int line = 0;
+  /// The caller's file:line when used as a default argument. (A braced
+  /// `Where{__builtin_FILE(), __builtin_LINE()}` there gets the declaration's
+  /// line from GCC 12; a call with defaulted parameters does not.)
+  static Where here(const char *file = __builtin_FILE(),
+                    int line = __builtin_LINE()) {
+    return Where{file, line};
+  }
+};
+
+#define ZCC_HERE ::zcc::capture::Where::here()
+
+enum class DType { F32, I32, I64 };
+/// "f32", "i32", "i64".
+const char *dtypeName(DType dtype);
+
+/// How a parameter starts: a counter-based draw keyed by the run seed and
+/// the parameter's name (#zt.init), so initial weights are reproducible.
+struct Init {
+  enum class Kind { Zeros, Ones, Constant, Normal, Uniform };
+  Kind kind = Kind::Zeros;
+  double first = 0.0, second = 0.0; // (value), (mean, std) or (low, high)
+
+  static Init zeros() { return {Kind::Zeros}; }
+  static Init ones() { return {Kind::Ones}; }
+  static Init constant(double value) { return {Kind::Constant, value}; }
+  static Init normal(double mean, double std) {
+    return {Kind::Normal, mean, std};
+  }
+  static Init uniform(double low, double high) {
+    return {Kind::Uniform, low, high};
+  }
+};
+
+class Graph;
+
+/// A value of the graph being built: a handle, cheap to copy. An invalid
+/// Tensor comes from an op that failed; using it is not an error of its
+/// own (the first error is already recorded).
+class Tensor {
+public:
+  Tensor() = default;
+  bool valid() const { return graph_ != nullptr && id_ >= 0; }
+  explicit operator bool() const { return valid(); }
+  const std::vector<int64_t> &shape() const;
+  int64_t rank() const { return static_cast<int64_t>(shape().size()); }
+  int64_t dim(int64_t index) const; // negative counts from the end
+  int64_t numElements() const;
+  DType dtype() const;
+  Graph *graph() const { return graph_; }
+  int32_t id() const { return id_; }
+
+private:
+  friend class Graph;
+  Tensor(Graph *graph, int32_t id) : graph_(graph), id_(id) {}
+  Graph *graph_ = nullptr;
+  int32_t id_ = -1;
+};
+
+class Graph {
+public:
+  /// `name` becomes the function's symbol (`@name`).
+  explicit Graph(std::string name = "step");
+  ~Graph();
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  /// The first error, "file:line: error: message", or ok.
+  const Status &status() const;
+  bool ok() const { return status().isOk(); }
+
+  // Arguments. Names must be unique; parameters take the current scope's
+  // prefix ("h0.attn.w_q").
+  Tensor input(const std::string &name, const std::vector<int64_t> &shape,
+               DType dtype = DType::F32, Where where = ZCC_HERE);
+  Tensor label(const std::string &name, const std::vector<int64_t> &shape,
+               DType dtype = DType::I32, Where where = ZCC_HERE);
+  Tensor parameter(const std::string &name, const std::vector<int64_t> &shape,
+                   Init init, Where where = ZCC_HERE);
+  /// The step counter (tensor<i64>, written by the runtime), created on
+  /// first use; dropout uses it.
+  Tensor step(Where where = ZCC_HERE);
+
+  /// Prefixes parameter names while alive: `auto s = g.scope("h0");`.
+  class Scope {
+  public:
+    Scope(Scope &&other) noexcept;
+    ~Scope();
+
+  private:
+    friend class Graph;
+    explicit Scope(Graph *graph) : graph_(graph) {}
+    Graph *graph_;
+  };
+  [[nodiscard]] Scope scope(const std::string &name);
+  /// "h0.attn." inside scopes h0 and attn; "" at top level.
+  std::string scopePrefix() const;
+
+  // Elementwise, NumPy broadcasting (explicit zt.broadcast_in_dim).
+  Tensor add(Tensor a, Tensor b, Where where = ZCC_HERE);
+  Tensor sub(Tensor a, Tensor b, Where where = ZCC_HERE);
+  Tensor mul(Tensor a, Tensor b, Where where = ZCC_HERE);
+  Tensor div(Tensor a, Tensor b, Where where = ZCC_HERE);
+  /// With a number: `mul` is zt.scale (no buffer for the number); the others
+  /// broadcast a rank-0 constant.
+  Tensor add(Tensor a, double b, Where where = ZCC_HERE);
+  Tensor sub(Tensor a, double b, Where where = ZCC_HERE);
+  Tensor mul(Tensor a, double b, Where where = ZCC_HERE);
+  Tensor div(Tensor a, double b, Where where = ZCC_HERE);
+  Tensor scale(Tensor x, double factor, Where where = ZCC_HERE);
+
+  Tensor neg(Tensor x, Where where = ZCC_HERE);
+  Tensor exp(Tensor x, Where where = ZCC_HERE);
+  Tensor log(Tensor x, Where where = ZCC_HERE);
+  Tensor tanh(Tensor x, Where where = ZCC_HERE);
+  Tensor sigmoid(Tensor x, Where where = ZCC_HERE);
+  Tensor relu(Tensor x, Where where = ZCC_HERE);
+  /// The tanh approximation (PyTorch's approximate="tanh").
+  Tensor gelu(Tensor x, Where where = ZCC_HERE);
+  /// The exact erf form (PyTorch's nn.GELU() default).
+  Tensor geluErf(Tensor x, Where where = ZCC_HERE);
+  Tensor silu(Tensor x, Where where = ZCC_HERE);
+  Tensor sqrt(Tensor x, Where where = ZCC_HERE);
+  Tensor rsqrt(Tensor x, Where where = ZCC_HERE);
+
+  /// A constant of `shape` filled with `value` (a rank-0 constant broadcast
+  /// when the shape has elements beyond one).
+  Tensor full(const std::vector<int64_t> &shape, double value,
+              DType dtype = DType::F32, Where where = ZCC_HERE);
+  /// A constant from row-major values (converted to `dtype`).
+  Tensor constant(const std::vector<int64_t> &shape,
+                  const std::vector<double> &values, DType dtype = DType::F32,
+                  Where where = ZCC_HERE);
+  /// [size, size]: 0 on and below the diagonal, -inf above.
+  Tensor causalMask(int64_t size, Where where = ZCC_HERE);
+
+  // Shapes. Negative dimensions count from the end.
+  Tensor broadcastInDim(Tensor x, const std::vector<int64_t> &shape,
+                        const std::vector<int64_t> &dims,
+                        Where where = ZCC_HERE);
+  /// NumPy broadcast_to: trailing dimensions aligned.
+  Tensor broadcastTo(Tensor x, const std::vector<int64_t> &shape,
+                     Where where = ZCC_HERE);
+  /// One dimension may be -1 (inferred).
+  Tensor reshape(Tensor x, const std::vector<int64_t> &shape,
+                 Where where = ZCC_HERE);
+  Tensor transpose(Tensor x, const std::vector<int64_t> &perm,
+                   Where where = ZCC_HERE);
+  /// Swaps two dimensions (PyTorch's x.transpose(a, b)).
+  Tensor swapAxes(Tensor x, int64_t a, int64_t b, Where where = ZCC_HERE);
+  /// Empty `strides` means 1 everywhere.
+  Tensor slice(Tensor x, const std::vector<int64_t> &start,
+               const std::vector<int64_t> &limit,
+               const std::vector<int64_t> &strides = {},
+               Where where = ZCC_HERE);
+  /// x[..., begin:end] along `dim` (PyTorch's narrow/slice).
+  Tensor sliceDim(Tensor x, int64_t dim, int64_t begin, int64_t end,
+                  Where where = ZCC_HERE);
+  Tensor concat(const std::vector<Tensor> &inputs, int64_t dim,
+                Where where = ZCC_HERE);
+
+  // Reductions over `dims` (empty: every dimension).
+  Tensor sum(Tensor x, const std::vector<int64_t> &dims = {},
+             bool keepDims = false, Where where = ZCC_HERE);
+  Tensor mean(Tensor x, const std::vector<int64_t> &dims = {},
+              bool keepDims = false, Where where = ZCC_HERE);
+  Tensor max(Tensor x, const std::vector<int64_t> &dims = {},
+             bool keepDims = false, Where where = ZCC_HERE);
+
+  /// [B..., M, K] x [K, N] or [B..., K, N]; transposes swap the last two.
+  Tensor matmul(Tensor a, Tensor b, bool transposeA = false,
+                bool transposeB = false, Where where = ZCC_HERE);
+  Tensor softmax(Tensor x, int64_t axis = -1, Where where = ZCC_HERE);
+  Tensor logSoftmax(Tensor x, int64_t axis = -1, Where where = ZCC_HERE);
+  /// Over the last dimension.
+  Tensor layerNorm(Tensor x, Tensor gamma, Tensor beta, double eps = 1e-5,
+                   Where where = ZCC_HERE);
+  Tensor rmsNorm(Tensor x, Tensor gamma, double eps = 1e-6,
+                 Where where = ZCC_HERE);
+  /// table [V, D], integer indices [...] -> [..., D].
+  Tensor embedding(Tensor table, Tensor indices, Where where = ZCC_HERE);
+  /// Mean over rows of logits [..., C] with integer labels [...].
+  Tensor softmaxCrossEntropy(Tensor logits, Tensor labels,
+                             Where where = ZCC_HERE);
+  Tensor mse(Tensor prediction, Tensor target, Where where = ZCC_HERE);
+  /// Inverted dropout keyed by (seed, step, index); seed -1 gives each call
+  /// its own (0, 1, 2, ... in program order). Rate 0 is the identity.
+  Tensor dropout(Tensor x, double rate, int64_t seed = -1,
+                 Where where = ZCC_HERE);
+
+  /// Ends the program with `loss` (a rank-0 f32) as its result and verifies
+  /// the whole function. After it no op may be added.
+  Status finish(Tensor loss, Where where = ZCC_HERE);
+  bool finished() const;
+
+  /// The program as zt text, the form `zcc` reads (with `loc(...)` of every
+  /// op's file:line when `locations` is set). Needs finish().
+  std::string str(bool locations = false) const;
+
+  /// The whole compiler in process (zcc/Compiler/Compile.h): the plan the
+  /// runtime runs. Needs finish(); the graph is unchanged and may be
+  /// compiled again with other options.
+  Status compile(const CompileOptions &options, runtime::Plan &out,
+                 std::string *plannedIR = nullptr) const;
+
+  /// Names of the arguments in declaration order, by role.
+  std::vector<std::string> inputNames() const;
+  std::vector<std::string> labelNames() const;
+  std::vector<std::string> parameterNames() const;
+
+  struct Impl;
+
+private:
+  friend class Tensor;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace zcc::capture
+
+#endif // ZCC_CAPTURE_GRAPH_H

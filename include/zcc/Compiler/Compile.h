@@ -1,0 +1,88 @@
+//===- Compile.h - a zt forward + loss module into a checked plan -*- C++ -*-===//
+//
+// The whole compiler in process: the zcc-train-step pipeline, the plan export,
+// the workspaces and the runtime's own loader checks. The zcc tool, the
+// capture API (zcc/Capture) and the C API (zcc/zcc.h) all compile through
+// here, so a plan made in memory is exactly the plan zcc would write.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_COMPILER_COMPILE_H
+#define ZCC_COMPILER_COMPILE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/Plan.h"
+#include "zcc/Runtime/Status.h"
+
+#include <string>
+#include <string_view>
+
+namespace zcc {
+
+/// The options of `zcc` (docs/runtime.md), with its defaults.
+struct CompileOptions {
+  std::string optimizer = "sgd"; // sgd, adamw, or none (gradients out)
+  double lr = 0.01;
+  double momentum = 0.0;
+  bool nesterov = false;
+  double weightDecay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  bool accumulate = false; // microbatch and apply entries
+  double gradScale = 1.0;
+  int64_t alignment = 256;
+  std::string algorithm = "auto";
+  int64_t matmulWorkspace = runtime::kAutoMatmulWorkspace;
+};
+
+/// InvalidArgument naming the first bad option, else ok.
+runtime::Status checkCompileOptions(const CompileOptions &options);
+
+/// "zcc optimizer=adamw lr=0.001 ...": the plan's producer line.
+std::string producerLine(const CompileOptions &options);
+
+/// Compiles a verified forward + loss module in place (it ends in the planned
+/// zplan form) into a plan the runtime accepts. Every diagnostic the passes
+/// emit is collected, with its location, into the returned status; none is
+/// printed. `plannedIR`, when given, receives the planned module's text.
+runtime::Status compileModule(mlir::ModuleOp module,
+                              const CompileOptions &options,
+                              runtime::Plan &out,
+                              std::string *plannedIR = nullptr);
+
+/// Parses zt text (`bufferName` names it in messages) and compiles it.
+runtime::Status compileSource(std::string_view text,
+                              std::string_view bufferName,
+                              const CompileOptions &options,
+                              runtime::Plan &out);
+
+/// A context with the zt, zplan and func dialects loaded.
+void loadCompilerDialects(mlir::MLIRContext &context);
+
+/// "file:line:col: error: message" lines (notes indented under their error)
+/// for every diagnostic emitted while it is alive: errors as values.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext &context);
+  ~DiagnosticCollector();
+  /// What was collected; empty when nothing was emitted.
+  const std::string &text() const { return text_; }
+  bool empty() const { return text_.empty(); }
+  void clear() { text_.clear(); }
+
+private:
+  mlir::MLIRContext &context_;
+  bool printedOp_;
+  uint64_t handler_;
+  std::string text_;
+};
+
+/// "file:line:col" (or "file:line" when the column is 0) of the first file
+/// location inside `loc`; "" when there is none.
+std::string formatLocation(mlir::Location loc);
+
+} // namespace zcc
+
+#endif // ZCC_COMPILER_COMPILE_H

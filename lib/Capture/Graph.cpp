@@ -1,0 +1,913 @@
+//===- Graph.cpp - capture a training step from code ----------------------===//
+//
+// Each op is built into a detached block (the function is made at finish(),
+// when its argument list is final) and verified at once by the dialect's own
+// verifier, so the rules users hit are the ones `zcc` applies to text. The
+// result types computed here only have to be right for valid operands: for
+// invalid ones the verifier's message is the error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Capture/Graph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/Verifier.h"
+#include "zcc/Compiler/Compile.h"
+#include "zcc/Dialect/ZT/ZTOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <sstream>
+
+using namespace mlir;
+using zcc::capture::DType;
+using zcc::capture::Graph;
+using zcc::capture::Init;
+using zcc::capture::Tensor;
+using zcc::capture::Where;
+using zcc::runtime::Status;
+using zcc::runtime::StatusCode;
+
+namespace zt = zcc::zt;
+
+const char *zcc::capture::dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+} // namespace
+
+struct Graph::Impl {
+  explicit Impl(Graph *self, std::string name)
+      : self(self), builder(&context), name(std::move(name)) {
+    zcc::loadCompilerDialects(context);
+    module = ModuleOp::create(UnknownLoc::get(&context));
+    body = std::make_unique<Block>();
+    builder.setInsertionPointToEnd(body.get());
+  }
+
+  Graph *self;
+  MLIRContext context;
+  OpBuilder builder;
+  std::string name;
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<Block> body; // the function's body until finish()
+  bool finished = false;
+  Status status;
+
+  struct ValueInfo {
+    Value value;
+    std::vector<int64_t> shape;
+    DType dtype;
+  };
+  std::vector<ValueInfo> values;
+
+  struct Argument {
+    std::string name;
+    zt::ArgRole role;
+    NamedAttrList attrs;
+  };
+  std::vector<Argument> arguments;
+  std::map<std::string, int32_t> argumentIds;
+  int32_t stepId = -1;
+  std::vector<std::string> scopes;
+  int64_t nextSeed = 0;
+
+  Location loc(const Where &where) {
+    if (where.file.empty())
+      return UnknownLoc::get(&context);
+    return FileLineColLoc::get(&context, where.file, where.line, 0);
+  }
+
+  /// Records the first error; "file:line: error: message".
+  Tensor fail(const Where &where, const std::string &message) {
+    if (status.isOk()) {
+      zcc::DiagnosticCollector diagnostics(context);
+      emitError(loc(where)) << message;
+      std::string text = diagnostics.text();
+      while (!text.empty() && text.back() == '\n')
+        text.pop_back();
+      status = Status(StatusCode::InvalidArgument, text);
+    }
+    return {};
+  }
+
+  /// False (recording why, unless an error is already recorded) when an
+  /// op cannot be built: after finish, after an error, or on a foreign or
+  /// invalid operand.
+  bool usable(const Where &where, const char *op,
+              std::initializer_list<Tensor> operands) {
+    if (!status.isOk())
+      return false;
+    if (finished) {
+      fail(where, std::string(op) + ": the graph is finished; no op may be "
+                                    "added after finish()");
+      return false;
+    }
+    int index = 0;
+    for (const Tensor &t : operands) {
+      if (t.graph() != self || t.id() < 0 ||
+          t.id() >= static_cast<int32_t>(values.size())) {
+        fail(where, std::string(op) + ": operand #" + std::to_string(index) +
+                        (t.graph() && t.graph() != self
+                             ? " belongs to another graph"
+                             : " is not a tensor of this graph"));
+        return false;
+      }
+      ++index;
+    }
+    return true;
+  }
+
+  Type elementType(DType dtype) {
+    switch (dtype) {
+    case DType::F32:
+      return Float32Type::get(&context);
+    case DType::I32:
+      return IntegerType::get(&context, 32);
+    case DType::I64:
+      return IntegerType::get(&context, 64);
+    }
+    return {};
+  }
+  static DType dtypeOf(Type element) {
+    if (auto integer = dyn_cast<IntegerType>(element))
+      return integer.getWidth() == 64 ? DType::I64 : DType::I32;
+    return DType::F32;
+  }
+  RankedTensorType tensorType(const std::vector<int64_t> &shape,
+                              DType dtype) {
+    return RankedTensorType::get(shape, elementType(dtype));
+  }
+
+  const ValueInfo &info(Tensor t) const { return values[t.id()]; }
+  Value value(Tensor t) const { return values[t.id()].value; }
+  const std::vector<int64_t> &shape(Tensor t) const {
+    return values[t.id()].shape;
+  }
+
+  Tensor record(Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    values.push_back({value, std::vector<int64_t>(type.getShape().begin(),
+                                                  type.getShape().end()),
+                      dtypeOf(type.getElementType())});
+    return Tensor(self, static_cast<int32_t>(values.size() - 1));
+  }
+
+  /// Builds OpTy at the end of the body and verifies it; on failure the op
+  /// is erased and its diagnostic becomes the graph's error.
+  template <typename OpTy, typename... Args>
+  Tensor build(const Where &where, Args &&...args) {
+    builder.setInsertionPointToEnd(body.get());
+    OpTy op = builder.create<OpTy>(loc(where), std::forward<Args>(args)...);
+    zcc::DiagnosticCollector diagnostics(context);
+    if (failed(verify(op))) {
+      std::string text = diagnostics.text();
+      while (!text.empty() && text.back() == '\n')
+        text.pop_back();
+      op->erase();
+      status = Status(StatusCode::InvalidArgument, text);
+      return {};
+    }
+    return record(op->getResult(0));
+  }
+
+  /// Adds a function argument with its attributes.
+  Tensor argument(const Where &where, const std::string &argName,
+                  zt::ArgRole role, const std::vector<int64_t> &argShape,
+                  DType dtype, NamedAttrList attrs) {
+    const char *what = zt::stringifyArgRole(role).data();
+    if (!usable(where, what, {}))
+      return {};
+    if (argName.empty())
+      return fail(where, std::string(what) + ": the name is empty");
+    if (argumentIds.count(argName))
+      return fail(where, std::string(what) + " '" + argName +
+                             "': the name is already taken by another "
+                             "argument");
+    for (int64_t d : argShape)
+      if (d <= 0)
+        return fail(where, std::string(what) + " '" + argName + "': shape " +
+                               formatShape(argShape) +
+                               " has a dimension that is not positive");
+    attrs.set(zt::ZTDialect::kNameAttrName,
+              StringAttr::get(&context, argName));
+    attrs.set(zt::ZTDialect::kRoleAttrName,
+              zt::ArgRoleAttr::get(&context, role));
+    BlockArgument arg =
+        body->addArgument(tensorType(argShape, dtype), loc(where));
+    arguments.push_back({argName, role, std::move(attrs)});
+    Tensor t = record(arg);
+    argumentIds[argName] = t.id();
+    return t;
+  }
+
+  /// NumPy broadcasting of two shapes; false when they do not broadcast.
+  static bool broadcastShapes(const std::vector<int64_t> &a,
+                              const std::vector<int64_t> &b,
+                              std::vector<int64_t> &out) {
+    size_t rank = std::max(a.size(), b.size());
+    out.assign(rank, 1);
+    for (size_t i = 0; i < rank; ++i) {
+      int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+      int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+      if (da != db && da != 1 && db != 1)
+        return false;
+      out[rank - 1 - i] = da == 1 ? db : da;
+    }
+    return true;
+  }
+
+  template <typename OpTy>
+  Tensor binary(Tensor a, Tensor b, const Where &where, const char *what) {
+    if (!usable(where, what, {a, b}))
+      return {};
+    std::vector<int64_t> out;
+    if (!broadcastShapes(shape(a), shape(b), out))
+      return fail(where, std::string(what) + ": shapes " +
+                             formatShape(shape(a)) + " and " +
+                             formatShape(shape(b)) + " do not broadcast");
+    a = self->broadcastTo(a, out, where);
+    b = self->broadcastTo(b, out, where);
+    if (!a || !b)
+      return {};
+    return build<OpTy>(where, value(a).getType(), value(a), value(b));
+  }
+
+  template <typename OpTy>
+  Tensor unary(Tensor x, const Where &where, const char *what) {
+    if (!usable(where, what, {x}))
+      return {};
+    return build<OpTy>(where, value(x).getType(), value(x));
+  }
+
+  /// A dimension index in [0, rank), negative counting from the end.
+  bool normalizeDim(int64_t &dim, int64_t rank, const Where &where,
+                    const std::string &what) {
+    if (dim < -rank || dim >= rank) {
+      fail(where, what + ": dimension " + std::to_string(dim) +
+                      " is out of range for rank " + std::to_string(rank));
+      return false;
+    }
+    if (dim < 0)
+      dim += rank;
+    return true;
+  }
+
+  template <typename OpTy>
+  Tensor reduce(Tensor x, std::vector<int64_t> dims, bool keepDims,
+                const Where &where, const char *what) {
+    if (!usable(where, what, {x}))
+      return {};
+    int64_t rank = static_cast<int64_t>(shape(x).size());
+    if (dims.empty())
+      for (int64_t d = 0; d < rank; ++d)
+        dims.push_back(d);
+    for (int64_t &d : dims)
+      if (!normalizeDim(d, rank, where, what))
+        return {};
+    std::vector<int64_t> out;
+    for (int64_t d = 0; d < rank; ++d) {
+      bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+      if (!reduced)
+        out.push_back(shape(x)[d]);
+      else if (keepDims)
+        out.push_back(1);
+    }
+    return build<OpTy>(where, tensorType(out, info(x).dtype), value(x),
+                       builder.getDenseI64ArrayAttr(dims),
+                       keepDims ? builder.getUnitAttr() : UnitAttr());
+  }
+
+  template <typename OpTy>
+  Tensor axisOp(Tensor x, int64_t axis, const Where &where, const char *what) {
+    if (!usable(where, what, {x}))
+      return {};
+    if (!normalizeDim(axis, static_cast<int64_t>(shape(x).size()), where,
+                      what))
+      return {};
+    return build<OpTy>(where, value(x).getType(), value(x),
+                       builder.getI64IntegerAttr(axis));
+  }
+
+  template <typename OpTy>
+  Tensor loss(Tensor a, Tensor b, const Where &where, const char *what) {
+    if (!usable(where, what, {a, b}))
+      return {};
+    Type element = cast<RankedTensorType>(value(a).getType()).getElementType();
+    return build<OpTy>(where, RankedTensorType::get({}, element), value(a),
+                       value(b));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Tensor
+//===----------------------------------------------------------------------===//
+
+const std::vector<int64_t> &Tensor::shape() const {
+  static const std::vector<int64_t> none;
+  if (!valid())
+    return none;
+  return graph_->impl_->values[id_].shape;
+}
+
+int64_t Tensor::dim(int64_t index) const {
+  int64_t r = rank();
+  if (index < 0)
+    index += r;
+  return index >= 0 && index < r ? shape()[index] : 0;
+}
+
+int64_t Tensor::numElements() const { return product(shape()); }
+
+DType Tensor::dtype() const {
+  return valid() ? graph_->impl_->values[id_].dtype : DType::F32;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph: arguments and scopes
+//===----------------------------------------------------------------------===//
+
+Graph::Graph(std::string name)
+    : impl_(std::make_unique<Impl>(this, std::move(name))) {}
+
+Graph::~Graph() = default;
+
+const Status &Graph::status() const { return impl_->status; }
+
+bool Graph::finished() const { return impl_->finished; }
+
+Tensor Graph::input(const std::string &name, const std::vector<int64_t> &shape,
+                    DType dtype, Where where) {
+  return impl_->argument(where, name, zt::ArgRole::Input, shape, dtype, {});
+}
+
+Tensor Graph::label(const std::string &name, const std::vector<int64_t> &shape,
+                    DType dtype, Where where) {
+  return impl_->argument(where, name, zt::ArgRole::Label, shape, dtype, {});
+}
+
+Tensor Graph::parameter(const std::string &name,
+                        const std::vector<int64_t> &shape, Init init,
+                        Where where) {
+  Impl &g = *impl_;
+  std::string full = scopePrefix() + name;
+  if (!g.usable(where, "parameter", {}))
+    return {};
+  // The dialect's own checks of the numbers (std > 0, low < high, finite).
+  std::string problem;
+  {
+    zcc::DiagnosticCollector diagnostics(g.context);
+    auto attr = zt::InitAttr::getChecked(
+        [&] { return emitError(g.loc(where)); }, &g.context,
+        static_cast<zt::InitKind>(init.kind), llvm::APFloat(init.first),
+        llvm::APFloat(init.second));
+    if (!attr) {
+      problem = diagnostics.text();
+      while (!problem.empty() && problem.back() == '\n')
+        problem.pop_back();
+      g.status = Status(StatusCode::InvalidArgument, problem);
+      return {};
+    }
+    NamedAttrList attrs;
+    attrs.set(zt::ZTDialect::kInitAttrName, attr);
+    return g.argument(where, full, zt::ArgRole::Parameter, shape, DType::F32,
+                      std::move(attrs));
+  }
+}
+
+Tensor Graph::step(Where where) {
+  Impl &g = *impl_;
+  if (g.stepId >= 0)
+    return Tensor(this, g.stepId);
+  Tensor t = g.argument(where, "step", zt::ArgRole::Step, {}, DType::I64, {});
+  if (t)
+    g.stepId = t.id();
+  return t;
+}
+
+Graph::Scope::Scope(Scope &&other) noexcept : graph_(other.graph_) {
+  other.graph_ = nullptr;
+}
+
+Graph::Scope::~Scope() {
+  if (graph_ && !graph_->impl_->scopes.empty())
+    graph_->impl_->scopes.pop_back();
+}
+
+Graph::Scope Graph::scope(const std::string &name) {
+  impl_->scopes.push_back(name);
+  return Scope(this);
+}
+
+std::string Graph::scopePrefix() const {
+  std::string prefix;
+  for (const std::string &s : impl_->scopes)
+    if (!s.empty())
+      prefix += s + ".";
+  return prefix;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph: elementwise
+//===----------------------------------------------------------------------===//
+
+Tensor Graph::add(Tensor a, Tensor b, Where where) {
+  return impl_->binary<zt::AddOp>(a, b, where, "add");
+}
+Tensor Graph::sub(Tensor a, Tensor b, Where where) {
+  return impl_->binary<zt::SubOp>(a, b, where, "sub");
+}
+Tensor Graph::mul(Tensor a, Tensor b, Where where) {
+  return impl_->binary<zt::MulOp>(a, b, where, "mul");
+}
+Tensor Graph::div(Tensor a, Tensor b, Where where) {
+  return impl_->binary<zt::DivOp>(a, b, where, "div");
+}
+
+Tensor Graph::add(Tensor a, double b, Where where) {
+  if (!impl_->usable(where, "add", {a}))
+    return {};
+  return add(a, full({}, b, a.dtype(), where), where);
+}
+Tensor Graph::sub(Tensor a, double b, Where where) {
+  if (!impl_->usable(where, "sub", {a}))
+    return {};
+  return sub(a, full({}, b, a.dtype(), where), where);
+}
+Tensor Graph::mul(Tensor a, double b, Where where) {
+  return scale(a, b, where);
+}
+Tensor Graph::div(Tensor a, double b, Where where) {
+  if (b == 0.0 || !std::isfinite(b))
+    return impl_->fail(where, "div: dividing by the number " +
+                                  std::to_string(b));
+  return scale(a, 1.0 / b, where);
+}
+
+Tensor Graph::scale(Tensor x, double factor, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "scale", {x}))
+    return {};
+  return g.build<zt::ScaleOp>(where, g.value(x).getType(), g.value(x),
+                              g.builder.getF64FloatAttr(factor));
+}
+
+Tensor Graph::neg(Tensor x, Where where) {
+  return impl_->unary<zt::NegOp>(x, where, "neg");
+}
+Tensor Graph::exp(Tensor x, Where where) {
+  return impl_->unary<zt::ExpOp>(x, where, "exp");
+}
+Tensor Graph::log(Tensor x, Where where) {
+  return impl_->unary<zt::LogOp>(x, where, "log");
+}
+Tensor Graph::tanh(Tensor x, Where where) {
+  return impl_->unary<zt::TanhOp>(x, where, "tanh");
+}
+Tensor Graph::sigmoid(Tensor x, Where where) {
+  return impl_->unary<zt::SigmoidOp>(x, where, "sigmoid");
+}
+Tensor Graph::relu(Tensor x, Where where) {
+  return impl_->unary<zt::ReluOp>(x, where, "relu");
+}
+Tensor Graph::gelu(Tensor x, Where where) {
+  return impl_->unary<zt::GeluOp>(x, where, "gelu");
+}
+Tensor Graph::geluErf(Tensor x, Where where) {
+  return impl_->unary<zt::GeluErfOp>(x, where, "gelu_erf");
+}
+Tensor Graph::silu(Tensor x, Where where) {
+  return impl_->unary<zt::SiluOp>(x, where, "silu");
+}
+Tensor Graph::sqrt(Tensor x, Where where) {
+  return impl_->unary<zt::SqrtOp>(x, where, "sqrt");
+}
+Tensor Graph::rsqrt(Tensor x, Where where) {
+  return impl_->unary<zt::RsqrtOp>(x, where, "rsqrt");
+}
+
+//===----------------------------------------------------------------------===//
+// Graph: constants
+//===----------------------------------------------------------------------===//
+
+Tensor Graph::constant(const std::vector<int64_t> &shape,
+                       const std::vector<double> &values, DType dtype,
+                       Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "constant", {}))
+    return {};
+  for (int64_t d : shape)
+    if (d <= 0)
+      return g.fail(where, "constant: shape " + formatShape(shape) +
+                               " has a dimension that is not positive");
+  if (static_cast<int64_t>(values.size()) != product(shape))
+    return g.fail(where, "constant: " + std::to_string(values.size()) +
+                             " values for shape " + formatShape(shape) +
+                             " (" + std::to_string(product(shape)) +
+                             " elements)");
+  RankedTensorType type = g.tensorType(shape, dtype);
+  DenseElementsAttr data;
+  if (dtype == DType::F32) {
+    std::vector<float> v(values.begin(), values.end());
+    data = DenseElementsAttr::get(type, llvm::ArrayRef<float>(v));
+  } else if (dtype == DType::I32) {
+    std::vector<int32_t> v(values.begin(), values.end());
+    data = DenseElementsAttr::get(type, llvm::ArrayRef<int32_t>(v));
+  } else {
+    std::vector<int64_t> v(values.begin(), values.end());
+    data = DenseElementsAttr::get(type, llvm::ArrayRef<int64_t>(v));
+  }
+  return g.build<zt::ConstantOp>(where, type, data);
+}
+
+Tensor Graph::full(const std::vector<int64_t> &shape, double value,
+                   DType dtype, Where where) {
+  Tensor scalar = constant({}, {value}, dtype, where);
+  if (!scalar || shape.empty())
+    return scalar;
+  return broadcastTo(scalar, shape, where);
+}
+
+Tensor Graph::causalMask(int64_t size, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "causal_mask", {}))
+    return {};
+  if (size <= 0)
+    return g.fail(where, "causal_mask: the size must be positive, got " +
+                             std::to_string(size));
+  return g.build<zt::CausalMaskOp>(where,
+                                   g.tensorType({size, size}, DType::F32));
+}
+
+//===----------------------------------------------------------------------===//
+// Graph: shapes
+//===----------------------------------------------------------------------===//
+
+Tensor Graph::broadcastInDim(Tensor x, const std::vector<int64_t> &shape,
+                             const std::vector<int64_t> &dims, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "broadcast_in_dim", {x}))
+    return {};
+  return g.build<zt::BroadcastInDimOp>(
+      where, g.tensorType(shape, x.dtype()), g.value(x),
+      g.builder.getDenseI64ArrayAttr(dims));
+}
+
+Tensor Graph::broadcastTo(Tensor x, const std::vector<int64_t> &shape,
+                          Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "broadcast_to", {x}))
+    return {};
+  const std::vector<int64_t> &from = g.shape(x);
+  if (from == shape)
+    return x;
+  if (from.size() > shape.size())
+    return g.fail(where, "broadcast_to: cannot broadcast shape " +
+                             formatShape(from) + " to the smaller rank of " +
+                             formatShape(shape));
+  std::vector<int64_t> dims;
+  size_t offset = shape.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    dims.push_back(static_cast<int64_t>(offset + i));
+  return broadcastInDim(x, shape, dims, where);
+}
+
+Tensor Graph::reshape(Tensor x, const std::vector<int64_t> &shape,
+                      Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "reshape", {x}))
+    return {};
+  std::vector<int64_t> out = shape;
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1 && inferred < 0) {
+      inferred = static_cast<int64_t>(i);
+      continue;
+    }
+    if (out[i] <= 0)
+      return g.fail(where, "reshape: shape " + formatShape(shape) +
+                               " may hold one -1 and otherwise positive "
+                               "sizes");
+    known *= out[i];
+  }
+  if (inferred >= 0) {
+    if (x.numElements() % known != 0)
+      return g.fail(where, "reshape: cannot reshape " +
+                               formatShape(g.shape(x)) + " into " +
+                               formatShape(shape));
+    out[inferred] = x.numElements() / known;
+  }
+  if (out == g.shape(x))
+    return x;
+  return g.build<zt::ReshapeOp>(where, g.tensorType(out, x.dtype()),
+                                g.value(x));
+}
+
+Tensor Graph::transpose(Tensor x, const std::vector<int64_t> &perm,
+                        Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "transpose", {x}))
+    return {};
+  int64_t rank = x.rank();
+  std::vector<int64_t> dims = perm, out;
+  for (int64_t &d : dims) {
+    if (!g.normalizeDim(d, rank, where, "transpose"))
+      return {};
+    out.push_back(g.shape(x)[d]);
+  }
+  return g.build<zt::TransposeOp>(where, g.tensorType(out, x.dtype()),
+                                  g.value(x),
+                                  g.builder.getDenseI64ArrayAttr(dims));
+}
+
+Tensor Graph::swapAxes(Tensor x, int64_t a, int64_t b, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "transpose", {x}))
+    return {};
+  if (!g.normalizeDim(a, x.rank(), where, "transpose") ||
+      !g.normalizeDim(b, x.rank(), where, "transpose"))
+    return {};
+  if (a == b)
+    return x;
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < x.rank(); ++d)
+    perm.push_back(d == a ? b : d == b ? a : d);
+  return transpose(x, perm, where);
+}
+
+Tensor Graph::slice(Tensor x, const std::vector<int64_t> &start,
+                    const std::vector<int64_t> &limit,
+                    const std::vector<int64_t> &strides, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "slice", {x}))
+    return {};
+  std::vector<int64_t> steps =
+      strides.empty() ? std::vector<int64_t>(start.size(), 1) : strides;
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < start.size() && d < limit.size() && d < steps.size();
+       ++d)
+    out.push_back(steps[d] > 0 && limit[d] > start[d]
+                      ? (limit[d] - start[d] + steps[d] - 1) / steps[d]
+                      : 0);
+  return g.build<zt::SliceOp>(where, g.tensorType(out, x.dtype()), g.value(x),
+                              g.builder.getDenseI64ArrayAttr(start),
+                              g.builder.getDenseI64ArrayAttr(limit),
+                              g.builder.getDenseI64ArrayAttr(steps));
+}
+
+Tensor Graph::sliceDim(Tensor x, int64_t dim, int64_t begin, int64_t end,
+                       Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "slice", {x}) ||
+      !g.normalizeDim(dim, x.rank(), where, "slice"))
+    return {};
+  int64_t size = g.shape(x)[dim];
+  // Python's rules: negative counts from the end, out of range clamps.
+  auto clamp = [&](int64_t i) {
+    if (i < 0)
+      i += size;
+    return std::min(std::max<int64_t>(i, 0), size);
+  };
+  begin = clamp(begin);
+  end = std::max(clamp(end), begin);
+  if (begin == 0 && end == size)
+    return x;
+  std::vector<int64_t> start(x.rank(), 0), limit = g.shape(x);
+  start[dim] = begin;
+  limit[dim] = end;
+  return slice(x, start, limit, {}, where);
+}
+
+Tensor Graph::concat(const std::vector<Tensor> &inputs, int64_t dim,
+                     Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "concat", {}))
+    return {};
+  if (inputs.empty())
+    return g.fail(where, "concat: needs at least one operand");
+  for (const Tensor &t : inputs)
+    if (!g.usable(where, "concat", {t}))
+      return {};
+  if (!g.normalizeDim(dim, inputs[0].rank(), where, "concat"))
+    return {};
+  std::vector<int64_t> out = g.shape(inputs[0]);
+  SmallVector<Value> operands;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    operands.push_back(g.value(inputs[i]));
+    if (i > 0 && dim < inputs[i].rank())
+      out[dim] += g.shape(inputs[i])[dim];
+  }
+  return g.build<zt::ConcatOp>(where, g.tensorType(out, inputs[0].dtype()),
+                               operands, g.builder.getI64IntegerAttr(dim));
+}
+
+//===----------------------------------------------------------------------===//
+// Graph: reductions, products, normalization, losses
+//===----------------------------------------------------------------------===//
+
+Tensor Graph::sum(Tensor x, const std::vector<int64_t> &dims, bool keepDims,
+                  Where where) {
+  return impl_->reduce<zt::SumOp>(x, dims, keepDims, where, "sum");
+}
+Tensor Graph::mean(Tensor x, const std::vector<int64_t> &dims, bool keepDims,
+                   Where where) {
+  return impl_->reduce<zt::MeanOp>(x, dims, keepDims, where, "mean");
+}
+Tensor Graph::max(Tensor x, const std::vector<int64_t> &dims, bool keepDims,
+                  Where where) {
+  return impl_->reduce<zt::MaxOp>(x, dims, keepDims, where, "max");
+}
+
+Tensor Graph::matmul(Tensor a, Tensor b, bool transposeA, bool transposeB,
+                     Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "matmul", {a, b}))
+    return {};
+  const std::vector<int64_t> &sa = g.shape(a), &sb = g.shape(b);
+  std::vector<int64_t> out = sa;
+  if (sa.size() >= 2 && sb.size() >= 2) {
+    out.resize(sa.size() - 2);
+    out.push_back(sa[sa.size() - (transposeA ? 1 : 2)]);
+    out.push_back(sb[sb.size() - (transposeB ? 2 : 1)]);
+  }
+  return g.build<zt::MatmulOp>(
+      where, g.tensorType(out, a.dtype()), g.value(a), g.value(b),
+      transposeA ? g.builder.getUnitAttr() : UnitAttr(),
+      transposeB ? g.builder.getUnitAttr() : UnitAttr());
+}
+
+Tensor Graph::softmax(Tensor x, int64_t axis, Where where) {
+  return impl_->axisOp<zt::SoftmaxOp>(x, axis, where, "softmax");
+}
+Tensor Graph::logSoftmax(Tensor x, int64_t axis, Where where) {
+  return impl_->axisOp<zt::LogSoftmaxOp>(x, axis, where, "log_softmax");
+}
+
+Tensor Graph::layerNorm(Tensor x, Tensor gamma, Tensor beta, double eps,
+                        Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "layer_norm", {x, gamma, beta}))
+    return {};
+  return g.build<zt::LayerNormOp>(where, g.value(x).getType(), g.value(x),
+                                  g.value(gamma), g.value(beta),
+                                  g.builder.getF64FloatAttr(eps));
+}
+
+Tensor Graph::rmsNorm(Tensor x, Tensor gamma, double eps, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "rms_norm", {x, gamma}))
+    return {};
+  return g.build<zt::RmsNormOp>(where, g.value(x).getType(), g.value(x),
+                                g.value(gamma),
+                                g.builder.getF64FloatAttr(eps));
+}
+
+Tensor Graph::embedding(Tensor table, Tensor indices, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "embedding", {table, indices}))
+    return {};
+  std::vector<int64_t> out = g.shape(indices);
+  out.push_back(table.rank() == 2 ? g.shape(table)[1] : 1);
+  return g.build<zt::EmbeddingOp>(where, g.tensorType(out, table.dtype()),
+                                  g.value(table), g.value(indices));
+}
+
+Tensor Graph::softmaxCrossEntropy(Tensor logits, Tensor labels, Where where) {
+  return impl_->loss<zt::SoftmaxCrossEntropyOp>(logits, labels, where,
+                                                "softmax_cross_entropy");
+}
+
+Tensor Graph::mse(Tensor prediction, Tensor target, Where where) {
+  return impl_->loss<zt::MseOp>(prediction, target, where, "mse");
+}
+
+Tensor Graph::dropout(Tensor x, double rate, int64_t seed, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "dropout", {x}))
+    return {};
+  if (!(rate >= 0.0 && rate < 1.0))
+    return g.fail(where, "dropout: the rate must be in [0, 1), got " +
+                             std::to_string(rate));
+  int64_t site = seed >= 0 ? seed : g.nextSeed;
+  g.nextSeed = std::max(g.nextSeed, site + 1);
+  // Rate 0 keeps every element: no op, no step counter.
+  if (rate == 0.0)
+    return x;
+  Tensor counter = step(where);
+  if (!counter)
+    return {};
+  return g.build<zt::DropoutOp>(where, g.value(x).getType(), g.value(x),
+                                g.value(counter),
+                                g.builder.getF64FloatAttr(rate),
+                                g.builder.getI64IntegerAttr(site));
+}
+
+//===----------------------------------------------------------------------===//
+// Graph: the function
+//===----------------------------------------------------------------------===//
+
+Status Graph::finish(Tensor loss, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "finish", {loss}))
+    return g.status;
+  if (loss.rank() != 0 || loss.dtype() != DType::F32) {
+    g.fail(where, "finish: the loss must be a rank-0 f32 tensor, got shape " +
+                      formatShape(loss.shape()) + " of " +
+                      dtypeName(loss.dtype()));
+    return g.status;
+  }
+  OpBuilder builder(&g.context);
+  builder.setInsertionPointToEnd(g.module->getBody());
+  SmallVector<Type> argTypes(g.body->getArgumentTypes());
+  auto func = builder.create<func::FuncOp>(
+      g.loc(where), g.name,
+      builder.getFunctionType(argTypes, {g.value(loss).getType()}));
+  func.getBody().push_back(g.body.release());
+  builder.setInsertionPointToEnd(&func.getBody().front());
+  builder.create<func::ReturnOp>(g.loc(where), g.value(loss));
+  for (size_t i = 0; i < g.arguments.size(); ++i)
+    func.setArgAttrs(static_cast<unsigned>(i),
+                     g.arguments[i].attrs.getDictionary(&g.context));
+  g.finished = true;
+  zcc::DiagnosticCollector diagnostics(g.context);
+  if (failed(verify(*g.module))) {
+    std::string text = diagnostics.text();
+    while (!text.empty() && text.back() == '\n')
+      text.pop_back();
+    g.status = Status(StatusCode::InvalidArgument, text);
+  }
+  return g.status;
+}
+
+std::string Graph::str(bool locations) const {
+  if (!impl_->finished)
+    return "";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  if (locations)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  impl_->module->print(os, flags);
+  return text;
+}
+
+Status Graph::compile(const CompileOptions &options, runtime::Plan &out,
+                      std::string *plannedIR) const {
+  Impl &g = *impl_;
+  if (!g.status.isOk())
+    return g.status;
+  if (!g.finished)
+    return Status(StatusCode::InvalidArgument,
+                  "compile: the graph has no loss yet; call finish(loss)");
+  OwningOpRef<ModuleOp> copy = g.module->clone();
+  return zcc::compileModule(*copy, options, out, plannedIR);
+}
+
+namespace {
+std::vector<std::string> namesWithRole(const Graph::Impl &g,
+                                       zt::ArgRole role) {
+  std::vector<std::string> names;
+  for (const auto &arg : g.arguments)
+    if (arg.role == role)
+      names.push_back(arg.name);
+  return names;
+}
+} // namespace
+
+std::vector<std::string> Graph::inputNames() const {
+  return namesWithRole(*impl_, zt::ArgRole::Input);
+}
+std::vector<std::string> Graph::labelNames() const {
+  return namesWithRole(*impl_, zt::ArgRole::Label);
+}
+std::vector<std::string> Graph::parameterNames() const {
+  return namesWithRole(*impl_, zt::ArgRole::Parameter);
+}

@@ -1,0 +1,206 @@
+//===- Compile.cpp - a zt module into a checked plan, in process ----------===//
+
+#include "zcc/Compiler/Compile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "zcc/Dialect/ZPlan/ZPlanOps.h"
+#include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Target/PlanExport.h"
+#include "zcc/Transforms/Passes.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <sstream>
+
+using namespace mlir;
+using zcc::runtime::makeError;
+using zcc::runtime::Status;
+using zcc::runtime::StatusCode;
+
+void zcc::loadCompilerDialects(MLIRContext &context) {
+  context.loadDialect<zt::ZTDialect, zplan::ZPlanDialect, func::FuncDialect>();
+}
+
+std::string zcc::formatLocation(Location loc) {
+  FileLineColLoc file = loc->findInstanceOf<FileLineColLoc>();
+  if (!file)
+    return "";
+  std::string text = file.getFilename().str() + ":" +
+                     std::to_string(file.getLine());
+  if (file.getColumn() != 0)
+    text += ":" + std::to_string(file.getColumn());
+  return text;
+}
+
+namespace {
+
+const char *severityName(DiagnosticSeverity severity) {
+  switch (severity) {
+  case DiagnosticSeverity::Error:
+    return "error";
+  case DiagnosticSeverity::Warning:
+    return "warning";
+  case DiagnosticSeverity::Note:
+    return "note";
+  case DiagnosticSeverity::Remark:
+    return "remark";
+  }
+  return "error";
+}
+
+void appendDiagnostic(std::string &text, Diagnostic &diag,
+                      const char *indent) {
+  std::string where = zcc::formatLocation(diag.getLocation());
+  text += indent;
+  if (!where.empty())
+    text += where + ": ";
+  text += severityName(diag.getSeverity());
+  text += ": " + diag.str() + "\n";
+}
+
+} // namespace
+
+zcc::DiagnosticCollector::DiagnosticCollector(MLIRContext &context)
+    : context_(context), printedOp_(context.shouldPrintOpOnDiagnostic()) {
+  // The note "see current operation" dumps a whole function in generic
+  // form: noise in a message that already names the op and its location.
+  context.printOpOnDiagnostic(false);
+  handler_ = context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
+    appendDiagnostic(text_, diag, "");
+    for (Diagnostic &note : diag.getNotes())
+      appendDiagnostic(text_, note, "  ");
+    return success();
+  });
+}
+
+zcc::DiagnosticCollector::~DiagnosticCollector() {
+  context_.getDiagEngine().eraseHandler(handler_);
+  context_.printOpOnDiagnostic(printedOp_);
+}
+
+Status zcc::checkCompileOptions(const CompileOptions &options) {
+  if (options.optimizer != "sgd" && options.optimizer != "adamw" &&
+      options.optimizer != "none")
+    return makeError(StatusCode::InvalidArgument,
+                     "optimizer must be sgd, adamw or none, got '",
+                     options.optimizer, "'");
+  if (options.matmulWorkspace < runtime::kAutoMatmulWorkspace)
+    return makeError(StatusCode::InvalidArgument,
+                     "matmul workspace must be a byte count (0 or more)");
+  if (options.alignment <= 0 ||
+      (options.alignment & (options.alignment - 1)) != 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "alignment must be a power of two, got ",
+                     options.alignment);
+  for (auto [name, value] :
+       {std::pair<const char *, double>{"lr", options.lr},
+        {"momentum", options.momentum},
+        {"weight decay", options.weightDecay},
+        {"beta1", options.beta1},
+        {"beta2", options.beta2},
+        {"eps", options.eps},
+        {"grad scale", options.gradScale}})
+    if (!std::isfinite(value))
+      return makeError(StatusCode::InvalidArgument, name,
+                       " must be a finite number, got ", value);
+  return Status::ok();
+}
+
+std::string zcc::producerLine(const CompileOptions &options) {
+  std::ostringstream os;
+  const std::string &optimizer = options.optimizer;
+  os << "zcc optimizer=" << optimizer;
+  if (optimizer != "none")
+    os << " lr=" << options.lr;
+  if (optimizer == "sgd")
+    os << " momentum=" << options.momentum
+       << (options.nesterov ? " nesterov" : "");
+  if (optimizer == "adamw")
+    os << " beta1=" << options.beta1 << " beta2=" << options.beta2
+       << " eps=" << options.eps;
+  if (optimizer != "none")
+    os << " weight-decay=" << options.weightDecay;
+  if (options.accumulate)
+    os << " accumulate grad-scale=" << options.gradScale;
+  if (options.matmulWorkspace >= 0)
+    os << " matmul-workspace=" << options.matmulWorkspace;
+  return os.str();
+}
+
+Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
+                          runtime::Plan &out, std::string *plannedIR) {
+  ZRT_RETURN_IF_ERROR(checkCompileOptions(options));
+  MLIRContext &context = *module.getContext();
+  DiagnosticCollector diagnostics(context);
+  auto failedWith = [&](const char *what) {
+    return makeError(StatusCode::InvalidArgument, what, ":\n",
+                     diagnostics.text());
+  };
+  if (failed(verify(module)))
+    return failedWith("the program is not valid zt");
+
+  TrainStepPipelineOptions pipeline;
+  pipeline.optimizer = options.optimizer;
+  pipeline.lr = options.lr;
+  pipeline.momentum = options.momentum;
+  pipeline.nesterov = options.nesterov;
+  pipeline.weightDecay = options.weightDecay;
+  pipeline.beta1 = options.beta1;
+  pipeline.beta2 = options.beta2;
+  pipeline.eps = options.eps;
+  pipeline.accumulate = options.accumulate;
+  pipeline.gradScale = options.gradScale;
+  pipeline.alignment = options.alignment;
+  pipeline.algorithm = options.algorithm;
+  PassManager pm(&context);
+  buildTrainStepPipeline(pm, pipeline);
+  if (failed(pm.run(module)))
+    return failedWith("compiling the training step failed");
+  if (plannedIR) {
+    plannedIR->clear();
+    llvm::raw_string_ostream os(*plannedIR);
+    module.print(os);
+  }
+
+  FailureOr<runtime::Plan> plan = exportPlan(module);
+  if (failed(plan))
+    return failedWith("the planned module cannot be exported");
+  plan->producer = producerLine(options);
+  ZRT_RETURN_IF_ERROR(runtime::addWorkspaces(*plan, options.matmulWorkspace));
+  Status valid = runtime::validatePlan(*plan);
+  if (!valid.isOk())
+    return makeError(StatusCode::InvalidPlan,
+                     "the runtime would reject this plan (a compiler bug): ",
+                     valid.message());
+  out = std::move(*plan);
+  return Status::ok();
+}
+
+Status zcc::compileSource(std::string_view text, std::string_view bufferName,
+                          const CompileOptions &options, runtime::Plan &out) {
+  MLIRContext context;
+  loadCompilerDialects(context);
+  OwningOpRef<ModuleOp> module;
+  {
+    DiagnosticCollector diagnostics(context);
+    llvm::SourceMgr sources;
+    sources.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(
+            llvm::StringRef(text.data(), text.size()),
+            llvm::StringRef(bufferName.data(), bufferName.size())),
+        llvm::SMLoc());
+    ParserConfig config(&context);
+    module = parseSourceFile<ModuleOp>(sources, config);
+    if (!module)
+      return makeError(StatusCode::InvalidArgument, "'", bufferName,
+                       "' is not a valid zt program:\n", diagnostics.text());
+  }
+  return compileModule(*module, options, out);
+}

@@ -1,0 +1,396 @@
+//===- CaptureTest.cpp - the C++ capture API ------------------------------===//
+//
+// The captured programs are checked against the hand-written examples (the
+// same text and the same plan bytes), trained in process, and every kind of
+// bad program must come back as an error naming this file and the line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zcc/Capture/Graph.h"
+#include "zcc/Compiler/Compile.h"
+#include "zcc/Runtime/Data/DataSource.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Session/Trainer.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace zcc;
+using capture::DType;
+using runtime::Status;
+using capture::Graph;
+using capture::Init;
+using capture::Tensor;
+
+namespace {
+
+std::string readExample(const std::string &name) {
+  std::ifstream in(std::string(ZCC_EXAMPLES_DIR) + "/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// The example parsed and printed again: the form str() prints.
+std::string canonicalExample(const std::string &name) {
+  mlir::MLIRContext context;
+  loadCompilerDialects(context);
+  auto module =
+      mlir::parseSourceString<mlir::ModuleOp>(readExample(name), &context);
+  EXPECT_TRUE(module) << name;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  return text;
+}
+
+/// examples/mlp.mlir, captured.
+void captureMlp(Graph &g) {
+  Tensor images = g.input("images", {32, 784});
+  Tensor labels = g.label("labels", {32});
+  Tensor w1 = g.parameter("w1", {784, 256}, Init::uniform(-0.0357, 0.0357));
+  Tensor b1 = g.parameter("b1", {256}, Init::zeros());
+  Tensor w2 = g.parameter("w2", {256, 128}, Init::uniform(-0.0625, 0.0625));
+  Tensor b2 = g.parameter("b2", {128}, Init::zeros());
+  Tensor w3 = g.parameter("w3", {128, 10}, Init::uniform(-0.0884, 0.0884));
+  Tensor b3 = g.parameter("b3", {10}, Init::zeros());
+  Tensor a1 = g.relu(g.add(g.matmul(images, w1), b1));
+  Tensor a2 = g.relu(g.add(g.matmul(a1, w2), b2));
+  Tensor logits = g.add(g.matmul(a2, w3), b3);
+  ASSERT_TRUE(g.finish(g.softmaxCrossEntropy(logits, labels)).isOk())
+      << g.status().message();
+}
+
+TEST(Capture, MlpPrintsTheExamplesProgram) {
+  Graph g("mlp_loss");
+  captureMlp(g);
+  EXPECT_EQ(g.str(), canonicalExample("mlp.mlir"));
+  EXPECT_EQ(g.inputNames(), std::vector<std::string>{"images"});
+  EXPECT_EQ(g.labelNames(), std::vector<std::string>{"labels"});
+  EXPECT_EQ(g.parameterNames().size(), 6u);
+}
+
+TEST(Capture, LocationsAreTheCallersLines) {
+  Graph g("f");
+  Tensor x = g.input("x", {4, 8});
+  int line = __LINE__ + 1;
+  Tensor y = g.relu(x);
+  ASSERT_TRUE(g.finish(g.sum(y)).isOk()) << g.status().message();
+  std::string text = g.str(/*locations=*/true);
+  std::string expected = "CaptureTest.cpp\":" + std::to_string(line) + ":0";
+  EXPECT_NE(text.find(expected), std::string::npos) << text;
+}
+
+TEST(Capture, MlpCompilesToTheSamePlanAsTheExample) {
+  Graph g("mlp_loss");
+  captureMlp(g);
+  CompileOptions options;
+  options.optimizer = "adamw";
+  options.lr = 0.001;
+  runtime::Plan captured, fromText;
+  ASSERT_TRUE(g.compile(options, captured).isOk());
+  ASSERT_TRUE(compileSource(readExample("mlp.mlir"), "mlp.mlir", options,
+                            fromText)
+                  .isOk());
+  EXPECT_EQ(runtime::serializePlan(captured), runtime::serializePlan(fromText));
+  // The graph compiles again, unchanged, with other options.
+  runtime::Plan sgd;
+  options.optimizer = "sgd";
+  ASSERT_TRUE(g.compile(options, sgd).isOk());
+  EXPECT_NE(runtime::serializePlan(sgd), runtime::serializePlan(captured));
+}
+
+TEST(Capture, CapturedMlpTrainsInProcess) {
+  Graph g("mlp_loss");
+  captureMlp(g);
+  CompileOptions options;
+  options.optimizer = "adamw";
+  options.lr = 0.001;
+  auto plan = std::make_shared<runtime::Plan>();
+  ASSERT_TRUE(g.compile(options, *plan).isOk());
+  std::unique_ptr<runtime::Session> session;
+  runtime::SessionOptions sessionOptions;
+  sessionOptions.threads = 1;
+  ASSERT_TRUE(runtime::Session::create(plan, sessionOptions, session).isOk());
+  std::unique_ptr<runtime::Trainer> trainer;
+  ASSERT_TRUE(runtime::Trainer::create(*session, 1, trainer).isOk());
+  std::unique_ptr<runtime::DataSource> data;
+  ASSERT_TRUE(runtime::makeDataSource(*session, trainer->entry(), "synthetic",
+                                      1, data)
+                  .isOk());
+  double first = 0, loss = 0;
+  for (int step = 0; step < 200; ++step) {
+    ASSERT_TRUE(trainer->step(*data, loss).isOk());
+    if (step == 0)
+      first = loss;
+  }
+  EXPECT_LT(loss, 0.5 * first) << "first " << first << ", last " << loss;
+}
+
+/// examples/gpt_block.mlir, captured: every kind of op the GPT uses.
+void captureGptBlock(Graph &g) {
+  const int64_t B = 2, S = 16, D = 64, H = 4, V = 128, F = 256;
+  Tensor tokens = g.input("tokens", {B, S}, DType::I32);
+  Tensor targets = g.label("targets", {B, S}, DType::I32);
+  g.step();
+  Init normal = Init::normal(0.0, 0.02);
+  Tensor wte = g.parameter("wte", {V, D}, normal);
+  Tensor wpe = g.parameter("wpe", {S, D}, normal);
+  struct Block {
+    Tensor ln1g, ln1b, wqkv, bqkv, wo, bo, ln2g, ln2b, wfc, bfc, wproj, bproj;
+  } blocks[2];
+  for (int l = 0; l < 2; ++l) {
+    auto scope = g.scope("h" + std::to_string(l));
+    Block &b = blocks[l];
+    b.ln1g = g.parameter("ln1_g", {D}, Init::ones());
+    b.ln1b = g.parameter("ln1_b", {D}, Init::zeros());
+    b.wqkv = g.parameter("w_qkv", {D, 3 * D}, normal);
+    b.bqkv = g.parameter("b_qkv", {3 * D}, Init::zeros());
+    b.wo = g.parameter("w_o", {D, D}, normal);
+    b.bo = g.parameter("b_o", {D}, Init::zeros());
+    b.ln2g = g.parameter("ln2_g", {D}, Init::ones());
+    b.ln2b = g.parameter("ln2_b", {D}, Init::zeros());
+    b.wfc = g.parameter("w_fc", {D, F}, normal);
+    b.bfc = g.parameter("b_fc", {F}, Init::zeros());
+    b.wproj = g.parameter("w_proj", {F, D}, normal);
+    b.bproj = g.parameter("b_proj", {D}, Init::zeros());
+  }
+  Tensor lnfg = g.parameter("lnf_g", {D}, Init::ones());
+  Tensor lnfb = g.parameter("lnf_b", {D}, Init::zeros());
+
+  Tensor x = g.add(g.embedding(wte, tokens), wpe);
+  Tensor scale = g.full({B, H, S, S}, 0.25);
+  Tensor mask = g.broadcastTo(g.causalMask(S), {B, H, S, S});
+  int64_t seed = 0;
+  for (int l = 0; l < 2; ++l) {
+    const Block &b = blocks[l];
+    Tensor qkv = g.add(g.matmul(g.layerNorm(x, b.ln1g, b.ln1b), b.wqkv), b.bqkv);
+    auto heads = [&](int64_t part) {
+      Tensor t = g.sliceDim(qkv, 2, part * D, (part + 1) * D);
+      return g.transpose(g.reshape(t, {B, S, H, D / H}), {0, 2, 1, 3});
+    };
+    Tensor q = heads(0), k = heads(1), v = heads(2);
+    Tensor scores = g.matmul(q, k, false, true);
+    Tensor probs = g.softmax(g.add(g.mul(scores, scale), mask), 3);
+    Tensor attn = g.matmul(probs, v);
+    Tensor merged =
+        g.reshape(g.transpose(attn, {0, 2, 1, 3}), {B, S, D});
+    Tensor out = g.add(g.matmul(merged, b.wo), b.bo);
+    x = g.add(x, g.dropout(out, 0.1, seed++));
+    Tensor h = g.add(g.matmul(g.layerNorm(x, b.ln2g, b.ln2b), b.wfc), b.bfc);
+    Tensor mlp = g.add(g.matmul(g.gelu(h), b.wproj), b.bproj);
+    x = g.add(x, g.dropout(mlp, 0.1, seed++));
+  }
+  Tensor logits = g.matmul(g.layerNorm(x, lnfg, lnfb), wte, false, true);
+  ASSERT_TRUE(g.finish(g.softmaxCrossEntropy(logits, targets)).isOk())
+      << g.status().message();
+}
+
+TEST(Capture, GptBlockCompilesLikeTheExample) {
+  Graph g("gpt_loss");
+  captureGptBlock(g);
+  CompileOptions options;
+  options.optimizer = "adamw";
+  options.lr = 0.001;
+  runtime::Plan captured, fromText;
+  ASSERT_TRUE(g.compile(options, captured).isOk());
+  ASSERT_TRUE(compileSource(readExample("gpt_block.mlir"), "gpt_block.mlir",
+                            options, fromText)
+                  .isOk());
+  EXPECT_EQ(captured.entries.size(), fromText.entries.size());
+  for (size_t e = 0; e < captured.entries.size(); ++e) {
+    EXPECT_EQ(captured.entries[e].arenaSize, fromText.entries[e].arenaSize);
+    EXPECT_EQ(captured.entries[e].launches.size(),
+              fromText.entries[e].launches.size());
+  }
+  EXPECT_EQ(captured.persistentSize, fromText.persistentSize);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors: the first one, with this file's name and the line.
+//===----------------------------------------------------------------------===//
+
+std::string here(int line) {
+  return std::string("CaptureTest.cpp:") + std::to_string(line) + ": error: ";
+}
+
+TEST(CaptureErrors, MatmulShapesNameTheLine) {
+  Graph g;
+  Tensor a = g.input("a", {4, 8});
+  Tensor b = g.parameter("b", {9, 3}, Init::zeros());
+  int line = __LINE__ + 1;
+  Tensor c = g.matmul(a, b);
+  EXPECT_FALSE(c.valid());
+  ASSERT_FALSE(g.ok());
+  const std::string &message = g.status().message();
+  EXPECT_NE(message.find(here(line) +
+                         "'zt.matmul' op contraction dimensions differ"),
+            std::string::npos)
+      << message;
+  // Later ops do nothing and keep the first error.
+  Tensor d = g.relu(c);
+  EXPECT_FALSE(d.valid());
+  EXPECT_EQ(g.status().message(), message);
+  EXPECT_FALSE(g.finish(d).isOk());
+  EXPECT_EQ(g.str(), "");
+}
+
+TEST(CaptureErrors, ShapesThatDoNotBroadcast) {
+  Graph g;
+  Tensor a = g.input("a", {4, 8});
+  Tensor b = g.input("b", {4});
+  int line = __LINE__ + 1;
+  g.add(a, b);
+  EXPECT_NE(g.status().message().find(
+                here(line) + "add: shapes [4, 8] and [4] do not broadcast"),
+            std::string::npos)
+      << g.status().message();
+}
+
+TEST(CaptureErrors, DtypesAreCheckedByTheDialect) {
+  Graph g;
+  Tensor a = g.input("a", {4}, DType::F32);
+  Tensor b = g.input("b", {4}, DType::I32);
+  int line = __LINE__ + 1;
+  g.add(a, b);
+  EXPECT_NE(g.status().message().find(here(line) + "'zt.add' op"),
+            std::string::npos)
+      << g.status().message();
+}
+
+TEST(CaptureErrors, ArgumentsAndNumbers) {
+  {
+    Graph g;
+    g.input("x", {2});
+    int line = __LINE__ + 1;
+    g.label("x", {2});
+    EXPECT_NE(g.status().message().find(
+                  here(line) + "label 'x': the name is already taken"),
+              std::string::npos)
+        << g.status().message();
+  }
+  {
+    Graph g;
+    int line = __LINE__ + 1;
+    g.parameter("w", {2}, Init::normal(0.0, -1.0));
+    EXPECT_NE(g.status().message().find(here(line)), std::string::npos)
+        << g.status().message();
+    EXPECT_NE(g.status().message().find("std"), std::string::npos);
+  }
+  {
+    Graph g;
+    Tensor x = g.input("x", {2, 3});
+    int line = __LINE__ + 1;
+    g.reshape(x, {4, -1});
+    EXPECT_NE(g.status().message().find(
+                  here(line) + "reshape: cannot reshape [2, 3] into [4, -1]"),
+              std::string::npos)
+        << g.status().message();
+  }
+  {
+    Graph g;
+    Tensor x = g.input("x", {2, 3});
+    int line = __LINE__ + 1;
+    g.softmax(x, 2);
+    EXPECT_NE(g.status().message().find(
+                  here(line) + "softmax: dimension 2 is out of range"),
+              std::string::npos)
+        << g.status().message();
+  }
+  {
+    Graph g;
+    Tensor x = g.input("x", {2, 3});
+    int line = __LINE__ + 1;
+    g.dropout(x, 1.0);
+    EXPECT_NE(g.status().message().find(
+                  here(line) + "dropout: the rate must be in [0, 1)"),
+              std::string::npos)
+        << g.status().message();
+  }
+}
+
+TEST(CaptureErrors, TheLossMustBeAScalar) {
+  Graph g;
+  Tensor x = g.input("x", {2, 3});
+  int line = __LINE__ + 1;
+  Status done = g.finish(g.relu(x));
+  EXPECT_NE(done.message().find(here(line) +
+                                "finish: the loss must be a rank-0 f32"),
+            std::string::npos)
+      << done.message();
+  runtime::Plan plan;
+  EXPECT_FALSE(g.compile(CompileOptions(), plan).isOk());
+}
+
+TEST(CaptureErrors, ForeignAndInvalidTensors) {
+  Graph g, other;
+  Tensor x = other.input("x", {2});
+  g.relu(x);
+  EXPECT_NE(g.status().message().find("belongs to another graph"),
+            std::string::npos)
+      << g.status().message();
+  Graph h;
+  h.relu(Tensor());
+  EXPECT_NE(h.status().message().find("is not a tensor of this graph"),
+            std::string::npos)
+      << h.status().message();
+}
+
+TEST(CaptureErrors, NothingAfterFinish) {
+  Graph g;
+  Tensor x = g.input("x", {2});
+  ASSERT_TRUE(g.finish(g.sum(x)).isOk());
+  g.relu(x);
+  EXPECT_NE(g.status().message().find("no op may be added after finish"),
+            std::string::npos);
+}
+
+TEST(Capture, ScopesStepAndDropout) {
+  Graph g;
+  Tensor x = g.input("x", {4, 8});
+  {
+    auto outer = g.scope("h0");
+    auto inner = g.scope("attn");
+    g.parameter("w", {8}, Init::ones());
+    EXPECT_EQ(g.scopePrefix(), "h0.attn.");
+  }
+  g.parameter("w", {8}, Init::ones());
+  EXPECT_EQ(g.parameterNames(),
+            (std::vector<std::string>{"h0.attn.w", "w"}));
+  Tensor same = g.dropout(x, 0.0);
+  EXPECT_EQ(same.id(), x.id()) << "rate 0 is the identity";
+  Tensor a = g.dropout(x, 0.5);
+  Tensor b = g.dropout(a, 0.5);
+  ASSERT_TRUE(g.finish(g.sum(b)).isOk()) << g.status().message();
+  std::string text = g.str();
+  // One step argument, shared; each call its own seed.
+  EXPECT_EQ(text.find("zt.role = #zt.role<step>"),
+            text.rfind("zt.role = #zt.role<step>"));
+  EXPECT_NE(text.find("seed = 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("seed = 2"), std::string::npos) << text;
+}
+
+TEST(Capture, CompileErrorsComeBackAsValues) {
+  // Valid ops, but a loss that does not depend on any parameter is fine;
+  // a plan option that is not: the optimizer name.
+  Graph g;
+  Tensor x = g.input("x", {2});
+  Tensor w = g.parameter("w", {2}, Init::ones());
+  ASSERT_TRUE(g.finish(g.sum(g.mul(x, w))).isOk());
+  CompileOptions options;
+  options.optimizer = "lion";
+  runtime::Plan plan;
+  Status status = g.compile(options, plan);
+  EXPECT_NE(status.message().find("optimizer must be sgd, adamw or none"),
+            std::string::npos)
+      << status.message();
+}
+
+} // namespace
