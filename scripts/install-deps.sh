@@ -15,6 +15,9 @@ packages=(
   libzip-dev
   # Command lines of the tools (zrun).
   libcli11-dev
+  # The zcc Python package: headers for its module, a venv for its build
+  # and test dependencies (scripts/python-env.sh).
+  python3-dev python3-venv
 )
 
 missing=()

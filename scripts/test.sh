@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Runs every test of zcc on a fresh Debian 12 machine: installs dependencies,
-# builds, checks the build is incremental and that the MLIR-free configuration
-# builds, then runs ctest (lit, GoogleTest). Ends with ctest's summary line.
+# Runs every test of zcc on a fresh Debian 12 machine: installs dependencies
+# (Debian packages; python/requirements-test.txt into .cache/py-venv), builds
+# with the Python package, checks the build is incremental and that the
+# MLIR-free configuration builds, then runs ctest (lit, GoogleTest, pytest).
+# Ends with ctest's summary line.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${ZCC_BUILD_DIR:-$root/build}
 
 "$root/scripts/install-deps.sh"
 
-echo "== build (compiler + runtime) in $build"
-ZCC_BUILD_DIR=$build "$root/scripts/build.sh"
+echo "== Python environment for the zcc package (scripts/python-env.sh)"
+python=$("$root/scripts/python-env.sh")
+
+echo "== build (compiler + runtime + Python package) in $build"
+ZCC_BUILD_DIR=$build "$root/scripts/build.sh" -DZCC_BUILD_PYTHON=ON \
+  -DPython_EXECUTABLE="$python"
 
 echo "== a second ninja run must have nothing to do"
 noop=$(ninja -C "$build" -n)

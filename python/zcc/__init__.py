@@ -1,0 +1,55 @@
+"""zcc: training steps compiled ahead of time into a static memory plan.
+
+Trace a loss function, compile it (autodiff, optimizer, liveness, memory
+plan), and train it in a session that allocates nothing after load::
+
+    import numpy as np, zcc
+
+    def loss_fn(x, y):
+        w = zcc.param("w", (784, 10), init=zcc.init.normal(0.0, 0.02))
+        b = zcc.param("b", (10,))
+        return zcc.ops.cross_entropy(x @ w + b, y)
+
+    traced = zcc.trace(loss_fn, x=zcc.input((32, 784)), y=zcc.label((32,)))
+    compiled = traced.compile(optimizer=zcc.adamw(lr=1e-3))
+    session = compiled.session()
+    loss = session.step(x=np.zeros((32, 784), np.float32),
+                        y=np.zeros((32,), np.int32))
+
+See docs/python.md.
+"""
+
+from ._zcc import Error
+from . import init, ops
+from ._trace import (
+    Compiled,
+    Session,
+    Tensor,
+    Traced,
+    adamw,
+    compile_mlir,
+    input,
+    label,
+    param,
+    scope,
+    sgd,
+    trace,
+)
+
+__all__ = [
+    "Compiled",
+    "Error",
+    "Session",
+    "Tensor",
+    "Traced",
+    "adamw",
+    "compile_mlir",
+    "init",
+    "input",
+    "label",
+    "ops",
+    "param",
+    "scope",
+    "sgd",
+    "trace",
+]

@@ -1,0 +1,541 @@
+"""Tracing (trace, input, label, param, Tensor), compiling and sessions."""
+
+import contextlib
+import os
+import re
+import sys
+import threading
+
+import numpy as np
+
+from . import _zcc
+from ._zcc import Error
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_state = threading.local()
+
+
+def _where():
+    """The user's file and line: the first frame outside this package (or
+    the location an importer set for the ops it emits)."""
+    override = getattr(_state, "location", None)
+    if override is not None:
+        return override
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return ("", 0)
+    return (frame.f_code.co_filename, frame.f_lineno)
+
+
+@contextlib.contextmanager
+def _location(file, line):
+    """Ops built inside carry (file, line) instead of the caller's frame."""
+    previous = getattr(_state, "location", None)
+    _state.location = (file, line)
+    try:
+        yield
+    finally:
+        _state.location = previous
+
+
+def _error(message):
+    file, line = _where()
+    prefix = f"{file}:{line}: error: " if file else "error: "
+    return Error(prefix + message)
+
+
+_DTYPES = {
+    "float32": _zcc.DType.f32,
+    "f32": _zcc.DType.f32,
+    "int32": _zcc.DType.i32,
+    "i32": _zcc.DType.i32,
+    "int64": _zcc.DType.i64,
+    "i64": _zcc.DType.i64,
+}
+_NUMPY_NAMES = {
+    _zcc.DType.f32: "float32",
+    _zcc.DType.i32: "int32",
+    _zcc.DType.i64: "int64",
+}
+
+
+def _dtype(dtype):
+    name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    if name not in _DTYPES:
+        raise _error(
+            f"unsupported dtype {dtype!r}: zcc tensors are float32, int32 "
+            "or int64"
+        )
+    return _DTYPES[name]
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return [int(shape)]
+    return [int(d) for d in shape]
+
+
+def _current():
+    graph = getattr(_state, "graph", None)
+    if graph is None:
+        raise _error(
+            "no trace is running: zcc.param and zcc.ops are used inside the "
+            "function given to zcc.trace"
+        )
+    return graph
+
+
+class Tensor:
+    """A traced value: its shape and dtype are known, its values are not
+    (they exist only when a compiled step runs)."""
+
+    __slots__ = ("_t", "_trace")
+
+    def __init__(self, handle, trace):
+        self._t = handle
+        self._trace = trace
+
+    @property
+    def shape(self):
+        return self._t.shape
+
+    @property
+    def dtype(self):
+        return _NUMPY_NAMES[self._t.dtype]
+
+    @property
+    def ndim(self):
+        return len(self._t.shape)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a rank-0 zcc tensor")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"zcc.Tensor(shape={self.shape}, dtype={self.dtype})"
+
+    def _no_value(self, what):
+        raise TypeError(
+            f"{what} needs the value of a traced zcc tensor "
+            f"(shape {self.shape}, {self.dtype}), and a trace has none: the "
+            "step is compiled ahead of time and runs later, so Python control "
+            "flow cannot depend on tensor values. Compute both branches with "
+            "zcc.ops, or read values from a session after session.step()."
+        )
+
+    def __bool__(self):
+        self._no_value("bool()")
+
+    def __float__(self):
+        self._no_value("float()")
+
+    def __int__(self):
+        self._no_value("int()")
+
+    def __index__(self):
+        self._no_value("using a tensor as an index")
+
+    def __array__(self, *args, **kwargs):
+        self._no_value("converting to a NumPy array")
+
+    def __iter__(self):
+        self._no_value("iterating")
+
+    __hash__ = object.__hash__
+
+    def __add__(self, other):
+        from . import ops
+        return ops.add(self, other)
+
+    def __radd__(self, other):
+        from . import ops
+        return ops.add(other, self)
+
+    def __sub__(self, other):
+        from . import ops
+        return ops.sub(self, other)
+
+    def __rsub__(self, other):
+        from . import ops
+        return ops.sub(other, self)
+
+    def __mul__(self, other):
+        from . import ops
+        return ops.mul(self, other)
+
+    def __rmul__(self, other):
+        from . import ops
+        return ops.mul(other, self)
+
+    def __truediv__(self, other):
+        from . import ops
+        return ops.div(self, other)
+
+    def __rtruediv__(self, other):
+        from . import ops
+        return ops.div(other, self)
+
+    def __neg__(self):
+        from . import ops
+        return ops.neg(self)
+
+    def __matmul__(self, other):
+        from . import ops
+        return ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from . import ops
+        return ops.matmul(other, self)
+
+    def __getitem__(self, index):
+        from . import ops
+        return ops.getitem(self, index)
+
+    def reshape(self, *shape):
+        from . import ops
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        return ops.reshape(self, shape)
+
+    view = reshape
+
+    def transpose(self, a, b):
+        from . import ops
+        return ops.swapaxes(self, a, b)
+
+    def permute(self, *dims):
+        from . import ops
+        if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
+            dims = tuple(dims[0])
+        return ops.transpose(self, dims)
+
+    @property
+    def T(self):
+        from . import ops
+        return ops.transpose(self, tuple(reversed(range(self.ndim))))
+
+    def sum(self, dim=None, keepdim=False):
+        from . import ops
+        return ops.sum(self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        from . import ops
+        return ops.mean(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        from . import ops
+        return ops.max(self, dim, keepdim)
+
+
+class _Spec:
+    def __init__(self, role, shape, dtype):
+        self.role = role
+        self.shape = _shape(shape)
+        self.dtype = _dtype(dtype)
+
+
+def input(shape, dtype="float32"):
+    """A batch tensor fed every step."""
+    return _Spec("input", shape, dtype)
+
+
+def label(shape, dtype="int32"):
+    """Targets fed every step: integer class ids (the default) or floats."""
+    return _Spec("label", shape, dtype)
+
+
+def param(name, shape, init=None, dtype="float32"):
+    """A trained weight of the running trace, named `name` inside the
+    current zcc.scope(s). `init` is a zcc.init initializer (zeros by
+    default)."""
+    trace = _current()
+    if _dtype(dtype) != _zcc.DType.f32:
+        raise _error(f"parameter '{name}': parameters are float32, got {dtype}")
+    if init is None:
+        init = _zcc.Init.zeros()
+    if not isinstance(init, _zcc.Init):
+        raise _error(
+            f"parameter '{name}': init must be a zcc.init initializer "
+            f"(zeros, ones, constant, normal, uniform), got {type(init).__name__}"
+        )
+    file, line = _where()
+    handle = trace.graph.parameter(name, _shape(shape), init, file, line)
+    return Tensor(handle, trace)
+
+
+@contextlib.contextmanager
+def scope(name):
+    """Prefixes the names of parameters created inside: "h0.w_q"."""
+    trace = _current()
+    handle = trace.graph.push_scope(str(name))
+    try:
+        yield
+    finally:
+        trace.graph.pop_scope(handle)
+
+
+def _symbol(name):
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name or "step")
+    return name if re.match(r"[A-Za-z_]", name) else "step_" + name
+
+
+class Traced:
+    """A traced training step: its zt program, ready to compile."""
+
+    def __init__(self, graph, inputs, labels):
+        self.graph = graph
+        self._inputs = inputs
+        self._labels = labels
+
+    def ir(self, locations=False):
+        """The zt program as text, the form `zcc` reads (with each op's
+        file:line when `locations` is set)."""
+        return self.graph.str(locations)
+
+    @property
+    def inputs(self):
+        return list(self._inputs)
+
+    @property
+    def labels(self):
+        return list(self._labels)
+
+    @property
+    def parameters(self):
+        return list(self.graph.parameter_names())
+
+    def compile(self, optimizer="default", accumulate=False, alignment=256,
+                algorithm="auto", matmul_workspace=None, grad_scale=1.0):
+        """Autodiff, the optimizer update, liveness and the memory plan, in
+        process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
+        gradients become outputs); the default is zcc.adamw()."""
+        options = _zcc.CompileOptions()
+        if isinstance(optimizer, str) and optimizer == "default":
+            optimizer = adamw()
+        if optimizer is None:
+            options.optimizer = "none"
+        elif isinstance(optimizer, _Optimizer):
+            optimizer._apply(options)
+        else:
+            raise Error(
+                "optimizer must be zcc.adamw(...), zcc.sgd(...) or None, got "
+                f"{optimizer!r}"
+            )
+        options.accumulate = bool(accumulate)
+        options.alignment = int(alignment)
+        options.algorithm = str(algorithm)
+        options.grad_scale = float(grad_scale)
+        if matmul_workspace is not None:
+            options.matmul_workspace = int(matmul_workspace)
+        plan, _ = self.graph.compile(options)
+        return Compiled(plan, self._inputs + self._labels, self.parameters,
+                        accumulate=bool(accumulate), traced=self,
+                        options=options)
+
+
+def trace(fn, *specs, **named_specs):
+    """Traces `fn` once with a zcc.Tensor per argument (declared by
+    zcc.input / zcc.label, by keyword or by position) and returns the
+    Traced step. `fn` returns the scalar loss."""
+    import inspect
+
+    parameters = list(inspect.signature(fn).parameters)
+    if len(specs) > len(parameters):
+        raise Error(
+            f"trace: {len(specs)} positional specs for "
+            f"{len(parameters)} parameters of {fn.__name__}"
+        )
+    named = list(zip(parameters, specs)) + list(named_specs.items())
+    for name, spec in named:
+        if not isinstance(spec, _Spec):
+            raise Error(
+                f"trace: argument '{name}' must be zcc.input(...) or "
+                f"zcc.label(...), got {type(spec).__name__}"
+            )
+    graph = _zcc.Graph(_symbol(getattr(fn, "__name__", "step")))
+    holder = _TraceState(graph)
+    previous = getattr(_state, "graph", None)
+    _state.graph = holder
+    try:
+        file, line = _where()
+        args = {}
+        inputs, labels = [], []
+        for name, spec in named:
+            declare = graph.input if spec.role == "input" else graph.label
+            args[name] = Tensor(
+                declare(name, spec.shape, spec.dtype, file, line), holder)
+            (inputs if spec.role == "input" else labels).append(name)
+        loss = fn(**args)
+        if not isinstance(loss, Tensor):
+            raise Error(
+                f"trace: {getattr(fn, '__name__', 'the function')} must return "
+                f"the loss as a zcc.Tensor, got {type(loss).__name__}"
+            )
+        file, line = _where()
+        graph.finish(loss._t, file, line)
+    finally:
+        _state.graph = previous
+    return Traced(graph, inputs, labels)
+
+
+class _TraceState:
+    def __init__(self, graph):
+        self.graph = graph
+
+
+class _Optimizer:
+    def __init__(self, name, **values):
+        self.name = name
+        self.values = values
+
+    def _apply(self, options):
+        options.optimizer = self.name
+        for key, value in self.values.items():
+            setattr(options, key, value)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v}" for k, v in self.values.items())
+        return f"zcc.{self.name}({args})"
+
+
+def adamw(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+    """AdamW with PyTorch's defaults (torch.optim.AdamW)."""
+    return _Optimizer("adamw", lr=float(lr), beta1=float(betas[0]),
+                      beta2=float(betas[1]), eps=float(eps),
+                      weight_decay=float(weight_decay))
+
+
+def sgd(lr, momentum=0.0, nesterov=False, weight_decay=0.0):
+    """SGD (torch.optim.SGD's meaning of each number)."""
+    return _Optimizer("sgd", lr=float(lr), momentum=float(momentum),
+                      nesterov=bool(nesterov),
+                      weight_decay=float(weight_decay))
+
+
+def compile_mlir(text, optimizer="default", accumulate=False, name="<string>"):
+    """Compiles zt text (what `zcc` reads) in process."""
+    options = _zcc.CompileOptions()
+    if isinstance(optimizer, str) and optimizer == "default":
+        optimizer = adamw()
+    if optimizer is None:
+        options.optimizer = "none"
+    else:
+        optimizer._apply(options)
+    options.accumulate = bool(accumulate)
+    plan = _zcc.compile_source(text, name, options)
+    return Compiled(plan, None, None, accumulate=bool(accumulate))
+
+
+class Compiled:
+    """A compiled step: the plan, its memory numbers, sessions that run it."""
+
+    def __init__(self, plan, feed_order, parameters, accumulate=False,
+                 traced=None, options=None):
+        self.plan = plan
+        self._feed_order = feed_order
+        self._parameters = parameters
+        self._accumulate = accumulate
+        self._traced = traced
+        self._options = options
+
+    def memory_analysis(self):
+        """Bytes: arena, lower_bound, no_reuse, persistent, inputs, outputs,
+        constants."""
+        return self.plan.memory_analysis()
+
+    def report(self):
+        """The plan report `zcc --report` prints."""
+        return self.plan.report()
+
+    def planned_ir(self):
+        """The planned zplan program (compiles again to print it)."""
+        if self._traced is None:
+            raise Error("planned_ir: only a traced step keeps its program")
+        return self._traced.graph.compile(self._options, True)[1]
+
+    def save(self, path):
+        """Writes the .zplan file that `zrun` runs."""
+        self.plan.save(os.fspath(path))
+
+    def session(self, device="cpu", mode="planned", precision="f32", seed=0,
+                threads=0, microbatches=None):
+        """Allocates the plan's memory (the only allocations) and fills the
+        parameters from their initializers. `microbatches` (for a step
+        compiled with accumulate=True) is how many batches make one step."""
+        if microbatches is None:
+            microbatches = 1
+        if microbatches > 1 and not self._accumulate:
+            raise Error("session: microbatches > 1 needs compile(accumulate=True)")
+        native = _zcc.Session(self.plan, device, mode, precision, int(seed),
+                              int(threads), int(microbatches))
+        return Session(native, self._feed_order, self._parameters)
+
+
+class Session:
+    """A running plan: step(), parameters in and out, checkpoints."""
+
+    def __init__(self, native, feed_order, parameters):
+        self._native = native
+        feeds = native.feeds()
+        self._feed_info = {name: (shape, dtype, role)
+                           for name, shape, dtype, role in feeds}
+        self._order = feed_order or [name for name, *_ in feeds]
+        self._parameters = parameters
+
+    @property
+    def feeds(self):
+        """{name: (shape, dtype, role)} of what step() takes."""
+        return dict(self._feed_info)
+
+    def step(self, *arrays, **named):
+        """One optimizer step; returns its loss. Inputs then labels, by
+        position (in the order they were declared) or by name; NumPy
+        arrays of exactly the declared shape and dtype (stacked
+        [microbatches, ...] when the session accumulates)."""
+        if len(arrays) > len(self._order):
+            raise Error(
+                f"step: {len(arrays)} arrays given, the step takes "
+                f"{len(self._order)} ({', '.join(self._order)})"
+            )
+        feeds = dict(zip(self._order, arrays))
+        for name, value in named.items():
+            if name in feeds:
+                raise Error(f"step: '{name}' given both by position and by name")
+            feeds[name] = value
+        for name, value in feeds.items():
+            if not isinstance(value, np.ndarray):
+                feeds[name] = np.asarray(value)
+        return self._native.step(feeds)
+
+    def read(self, name):
+        """A copy of a parameter, optimizer state or output, as NumPy."""
+        return self._native.read(name)
+
+    def write(self, name, array):
+        """Overwrites a parameter (or any persistent tensor) by name."""
+        self._native.write(name, np.ascontiguousarray(array, dtype=np.float64))
+
+    def state_dict(self):
+        """{parameter name: array} (the traced parameters)."""
+        names = self._parameters or []
+        return {name: self.read(name) for name in names}
+
+    def load_state_dict(self, state):
+        for name, array in state.items():
+            self.write(name, array)
+
+    def save(self, path):
+        """Every persistent tensor (parameters, optimizer state) as f32
+        safetensors."""
+        self._native.save(os.fspath(path))
+
+    def load(self, path):
+        """Loads a checkpoint written by save() (or zrun); nothing changes
+        unless every tensor matches."""
+        self._native.load(os.fspath(path))
+
+    def stats(self):
+        return self._native.stats()

@@ -1,0 +1,362 @@
+"""zt ops for traced tensors, with NumPy broadcasting and numbers allowed
+where a tensor is. Each op is checked as it is traced; an error is a
+zcc.Error naming your file and line."""
+
+import builtins
+import numbers
+
+import numpy as np
+
+from . import _zcc
+from ._trace import Tensor, _current, _dtype, _error, _where
+
+
+def _graph(*values):
+    for v in values:
+        if isinstance(v, Tensor):
+            return v._trace
+    return _current()
+
+
+def _wrap(trace, handle):
+    return Tensor(handle, trace)
+
+
+def _tensor(value, like):
+    """`value` as a tensor of like's graph: numbers and arrays become
+    constants (numbers in like's dtype)."""
+    if isinstance(value, Tensor):
+        return value
+    trace = like._trace
+    file, line = _where()
+    if isinstance(value, numbers.Number):
+        return _wrap(trace, trace.graph.full([], float(value), like._t.dtype,
+                                             file, line))
+    array = np.asarray(value)
+    dtype = _dtype(array.dtype if array.dtype != np.float64 else np.float32)
+    return _wrap(trace, trace.graph.constant(
+        list(array.shape), array.astype(np.float64).ravel().tolist(), dtype,
+        file, line))
+
+
+def _binary(name, a, b):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise _error(f"{name}: at least one operand must be a zcc tensor")
+    trace = _graph(a, b)
+    file, line = _where()
+    g = trace.graph
+    if isinstance(a, Tensor) and isinstance(b, numbers.Number):
+        return _wrap(trace, getattr(g, name + "_scalar")(a._t, float(b), file,
+                                                         line))
+    if isinstance(b, Tensor) and isinstance(a, numbers.Number):
+        if name in ("add", "mul"):
+            return _wrap(trace, getattr(g, name + "_scalar")(b._t, float(a),
+                                                             file, line))
+        if name == "sub":  # a - b = (-b) + a
+            return _wrap(trace, g.add_scalar(g.neg(b._t, file, line), float(a),
+                                             file, line))
+        # a / b: the number broadcast to b's shape, divided.
+        numerator = g.full(list(b.shape), float(a), b._t.dtype, file, line)
+        return _wrap(trace, g.div(numerator, b._t, file, line))
+    a = _tensor(a, b) if not isinstance(a, Tensor) else a
+    b = _tensor(b, a) if not isinstance(b, Tensor) else b
+    return _wrap(trace, getattr(g, name)(a._t, b._t, file, line))
+
+
+def add(a, b):
+    return _binary("add", a, b)
+
+
+def sub(a, b):
+    return _binary("sub", a, b)
+
+
+def mul(a, b):
+    return _binary("mul", a, b)
+
+
+def div(a, b):
+    return _binary("div", a, b)
+
+
+def _unary(name, x):
+    if not isinstance(x, Tensor):
+        raise _error(f"{name}: expects a zcc tensor, got {type(x).__name__}")
+    file, line = _where()
+    return _wrap(x._trace, getattr(x._trace.graph, name)(x._t, file, line))
+
+
+def neg(x):
+    return _unary("neg", x)
+
+
+def exp(x):
+    return _unary("exp", x)
+
+
+def log(x):
+    return _unary("log", x)
+
+
+def tanh(x):
+    return _unary("tanh", x)
+
+
+def sigmoid(x):
+    return _unary("sigmoid", x)
+
+
+def relu(x):
+    return _unary("relu", x)
+
+
+def gelu(x, approximate="none"):
+    """PyTorch's meaning: approximate="none" is the exact erf form,
+    "tanh" the tanh approximation."""
+    if approximate == "none":
+        return _unary("gelu_erf", x)
+    if approximate == "tanh":
+        return _unary("gelu", x)
+    raise _error(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(x):
+    return _unary("silu", x)
+
+
+def sqrt(x):
+    return _unary("sqrt", x)
+
+
+def rsqrt(x):
+    return _unary("rsqrt", x)
+
+
+def scale(x, factor):
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.scale(x._t, float(factor), file, line))
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    """[..., M, K] @ [K, N] or [..., K, N]."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise _error("matmul: both operands must be zcc tensors")
+    file, line = _where()
+    return _wrap(a._trace, a._trace.graph.matmul(a._t, b._t, bool(transpose_a),
+                                                 bool(transpose_b), file, line))
+
+
+def _dims(x, dim):
+    if dim is None:
+        return []
+    if isinstance(dim, (int, np.integer)):
+        return [int(dim)]
+    return [int(d) for d in dim]
+
+
+def _reduce(name, x, dim, keepdim):
+    file, line = _where()
+    return _wrap(x._trace, getattr(x._trace.graph, name)(
+        x._t, _dims(x, dim), bool(keepdim), file, line))
+
+
+def sum(x, dim=None, keepdim=False):
+    return _reduce("sum", x, dim, keepdim)
+
+
+def mean(x, dim=None, keepdim=False):
+    return _reduce("mean", x, dim, keepdim)
+
+
+def max(x, dim=None, keepdim=False):
+    return _reduce("max", x, dim, keepdim)
+
+
+def softmax(x, axis=-1):
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.softmax(x._t, int(axis), file, line))
+
+
+def log_softmax(x, axis=-1):
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.log_softmax(x._t, int(axis), file,
+                                                      line))
+
+
+def layer_norm(x, weight, bias, eps=1e-5):
+    """Over the last dimension."""
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.layer_norm(x._t, weight._t, bias._t,
+                                                     float(eps), file, line))
+
+
+def rms_norm(x, weight, eps=1e-6):
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.rms_norm(x._t, weight._t, float(eps),
+                                                   file, line))
+
+
+def embedding(table, indices):
+    """table [V, D] indexed by integer indices [...] -> [..., D]."""
+    file, line = _where()
+    return _wrap(table._trace, table._trace.graph.embedding(
+        table._t, indices._t, file, line))
+
+
+def cross_entropy(logits, labels):
+    """Mean softmax cross-entropy of logits [..., C] and integer labels
+    [...] (PyTorch's F.cross_entropy with the classes last)."""
+    file, line = _where()
+    return _wrap(logits._trace, logits._trace.graph.softmax_cross_entropy(
+        logits._t, labels._t, file, line))
+
+
+softmax_cross_entropy = cross_entropy
+
+
+def mse(prediction, target):
+    """Mean squared error over every element."""
+    file, line = _where()
+    return _wrap(prediction._trace, prediction._trace.graph.mse(
+        prediction._t, target._t, file, line))
+
+
+def dropout(x, p=0.5, seed=None):
+    """Inverted dropout; the mask is a pure function of (seed, step,
+    index), recomputed in the backward. p=0 is the identity."""
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.dropout(
+        x._t, float(p), -1 if seed is None else int(seed), file, line))
+
+
+def reshape(x, shape):
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.reshape(x._t, [int(d) for d in shape],
+                                                  file, line))
+
+
+def transpose(x, perm):
+    """Permutes the dimensions (NumPy's transpose with axes)."""
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.transpose(x._t, [int(d) for d in perm],
+                                                    file, line))
+
+
+def swapaxes(x, a, b):
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.swap_axes(x._t, int(a), int(b), file,
+                                                    line))
+
+
+def broadcast_to(x, shape):
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.broadcast_to(
+        x._t, [int(d) for d in shape], file, line))
+
+
+def concat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors or not builtins.all(isinstance(t, Tensor) for t in tensors):
+        raise _error("concat: expects a non-empty list of zcc tensors")
+    file, line = _where()
+    trace = tensors[0]._trace
+    return _wrap(trace, trace.graph.concat([t._t for t in tensors], int(dim),
+                                           file, line))
+
+
+cat = concat
+
+
+def split(x, size, dim=-1):
+    """Pieces of `size` along `dim` (PyTorch's torch.split with an int)."""
+    n = x.shape[dim]
+    return [slice_dim(x, dim, start, builtins.min(start + size, n))
+            for start in range(0, n, size)]
+
+
+def slice_dim(x, dim, begin, end):
+    """x[..., begin:end, ...] along `dim` (Python's rules for negative and
+    out-of-range bounds)."""
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.slice_dim(x._t, int(dim), int(begin),
+                                                    int(end), file, line))
+
+
+def getitem(x, index):
+    """Basic indexing: integers, slices with positive steps, Ellipsis."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
+        raise _error("indexing: at most one Ellipsis")
+    rank = x.ndim
+    count = builtins.sum(1 for i in index if i is not Ellipsis)
+    if count > rank:
+        raise _error(f"indexing: {count} indices for a rank-{rank} tensor")
+    full = []
+    for i in index:
+        if i is Ellipsis:
+            full.extend([slice(None)] * (rank - count))
+        else:
+            full.append(i)
+    full.extend([slice(None)] * (rank - len(full)))
+    start, limit, strides, dropped = [], [], [], []
+    for d, (i, size) in enumerate(zip(full, x.shape)):
+        if isinstance(i, (int, np.integer)):
+            i = int(i)
+            if i < -size or i >= size:
+                raise _error(f"indexing: index {i} is out of range for "
+                             f"dimension {d} of size {size}")
+            i %= size
+            start.append(i), limit.append(i + 1), strides.append(1)
+            dropped.append(d)
+        elif isinstance(i, slice):
+            b, e, s = i.indices(size)
+            if s < 1:
+                raise _error("indexing: only positive slice steps are supported")
+            start.append(b), limit.append(builtins.max(e, b)), strides.append(s)
+        else:
+            raise _error(f"indexing: unsupported index {i!r} (integers, slices "
+                         "and ... only)")
+    file, line = _where()
+    g = x._trace.graph
+    if start != [0] * rank or limit != list(x.shape) or strides != [1] * rank:
+        y = _wrap(x._trace, g.slice(x._t, start, limit, strides, file, line))
+    else:
+        y = x
+    if dropped:
+        shape = [n for d, n in enumerate(y.shape) if d not in dropped]
+        y = _wrap(x._trace, g.reshape(y._t, shape, file, line))
+    return y
+
+
+def full(shape, value, dtype="float32"):
+    trace = _current()
+    file, line = _where()
+    return _wrap(trace, trace.graph.full([int(d) for d in shape], float(value),
+                                         _dtype(dtype), file, line))
+
+
+def constant(array, dtype=None):
+    """A constant from an array (float64 data becomes float32)."""
+    trace = _current()
+    array = np.asarray(array)
+    if dtype is None:
+        dtype = np.float32 if array.dtype.kind == "f" else array.dtype
+    file, line = _where()
+    return _wrap(trace, trace.graph.constant(
+        list(array.shape), array.astype(np.float64).ravel().tolist(),
+        _dtype(dtype), file, line))
+
+
+def causal_mask(size):
+    """[size, size]: 0 on and below the diagonal, -inf above."""
+    trace = _current()
+    file, line = _where()
+    return _wrap(trace, trace.graph.causal_mask(int(size), file, line))
+
+
+def step_counter():
+    """The step counter (int64 scalar, written by the runtime)."""
+    trace = _current()
+    file, line = _where()
+    return _wrap(trace, trace.graph.step(file, line))

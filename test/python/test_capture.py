@@ -1,0 +1,249 @@
+"""The zcc package: tracing, compiling, sessions, and its errors."""
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import zcc
+
+
+def line_of(marker):
+    """The line of this file holding `marker` (a comment at the call)."""
+    for number, text in enumerate(open(__file__), 1):
+        if marker in text and "line_of" not in text:
+            return number
+    raise AssertionError(marker)
+
+
+def here(marker):
+    return f"{__file__}:{line_of(marker)}: error: "
+
+
+def mlp_loss(images, labels):
+    w1 = zcc.param("w1", (784, 256), init=zcc.init.uniform(-0.0357, 0.0357))
+    b1 = zcc.param("b1", (256,))
+    w2 = zcc.param("w2", (256, 128), init=zcc.init.uniform(-0.0625, 0.0625))
+    b2 = zcc.param("b2", (128,))
+    w3 = zcc.param("w3", (128, 10), init=zcc.init.uniform(-0.0884, 0.0884))
+    b3 = zcc.param("b3", (10,))
+    a1 = zcc.ops.relu(images @ w1 + b1)
+    a2 = zcc.ops.relu(a1 @ w2 + b2)
+    return zcc.ops.cross_entropy(a2 @ w3 + b3, labels)
+
+
+def trace_mlp():
+    return zcc.trace(mlp_loss, images=zcc.input((32, 784)),
+                     labels=zcc.label((32,), "int32"))
+
+
+def mixture(step, classes=10, width=784, rows=32, seed=7):
+    """A learnable task: each row a class prototype plus noise."""
+    prototypes = np.random.default_rng(seed).normal(size=(classes, width))
+    rng = np.random.default_rng(1000 + step)
+    labels = rng.integers(0, classes, size=rows).astype(np.int32)
+    images = prototypes[labels] + rng.normal(size=(rows, width))
+    return images.astype(np.float32), labels
+
+
+def test_mlp_is_the_examples_program(examples):
+    traced = trace_mlp()
+    text = open(os.path.join(examples, "mlp.mlir")).read()
+    optimizer = zcc.adamw(lr=1e-3, weight_decay=0.0)
+    captured = traced.compile(optimizer=optimizer)
+    written = zcc.compile_mlir(text, optimizer=optimizer)
+    assert captured.memory_analysis() == written.memory_analysis()
+    # The same plan, byte for byte.
+    assert captured.plan.to_bytes() == written.plan.to_bytes()
+    assert "zt.matmul" in traced.ir()
+    assert traced.inputs == ["images"] and traced.labels == ["labels"]
+    assert traced.parameters == ["w1", "b1", "w2", "b2", "w3", "b3"]
+
+
+def test_locations_are_the_users_lines():
+    traced = trace_mlp()
+    text = traced.ir(locations=True)
+    line = inspect.getsourcelines(mlp_loss)[1] + 7  # the a1 = ... line
+    assert f'{os.path.basename(__file__)}":{line}:0' in text, text
+
+
+def test_mlp_trains_and_allocates_nothing_after_load():
+    compiled = trace_mlp().compile(optimizer=zcc.adamw(lr=1e-3))
+    memory = compiled.memory_analysis()
+    assert memory["lower_bound"] <= memory["arena"] <= memory["no_reuse"]
+    session = compiled.session(threads=1)
+    losses = [session.step(*mixture(step)) for step in range(100)]
+    assert losses[-1] < 0.5 * losses[0], losses
+    stats = session.stats()
+    assert stats["allocations_after_load"] == 0
+    assert stats["arena"] == memory["arena"]
+
+
+def test_modes_are_bit_identical():
+    compiled = trace_mlp().compile(optimizer=zcc.sgd(lr=0.05, momentum=0.9))
+    runs = []
+    for mode in ("planned", "no-reuse", "poison"):
+        session = compiled.session(mode=mode, threads=1)
+        runs.append([session.step(*mixture(s)) for s in range(5)]
+                    + [session.read("w1").tobytes()])
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_feeds_by_name_and_position_agree():
+    compiled = trace_mlp().compile()
+    a, b = compiled.session(), compiled.session()
+    images, labels = mixture(0)
+    assert a.step(images, labels) == b.step(labels=labels, images=images)
+
+
+def test_read_write_save_load(tmp_path):
+    compiled = trace_mlp().compile()
+    session = compiled.session()
+    w = np.arange(10, dtype=np.float32) / 10
+    session.write("b3", w)
+    assert np.array_equal(session.read("b3"), w)
+    assert set(session.state_dict()) == {"w1", "b1", "w2", "b2", "w3", "b3"}
+    path = tmp_path / "mlp.safetensors"
+    session.save(path)
+    other = compiled.session(seed=5)
+    assert not np.array_equal(other.read("w1"), session.read("w1"))
+    other.load(path)
+    assert np.array_equal(other.read("w1"), session.read("w1"))
+    assert np.array_equal(other.read("b3"), w)
+
+
+def test_accumulation_takes_stacked_microbatches():
+    compiled = trace_mlp().compile(optimizer=zcc.sgd(lr=0.05), accumulate=True)
+    session = compiled.session(microbatches=2)
+    batches = [mixture(0), mixture(1)]
+    images = np.stack([b[0] for b in batches])
+    labels = np.stack([b[1] for b in batches])
+    loss = session.step(images, labels)
+    # The step's loss is the microbatches' mean: each alone, before any update.
+    single = trace_mlp().compile(optimizer=zcc.sgd(lr=0.05))
+    one = [single.session().step(*b) for b in batches]
+    assert loss == pytest.approx(np.mean(one), rel=1e-6)
+    with pytest.raises(zcc.Error, match=r"expects shape \(2, 32, 784\) float32"):
+        session.step(images[0], labels[0])
+
+
+def test_the_saved_plan_runs_in_a_new_session(tmp_path):
+    compiled = trace_mlp().compile()
+    path = tmp_path / "mlp.zplan"
+    compiled.save(path)
+    assert path.stat().st_size > 0
+
+
+# Errors ---------------------------------------------------------------------
+
+
+def test_shape_errors_name_the_line():
+    def bad(x):
+        w = zcc.param("w", (9, 3))
+        return zcc.ops.sum(x @ w)  # MATMUL-ERROR
+
+    with pytest.raises(zcc.Error) as info:
+        zcc.trace(bad, x=zcc.input((4, 8)))
+    message = str(info.value)
+    assert message.startswith(here("# MATMUL-ERROR")), message
+    assert "'zt.matmul' op contraction dimensions differ" in message
+
+
+def test_broadcast_errors_name_the_line():
+    def bad(x):
+        b = zcc.param("b", (4,))
+        return zcc.ops.sum(x + b)  # BROADCAST-ERROR
+
+    with pytest.raises(zcc.Error) as info:
+        zcc.trace(bad, x=zcc.input((4, 8)))
+    assert str(info.value).startswith(here("# BROADCAST-ERROR"))
+    assert "shapes [4, 8] and [4] do not broadcast" in str(info.value)
+
+
+def test_unsupported_dtypes_name_the_line():
+    with pytest.raises(zcc.Error) as info:
+        zcc.input((2,), "float64")  # DTYPE-ERROR
+    assert str(info.value).startswith(here("# DTYPE-ERROR"))
+    assert "unsupported dtype 'float64'" in str(info.value)
+
+    def bad(x):
+        return zcc.ops.cross_entropy(x, x)  # LABEL-DTYPE-ERROR
+
+    with pytest.raises(zcc.Error) as info:
+        zcc.trace(bad, x=zcc.input((4, 8)))
+    assert str(info.value).startswith(here("# LABEL-DTYPE-ERROR")), str(info.value)
+
+
+def test_tracers_refuse_to_become_numbers():
+    def branchy(x):
+        if zcc.ops.sum(x):  # BOOL-ERROR
+            return zcc.ops.sum(x)
+        return zcc.ops.mean(x)
+
+    with pytest.raises(TypeError, match="compiled ahead of time"):
+        zcc.trace(branchy, x=zcc.input((2,)))
+
+    def floaty(x):
+        return float(zcc.ops.sum(x))
+
+    with pytest.raises(TypeError, match=r"float\(\) needs the value"):
+        zcc.trace(floaty, x=zcc.input((2,)))
+
+
+def test_wrong_feeds_are_errors_not_rerecords():
+    session = trace_mlp().compile().session()
+    images, labels = mixture(0)
+    with pytest.raises(zcc.Error, match=r"input 'images' expects shape "
+                                        r"\(32, 784\) float32, got \(32, 783\)"):
+        session.step(images[:, :783].copy(), labels)
+    with pytest.raises(zcc.Error, match=r"label 'labels' expects shape \(32,\) "
+                                        r"int32, got \(32,\) int64"):
+        session.step(images, labels.astype(np.int64))
+    with pytest.raises(zcc.Error, match="no value for label 'labels'"):
+        session.step(images)
+    with pytest.raises(zcc.Error, match="'extra' is not an input or label"):
+        session.step(images, labels, extra=images)
+
+
+def test_params_outside_a_trace_and_bad_returns():
+    with pytest.raises(zcc.Error, match="no trace is running"):
+        zcc.param("w", (2,))
+    with pytest.raises(zcc.Error, match="must return the loss"):
+        zcc.trace(lambda x: 1.0, x=zcc.input((2,)))
+    with pytest.raises(zcc.Error, match="loss must be a rank-0 f32"):
+        zcc.trace(lambda x: zcc.ops.relu(x), x=zcc.input((2,)))
+
+
+def test_scopes_prefix_parameter_names():
+    def f(x):
+        with zcc.scope("h0"):
+            with zcc.scope("attn"):
+                w = zcc.param("w", (2,), init=zcc.init.ones())
+        return zcc.ops.sum(x * w)
+
+    traced = zcc.trace(f, x=zcc.input((2,)))
+    assert traced.parameters == ["h0.attn.w"]
+
+
+def test_operators_and_indexing():
+    def f(x):
+        w = zcc.param("w", (4, 6), init=zcc.init.ones())
+        y = (x @ w) * 0.5 - 1.0
+        y = 2.0 - y / 3.0 + (1.0 / (1.0 + zcc.ops.exp(-y)))
+        z = y[:, 1:5:2] + y[0, :2]
+        return (z.reshape(-1).sum() + y.T.mean()) / 2
+
+    traced = zcc.trace(f, x=zcc.input((3, 4)))
+    text = traced.ir()
+    for op in ("zt.scale", "zt.slice", "zt.reshape", "zt.transpose",
+               "zt.broadcast_in_dim", "zt.div", "zt.neg"):
+        assert op in text, op
+    compiled = traced.compile(optimizer=zcc.sgd(lr=0.1))
+    loss = compiled.session().step(np.ones((3, 4), np.float32))
+    # The same arithmetic in NumPy, from w = ones.
+    x = np.ones((3, 4))
+    y = (x @ np.ones((4, 6))) * 0.5 - 1.0
+    y = 2.0 - y / 3.0 + 1.0 / (1.0 + np.exp(-y))
+    z = y[:, 1:5:2] + y[0, :2]
+    assert loss == pytest.approx((z.sum() + y.T.mean()) / 2, rel=1e-5)
