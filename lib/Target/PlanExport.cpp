@@ -98,6 +98,9 @@ FailureOr<rt::Initializer> initializerOf(zplan::SlotOp slot) {
   case zt::InitKind::Uniform:
     result.kind = rt::InitKind::Uniform;
     break;
+  case zt::InitKind::Given:
+    result.kind = rt::InitKind::Given;
+    break;
   }
   result.first = init.getFirst().convertToDouble();
   result.second = init.getSecond().convertToDouble();

@@ -403,9 +403,10 @@ NB_MODULE(_zcc, m) {
       .def_static("constant", &Init::constant, "value"_a)
       .def_static("normal", &Init::normal, "mean"_a, "std"_a)
       .def_static("uniform", &Init::uniform, "low"_a, "high"_a)
+      .def_static("given", &Init::given)
       .def("__repr__", [](const Init &i) {
-        static const char *names[] = {"zeros", "ones", "constant", "normal",
-                                      "uniform"};
+        static const char *names[] = {"zeros", "ones",    "constant",
+                                      "normal", "uniform", "given"};
         return std::string("Init.") + names[int(i.kind)] + "(" +
                std::to_string(i.first) + ", " + std::to_string(i.second) + ")";
       });
@@ -719,6 +720,13 @@ NB_MODULE(_zcc, m) {
                     return plan;
                   })
       .def_prop_ro("producer", [](const PyPlan &p) { return p.plan->producer; })
+      .def_prop_ro("accumulates",
+                   [](const PyPlan &p) {
+                     for (const rt::Entry &e : p.plan->entries)
+                       if (e.kind == rt::EntryKind::Apply)
+                         return true;
+                     return false;
+                   })
       .def_prop_ro("entries", [](const PyPlan &p) {
         std::vector<std::string> names;
         for (const rt::Entry &e : p.plan->entries)

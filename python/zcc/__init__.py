@@ -21,6 +21,7 @@ See docs/python.md.
 
 from ._zcc import Error
 from . import init, ops
+from ._torch_import import from_torch
 from ._trace import (
     Compiled,
     Session,
@@ -30,6 +31,7 @@ from ._trace import (
     compile_mlir,
     input,
     label,
+    load_plan,
     param,
     scope,
     sgd,
@@ -44,9 +46,11 @@ __all__ = [
     "Traced",
     "adamw",
     "compile_mlir",
+    "from_torch",
     "init",
     "input",
     "label",
+    "load_plan",
     "ops",
     "param",
     "scope",

@@ -256,13 +256,23 @@ def param(name, shape, init=None, dtype="float32"):
         raise _error(f"parameter '{name}': parameters are float32, got {dtype}")
     if init is None:
         init = _zcc.Init.zeros()
+    value = None
+    if not isinstance(init, _zcc.Init) and hasattr(init, "__array__"):
+        value = np.asarray(init)
+        if tuple(value.shape) != tuple(_shape(shape)):
+            raise _error(f"parameter '{name}': its initial value has shape "
+                         f"{tuple(value.shape)}, the parameter {tuple(_shape(shape))}")
+        init = _zcc.Init.given()
     if not isinstance(init, _zcc.Init):
         raise _error(
             f"parameter '{name}': init must be a zcc.init initializer "
             f"(zeros, ones, constant, normal, uniform), got {type(init).__name__}"
         )
     file, line = _where()
+    full = trace.graph.scope_prefix + name
     handle = trace.graph.parameter(name, _shape(shape), init, file, line)
+    if value is not None:
+        trace.values[full] = value
     return Tensor(handle, trace)
 
 
@@ -285,10 +295,11 @@ def _symbol(name):
 class Traced:
     """A traced training step: its zt program, ready to compile."""
 
-    def __init__(self, graph, inputs, labels):
+    def __init__(self, graph, inputs, labels, values=None):
         self.graph = graph
         self._inputs = inputs
         self._labels = labels
+        self._values = values or {}
 
     def ir(self, locations=False):
         """The zt program as text, the form `zcc` reads (with each op's
@@ -333,7 +344,7 @@ class Traced:
         plan, _ = self.graph.compile(options)
         return Compiled(plan, self._inputs + self._labels, self.parameters,
                         accumulate=bool(accumulate), traced=self,
-                        options=options)
+                        options=options, values=self._values)
 
 
 def trace(fn, *specs, **named_specs):
@@ -378,12 +389,13 @@ def trace(fn, *specs, **named_specs):
         graph.finish(loss._t, file, line)
     finally:
         _state.graph = previous
-    return Traced(graph, inputs, labels)
+    return Traced(graph, inputs, labels, holder.values)
 
 
 class _TraceState:
     def __init__(self, graph):
         self.graph = graph
+        self.values = {}  # parameter name -> its given initial value
 
 
 class _Optimizer:
@@ -429,12 +441,19 @@ def compile_mlir(text, optimizer="default", accumulate=False, name="<string>"):
     return Compiled(plan, None, None, accumulate=bool(accumulate))
 
 
+def load_plan(path):
+    """A .zplan file (from zcc, or Compiled.save) as a Compiled step."""
+    plan = _zcc.Plan.load(os.fspath(path))
+    return Compiled(plan, None, None, accumulate=plan.accumulates)
+
+
 class Compiled:
     """A compiled step: the plan, its memory numbers, sessions that run it."""
 
     def __init__(self, plan, feed_order, parameters, accumulate=False,
-                 traced=None, options=None):
+                 traced=None, options=None, values=None):
         self.plan = plan
+        self._values = values or {}
         self._feed_order = feed_order
         self._parameters = parameters
         self._accumulate = accumulate
@@ -471,7 +490,10 @@ class Compiled:
             raise Error("session: microbatches > 1 needs compile(accumulate=True)")
         native = _zcc.Session(self.plan, device, mode, precision, int(seed),
                               int(threads), int(microbatches))
-        return Session(native, self._feed_order, self._parameters)
+        session = Session(native, self._feed_order, self._parameters)
+        for name, value in self._values.items():
+            session.write(name, value)
+        return session
 
 
 class Session:

@@ -66,7 +66,9 @@ const char *dtypeName(DType dtype);
 /// How a parameter starts: a counter-based draw keyed by the run seed and
 /// the parameter's name (#zt.init), so initial weights are reproducible.
 struct Init {
-  enum class Kind { Zeros, Ones, Constant, Normal, Uniform };
+  /// The order of zt::InitKind. Given: the value comes at load (a
+  /// checkpoint or a write); a step before it is an error.
+  enum class Kind { Zeros, Ones, Constant, Normal, Uniform, Given };
   Kind kind = Kind::Zeros;
   double first = 0.0, second = 0.0; // (value), (mean, std) or (low, high)
 
@@ -79,6 +81,7 @@ struct Init {
   static Init uniform(double low, double high) {
     return {Kind::Uniform, low, high};
   }
+  static Init given() { return {Kind::Given}; }
 };
 
 class Graph;

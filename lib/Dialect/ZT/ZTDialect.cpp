@@ -52,6 +52,7 @@ ArrayRef<StringRef> InitAttr::getValueNames(InitKind kind) {
   switch (kind) {
   case InitKind::Zeros:
   case InitKind::Ones:
+  case InitKind::Given:
     return {};
   case InitKind::Constant:
     return constantNames;

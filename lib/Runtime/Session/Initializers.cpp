@@ -30,6 +30,7 @@ void zcc::runtime::fillInitializer(const PersistentTensor &tensor,
     double value = 0;
     switch (init.kind) {
     case InitKind::Zeros:
+    case InitKind::Given: // zeros until written; Session refuses to run
       value = 0;
       break;
     case InitKind::Ones:

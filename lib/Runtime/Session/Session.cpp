@@ -67,6 +67,16 @@ struct Session::Impl {
   std::vector<EntryState> entries;
   uint64_t allocationsAtLoad = 0;
   uint64_t stepsRun = 0, launchesRun = 0;
+  /// Per persistent tensor: initialized `given` and not written since.
+  std::vector<char> awaitingValue;
+  size_t awaiting = 0;
+
+  void markWritten(size_t persistent) {
+    if (awaitingValue[persistent]) {
+      awaitingValue[persistent] = 0;
+      --awaiting;
+    }
+  }
 
   bool wide() const { return options.precision == Precision::F64; }
   uint8_t *persistentData(const PersistentTensor &t) const {
@@ -114,8 +124,17 @@ const SessionOptions &Session::options() const { return impl->options; }
 
 void Session::initialize(uint64_t seed) {
   impl->executor->beforeHostWrite();
-  for (const PersistentTensor &t : impl->plan->persistent)
-    fillInitializer(t, seed, impl->wide(), impl->persistentData(t));
+  const std::vector<PersistentTensor> &persistent = impl->plan->persistent;
+  impl->awaitingValue.assign(persistent.size(), 0);
+  impl->awaiting = 0;
+  for (size_t i = 0; i < persistent.size(); ++i) {
+    fillInitializer(persistent[i], seed, impl->wide(),
+                    impl->persistentData(persistent[i]));
+    if (persistent[i].init.kind == InitKind::Given) {
+      impl->awaitingValue[i] = 1;
+      ++impl->awaiting;
+    }
+  }
   for (EntryState &e : impl->entries)
     e.steps = 0;
 }
@@ -216,6 +235,19 @@ Status Session::run(int entry) {
     return makeError(StatusCode::InvalidArgument, "no entry ", entry);
   const Entry &e = impl->plan->entries[entry];
   EntryState &state = impl->entries[entry];
+  if (impl->awaiting > 0) {
+    const std::vector<PersistentTensor> &persistent = impl->plan->persistent;
+    size_t first = 0;
+    while (!impl->awaitingValue[first])
+      ++first;
+    return makeError(StatusCode::InvalidArgument, "parameter '",
+                     persistent[first].name,
+                     "' (and ", impl->awaiting - 1,
+                     " more) is initialized 'given' (its value comes at load) "
+                     "and has not been given one: load a checkpoint "
+                     "(zrun --load-checkpoint) or write it before the first "
+                     "step; nothing ran");
+  }
   if (state.stepTensor >= 0) {
     const Tensor &t = e.tensors[state.stepTensor];
     std::memcpy(state.bufferAddress[t.buffer], &state.steps, sizeof(int64_t));
@@ -269,6 +301,11 @@ Status Session::writeValues(const TensorInfo &tensor, const double *in,
   if (count != static_cast<size_t>(type.numElements()))
     return makeError(StatusCode::InvalidArgument, "tensor '", tensor.desc->name,
                      "' has ", type.numElements(), " elements; got ", count);
+  if (tensor.region == Region::Persistent) {
+    int index = impl->plan->findPersistent(tensor.desc->name);
+    if (index >= 0)
+      impl->markWritten(static_cast<size_t>(index));
+  }
   uint8_t *to = static_cast<uint8_t *>(data(tensor));
   for (size_t i = 0; i < count; ++i) {
     switch (type.dtype) {
@@ -355,6 +392,7 @@ Status Session::loadCheckpoint(const std::string &path) {
     } else {
       std::memcpy(to, from, static_cast<size_t>(t.type.bytes()));
     }
+    impl->markWritten(i);
   }
   // Step counters resume (AdamW's bias correction depends on them).
   for (const auto &[key, value] : metadata) {

@@ -155,6 +155,7 @@ func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %buf: tensor<10xf3
 // CHECK-SAME: {zt.init = #zt.init<constant(value = 5.000000e-01)>, zt.role = #zt.role<parameter>}
 // CHECK-SAME: {zt.init = #zt.init<normal(mean = 0.000000e+00, std = 2.000000e-02)>, zt.role = #zt.role<parameter>}
 // CHECK-SAME: {zt.init = #zt.init<uniform(low = -1.000000e-01, high = 1.000000e-01)>, zt.role = #zt.role<parameter>}
+// CHECK-SAME: {zt.init = #zt.init<given>, zt.role = #zt.role<parameter>}
 // CHECK-SAME: {zt.role = #zt.role<step>}
 func.func @argument_roles(
     %x: tensor<4x8xf32> {zt.role = #zt.role<input>},
@@ -164,6 +165,7 @@ func.func @argument_roles(
     %w2: tensor<8xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<constant(value = 0.5)>},
     %w3: tensor<8x8xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<normal(mean = 0.0, std = 0.02)>},
     %w4: tensor<8xbf16> {zt.role = #zt.role<parameter>, zt.init = #zt.init<uniform(low = -0.1, high = 0.1)>},
+    %w5: tensor<8xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<given>},
     %step: tensor<i64> {zt.role = #zt.role<step>}) {
   return
 }

@@ -50,7 +50,8 @@ def ZT_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised", [
   I32EnumAttrCase<"Ones", 1, "ones">,
   I32EnumAttrCase<"Constant", 2, "constant">,
   I32EnumAttrCase<"Normal", 3, "normal">,
-  I32EnumAttrCase<"Uniform", 4, "uniform">
+  I32EnumAttrCase<"Uniform", 4, "uniform">,
+  I32EnumAttrCase<"Given", 5, "given">
 ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::zcc::zt";
@@ -72,9 +73,14 @@ def ZT_InitAttr : AttrDef<ZT_Dialect, "Init"> {
     #zt.init<constant(value = 0.5)>
     #zt.init<normal(mean = 0.0, std = 0.02)>
     #zt.init<uniform(low = -0.1, high = 0.1)>
+    #zt.init<given>
     ```
 
     `std` must be positive and `low < high`; all values must be finite.
+    `given` means the value is supplied at load (a checkpoint, or a write
+    through the runtime API, as the PyTorch importer does with a module's
+    weights): a step run before it is written is an error, never a step on
+    zeros.
   }];
   // `first`/`second` are the kind's two numbers: (value), (mean, std) or
   // (low, high). Accessors with meaningful names are in extraClassDeclaration.

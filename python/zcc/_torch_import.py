@@ -1,0 +1,603 @@
+"""zcc.from_torch: a PyTorch module and its loss, through torch.export,
+into the same Traced step zcc.trace makes.
+
+The exported graph (the training IR of torch.export) is walked node by node
+as torch-mlir's FX importer does: its signature gives the parameters (named
+by their PyTorch names, their current values given at load), the buffers
+and the user inputs; each ATen op maps to zt ops, each emitted op located at
+the node's own source line. Every unsupported op is reported at once."""
+
+import inspect
+import operator
+import os
+import re
+
+import numpy as np
+
+from . import _zcc, ops
+from ._trace import Error, Tensor, _location, param, trace, input as _input, label as _label
+
+
+def _frame(node):
+    """(file, line) of the innermost frame of the node's stack trace that is
+    the user's code (not PyTorch's own modules), else the innermost."""
+    import torch
+    library = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    text = node.meta.get("stack_trace") or ""
+    found = re.findall(r'File "([^"]+)", line (\d+)', text)
+    if not found:
+        return ("", 0)
+    user = [f for f in found if not os.path.abspath(f[0]).startswith(library)]
+    file, line = (user or found)[-1]
+    return (file, int(line))
+
+
+def _module_path(node, prefix):
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    path = re.sub(r"^L\['self'\]\.?", "", path)
+    if path.startswith(prefix):
+        path = path[len(prefix):]
+    elif path + "." == prefix:
+        path = ""
+    return path or "(top level)"
+
+
+def _aten(name):
+    import torch
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, packet), overload or "default")
+
+
+class _Context:
+    def __init__(self):
+        self.values = {}
+
+    def get(self, arg):
+        """A node's value, or the argument itself (numbers, lists)."""
+        import torch.fx as fx
+        if isinstance(arg, fx.Node):
+            return self.values[arg]
+        if isinstance(arg, (list, tuple)):
+            return type(arg)(self.get(a) for a in arg)
+        return arg
+
+
+# Each handler: (ctx, node, *args) -> value; `why` (optional): a reason the
+# node is not supported (args the handler does not take), else None.
+_HANDLERS = {}
+_WHY = {}
+
+
+def _handles(*names, why=None):
+    def register(fn):
+        for name in names:
+            _HANDLERS[name] = fn
+            if why is not None:
+                _WHY[name] = why
+        return fn
+    return register
+
+
+def _is(x):
+    return isinstance(x, Tensor)
+
+
+def _kw(node, index, name, default):
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+@_handles("linear.default")
+def _linear(ctx, node):
+    x, w = ctx.get(node.args[0]), ctx.get(node.args[1])
+    b = ctx.get(_kw(node, 2, "bias", None))
+    y = ops.matmul(x, w, transpose_b=True)
+    return y + b if b is not None else y
+
+
+@_handles("matmul.default", "mm.default", "bmm.default",
+          why=lambda node: None if _ranks_match(node) else
+          "batch dimensions that broadcast (only [.., M, K] @ [K, N] or equal batch dimensions)")
+def _matmul(ctx, node):
+    return ops.matmul(ctx.get(node.args[0]), ctx.get(node.args[1]))
+
+
+def _ranks_match(node):
+    a, b = (arg.meta.get("val") for arg in node.args[:2])
+    if a is None or b is None:
+        return True
+    return b.dim() == 2 or (a.dim() == b.dim() and a.shape[:-2] == b.shape[:-2])
+
+
+@_handles("addmm.default",
+          why=lambda node: None if node.kwargs.get("beta", 1) == 1 and
+          node.kwargs.get("alpha", 1) == 1 else "beta or alpha other than 1")
+def _addmm(ctx, node):
+    bias, a, b = (ctx.get(x) for x in node.args[:3])
+    return ops.matmul(a, b) + bias
+
+
+@_handles("t.default", "numpy_T.default")
+def _t(ctx, node):
+    x = ctx.get(node.args[0])
+    return x if x.ndim < 2 else ops.transpose(x, list(reversed(range(x.ndim))))
+
+
+def _binary(fn):
+    def handler(ctx, node):
+        a, b = ctx.get(node.args[0]), ctx.get(node.args[1])
+        alpha = node.kwargs.get("alpha", 1)
+        if alpha != 1:
+            b = b * alpha
+        return fn(a, b)
+    return handler
+
+
+_handles("add.Tensor", "add.Scalar")(_binary(operator.add))
+_handles("sub.Tensor", "sub.Scalar", "rsub.Scalar")(
+    _binary(operator.sub))
+_handles("mul.Tensor", "mul.Scalar")(_binary(operator.mul))
+_handles("div.Tensor", "div.Scalar",
+         why=lambda node: "rounding_mode" if node.kwargs.get("rounding_mode")
+         else None)(_binary(operator.truediv))
+_HANDLERS["rsub.Scalar"] = lambda ctx, node: (
+    ctx.get(node.args[1]) - ctx.get(node.args[0]))
+
+
+def _unary(fn):
+    return lambda ctx, node: fn(ctx.get(node.args[0]))
+
+
+for _name, _fn in [("neg.default", ops.neg), ("exp.default", ops.exp),
+                   ("log.default", ops.log), ("tanh.default", ops.tanh),
+                   ("sigmoid.default", ops.sigmoid), ("relu.default", ops.relu),
+                   ("silu.default", ops.silu), ("sqrt.default", ops.sqrt),
+                   ("rsqrt.default", ops.rsqrt)]:
+    _handles(_name)(_unary(_fn))
+
+
+@_handles("gelu.default")
+def _gelu(ctx, node):
+    return ops.gelu(ctx.get(node.args[0]),
+                    node.kwargs.get("approximate", _kw(node, 1, "approximate", "none")))
+
+
+@_handles("pow.Tensor_Scalar",
+          why=lambda node: None if node.args[1] in (1, 2, 0.5, -0.5) else
+          f"exponent {node.args[1]} (1, 2, 0.5 and -0.5 only)")
+def _pow(ctx, node):
+    x, e = ctx.get(node.args[0]), node.args[1]
+    return {1: lambda: x, 2: lambda: x * x, 0.5: lambda: ops.sqrt(x),
+            -0.5: lambda: ops.rsqrt(x)}[e]()
+
+
+@_handles("view.default", "reshape.default", "_unsafe_view.default")
+def _view(ctx, node):
+    return ops.reshape(ctx.get(node.args[0]), [int(d) for d in node.args[1]])
+
+
+@_handles("flatten.using_ints")
+def _flatten(ctx, node):
+    x = ctx.get(node.args[0])
+    start = _kw(node, 1, "start_dim", 0) % max(x.ndim, 1)
+    end = _kw(node, 2, "end_dim", -1) % max(x.ndim, 1)
+    shape = list(x.shape)
+    return ops.reshape(x, shape[:start] + [-1] + shape[end + 1:])
+
+
+@_handles("unsqueeze.default")
+def _unsqueeze(ctx, node):
+    x = ctx.get(node.args[0])
+    dim = node.args[1] % (x.ndim + 1)
+    shape = list(x.shape)
+    return ops.reshape(x, shape[:dim] + [1] + shape[dim:])
+
+
+@_handles("squeeze.dim", "squeeze.dims")
+def _squeeze(ctx, node):
+    x = ctx.get(node.args[0])
+    dims = node.args[1] if isinstance(node.args[1], (list, tuple)) else [node.args[1]]
+    dims = {d % x.ndim for d in dims if x.shape[d % x.ndim] == 1}
+    return ops.reshape(x, [n for d, n in enumerate(x.shape) if d not in dims])
+
+
+@_handles("permute.default")
+def _permute(ctx, node):
+    return ops.transpose(ctx.get(node.args[0]), list(node.args[1]))
+
+
+@_handles("transpose.int")
+def _transpose(ctx, node):
+    return ops.swapaxes(ctx.get(node.args[0]), node.args[1], node.args[2])
+
+
+@_handles("expand.default")
+def _expand(ctx, node):
+    x = ctx.get(node.args[0])
+    shape = list(node.args[1])
+    offset = len(shape) - x.ndim
+    shape = [x.shape[i - offset] if s == -1 else s for i, s in enumerate(shape)]
+    return ops.broadcast_to(x, shape)
+
+
+@_handles("contiguous.default", "clone.default", "alias.default",
+          "detach.default", "lift_fresh_copy.default")
+def _identity(ctx, node):
+    return ctx.get(node.args[0])
+
+
+@_handles("slice.Tensor",
+          why=lambda node: None if _kw(node, 4, "step", 1) == 1 else "a step other than 1")
+def _slice(ctx, node):
+    x = ctx.get(node.args[0])
+    dim = _kw(node, 1, "dim", 0)
+    start = _kw(node, 2, "start", None)
+    end = _kw(node, 3, "end", None)
+    size = x.shape[dim]
+    return ops.slice_dim(x, dim, 0 if start is None else start,
+                         size if end is None else min(end, size))
+
+
+@_handles("select.int")
+def _select(ctx, node):
+    x, dim, index = ctx.get(node.args[0]), node.args[1], node.args[2]
+    dim %= x.ndim
+    index %= x.shape[dim]
+    y = ops.slice_dim(x, dim, index, index + 1)
+    return ops.reshape(y, [n for d, n in enumerate(y.shape) if d != dim])
+
+
+@_handles("split.Tensor")
+def _split(ctx, node):
+    x = ctx.get(node.args[0])
+    return ops.split(x, node.args[1], _kw(node, 2, "dim", 0))
+
+
+@_handles("split_with_sizes.default")
+def _split_sizes(ctx, node):
+    x, sizes = ctx.get(node.args[0]), node.args[1]
+    dim = _kw(node, 2, "dim", 0)
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(ops.slice_dim(x, dim, start, start + size))
+        start += size
+    return pieces
+
+
+@_handles("chunk.default")
+def _chunk(ctx, node):
+    x, chunks = ctx.get(node.args[0]), node.args[1]
+    dim = _kw(node, 2, "dim", 0)
+    size = -(-x.shape[dim] // chunks)
+    return ops.split(x, size, dim)
+
+
+@_handles("cat.default")
+def _cat(ctx, node):
+    return ops.concat(ctx.get(node.args[0]), _kw(node, 1, "dim", 0))
+
+
+def _layer_norm_why(node):
+    shape = list(node.args[1])
+    val = node.args[0].meta.get("val")
+    if val is not None and len(shape) != 1:
+        return "normalized_shape over more than the last dimension"
+    return None
+
+
+@_handles("layer_norm.default", why=_layer_norm_why)
+def _layer_norm(ctx, node):
+    x = ctx.get(node.args[0])
+    weight = ctx.get(_kw(node, 2, "weight", None))
+    bias = ctx.get(_kw(node, 3, "bias", None))
+    eps = _kw(node, 4, "eps", 1e-5)
+    width = x.shape[-1]
+    if weight is None:
+        weight = ops.full([width], 1.0)
+    if bias is None:
+        bias = ops.full([width], 0.0)
+    return ops.layer_norm(x, weight, bias, eps)
+
+
+@_handles("rms_norm.default")
+def _rms_norm(ctx, node):
+    x = ctx.get(node.args[0])
+    weight = ctx.get(_kw(node, 2, "weight", None))
+    eps = _kw(node, 3, "eps", None)
+    if weight is None:
+        weight = ops.full([x.shape[-1]], 1.0)
+    return ops.rms_norm(x, weight, 1.1920928955078125e-07 if eps is None else eps)
+
+
+@_handles("softmax.int", "_softmax.default")
+def _softmax(ctx, node):
+    return ops.softmax(ctx.get(node.args[0]), node.args[1])
+
+
+@_handles("log_softmax.int", "_log_softmax.default")
+def _log_softmax(ctx, node):
+    return ops.log_softmax(ctx.get(node.args[0]), node.args[1])
+
+
+@_handles("embedding.default",
+          why=lambda node: None if _kw(node, 2, "padding_idx", -1) == -1 else
+          "padding_idx")
+def _embedding(ctx, node):
+    return ops.embedding(ctx.get(node.args[0]), ctx.get(node.args[1]))
+
+
+@_handles("dropout.default", "dropout_.default")
+def _dropout(ctx, node):
+    x, p = ctx.get(node.args[0]), node.args[1]
+    train = _kw(node, 2, "train", True)
+    return ops.dropout(x, p if train else 0.0)
+
+
+def _cross_entropy_why(node):
+    reduction = _kw(node, 3, "reduction", 1)
+    if _kw(node, 2, "weight", None) is not None:
+        return "class weights"
+    if reduction != 1:
+        return "a reduction other than 'mean'"
+    if _kw(node, 5, "label_smoothing", 0.0) != 0.0:
+        return "label_smoothing"
+    target = node.args[1].meta.get("val")
+    if target is not None and target.is_floating_point():
+        return "probability targets (class indices only)"
+    return None
+
+
+@_handles("cross_entropy_loss.default", why=_cross_entropy_why)
+def _cross_entropy(ctx, node):
+    logits, labels = ctx.get(node.args[0]), ctx.get(node.args[1])
+    if logits.ndim > 2:  # PyTorch puts classes in dimension 1
+        perm = [0] + list(range(2, logits.ndim)) + [1]
+        logits = ops.transpose(logits, perm)
+    return ops.cross_entropy(logits, labels)
+
+
+@_handles("mse_loss.default",
+          why=lambda node: None if _kw(node, 2, "reduction", 1) == 1 else
+          "a reduction other than 'mean'")
+def _mse(ctx, node):
+    return ops.mse(ctx.get(node.args[0]), ctx.get(node.args[1]))
+
+
+def _reduction(fn):
+    def handler(ctx, node):
+        x = ctx.get(node.args[0])
+        dims = _kw(node, 1, "dim", None)
+        keep = _kw(node, 2, "keepdim", False)
+        if dims is not None and not isinstance(dims, (list, tuple)):
+            dims = [dims]
+        return fn(x, dims if dims else None, keep)
+    return handler
+
+
+_handles("sum.dim_IntList", "sum.default")(_reduction(ops.sum))
+_handles("mean.dim", "mean.default")(_reduction(ops.mean))
+_handles("amax.default")(_reduction(ops.max))
+
+
+def _sdpa_why(node):
+    if _kw(node, 3, "attn_mask", None) is not None:
+        return "attn_mask (use is_causal=True)"
+    if _kw(node, 4, "dropout_p", 0.0) != 0.0:
+        return "dropout_p other than 0"
+    if node.kwargs.get("enable_gqa", False):
+        return "enable_gqa"
+    q, k = node.args[0].meta.get("val"), node.args[1].meta.get("val")
+    if _kw(node, 5, "is_causal", False) and q is not None and k is not None \
+            and q.shape[-2] != k.shape[-2]:
+        return "is_causal with different query and key lengths"
+    return None
+
+
+@_handles("scaled_dot_product_attention.default", why=_sdpa_why)
+def _sdpa(ctx, node):
+    q, k, v = (ctx.get(a) for a in node.args[:3])
+    causal = _kw(node, 5, "is_causal", False)
+    scale = node.kwargs.get("scale", _kw(node, 6, "scale", None))
+    if scale is None:
+        scale = 1.0 / float(np.sqrt(q.shape[-1]))
+    scores = ops.scale(ops.matmul(q, k, transpose_b=True), scale)
+    if causal:
+        scores = scores + ops.causal_mask(q.shape[-2])
+    return ops.matmul(ops.softmax(scores, -1), v)
+
+
+@_handles("arange.default", "arange.start", "arange.start_step")
+def _arange(ctx, node):
+    values = np.arange(*node.args)
+    val = node.meta.get("val")
+    dtype = "int64" if val is None or not val.is_floating_point() else "float32"
+    return ops.constant(values, dtype)
+
+
+def _getitem(ctx, node):
+    return ctx.get(node.args[0])[node.args[1]]
+
+
+def _target_name(target):
+    name = getattr(target, "_overloadpacket", None)
+    if name is not None:
+        return f"{target._overloadpacket.__name__}.{target._overloadname}"
+    return getattr(target, "__name__", str(target))
+
+
+def from_torch(module, example_inputs, example_labels=(), loss=None,
+               name=None):
+    """Imports `module` with its loss: `loss(module(*inputs), *labels)`, a
+    PyTorch function returning a scalar (for example F.cross_entropy; with
+    no loss the module itself returns the loss). Returns a zcc.Traced whose
+    parameters are named as in `module.named_parameters()` and start from
+    the module's current values."""
+    import torch
+
+    if not isinstance(example_inputs, (list, tuple)):
+        example_inputs = (example_inputs,)
+    if not isinstance(example_labels, (list, tuple)):
+        example_labels = (example_labels,)
+    example_inputs, example_labels = tuple(example_inputs), tuple(example_labels)
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            out = self.inner(*args[:len(example_inputs)])
+            if loss is None:
+                return out
+            return loss(out, *args[len(example_inputs):])
+
+    wrapper = WithLoss(module)
+    try:
+        exported = torch.export.export(wrapper, example_inputs + example_labels)
+    except Exception as error:  # torch's own message, with its cause
+        raise Error(f"from_torch: torch.export failed: {error}") from error
+    prefix = "inner."
+
+    # The names users know: the module's forward arguments, then labels.
+    try:
+        forward_names = [p for p in inspect.signature(module.forward).parameters
+                         if p not in ("self",)]
+    except (TypeError, ValueError):
+        forward_names = []
+    input_names = [forward_names[i] if i < len(forward_names) else f"input{i}"
+                   for i in range(len(example_inputs))]
+    label_names = (["labels"] if len(example_labels) == 1 else
+                   [f"labels{i}" for i in range(len(example_labels))])
+    taken = set(input_names)
+    label_names = [n if n not in taken else "_" + n for n in label_names]
+
+    signature = exported.graph_signature
+    problems = []
+    mutated = [spec.target for spec in signature.output_specs
+               if spec.kind.name in ("BUFFER_MUTATION", "USER_INPUT_MUTATION",
+                                     "PARAMETER_MUTATION")]
+    # The training IR also mutates in place (batch_norm's running stats):
+    # an argument the op's schema writes that is a buffer or parameter.
+    lifted = {spec.arg.name: spec.target for spec in signature.input_specs
+              if spec.kind.name in ("BUFFER", "PARAMETER")}
+    for node in exported.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None:
+            continue
+        written = [i for i, argument in enumerate(schema.arguments)
+                   if argument.alias_info is not None and
+                   argument.alias_info.is_write]
+        # Composite ops whose schema hides it: batch_norm and instance_norm
+        # update their running statistics (arguments 3 and 4) in training.
+        if _target_name(node.target) in ("batch_norm.default",
+                                          "instance_norm.default") and \
+                _kw(node, 5, "training", False):
+            written += [3, 4]
+        for i in written:
+            argument = schema.arguments[i]
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(argument.name)
+            if getattr(value, "name", None) in lifted and \
+                    lifted[value.name] not in mutated:
+                mutated.append(lifted[value.name])
+    for target in mutated:
+        problems.append(f"  the step mutates buffer '{target[len(prefix):] if target and target.startswith(prefix) else target}' "
+                        "(for example BatchNorm's running statistics): zcc "
+                        "steps are pure functions of parameters and inputs")
+
+    unsupported = {}
+    for node in exported.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem:
+            continue
+        key = _target_name(node.target)
+        why = None
+        if key not in _HANDLERS:
+            why = "no zcc mapping"
+        elif key in _WHY:
+            why = _WHY[key](node)
+        if why is None:
+            continue
+        entry = unsupported.setdefault((key, why), [0, node])
+        entry[0] += 1
+    for (key, why), (count, node) in unsupported.items():
+        file, line = _frame(node)
+        where = f"{file}:{line}" if file else "(no source line)"
+        problems.append(f"  aten.{key} ({why}): {count} use{'s' * (count > 1)}, "
+                        f"first at {where} in module '{_module_path(node, prefix)}'")
+    if problems:
+        raise Error("from_torch: the module cannot be imported:\n"
+                    + "\n".join(problems))
+
+    # Tied parameters are one tensor under several names: one zcc parameter,
+    # named by its first name in module.named_parameters().
+    canonical = {}
+    for pname, p in module.named_parameters():
+        canonical.setdefault(id(p), pname)
+    user_inputs = [spec for spec in signature.input_specs
+                   if spec.kind.name == "USER_INPUT"]
+    placeholders = {spec.arg.name: spec for spec in signature.input_specs}
+    state = exported.state_dict
+    constants = getattr(exported, "constants", {})
+    feed_names = input_names + label_names
+    feed_of = {spec.arg.name: feed_names[i] for i, spec in enumerate(user_inputs)}
+
+    def dtype_of(t):
+        if t.is_floating_point():
+            return "float32"
+        if t.dtype == torch.int32:
+            return "int32"
+        if t.dtype == torch.int64:
+            return "int64"
+        raise Error(f"from_torch: inputs of dtype {t.dtype} are not supported")
+
+    specs = {}
+    examples = example_inputs + example_labels
+    for i, spec in enumerate(user_inputs):
+        t = examples[i]
+        make = _input if i < len(example_inputs) else _label
+        specs[feed_names[i]] = make(tuple(t.shape), dtype_of(t))
+
+    def step(**feeds):
+        ctx = _Context()
+        used = {n for node in exported.graph.nodes for n in node.all_input_nodes}
+        for node in exported.graph.nodes:
+            if node.op == "placeholder":
+                spec = placeholders[node.name]
+                kind = spec.kind.name
+                if kind == "USER_INPUT":
+                    ctx.values[node] = feeds[feed_of[node.name]]
+                elif node not in used:
+                    continue
+                elif kind == "PARAMETER":
+                    tensor = state[spec.target]
+                    pname = canonical.get(id(wrapper.get_parameter(spec.target)),
+                                          spec.target[len(prefix):])
+                    if pname not in ctx.values:
+                        ctx.values[pname] = param(
+                            pname, tuple(tensor.shape),
+                            init=tensor.detach().cpu().double().numpy())
+                    ctx.values[node] = ctx.values[pname]
+                else:  # buffers and lifted constants: values in the plan
+                    tensor = state.get(spec.target, constants.get(spec.target))
+                    array = tensor.detach().cpu().numpy()
+                    with _location(*_frame(node)):
+                        ctx.values[node] = ops.constant(
+                            array, "float32" if array.dtype.kind == "f" else array.dtype)
+            elif node.op == "call_function":
+                with _location(*_frame(node)):
+                    if node.target is operator.getitem:
+                        ctx.values[node] = _getitem(ctx, node)
+                    else:
+                        ctx.values[node] = _HANDLERS[_target_name(node.target)](ctx, node)
+            elif node.op == "output":
+                result = ctx.get(node.args[0])
+                return result[0] if isinstance(result, (list, tuple)) else result
+        raise Error("from_torch: the exported graph has no output")
+
+    step.__name__ = name or type(module).__name__
+    return trace(step, **specs)

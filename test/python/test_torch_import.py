@@ -1,0 +1,132 @@
+"""zcc.from_torch against PyTorch's own training of the same module."""
+
+import copy
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import zcc
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                "examples", "python"))
+import nanogpt  # noqa: E402
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_gpt_trains_like_pytorch(precision, tolerance):
+    torch.manual_seed(0)
+    model = nanogpt.GPT(vocab=128, sequence=16, width=64, heads=4, layers=2)
+    data = nanogpt.batches(4, batch=4, sequence=16, vocab=128)
+    ours, theirs, compiled, _ = nanogpt.train_both(model, data, 20,
+                                                   precision=precision)
+    relative = np.abs(np.array(ours) - theirs) / np.abs(theirs)
+    assert relative.max() < tolerance, list(zip(ours, theirs))
+    assert theirs[-1] < theirs[0]  # it learns: the comparison is not vacuous
+    memory = compiled.memory_analysis()
+    assert memory["arena"] == memory["lower_bound"]
+
+
+def test_gpt_parameters_keep_pytorch_names_and_values():
+    torch.manual_seed(1)
+    model = nanogpt.GPT(layers=1)
+    x, y = (torch.from_numpy(a) for a in nanogpt.batches(1, 2, 16, 128)[0])
+    traced = zcc.from_torch(model, (x,), (y,), loss=nanogpt.lm_loss)
+    names = dict(model.named_parameters())  # tied weights once, first name
+    assert sorted(traced.parameters) == sorted(names)
+    assert "lm_head.weight" not in traced.parameters
+    assert traced.inputs == ["idx"] and traced.labels == ["labels"]
+    session = traced.compile().session()
+    for name, p in names.items():
+        assert np.array_equal(session.read(name), p.detach().numpy()), name
+    text = traced.ir(locations=True)
+    assert "nanogpt.py" in text  # ops carry the module's source lines
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(20, 32), nn.GELU(), nn.Linear(32, 32),
+                                 nn.ReLU(), nn.Linear(32, 5))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_mlp_with_erf_gelu_and_relu(precision, tolerance):
+    torch.manual_seed(2)
+    model = Mlp()
+    rng = np.random.default_rng(0)
+    batches = [(rng.normal(size=(16, 20)).astype(np.float32),
+                rng.integers(0, 5, size=16)) for _ in range(3)]
+    x0, y0 = (torch.from_numpy(a) for a in batches[0])
+    traced = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,),
+                            loss=F.cross_entropy)
+    assert "zt.gelu_erf" in traced.ir() and "zt.relu" in traced.ir()
+    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
+        precision=precision)
+    dtype = torch.float64 if precision == "f64" else torch.float32
+    reference = copy.deepcopy(model).to(dtype)
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
+    for step in range(20):
+        x, y = batches[step % 3]
+        ours = session.step(x, y)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(reference(torch.from_numpy(x).to(dtype)),
+                               torch.from_numpy(y))
+        loss.backward()
+        optimizer.step()
+        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+
+
+class Unsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.bn = nn.BatchNorm1d(8)
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = self.fc(x)
+        h = torch.where(h > 0, h, 0.1 * h)  # WHERE-LINE
+        return self.out(self.bn(h))
+
+
+def test_unsupported_ops_are_reported_together():
+    model = Unsupported()
+    x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+    with pytest.raises(zcc.Error) as info:
+        zcc.from_torch(model, (x,), (y,), loss=F.cross_entropy)
+    message = str(info.value)
+    where_line = next(i for i, text in enumerate(open(__file__), 1)
+                      if "# WHERE-LINE" in text and "next(" not in text)
+    assert f"aten.where.self (no zcc mapping): 1 use, first at {__file__}:{where_line}" \
+        in message, message
+    assert "aten.gt.Scalar" in message
+    assert "in module 'bn'" in message  # batch norm's op, with its module
+    assert "mutates buffer 'bn.running_mean'" in message
+    assert "mutates buffer 'bn.num_batches_tracked'" in message
+
+
+def test_given_weights_are_needed(tmp_path):
+    torch.manual_seed(3)
+    model = Mlp()
+    x, y = torch.randn(16, 20), torch.randint(0, 5, (16,))
+    compiled = zcc.from_torch(model, (x,), (y,), loss=F.cross_entropy).compile()
+    path = tmp_path / "mlp.zplan"
+    compiled.save(path)
+    plan = zcc.load_plan(path)  # a plan alone: the weights are not in it
+    session = plan.session()
+    with pytest.raises(zcc.Error, match=r"initialized 'given' .* nothing ran"):
+        session.step(x.numpy(), y.numpy())
+    # With a checkpoint of the imported weights it runs, and matches.
+    weights = tmp_path / "weights.safetensors"
+    compiled.session().save(weights)
+    session.load(weights)
+    assert session.step(x.numpy(), y.numpy()) == \
+        compiled.session().step(x.numpy(), y.numpy())
