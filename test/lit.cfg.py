@@ -16,6 +16,12 @@ config.environment["PATH"] = os.pathsep.join(
     [config.zcc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])]
 )
 config.substitutions.append(("%python", sys.executable))
+# The zcc package's interpreter, importing the package built here.
+if config.zcc_python:
+    config.available_features.add("zcc-python")
+    config.substitutions.append(
+        ("%zcc-python", "env PYTHONPATH={} {}".format(
+            os.path.join(config.zcc_obj_root, "python"), config.zcc_python)))
 config.substitutions.append(("%examples", os.path.join(config.zcc_src_root, "examples")))
 config.substitutions.append(
     ("%expect-exit", "%s %s" % (sys.executable, os.path.join(config.test_source_root, "tools", "expect_exit.py")))

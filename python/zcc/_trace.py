@@ -118,8 +118,10 @@ class Tensor:
         return f"zcc.Tensor(shape={self.shape}, dtype={self.dtype})"
 
     def _no_value(self, what):
+        file, line = _where()
+        where = f"{file}:{line}: error: " if file else ""
         raise TypeError(
-            f"{what} needs the value of a traced zcc tensor "
+            f"{where}{what} needs the value of a traced zcc tensor "
             f"(shape {self.shape}, {self.dtype}), and a trace has none: the "
             "step is compiled ahead of time and runs later, so Python control "
             "flow cannot depend on tensor values. Compute both branches with "
@@ -143,6 +145,18 @@ class Tensor:
 
     def __iter__(self):
         self._no_value("iterating")
+
+    def __lt__(self, other):
+        self._no_value("comparing (<)")
+
+    def __le__(self, other):
+        self._no_value("comparing (<=)")
+
+    def __gt__(self, other):
+        self._no_value("comparing (>)")
+
+    def __ge__(self, other):
+        self._no_value("comparing (>=)")
 
     __hash__ = object.__hash__
 

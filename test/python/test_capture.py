@@ -181,8 +181,9 @@ def test_tracers_refuse_to_become_numbers():
             return zcc.ops.sum(x)
         return zcc.ops.mean(x)
 
-    with pytest.raises(TypeError, match="compiled ahead of time"):
+    with pytest.raises(TypeError, match="compiled ahead of time") as info:
         zcc.trace(branchy, x=zcc.input((2,)))
+    assert str(info.value).startswith(here("# BOOL-ERROR")), str(info.value)
 
     def floaty(x):
         return float(zcc.ops.sum(x))

@@ -34,6 +34,10 @@ typedef enum {
 } zrt_status_code;
 
 zrt_status_code zrt_status_get_code(zrt_status status);
+/* A new status (for feed callbacks and the layers above the runtime, such
+ * as the compiler's C API, zcc/zcc.h); ZRT_OK is taken as ZRT_INVALID_ARGUMENT
+ * (a returned status is a failure). NULL only when out of memory. */
+zrt_status zrt_status_create(zrt_status_code code, const char *message);
 /* "invalid plan: <what>"; valid until the status is freed. */
 const char *zrt_status_message(zrt_status status);
 void zrt_status_free(zrt_status status);
@@ -81,6 +85,12 @@ zrt_status zrt_session_run(zrt_session *session, const char *entry);
 zrt_status zrt_session_read_f32(const zrt_session *session, const char *entry,
                                 const char *name, float *out_values,
                                 size_t count);
+/* Overwrites a persistent tensor (a parameter, optimizer state) from f32
+ * values (`count` elements exactly): weights trained elsewhere, or the value
+ * of a parameter initialized `given`. */
+zrt_status zrt_session_write_f32(zrt_session *session, const char *entry,
+                                 const char *name, const float *values,
+                                 size_t count);
 
 /* The training protocol (docs/runtime.md): one optimizer step is the
  * training entry run once or, for plans compiled with --accumulate,

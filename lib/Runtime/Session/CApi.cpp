@@ -72,6 +72,12 @@ struct Feed {
 
 extern "C" {
 
+zrt_status zrt_status_create(zrt_status_code code, const char *message) {
+  if (code == ZRT_OK || code < ZRT_OK || code > ZRT_EXECUTION_ERROR)
+    code = ZRT_INVALID_ARGUMENT;
+  return new (std::nothrow) zrt_status_s{code, message ? message : ""};
+}
+
 zrt_status_code zrt_status_get_code(zrt_status status) {
   return status ? status->code : ZRT_OK;
 }
@@ -179,6 +185,29 @@ zrt_status zrt_session_read_f32(const zrt_session *session, const char *entry,
   for (size_t i = 0; i < count; ++i)
     out_values[i] = static_cast<float>(values[i]);
   return nullptr;
+}
+
+zrt_status zrt_session_write_f32(zrt_session *session, const char *entry,
+                                 const char *name, const float *values,
+                                 size_t count) {
+  if (!session || !name || (!values && count))
+    return invalidArgument("zrt_session_write_f32: null argument");
+  Session &s = *session->session;
+  int index = 0;
+  if (zrt_status st = wrap(entryIndex(s, entry, index)))
+    return st;
+  TensorInfo info;
+  if (zrt_status st = wrap(s.findTensor(index, name, info)))
+    return st;
+  if (info.region != Region::Persistent)
+    return wrap(makeError(StatusCode::InvalidArgument,
+                          "zrt_session_write_f32: '", name,
+                          "' is not a persistent tensor (inputs go through "
+                          "zrt_session_set_input)"));
+  if (info.desc->type.dtype != DType::F32)
+    return invalidArgument("zrt_session_write_f32: tensor is not f32");
+  std::vector<double> wide(values, values + count);
+  return wrap(s.writeValues(info, wide.data(), count));
 }
 
 zrt_status zrt_trainer_create(zrt_session *session, int64_t microbatches,

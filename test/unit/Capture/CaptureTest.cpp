@@ -394,3 +394,89 @@ TEST(Capture, CompileErrorsComeBackAsValues) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The compiler's C API (zcc.h) with the runtime's (zrt.h).
+//===----------------------------------------------------------------------===//
+
+#include "zcc/zcc.h"
+
+namespace {
+
+TEST(CompilerCApi, CompilesRunsAndReportsErrors) {
+  zcc_compile_options options;
+  zcc_compile_options_init(&options);
+  EXPECT_STREQ(options.optimizer, "sgd");
+  std::string text = readExample("mlp.mlir");
+  // w1 is given at load: a step before it is written fails, then runs.
+  std::string given = text;
+  size_t at = given.find("zt.init = #zt.init<uniform(low = -0.0357");
+  ASSERT_NE(at, std::string::npos);
+  given.replace(at, given.find('>', at) + 1 - at, "zt.init = #zt.init<given>");
+  zrt_plan *plan = nullptr;
+  ASSERT_EQ(zcc_compile(given.data(), given.size(), "given.mlir", &options,
+                        &plan),
+            nullptr);
+  zrt_session_options sessionOptions;
+  zrt_session_options_init(&sessionOptions);
+  zrt_session *session = nullptr;
+  ASSERT_EQ(zrt_session_create(plan, &sessionOptions, &session), nullptr);
+  zrt_plan_free(plan);
+  std::vector<float> images(32 * 784, 0.5f);
+  std::vector<int32_t> labels(32, 3);
+  ASSERT_EQ(zrt_session_set_input(session, nullptr, "images", images.data(),
+                                  images.size() * sizeof(float)),
+            nullptr);
+  ASSERT_EQ(zrt_session_set_input(session, nullptr, "labels", labels.data(),
+                                  labels.size() * sizeof(int32_t)),
+            nullptr);
+  zrt_status s = zrt_session_run(session, nullptr);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(zrt_status_message(s)).find("parameter 'w1'"),
+            std::string::npos)
+      << zrt_status_message(s);
+  zrt_status_free(s);
+  std::vector<float> w1(784 * 256, 0.01f);
+  ASSERT_EQ(zrt_session_write_f32(session, nullptr, "w1", w1.data(),
+                                  w1.size()),
+            nullptr);
+  EXPECT_EQ(zrt_session_run(session, nullptr), nullptr);
+  // Inputs are not written this way; sizes must match.
+  s = zrt_session_write_f32(session, nullptr, "images", images.data(),
+                            images.size());
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(zrt_status_message(s)).find("not a persistent"),
+            std::string::npos);
+  zrt_status_free(s);
+  s = zrt_session_write_f32(session, nullptr, "w1", w1.data(), 3);
+  ASSERT_NE(s, nullptr);
+  zrt_status_free(s);
+  zrt_session_free(session);
+
+  // A program error names the buffer, line and rule.
+  std::string bad = "func.func @f(%x: tensor<2x3xf32> {zt.name = \"x\", "
+                    "zt.role = #zt.role<input>}) -> tensor<f32> {\n"
+                    "  %s = zt.sum %x, dims = [5] : (tensor<2x3xf32>) -> "
+                    "tensor<f32>\n  return %s : tensor<f32>\n}\n";
+  plan = nullptr;
+  s = zcc_compile(bad.data(), bad.size(), "bad.mlir", &options, &plan);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(plan, nullptr);
+  EXPECT_EQ(zrt_status_get_code(s), ZRT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zrt_status_message(s)).find("bad.mlir:2:"),
+            std::string::npos)
+      << zrt_status_message(s);
+  zrt_status_free(s);
+  options.optimizer = "lion";
+  s = zcc_compile(text.data(), text.size(), "mlp.mlir", &options, &plan);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(zrt_status_message(s)).find("optimizer must be"),
+            std::string::npos);
+  zrt_status_free(s);
+  s = zrt_status_create(ZRT_OK, "returned");
+  EXPECT_EQ(zrt_status_get_code(s), ZRT_INVALID_ARGUMENT);
+  EXPECT_STREQ(zrt_status_message(s), "returned");
+  zrt_status_free(s);
+}
+
+} // namespace
