@@ -456,11 +456,14 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             return loss(out, *args[len(example_inputs):])
 
     wrapper = WithLoss(module)
+    import time
+    started = time.perf_counter()
     try:
         exported = torch.export.export(wrapper, example_inputs + example_labels)
     except Exception as error:  # torch's own message, with its cause
         raise Error(f"from_torch: torch.export failed: {error}") from error
     prefix = "inner."
+    exported_at = time.perf_counter()
 
     # The names users know: the module's forward arguments, then labels.
     try:
@@ -580,7 +583,7 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
                     if pname not in ctx.values:
                         ctx.values[pname] = param(
                             pname, tuple(tensor.shape),
-                            init=tensor.detach().cpu().double().numpy())
+                            init=tensor.detach().cpu().numpy())
                     ctx.values[node] = ctx.values[pname]
                 else:  # buffers and lifted constants: values in the plan
                     tensor = state.get(spec.target, constants.get(spec.target))
@@ -600,4 +603,7 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
         raise Error("from_torch: the exported graph has no output")
 
     step.__name__ = name or type(module).__name__
-    return trace(step, **specs)
+    traced = trace(step, **specs)
+    traced.timings = {"torch.export": exported_at - started,
+                      "zcc import": time.perf_counter() - exported_at}
+    return traced

@@ -314,6 +314,7 @@ class Traced:
         self._inputs = inputs
         self._labels = labels
         self._values = values or {}
+        self.timings = {}  # seconds by stage (from_torch fills it)
 
     def ir(self, locations=False):
         """The zt program as text, the form `zcc` reads (with each op's
