@@ -34,18 +34,6 @@ using zcc::runtime::StatusCode;
 
 namespace zt = zcc::zt;
 
-const char *zcc::capture::dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  }
-  return "?";
-}
-
 namespace {
 
 std::string formatShape(const std::vector<int64_t> &shape) {

@@ -25,6 +25,7 @@
 #ifndef ZCC_CAPTURE_GRAPH_H
 #define ZCC_CAPTURE_GRAPH_H
 
+#include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
 
 #include <cstdint>
@@ -34,9 +35,6 @@
 
 namespace zcc {
 struct CompileOptions;
-namespace runtime {
-struct Plan;
-}
 } // namespace zcc
 
 namespace zcc::capture {
@@ -59,9 +57,9 @@ struct Where {
 
 #define ZCC_HERE ::zcc::capture::Where::here()
 
-enum class DType { F32, I32, I64 };
-/// "f32", "i32", "i64".
-const char *dtypeName(DType dtype);
+/// The plan's element types (F32, I32, I64) and their names ("f32").
+using runtime::DType;
+using runtime::dtypeName;
 
 /// How a parameter starts: a counter-based draw keyed by the run seed and
 /// the parameter's name (#zt.init), so initial weights are reproducible.

@@ -44,6 +44,18 @@ Status entryIndex(const Session &session, const char *entry, int &out) {
   return session.findEntry(entry ? entry : "", out);
 }
 
+/// An f32 tensor of `entry` by name, for the *_f32 calls named `call`.
+Status findF32(const Session &session, const char *entry, const char *name,
+               const char *call, TensorInfo &out) {
+  int index = 0;
+  ZRT_RETURN_IF_ERROR(entryIndex(session, entry, index));
+  ZRT_RETURN_IF_ERROR(session.findTensor(index, name, out));
+  if (out.desc->type.dtype != DType::F32)
+    return makeError(StatusCode::InvalidArgument, call, ": tensor '", name,
+                     "' is ", dtypeName(out.desc->type.dtype), ", not f32");
+  return Status::ok();
+}
+
 /// A C feed callback behind Trainer::FeedFn; its status becomes a Status.
 struct Feed {
   zrt_feed_fn fn;
@@ -171,14 +183,9 @@ zrt_status zrt_session_read_f32(const zrt_session *session, const char *entry,
   if (!session || !name || (!out_values && count))
     return invalidArgument("zrt_session_read_f32: null argument");
   const Session &s = *session->session;
-  int index = 0;
-  if (zrt_status st = wrap(entryIndex(s, entry, index)))
-    return st;
   TensorInfo info;
-  if (zrt_status st = wrap(s.findTensor(index, name, info)))
+  if (zrt_status st = wrap(findF32(s, entry, name, "zrt_session_read_f32", info)))
     return st;
-  if (info.desc->type.dtype != DType::F32)
-    return invalidArgument("zrt_session_read_f32: tensor is not f32");
   std::vector<double> values(count);
   if (zrt_status st = wrap(s.readValues(info, values.data(), count)))
     return st;
@@ -193,19 +200,15 @@ zrt_status zrt_session_write_f32(zrt_session *session, const char *entry,
   if (!session || !name || (!values && count))
     return invalidArgument("zrt_session_write_f32: null argument");
   Session &s = *session->session;
-  int index = 0;
-  if (zrt_status st = wrap(entryIndex(s, entry, index)))
-    return st;
   TensorInfo info;
-  if (zrt_status st = wrap(s.findTensor(index, name, info)))
+  if (zrt_status st =
+          wrap(findF32(s, entry, name, "zrt_session_write_f32", info)))
     return st;
   if (info.region != Region::Persistent)
     return wrap(makeError(StatusCode::InvalidArgument,
                           "zrt_session_write_f32: '", name,
                           "' is not a persistent tensor (inputs go through "
                           "zrt_session_set_input)"));
-  if (info.desc->type.dtype != DType::F32)
-    return invalidArgument("zrt_session_write_f32: tensor is not f32");
   std::vector<double> wide(values, values + count);
   return wrap(s.writeValues(info, wide.data(), count));
 }
