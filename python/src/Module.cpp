@@ -279,8 +279,7 @@ public:
                                                     shape.data(), owner));
   }
 
-  void write(const std::string &name,
-             nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu, double> a) {
+  void write(const std::string &name, Array a) {
     rt::TensorInfo info = find(name);
     const rt::TensorType &type = info.desc->type;
     Dims given(a.ndim());
@@ -290,7 +289,15 @@ public:
       throw Error("write: '" + name + "' has shape " +
                   shapeText(type.shape.data(), type.shape.size()) + ", got " +
                   shapeText(given.data(), given.size()));
-    check(session_->writeValues(info, a.data(), a.size()));
+    if (a.dtype() == nb::dtype<float>())
+      check(session_->writeValues(info, static_cast<const float *>(a.data()),
+                                  a.size()));
+    else if (a.dtype() == nb::dtype<double>())
+      check(session_->writeValues(info, static_cast<const double *>(a.data()),
+                                  a.size()));
+    else
+      throw Error("write: '" + name + "' takes float32 or float64 values, got " +
+                  dlpackName(a.dtype()));
   }
 
   void save(const std::string &path) const {

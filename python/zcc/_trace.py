@@ -553,7 +553,10 @@ class Session:
 
     def write(self, name, array):
         """Overwrites a parameter (or any persistent tensor) by name."""
-        self._native.write(name, np.ascontiguousarray(array, dtype=np.float64))
+        array = np.asarray(array)
+        if array.dtype not in (np.float32, np.float64):
+            array = array.astype(np.float64)
+        self._native.write(name, np.ascontiguousarray(array))
 
     def state_dict(self):
         """{parameter name: array} (the traced parameters)."""

@@ -209,8 +209,7 @@ zrt_status zrt_session_write_f32(zrt_session *session, const char *entry,
                           "zrt_session_write_f32: '", name,
                           "' is not a persistent tensor (inputs go through "
                           "zrt_session_set_input)"));
-  std::vector<double> wide(values, values + count);
-  return wrap(s.writeValues(info, wide.data(), count));
+  return wrap(s.writeValues(info, values, count));
 }
 
 zrt_status zrt_trainer_create(zrt_session *session, int64_t microbatches,

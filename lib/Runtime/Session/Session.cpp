@@ -295,23 +295,17 @@ Status Session::readValues(const TensorInfo &tensor, double *out,
   return Status::ok();
 }
 
-Status Session::writeValues(const TensorInfo &tensor, const double *in,
-                            size_t count) {
-  const TensorType &type = tensor.desc->type;
-  if (count != static_cast<size_t>(type.numElements()))
-    return makeError(StatusCode::InvalidArgument, "tensor '", tensor.desc->name,
-                     "' has ", type.numElements(), " elements; got ", count);
-  if (tensor.region == Region::Persistent) {
-    int index = impl->plan->findPersistent(tensor.desc->name);
-    if (index >= 0)
-      impl->markWritten(static_cast<size_t>(index));
-  }
-  uint8_t *to = static_cast<uint8_t *>(data(tensor));
+namespace {
+/// Writes `count` values of `in` over a tensor whose bytes are `to`, each
+/// converted to the tensor's dtype (float elements: f64 in wide sessions).
+template <typename From>
+void convertInto(uint8_t *to, DType dtype, bool wide, const From *in,
+                 size_t count) {
   for (size_t i = 0; i < count; ++i) {
-    switch (type.dtype) {
+    switch (dtype) {
     case DType::F32:
-      if (impl->wide())
-        reinterpret_cast<double *>(to)[i] = in[i];
+      if (wide)
+        reinterpret_cast<double *>(to)[i] = static_cast<double>(in[i]);
       else
         reinterpret_cast<float *>(to)[i] = static_cast<float>(in[i]);
       break;
@@ -323,7 +317,34 @@ Status Session::writeValues(const TensorInfo &tensor, const double *in,
       break;
     }
   }
+}
+} // namespace
+
+template <typename From>
+Status Session::writeAs(const TensorInfo &tensor, const From *in,
+                        size_t count) {
+  const TensorType &type = tensor.desc->type;
+  if (count != static_cast<size_t>(type.numElements()))
+    return makeError(StatusCode::InvalidArgument, "tensor '", tensor.desc->name,
+                     "' has ", type.numElements(), " elements; got ", count);
+  if (tensor.region == Region::Persistent) {
+    int index = impl->plan->findPersistent(tensor.desc->name);
+    if (index >= 0)
+      impl->markWritten(static_cast<size_t>(index));
+  }
+  convertInto(static_cast<uint8_t *>(data(tensor)), type.dtype, impl->wide(),
+              in, count);
   return Status::ok();
+}
+
+Status Session::writeValues(const TensorInfo &tensor, const double *in,
+                            size_t count) {
+  return writeAs(tensor, in, count);
+}
+
+Status Session::writeValues(const TensorInfo &tensor, const float *in,
+                            size_t count) {
+  return writeAs(tensor, in, count);
 }
 
 //===----------------------------------------------------------------------===//

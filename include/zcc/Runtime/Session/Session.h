@@ -142,6 +142,8 @@ public:
   /// checks and checkpoints. `count` must be the tensor's element count.
   Status readValues(const TensorInfo &tensor, double *out, size_t count) const;
   Status writeValues(const TensorInfo &tensor, const double *in, size_t count);
+  /// The same from f32 values (weights as they usually come), no copy.
+  Status writeValues(const TensorInfo &tensor, const float *in, size_t count);
   /// The raw bytes of a tensor in the session's precision (f64 mode: float
   /// elements are doubles).
   void *data(const TensorInfo &tensor) const;
@@ -161,6 +163,8 @@ public:
 
 private:
   explicit Session(std::unique_ptr<Impl> impl);
+  template <typename From>
+  Status writeAs(const TensorInfo &tensor, const From *in, size_t count);
   std::unique_ptr<Impl> impl;
 };
 
