@@ -24,6 +24,8 @@
 
 #include <memory>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -363,37 +365,24 @@ private:
 
 } // namespace
 
-#define ZCC_UNARY(method, pyname)                                              \
-  .def(                                                                        \
-      pyname,                                                                  \
-      [](Graph &g, Tensor x, const std::string &file, int line) {             \
-        return checked(g, g.method(x, at(file, line)));                        \
-      },                                                                       \
-      "x"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-
-#define ZCC_BINARY(method, pyname)                                             \
-  .def(                                                                        \
-      pyname,                                                                  \
-      [](Graph &g, Tensor a, Tensor b, const std::string &file, int line) {   \
-        return checked(g, g.method(a, b, at(file, line)));                     \
-      },                                                                       \
-      "a"_a, "b"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())                \
-  .def(                                                                        \
-      pyname "_scalar",                                                        \
-      [](Graph &g, Tensor a, double b, const std::string &file, int line) {   \
-        return checked(g, g.method(a, b, at(file, line)));                     \
-      },                                                                       \
-      "a"_a, "b"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-
-#define ZCC_REDUCE(method, pyname)                                             \
-  .def(                                                                        \
-      pyname,                                                                  \
-      [](Graph &g, Tensor x, const Dims &dims, bool keep,                      \
-         const std::string &file, int line) {                                  \
-        return checked(g, g.method(x, dims, keep, at(file, line)));            \
-      },                                                                       \
-      "x"_a, "dims"_a, "keepdims"_a, "file"_a, "line"_a,                       \
-      nb::keep_alive<0, 1>())
+/// A Graph method `Tensor m(A..., Where)` as a Python callable
+/// `(graph, a..., file, line)` that raises the graph's error.
+template <typename... A, size_t... I>
+auto bindOp(Tensor (Graph::*method)(A...), std::index_sequence<I...>) {
+  using Args = std::tuple<A...>;
+  return [method](Graph &g, std::tuple_element_t<I, Args>... args,
+                  const std::string &file, int line) {
+    return checked(g, (g.*method)(args..., at(file, line)));
+  };
+}
+template <typename... A> auto op(Tensor (Graph::*method)(A...)) {
+  return bindOp(method, std::make_index_sequence<sizeof...(A) - 1>());
+}
+/// The overload of an op that takes these operands.
+template <typename... A>
+constexpr auto overload(Tensor (Graph::*method)(A...)) {
+  return method;
+}
 
 NB_MODULE(_zcc, m) {
   m.doc() = "zcc's native part: capture, compile, sessions";
@@ -429,41 +418,18 @@ NB_MODULE(_zcc, m) {
       .def_prop_ro("dtype", &Tensor::dtype)
       .def_prop_ro("id", &Tensor::id);
 
+  const auto keep = nb::keep_alive<0, 1>();
   nb::class_<Graph>(m, "Graph")
       .def(nb::init<std::string>(), "name"_a)
       .def_prop_ro("ok", &Graph::ok)
       .def_prop_ro("error",
                    [](const Graph &g) { return g.status().message(); })
-      .def(
-          "input",
-          [](Graph &g, const std::string &name, const Dims &shape, DType dtype,
-             const std::string &file, int line) {
-            return checked(g, g.input(name, shape, dtype, at(file, line)));
-          },
-          "name"_a, "shape"_a, "dtype"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "label",
-          [](Graph &g, const std::string &name, const Dims &shape, DType dtype,
-             const std::string &file, int line) {
-            return checked(g, g.label(name, shape, dtype, at(file, line)));
-          },
-          "name"_a, "shape"_a, "dtype"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "parameter",
-          [](Graph &g, const std::string &name, const Dims &shape, Init init,
-             const std::string &file, int line) {
-            return checked(g, g.parameter(name, shape, init, at(file, line)));
-          },
-          "name"_a, "shape"_a, "init"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "step",
-          [](Graph &g, const std::string &file, int line) {
-            return checked(g, g.step(at(file, line)));
-          },
-          "file"_a, "line"_a, nb::keep_alive<0, 1>())
+      // Every op: (graph, operands..., file, line) -> Tensor; the result
+      // keeps the graph alive.
+      .def("input", op(&Graph::input), nb::keep_alive<0, 1>())
+      .def("label", op(&Graph::label), nb::keep_alive<0, 1>())
+      .def("parameter", op(&Graph::parameter), nb::keep_alive<0, 1>())
+      .def("step", op(&Graph::step), nb::keep_alive<0, 1>())
       .def("push_scope",
            [](Graph &g, const std::string &name) {
              // The Scope guard would pop at once; Python pairs the calls.
@@ -475,185 +441,49 @@ NB_MODULE(_zcc, m) {
              delete reinterpret_cast<Graph::Scope *>(handle);
            })
       .def_prop_ro("scope_prefix", &Graph::scopePrefix)
-      // clang-format off
-      ZCC_BINARY(add, "add")
-      ZCC_BINARY(sub, "sub")
-      ZCC_BINARY(mul, "mul")
-      ZCC_BINARY(div, "div")
-      ZCC_UNARY(neg, "neg")
-      ZCC_UNARY(exp, "exp")
-      ZCC_UNARY(log, "log")
-      ZCC_UNARY(tanh, "tanh")
-      ZCC_UNARY(sigmoid, "sigmoid")
-      ZCC_UNARY(relu, "relu")
-      ZCC_UNARY(gelu, "gelu")
-      ZCC_UNARY(geluErf, "gelu_erf")
-      ZCC_UNARY(silu, "silu")
-      ZCC_UNARY(sqrt, "sqrt")
-      ZCC_UNARY(rsqrt, "rsqrt")
-      ZCC_REDUCE(sum, "sum")
-      ZCC_REDUCE(mean, "mean")
-      ZCC_REDUCE(max, "max")
-      // clang-format on
-      .def(
-          "scale",
-          [](Graph &g, Tensor x, double factor, const std::string &file,
-             int line) {
-            return checked(g, g.scale(x, factor, at(file, line)));
-          },
-          "x"_a, "factor"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "full",
-          [](Graph &g, const Dims &shape, double value, DType dtype,
-             const std::string &file, int line) {
-            return checked(g, g.full(shape, value, dtype, at(file, line)));
-          },
-          "shape"_a, "value"_a, "dtype"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "constant",
-          [](Graph &g, const Dims &shape, const std::vector<double> &values,
-             DType dtype, const std::string &file, int line) {
-            return checked(g,
-                           g.constant(shape, values, dtype, at(file, line)));
-          },
-          "shape"_a, "values"_a, "dtype"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "causal_mask",
-          [](Graph &g, int64_t size, const std::string &file, int line) {
-            return checked(g, g.causalMask(size, at(file, line)));
-          },
-          "size"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "broadcast_in_dim",
-          [](Graph &g, Tensor x, const Dims &shape, const Dims &dims,
-             const std::string &file, int line) {
-            return checked(g, g.broadcastInDim(x, shape, dims, at(file, line)));
-          },
-          "x"_a, "shape"_a, "dims"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "broadcast_to",
-          [](Graph &g, Tensor x, const Dims &shape, const std::string &file,
-             int line) {
-            return checked(g, g.broadcastTo(x, shape, at(file, line)));
-          },
-          "x"_a, "shape"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "reshape",
-          [](Graph &g, Tensor x, const Dims &shape, const std::string &file,
-             int line) {
-            return checked(g, g.reshape(x, shape, at(file, line)));
-          },
-          "x"_a, "shape"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "transpose",
-          [](Graph &g, Tensor x, const Dims &perm, const std::string &file,
-             int line) {
-            return checked(g, g.transpose(x, perm, at(file, line)));
-          },
-          "x"_a, "perm"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "swap_axes",
-          [](Graph &g, Tensor x, int64_t a, int64_t b, const std::string &file,
-             int line) {
-            return checked(g, g.swapAxes(x, a, b, at(file, line)));
-          },
-          "x"_a, "a"_a, "b"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "slice",
-          [](Graph &g, Tensor x, const Dims &start, const Dims &limit,
-             const Dims &strides, const std::string &file, int line) {
-            return checked(g,
-                           g.slice(x, start, limit, strides, at(file, line)));
-          },
-          "x"_a, "start"_a, "limit"_a, "strides"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "slice_dim",
-          [](Graph &g, Tensor x, int64_t dim, int64_t begin, int64_t end,
-             const std::string &file, int line) {
-            return checked(g, g.sliceDim(x, dim, begin, end, at(file, line)));
-          },
-          "x"_a, "dim"_a, "begin"_a, "end"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "concat",
-          [](Graph &g, const std::vector<Tensor> &inputs, int64_t dim,
-             const std::string &file, int line) {
-            return checked(g, g.concat(inputs, dim, at(file, line)));
-          },
-          "inputs"_a, "dim"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "matmul",
-          [](Graph &g, Tensor a, Tensor b, bool ta, bool tb,
-             const std::string &file, int line) {
-            return checked(g, g.matmul(a, b, ta, tb, at(file, line)));
-          },
-          "a"_a, "b"_a, "transpose_a"_a, "transpose_b"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "softmax",
-          [](Graph &g, Tensor x, int64_t axis, const std::string &file,
-             int line) {
-            return checked(g, g.softmax(x, axis, at(file, line)));
-          },
-          "x"_a, "axis"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "log_softmax",
-          [](Graph &g, Tensor x, int64_t axis, const std::string &file,
-             int line) {
-            return checked(g, g.logSoftmax(x, axis, at(file, line)));
-          },
-          "x"_a, "axis"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "layer_norm",
-          [](Graph &g, Tensor x, Tensor gamma, Tensor beta, double eps,
-             const std::string &file, int line) {
-            return checked(g, g.layerNorm(x, gamma, beta, eps, at(file, line)));
-          },
-          "x"_a, "gamma"_a, "beta"_a, "eps"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "rms_norm",
-          [](Graph &g, Tensor x, Tensor gamma, double eps,
-             const std::string &file, int line) {
-            return checked(g, g.rmsNorm(x, gamma, eps, at(file, line)));
-          },
-          "x"_a, "gamma"_a, "eps"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "embedding",
-          [](Graph &g, Tensor table, Tensor indices, const std::string &file,
-             int line) {
-            return checked(g, g.embedding(table, indices, at(file, line)));
-          },
-          "table"_a, "indices"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "softmax_cross_entropy",
-          [](Graph &g, Tensor logits, Tensor labels, const std::string &file,
-             int line) {
-            return checked(g,
-                           g.softmaxCrossEntropy(logits, labels, at(file, line)));
-          },
-          "logits"_a, "labels"_a, "file"_a, "line"_a, nb::keep_alive<0, 1>())
-      .def(
-          "mse",
-          [](Graph &g, Tensor prediction, Tensor target,
-             const std::string &file, int line) {
-            return checked(g, g.mse(prediction, target, at(file, line)));
-          },
-          "prediction"_a, "target"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
-      .def(
-          "dropout",
-          [](Graph &g, Tensor x, double rate, int64_t seed,
-             const std::string &file, int line) {
-            return checked(g, g.dropout(x, rate, seed, at(file, line)));
-          },
-          "x"_a, "rate"_a, "seed"_a, "file"_a, "line"_a,
-          nb::keep_alive<0, 1>())
+      .def("add", op(overload<Tensor, Tensor, Where>(&Graph::add)), keep)
+      .def("sub", op(overload<Tensor, Tensor, Where>(&Graph::sub)), keep)
+      .def("mul", op(overload<Tensor, Tensor, Where>(&Graph::mul)), keep)
+      .def("div", op(overload<Tensor, Tensor, Where>(&Graph::div)), keep)
+      .def("add_scalar", op(overload<Tensor, double, Where>(&Graph::add)), keep)
+      .def("sub_scalar", op(overload<Tensor, double, Where>(&Graph::sub)), keep)
+      .def("mul_scalar", op(overload<Tensor, double, Where>(&Graph::mul)), keep)
+      .def("div_scalar", op(overload<Tensor, double, Where>(&Graph::div)), keep)
+      .def("scale", op(&Graph::scale), keep)
+      .def("neg", op(&Graph::neg), keep)
+      .def("exp", op(&Graph::exp), keep)
+      .def("log", op(&Graph::log), keep)
+      .def("tanh", op(&Graph::tanh), keep)
+      .def("sigmoid", op(&Graph::sigmoid), keep)
+      .def("relu", op(&Graph::relu), keep)
+      .def("gelu", op(&Graph::gelu), keep)
+      .def("gelu_erf", op(&Graph::geluErf), keep)
+      .def("silu", op(&Graph::silu), keep)
+      .def("sqrt", op(&Graph::sqrt), keep)
+      .def("rsqrt", op(&Graph::rsqrt), keep)
+      .def("full", op(&Graph::full), keep)
+      .def("constant", op(&Graph::constant), keep)
+      .def("causal_mask", op(&Graph::causalMask), keep)
+      .def("broadcast_in_dim", op(&Graph::broadcastInDim), keep)
+      .def("broadcast_to", op(&Graph::broadcastTo), keep)
+      .def("reshape", op(&Graph::reshape), keep)
+      .def("transpose", op(&Graph::transpose), keep)
+      .def("swap_axes", op(&Graph::swapAxes), keep)
+      .def("slice", op(&Graph::slice), keep)
+      .def("slice_dim", op(&Graph::sliceDim), keep)
+      .def("concat", op(&Graph::concat), keep)
+      .def("sum", op(&Graph::sum), keep)
+      .def("mean", op(&Graph::mean), keep)
+      .def("max", op(&Graph::max), keep)
+      .def("matmul", op(&Graph::matmul), keep)
+      .def("softmax", op(&Graph::softmax), keep)
+      .def("log_softmax", op(&Graph::logSoftmax), keep)
+      .def("layer_norm", op(&Graph::layerNorm), keep)
+      .def("rms_norm", op(&Graph::rmsNorm), keep)
+      .def("embedding", op(&Graph::embedding), keep)
+      .def("softmax_cross_entropy", op(&Graph::softmaxCrossEntropy), keep)
+      .def("mse", op(&Graph::mse), keep)
+      .def("dropout", op(&Graph::dropout), keep)
       .def(
           "finish",
           [](Graph &g, Tensor loss, const std::string &file, int line) {
