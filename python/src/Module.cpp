@@ -139,29 +139,13 @@ public:
     rt::SessionOptions options;
     options.seed = seed;
     options.threads = threads;
-    if (device == "cpu")
-      options.device = rt::DeviceKind::Cpu;
-    else if (device == "cuda")
-      options.device = rt::DeviceKind::Cuda;
-    else if (device == "emulator")
-      options.device = rt::DeviceKind::Emulator;
-    else
+    if (!rt::parseDeviceKind(device, options.device))
       throw Error("device must be 'cpu', 'cuda' or 'emulator', got '" +
                   device + "'");
-    if (mode == "planned")
-      options.mode = rt::ExecutionMode::Planned;
-    else if (mode == "no-reuse")
-      options.mode = rt::ExecutionMode::NoReuse;
-    else if (mode == "poison")
-      options.mode = rt::ExecutionMode::Poison;
-    else
+    if (!rt::parseExecutionMode(mode, options.mode))
       throw Error("mode must be 'planned', 'no-reuse' or 'poison', got '" +
                   mode + "'");
-    if (precision == "f32")
-      options.precision = rt::Precision::F32;
-    else if (precision == "f64")
-      options.precision = rt::Precision::F64;
-    else
+    if (!rt::parsePrecision(precision, options.precision))
       throw Error("precision must be 'f32' or 'f64', got '" + precision + "'");
     check(rt::Session::create(plan_, options, session_));
     check(rt::Trainer::create(*session_, microbatches, trainer_));

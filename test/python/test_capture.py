@@ -242,3 +242,19 @@ def test_operators_and_indexing():
     y = 2.0 - y / 3.0 + 1.0 / (1.0 + np.exp(-y))
     z = y[:, 1:5:2] + y[0, :2]
     assert loss == pytest.approx((z.sum() + y.T.mean()) / 2, rel=1e-5)
+
+
+def test_session_options_are_checked():
+    compiled = trace_mlp().compile()
+    with pytest.raises(zcc.Error, match="device must be 'cpu', 'cuda' or 'emulator', got 'tpu'"):
+        compiled.session(device="tpu")
+    with pytest.raises(zcc.Error, match="mode must be"):
+        compiled.session(mode="fast")
+    with pytest.raises(zcc.Error, match="precision must be"):
+        compiled.session(precision="bf16")
+    with pytest.raises(zcc.Error, match="microbatches > 1 needs"):
+        compiled.session(microbatches=2)
+    # The emulator runs the device kernels on the host: the same losses.
+    images, labels = mixture(0)
+    assert compiled.session(device="emulator").step(images, labels) == \
+        pytest.approx(compiled.session().step(images, labels), rel=1e-5)

@@ -127,28 +127,14 @@ int main(int argc, char **argv) {
   SessionOptions options;
   options.seed = static_cast<uint64_t>(seed);
   options.threads = static_cast<int>(threads);
-  if (mode == "planned")
-    options.mode = ExecutionMode::Planned;
-  else if (mode == "no-reuse")
-    options.mode = ExecutionMode::NoReuse;
-  else if (mode == "poison")
-    options.mode = ExecutionMode::Poison;
-  else
+  if (!parseExecutionMode(mode, options.mode))
     return usage("--mode must be planned, no-reuse or poison");
-  if (precision == "f64")
-    options.precision = Precision::F64;
-  else if (precision != "f32")
+  if (!parsePrecision(precision, options.precision))
     return usage("--precision must be f32 or f64");
   options.deviceOrdinal = static_cast<int>(ordinal);
-  if (device == "cuda")
-    options.device = DeviceKind::Cuda;
-  else if (device == "emulator")
-    options.device = DeviceKind::Emulator;
-  else if (device != "cpu")
+  if (!parseDeviceKind(device, options.device))
     return usage("--device must be cpu, cuda or emulator");
-  if (launch == "eager")
-    options.launch = LaunchMode::Eager;
-  else if (launch != "graph")
+  if (!parseLaunchMode(launch, options.launch))
     return usage("--launch must be graph or eager");
   if (launch == "eager" && device != "cuda")
     return usage("--launch eager needs --device cuda");

@@ -47,6 +47,48 @@ const char *zcc::runtime::executionModeName(ExecutionMode mode) {
   return "?";
 }
 
+const char *zcc::runtime::precisionName(Precision precision) {
+  return precision == Precision::F64 ? "f64" : "f32";
+}
+
+namespace {
+/// The value among `values` whose name is `name`.
+template <typename E, size_t N>
+bool parseByName(std::string_view name, const E (&values)[N],
+                 const char *(*nameOf)(E), E &out) {
+  for (E value : values)
+    if (name == nameOf(value)) {
+      out = value;
+      return true;
+    }
+  return false;
+}
+} // namespace
+
+bool zcc::runtime::parseExecutionMode(std::string_view name,
+                                      ExecutionMode &out) {
+  static const ExecutionMode all[] = {ExecutionMode::Planned,
+                                      ExecutionMode::NoReuse,
+                                      ExecutionMode::Poison};
+  return parseByName(name, all, executionModeName, out);
+}
+
+bool zcc::runtime::parsePrecision(std::string_view name, Precision &out) {
+  static const Precision all[] = {Precision::F32, Precision::F64};
+  return parseByName(name, all, precisionName, out);
+}
+
+bool zcc::runtime::parseDeviceKind(std::string_view name, DeviceKind &out) {
+  static const DeviceKind all[] = {DeviceKind::Cpu, DeviceKind::Cuda,
+                                   DeviceKind::Emulator};
+  return parseByName(name, all, deviceKindName, out);
+}
+
+bool zcc::runtime::parseLaunchMode(std::string_view name, LaunchMode &out) {
+  static const LaunchMode all[] = {LaunchMode::Graph, LaunchMode::Eager};
+  return parseByName(name, all, launchModeName, out);
+}
+
 namespace {
 
 struct EntryState {

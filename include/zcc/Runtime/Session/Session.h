@@ -58,6 +58,14 @@ enum class LaunchMode {
   Eager, // the same kernels issued one by one on a stream every step
 };
 const char *launchModeName(LaunchMode mode);
+const char *precisionName(Precision precision); // "f32", "f64"
+
+/// The inverses of the *Name functions, for command lines and bindings:
+/// false when `name` names none.
+bool parseExecutionMode(std::string_view name, ExecutionMode &out);
+bool parsePrecision(std::string_view name, Precision &out);
+bool parseDeviceKind(std::string_view name, DeviceKind &out);
+bool parseLaunchMode(std::string_view name, LaunchMode &out);
 
 struct SessionOptions {
   ExecutionMode mode = ExecutionMode::Planned;
