@@ -22,9 +22,10 @@ import zcc
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, width, heads, dropout):
+    def __init__(self, width, heads, dropout, fused=True):
         super().__init__()
         self.heads = heads
+        self.fused = fused  # F.scaled_dot_product_attention, else the math
         self.qkv = nn.Linear(width, 3 * width)
         self.proj = nn.Linear(width, width)
         self.dropout = nn.Dropout(dropout)
@@ -35,7 +36,12 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.fused:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # the attention matrix materialized, as before SDPA
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)
+            mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+            y = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.dropout(self.proj(y))
 
@@ -53,10 +59,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, width, heads, dropout):
+    def __init__(self, width, heads, dropout, fused=True):
         super().__init__()
         self.ln_1 = nn.LayerNorm(width)
-        self.attn = CausalSelfAttention(width, heads, dropout)
+        self.attn = CausalSelfAttention(width, heads, dropout, fused)
         self.ln_2 = nn.LayerNorm(width)
         self.mlp = MLP(width, dropout)
 
@@ -67,12 +73,13 @@ class Block(nn.Module):
 
 class GPT(nn.Module):
     def __init__(self, vocab=128, sequence=16, width=64, heads=4, layers=2,
-                 dropout=0.0):
+                 dropout=0.0, fused_attention=True):
         super().__init__()
         self.wte = nn.Embedding(vocab, width)
         self.wpe = nn.Embedding(sequence, width)
         self.drop = nn.Dropout(dropout)
-        self.h = nn.ModuleList(Block(width, heads, dropout) for _ in range(layers))
+        self.h = nn.ModuleList(Block(width, heads, dropout, fused_attention)
+                               for _ in range(layers))
         self.ln_f = nn.LayerNorm(width)
         self.lm_head = nn.Linear(width, vocab, bias=False)
         self.lm_head.weight = self.wte.weight  # tied

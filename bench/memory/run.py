@@ -1,0 +1,174 @@
+"""Training-step memory: zcc's plan against PyTorch eager, GPT sizes up to
+GPT-2 small.
+
+    PYTHONPATH=build/python .cache/py-venv/bin/python bench/memory/run.py [--out FILE]
+
+Each configuration is examples/python/nanogpt.py's GPT (pre-norm blocks,
+causal attention, GELU, tied embeddings, cross-entropy, AdamW, f32, no
+dropout) at that size, generated here:
+
+- zcc: the module imported with zcc.from_torch and compiled; its arena (every
+  activation, gradient and temporary of the step, planned) and its
+  persistent bytes (parameters and AdamW's two moments).
+- PyTorch eager: the bytes of live tensors during one training step
+  (forward, backward, AdamW step, zero_grad), measured on the second step
+  so the optimizer state exists, by a dispatch mode that adds each new
+  storage's bytes when an op creates it and subtracts them when its last
+  tensor dies; no allocator slack. The model runs under FakeTensorMode, so
+  sizes as large as GPT-2 small are measured without computing. Reported
+  with F.scaled_dot_product_attention (PyTorch picks its fused CPU kernel)
+  and with the attention written out (the matrix materialized).
+- The step's own bytes: PyTorch's peak less its parameters and optimizer
+  state, the quantity zcc's arena is (gradients included in both).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+import weakref
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "examples", "python"))
+import nanogpt  # noqa: E402
+
+import zcc  # noqa: E402
+
+CONFIGS = [  # layers, width, heads, sequence, batch, vocabulary
+    (2, 64, 4, 16, 2, 128),
+    (4, 256, 4, 128, 8, 512),
+    (6, 384, 6, 256, 8, 8192),
+    (12, 768, 12, 512, 8, 50304),
+    (12, 768, 12, 1024, 8, 50304),
+]
+
+
+class LiveBytes(TorchDispatchMode):
+    """Live storage bytes and their peak, over every op dispatched."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = 0
+        self.peak = 0
+        self.tracked = set()
+
+    def track(self, tensor):
+        storage = tensor.untyped_storage()
+        key = id(storage)
+        if key in self.tracked:
+            return
+        nbytes = storage.nbytes()
+        self.tracked.add(key)
+        self.live += nbytes
+        self.peak = max(self.peak, self.live)
+        weakref.finalize(storage, self._free, key, nbytes)
+
+    def _free(self, key, nbytes):
+        self.tracked.discard(key)
+        self.live -= nbytes
+
+    def reset_peak(self):
+        self.peak = self.live
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for leaf in tree_leaves(out):
+            if isinstance(leaf, torch.Tensor):
+                self.track(leaf)
+        return out
+
+
+def torch_peak(config, fused):
+    """(peak bytes of the second step, bytes of parameters + AdamW state)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    layers, width, heads, sequence, batch, vocab = config
+    with FakeTensorMode():
+        model = nanogpt.GPT(vocab, sequence, width, heads, layers,
+                            fused_attention=fused)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4,
+                                      foreach=False)
+        tokens = torch.randint(0, vocab, (batch, sequence))
+        targets = torch.randint(0, vocab, (batch, sequence))
+        counter = LiveBytes()
+        with counter:
+            for p in model.parameters():
+                counter.track(p)
+            counter.track(tokens), counter.track(targets)
+            for step in range(2):
+                if step == 1:
+                    counter.reset_peak()
+                    persistent = counter.live - tokens.nbytes - targets.nbytes
+                loss = nanogpt.lm_loss(model(tokens), targets)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                del loss
+        return counter.peak - tokens.nbytes - targets.nbytes, persistent
+
+
+def zcc_memory(config):
+    layers, width, heads, sequence, batch, vocab = config
+    torch.manual_seed(0)
+    model = nanogpt.GPT(vocab, sequence, width, heads, layers)
+    tokens = torch.randint(0, vocab, (batch, sequence))
+    traced = zcc.from_torch(model, (tokens,), (tokens,), loss=nanogpt.lm_loss)
+    return traced.compile(optimizer=zcc.adamw(lr=3e-4)).memory_analysis()
+
+
+def mib(n):
+    return f"{n / 2**20:,.1f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "results.md"))
+    parser.add_argument("--largest", type=int, default=len(CONFIGS),
+                        help="measure the first N configurations")
+    args = parser.parse_args()
+    try:
+        import jax  # noqa: F401
+        xla = "XLA: jax is installed but not measured by this script yet"
+    except ImportError:
+        xla = "XLA: not measured (jax is not installed here)"
+    lines = [
+        f"zcc plan against PyTorch {torch.__version__} eager (live-tensor bytes "
+        "of one training step, AdamW state existing, no allocator slack), "
+        "f32, MiB; " + xla,
+        "",
+        "| GPT (layers, width, heads, sequence, batch, vocabulary) | zcc arena "
+        "| PyTorch step, SDPA | PyTorch step, attention written out | zcc / "
+        "PyTorch SDPA | zcc persistent | PyTorch persistent | zcc total | "
+        "PyTorch total, SDPA |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for config in CONFIGS[:args.largest]:
+        start = time.perf_counter()
+        memory = zcc_memory(config)
+        sdpa_peak, persistent = torch_peak(config, fused=True)
+        math_peak, _ = torch_peak(config, fused=False)
+        sdpa_step, math_step = sdpa_peak - persistent, math_peak - persistent
+        lines.append(
+            f"| {', '.join(map(str, config))} | {mib(memory['arena'])} | "
+            f"{mib(sdpa_step)} | {mib(math_step)} | "
+            f"**{memory['arena'] / sdpa_step:.2f}** | "
+            f"{mib(memory['persistent'])} | {mib(persistent)} | "
+            f"{mib(memory['arena'] + memory['persistent'])} | {mib(sdpa_peak)} |")
+        print(lines[-1], f"({time.perf_counter() - start:.1f} s)", flush=True)
+    text = "\n".join(lines) + "\n"
+    with open(args.out, "w") as out:
+        out.write("`PYTHONPATH=build/python .cache/py-venv/bin/python "
+                  "bench/memory/run.py`\n\n" + text)
+    print()
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
