@@ -6,6 +6,9 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/Launch.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -54,7 +57,8 @@ static bool isDataConstant(Operation *op) {
   return !dense || !dense.isSplat();
 }
 
-FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
+FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
+                                                  bool inPlace) {
   BufferLiveness live;
   if (!fn.getBody().hasOneBlock())
     return fn.emitOpError() << "liveness needs a single-block function";
@@ -134,11 +138,54 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn) {
     }
   }
 
+  // Buffers whose values now live in another buffer, dropped below.
+  SmallVector<bool> merged(live.buffers.size(), false);
+
+  // In place in the arena: a result written over an operand whose value
+  // dies at its op, when both are arena buffers of one size and the kernel
+  // reads each element before writing it (runtime::kernelAllowsInPlace, the
+  // rule the loader checks). Values the step returns keep their buffers.
+  llvm::DenseSet<unsigned> returned;
+  for (Value value : ret.getOperands())
+    returned.insert(live.bufferOf.lookup(value));
+  for (Operation *op :
+       inPlace ? ArrayRef<Operation *>(live.schedule) : ArrayRef<Operation *>()) {
+    if (isa<ReshapeOp>(op) || op->getNumResults() != 1)
+      continue;
+    std::optional<runtime::KernelId> kernel =
+        runtime::findKernel(op->getName().stripDialect().str());
+    if (!kernel || !runtime::kernelAllowsInPlace(*kernel))
+      continue;
+    unsigned r = live.bufferOf.lookup(op->getResult(0));
+    LiveBuffer &result = live.buffers[r];
+    int64_t pos = live.positionOf[op];
+    if (result.kind != MemoryKind::Arena || returned.contains(r))
+      continue;
+    for (Value operand : op->getOperands()) {
+      unsigned o = live.bufferOf.lookup(operand);
+      LiveBuffer &source = live.buffers[o];
+      if (o == r || source.kind != MemoryKind::Arena || merged[o] ||
+          returned.contains(o) || lastRead[o] != pos ||
+          source.bytes != result.bytes)
+        continue;
+      for (auto &[v, b] : live.bufferOf)
+        if (b == r)
+          b = o;
+      source.last = std::max(source.last, result.last);
+      lastRead[o] = std::max(lastRead[o], lastRead[r]);
+      // The slot takes a named value's name (`loc("saved")`), so reports
+      // and tests still find a value that now shares another's slot.
+      if (!isa<NameLoc>(source.root.getLoc()) &&
+          isa<NameLoc>(result.root.getLoc()))
+        source.root = result.root;
+      merged[r] = true;
+      break;
+    }
+  }
+
   // Results: computed in place where that is safe, else copied at the
   // return. `claimed` marks arena buffers that became another kind.
   SmallVector<bool> claimed(live.buffers.size(), false);
-  // Buffers whose values now live in a persistent slot, dropped below.
-  SmallVector<bool> merged(live.buffers.size(), false);
   SmallVector<bool> tiedArg(fn.getNumArguments(), false);
   unsigned numResults = ret.getNumOperands();
   live.results.resize(numResults);

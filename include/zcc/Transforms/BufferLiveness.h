@@ -72,7 +72,11 @@ class BufferLiveness {
 public:
   /// Analyses `fn`, an entry point whose body is one block of zt ops.
   /// Emits an error and fails on anything else.
-  static mlir::FailureOr<BufferLiveness> compute(mlir::func::FuncOp fn);
+  /// `inPlace`: a result is written over an operand that dies at its op
+  /// when both are arena buffers of one size and the kernel may run in
+  /// place (runtime::kernelAllowsInPlace).
+  static mlir::FailureOr<BufferLiveness> compute(mlir::func::FuncOp fn,
+                                                 bool inPlace = true);
 
   /// Buffers in a deterministic order: arguments, then op results in
   /// schedule order, then output slots filled by copies.

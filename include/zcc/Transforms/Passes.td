@@ -251,7 +251,11 @@ def ZTPlanMemory : Pass<"zt-plan-memory", "::mlir::ModuleOp"> {
            "Seconds the planner may search per entry">,
     Option<"nodeLimit", "node-limit", "uint64_t", /*default=*/"2000000",
            "Search nodes the planner may expand per entry (the same plan on "
-           "every machine unless the time limit comes first)">
+           "every machine unless the time limit comes first)">,
+    Option<"inPlace", "in-place", "bool", /*default=*/"true",
+           "Write a result over an operand that dies at its op (same size, a "
+           "kernel that may run in place); false gives every value its own "
+           "buffer, as layout tests of the planner want">
   ];
 }
 

@@ -714,6 +714,7 @@ bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
   case KernelId::Scale:
   case KernelId::Dropout:
   case KernelId::MseGrad:
+  case KernelId::SoftmaxCrossEntropyGrad:
   case KernelId::Sgd:
   case KernelId::Adamw:
   case KernelId::Copy:

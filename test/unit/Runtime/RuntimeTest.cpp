@@ -392,13 +392,20 @@ TEST(Modes, PlantedOverlapIsRejectedAndWouldCorruptTraining) {
     if (e.launches[i].kernel == KernelId::Relu)
       saved = static_cast<int>(e.tensors[e.launches[i].outputs[0]].buffer);
   ASSERT_GE(saved, 0);
-  // A buffer of the same size written later in the forward pass.
+  // A buffer no larger, written later in the forward pass by a launch that
+  // does not read the saved value (so only the overlap checker can see it).
+  bool afterSaved = false;
   for (size_t i = 0; i < e.launches.size() && clobber < 0; ++i) {
-    uint32_t b = e.tensors[e.launches[i].outputs[0]].buffer;
-    if (static_cast<int>(b) != saved && e.buffers[b].region == Region::Arena &&
-        e.buffers[b].size <= e.buffers[saved].size &&
-        e.launches[i].kernel == KernelId::Relu)
+    const Launch &launch = e.launches[i];
+    uint32_t b = e.tensors[launch.outputs[0]].buffer;
+    bool readsSaved = false;
+    for (uint32_t in : launch.inputs)
+      readsSaved |= static_cast<int>(e.tensors[in].buffer) == saved;
+    if (afterSaved && !readsSaved && static_cast<int>(b) != saved &&
+        e.buffers[b].region == Region::Arena &&
+        e.buffers[b].size <= e.buffers[saved].size)
       clobber = static_cast<int>(b);
+    afterSaved |= static_cast<int>(b) == saved;
   }
   ASSERT_GE(clobber, 0);
   e.buffers[clobber].offset = e.buffers[saved].offset;
