@@ -8,7 +8,10 @@ Reads the text zt-plan-memory prints and checks, for every entry, that:
     sizes), the entry's arena is no larger than the module's,
   - input, output, persistent and constant slots never overlap each other,
   - a persistent name means the same offset and size in every entry,
-  - the lower bound is no larger than the arena.
+  - the lower bound is no larger than the arena,
+  - a launch that writes a slot it also reads (a result in place over an
+    operand) is one of the kernels that read each element before writing
+    it (the list below, written here, not taken from the runtime).
 With --saved NAME it also reports the slot named NAME (loc("NAME") in the
 source): its lifetime and how many arena slots live at the same time share
 none of its bytes (the arena-reset failure cannot happen).
@@ -25,6 +28,14 @@ SLOT = re.compile(
 ENTRY = re.compile(
     r"zplan\.entry @(\S+) kind = \"(\w+)\" arena = (\d+) lower_bound = (\d+) no_reuse = (\d+)")
 MODULE_ATTR = re.compile(r"zplan\.(\w+) = (\d+) : i64")
+VIEW = re.compile(r"^\s*(%\S+) = zplan\.view (%\S+)")
+LAUNCH = re.compile(r'zplan\.launch "(\w+)"\(([^)]*)\) -> \(([^)]*)\)')
+# Kernels whose element i is read before element i is written and nothing
+# else: elementwise ops, their gradients, and a few more.
+IN_PLACE = set("""add sub mul div neg exp log tanh sigmoid relu gelu gelu_erf silu
+    sqrt rsqrt relu_grad gelu_grad gelu_erf_grad silu_grad tanh_grad
+    sigmoid_grad sqrt_grad rsqrt_grad scale dropout mse_grad
+    softmax_cross_entropy_grad sgd adamw copy""".split())
 
 
 def overlaps(a_lo, a_hi, b_lo, b_hi):
@@ -44,7 +55,17 @@ def check_module(text, saved, out):
         if m:
             entries.append({"name": m.group(1), "arena": int(m.group(3)),
                             "lower": int(m.group(4)), "noreuse": int(m.group(5)),
-                            "slots": []})
+                            "slots": [], "views": {}, "launches": []})
+            continue
+        m = VIEW.match(line)
+        if m and entries:
+            entries[-1]["views"][m.group(1)] = m.group(2)
+            continue
+        m = LAUNCH.search(line)
+        if m and entries:
+            entries[-1]["launches"].append(
+                (m.group(1), [v.strip() for v in m.group(2).split(",") if v.strip()],
+                 [v.strip() for v in m.group(3).split(",") if v.strip()]))
             continue
         m = SLOT.match(line)
         if m and entries:
@@ -85,6 +106,13 @@ def check_module(text, saved, out):
                         a["offset"], a["offset"] + a["size"], b["offset"], b["offset"] + b["size"]):
                     errors.append(f"{where}: {a['id']} live {a['live']} and {b['id']} live "
                                   f"{b['live']} share bytes")
+        slot_of = lambda v: e["views"].get(v, v)
+        for position, (kernel, inputs, outputs) in enumerate(e["launches"]):
+            read = {slot_of(v) for v in inputs}
+            for v in outputs:
+                if slot_of(v) in read and kernel not in IN_PLACE:
+                    errors.append(f"{where}: launch {position} ({kernel}) writes {slot_of(v)}, "
+                                  "which it reads, and cannot run in place")
         for region in ("input", "output", "persistent", "constant"):
             fixed = [s for s in slots if s["region"] == region]
             for i, a in enumerate(fixed):
