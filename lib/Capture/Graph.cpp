@@ -14,14 +14,12 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/Verifier.h"
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
-#include <sstream>
 
 using namespace mlir;
 using zcc::capture::DType;
@@ -94,15 +92,21 @@ struct Graph::Impl {
     return FileLineColLoc::get(&context, where.file, where.line, 0);
   }
 
+  /// The graph's error from what `diagnostics` collected.
+  Tensor failWith(const zcc::DiagnosticCollector &diagnostics) {
+    std::string text = diagnostics.text();
+    while (!text.empty() && text.back() == '\n')
+      text.pop_back();
+    status = Status(StatusCode::InvalidArgument, text);
+    return {};
+  }
+
   /// Records the first error; "file:line: error: message".
   Tensor fail(const Where &where, const std::string &message) {
     if (status.isOk()) {
       zcc::DiagnosticCollector diagnostics(context);
       emitError(loc(where)) << message;
-      std::string text = diagnostics.text();
-      while (!text.empty() && text.back() == '\n')
-        text.pop_back();
-      status = Status(StatusCode::InvalidArgument, text);
+      failWith(diagnostics);
     }
     return {};
   }
@@ -177,12 +181,8 @@ struct Graph::Impl {
     OpTy op = builder.create<OpTy>(loc(where), std::forward<Args>(args)...);
     zcc::DiagnosticCollector diagnostics(context);
     if (failed(verify(op))) {
-      std::string text = diagnostics.text();
-      while (!text.empty() && text.back() == '\n')
-        text.pop_back();
       op->erase();
-      status = Status(StatusCode::InvalidArgument, text);
-      return {};
+      return failWith(diagnostics);
     }
     return record(op->getResult(0));
   }
@@ -370,25 +370,17 @@ Tensor Graph::parameter(const std::string &name,
   if (!g.usable(where, "parameter", {}))
     return {};
   // The dialect's own checks of the numbers (std > 0, low < high, finite).
-  std::string problem;
-  {
-    zcc::DiagnosticCollector diagnostics(g.context);
-    auto attr = zt::InitAttr::getChecked(
-        [&] { return emitError(g.loc(where)); }, &g.context,
-        static_cast<zt::InitKind>(init.kind), llvm::APFloat(init.first),
-        llvm::APFloat(init.second));
-    if (!attr) {
-      problem = diagnostics.text();
-      while (!problem.empty() && problem.back() == '\n')
-        problem.pop_back();
-      g.status = Status(StatusCode::InvalidArgument, problem);
-      return {};
-    }
-    NamedAttrList attrs;
-    attrs.set(zt::ZTDialect::kInitAttrName, attr);
-    return g.argument(where, full, zt::ArgRole::Parameter, shape, DType::F32,
-                      std::move(attrs));
-  }
+  zcc::DiagnosticCollector diagnostics(g.context);
+  auto attr = zt::InitAttr::getChecked(
+      [&] { return emitError(g.loc(where)); }, &g.context,
+      static_cast<zt::InitKind>(init.kind), llvm::APFloat(init.first),
+      llvm::APFloat(init.second));
+  if (!attr)
+    return g.failWith(diagnostics);
+  NamedAttrList attrs;
+  attrs.set(zt::ZTDialect::kInitAttrName, attr);
+  return g.argument(where, full, zt::ArgRole::Parameter, shape, DType::F32,
+                    std::move(attrs));
 }
 
 Tensor Graph::step(Where where) {
@@ -846,12 +838,8 @@ Status Graph::finish(Tensor loss, Where where) {
                      g.arguments[i].attrs.getDictionary(&g.context));
   g.finished = true;
   zcc::DiagnosticCollector diagnostics(g.context);
-  if (failed(verify(*g.module))) {
-    std::string text = diagnostics.text();
-    while (!text.empty() && text.back() == '\n')
-      text.pop_back();
-    g.status = Status(StatusCode::InvalidArgument, text);
-  }
+  if (failed(verify(*g.module)))
+    g.failWith(diagnostics);
   return g.status;
 }
 
