@@ -159,6 +159,7 @@ Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
   pipeline.gradScale = options.gradScale;
   pipeline.alignment = options.alignment;
   pipeline.algorithm = options.algorithm;
+  pipeline.plantInPlaceBug = options.plantInPlaceBug;
   PassManager pm(&context);
   buildTrainStepPipeline(pm, pipeline);
   if (failed(pm.run(module)))

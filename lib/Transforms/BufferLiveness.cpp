@@ -58,7 +58,8 @@ static bool isDataConstant(Operation *op) {
 }
 
 FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
-                                                  bool inPlace) {
+                                                  bool inPlace,
+                                                  bool plantBug) {
   BufferLiveness live;
   if (!fn.getBody().hasOneBlock())
     return fn.emitOpError() << "liveness needs a single-block function";
@@ -165,7 +166,8 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
       unsigned o = live.bufferOf.lookup(operand);
       LiveBuffer &source = live.buffers[o];
       if (o == r || source.kind != MemoryKind::Arena || merged[o] ||
-          returned.contains(o) || lastRead[o] != pos ||
+          returned.contains(o) ||
+          (plantBug ? lastRead[o] < pos : lastRead[o] != pos) ||
           source.bytes != result.bytes)
         continue;
       for (auto &[v, b] : live.bufferOf)

@@ -29,6 +29,7 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
   ZTPlanMemoryOptions plan;
   plan.alignment = options.alignment;
   plan.algorithm = options.algorithm;
+  plan.plantInPlaceBug = options.plantInPlaceBug;
   pm.addPass(createZTPlanMemory(plan));
 }
 

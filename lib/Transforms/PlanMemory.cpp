@@ -120,7 +120,8 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
     }
     std::vector<BufferLiveness> analyses;
     for (func::FuncOp fn : entries) {
-      FailureOr<BufferLiveness> live = BufferLiveness::compute(fn, inPlace);
+      FailureOr<BufferLiveness> live =
+          BufferLiveness::compute(fn, inPlace, plantInPlaceBug);
       if (failed(live))
         return signalPassFailure();
       analyses.push_back(std::move(*live));

@@ -313,6 +313,12 @@ public:
   }
 
   int64_t microbatches() const { return microbatches_; }
+  /// The data entry's step counter: what its next step's dropout masks and
+  /// AdamW's bias correction see (gradient checks hold it fixed).
+  int64_t stepCount() const { return session_->stepCount(trainer_->entry()); }
+  void setStepCount(int64_t steps) {
+    session_->setStepCount(trainer_->entry(), steps);
+  }
 
 private:
   template <typename FeedList>
@@ -506,7 +512,8 @@ NB_MODULE(_zcc, m) {
       .def_rw("grad_scale", &zcc::CompileOptions::gradScale)
       .def_rw("alignment", &zcc::CompileOptions::alignment)
       .def_rw("algorithm", &zcc::CompileOptions::algorithm)
-      .def_rw("matmul_workspace", &zcc::CompileOptions::matmulWorkspace);
+      .def_rw("matmul_workspace", &zcc::CompileOptions::matmulWorkspace)
+      .def_rw("plant_in_place_bug", &zcc::CompileOptions::plantInPlaceBug);
 
   m.def(
       "compile_source",
@@ -568,5 +575,7 @@ NB_MODULE(_zcc, m) {
       .def("load", &PySession::load, "path"_a)
       .def("initialize", &PySession::initialize, "seed"_a)
       .def("stats", &PySession::stats)
-      .def_prop_ro("microbatches", &PySession::microbatches);
+      .def_prop_ro("microbatches", &PySession::microbatches)
+      .def_prop_rw("step_count", &PySession::stepCount,
+                   &PySession::setStepCount);
 }

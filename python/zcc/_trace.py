@@ -334,7 +334,8 @@ class Traced:
         return list(self.graph.parameter_names())
 
     def compile(self, optimizer="default", accumulate=False, alignment=256,
-                algorithm="auto", matmul_workspace=None, grad_scale=1.0):
+                algorithm="auto", matmul_workspace=None, grad_scale=1.0,
+                _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
         gradients become outputs); the default is zcc.adamw()."""
@@ -354,6 +355,8 @@ class Traced:
         options.alignment = int(alignment)
         options.algorithm = str(algorithm)
         options.grad_scale = float(grad_scale)
+        # Tests of the random-program driver only: a wrong plan.
+        options.plant_in_place_bug = bool(_plant_in_place_bug)
         if matmul_workspace is not None:
             options.matmul_workspace = int(matmul_workspace)
         plan, _ = self.graph.compile(options)
@@ -579,3 +582,13 @@ class Session:
 
     def stats(self):
         return self._native.stats()
+
+    @property
+    def step_count(self):
+        """Steps run so far: what the next step's dropout masks and AdamW's
+        bias correction see. Settable, to repeat a step exactly."""
+        return self._native.step_count
+
+    @step_count.setter
+    def step_count(self, steps):
+        self._native.step_count = int(steps)

@@ -35,6 +35,9 @@ struct CompileOptions {
   int64_t alignment = 256;
   std::string algorithm = "auto";
   int64_t matmulWorkspace = runtime::kAutoMatmulWorkspace;
+  /// Tests of the random-program driver only: a wrong plan every plan check
+  /// accepts (results written over operands read again later).
+  bool plantInPlaceBug = false;
 };
 
 /// InvalidArgument naming the first bad option, else ok.

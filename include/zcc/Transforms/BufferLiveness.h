@@ -75,8 +75,11 @@ public:
   /// `inPlace`: a result is written over an operand that dies at its op
   /// when both are arena buffers of one size and the kernel may run in
   /// place (runtime::kernelAllowsInPlace).
+  /// `plantBug` (tests of the differential driver only) also writes over
+  /// operands that are read again later.
   static mlir::FailureOr<BufferLiveness> compute(mlir::func::FuncOp fn,
-                                                 bool inPlace = true);
+                                                 bool inPlace = true,
+                                                 bool plantBug = false);
 
   /// Buffers in a deterministic order: arguments, then op results in
   /// schedule order, then output slots filled by copies.

@@ -52,6 +52,11 @@ struct TrainStepPipelineOptions
   Option<std::string> algorithm{*this, "algorithm",
                                 llvm::cl::desc("Planner algorithm"),
                                 llvm::cl::init("auto")};
+  Option<bool> plantInPlaceBug{
+      *this, "test-plant-in-place-bug",
+      llvm::cl::desc("Tests of the random-program driver only: a wrong "
+                     "in-place plan the checks accept"),
+      llvm::cl::init(false)};
 };
 
 /// zt-autodiff, zt-optimizer, zt-plan-memory: a forward + loss module in, a

@@ -255,7 +255,13 @@ def ZTPlanMemory : Pass<"zt-plan-memory", "::mlir::ModuleOp"> {
     Option<"inPlace", "in-place", "bool", /*default=*/"true",
            "Write a result over an operand that dies at its op (same size, a "
            "kernel that may run in place); false gives every value its own "
-           "buffer, as layout tests of the planner want">
+           "buffer, as layout tests of the planner want">,
+    Option<"plantInPlaceBug", "test-plant-in-place-bug", "bool",
+           /*default=*/"false",
+           "For tests of the random-program driver only: also write results "
+           "over operands that are read again later, a wrong plan that every "
+           "plan check accepts (test/python/random_programs.py shows that "
+           "the driver catches it)">
   ];
 }
 

@@ -1,0 +1,431 @@
+"""Random valid zt training programs and a differential driver.
+
+    python test/python/random_programs.py --count 10000 [--seed 0]
+
+A program is data (a list of instructions over values, printable to
+reproduce a failure) with two interpreters: one traces it with zcc.ops, one
+evaluates its forward in NumPy (f64, the independent reference). The ops:
+every unary elementwise op (inside safe domains), binary ops with NumPy
+broadcasting and fan-out to earlier values, matmul (2-D and batched),
+layer_norm, rms_norm, softmax, log_softmax, reductions kept and broadcast
+back, scale, views (reshape, transpose), slice + concat, causal attention,
+embedding, dropout; a cross-entropy or mse loss. For each program the driver
+checks, on the compiled plan:
+  1. planned, no-reuse and poison execution bit-identical over 3 AdamW steps
+     (losses and every parameter);
+  2. the first f64 loss against the NumPy reference (1e-9 relative; not for
+     programs with dropout, whose masks are zcc's own Philox stream);
+  3. f32 against f64: one step's loss and every gradient (1e-3 relative);
+  4. gradients (the plan compiled with no optimizer) against central finite
+     differences of the f64 loss at fixed step (for a few elements).
+"""
+
+import argparse
+import math
+import sys
+import time
+
+import numpy as np
+
+import zcc
+
+UNARY = ["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "neg",
+         "exp_tanh", "log_sq1", "sqrt_sq1", "rsqrt_sq1"]
+BINARY = ["add", "sub", "mul", "div_sq1"]
+
+
+def generate(seed):
+    """A random program: a dict of sizes and instructions."""
+    rng = np.random.default_rng(seed)
+    B = int(rng.choice([2, 3]))
+    T = int(rng.choice([3, 4]))
+    D = int(rng.choice([4, 6, 8]))
+    sequence = bool(rng.random() < 0.5)
+    tokens = sequence and bool(rng.random() < 0.5)
+    prog = {"seed": seed, "B": B, "T": T, "D": D, "sequence": sequence,
+            "tokens": tokens, "V": 7, "C": int(rng.choice([3, 5])),
+            "loss": "ce" if rng.random() < 0.7 else "mse", "params": {},
+            "code": []}
+    shapes = [[B, T, D] if sequence else [B, D]]  # value 0: the input
+    params = prog["params"]
+
+    def new_param(shape):
+        name = f"p{len(params)}"
+        params[name] = list(shape)
+        return name
+
+    def pick(ranks=None):
+        # Recent values more often; any earlier value sometimes (fan-out,
+        # long lifetimes).
+        choices = [i for i, s in enumerate(shapes)
+                   if ranks is None or len(s) in ranks]
+        if rng.random() < 0.6:
+            return choices[-1]
+        return int(rng.choice(choices))
+
+    if tokens:
+        prog["code"].append(("embedding", new_param([prog["V"], D])))
+    for _ in range(int(rng.integers(3, 12))):
+        a = pick()
+        shape = shapes[a]
+        kind = rng.choice(["unary", "binary", "matmul", "norm", "softmax",
+                           "reduce", "scale", "view", "slice", "attention",
+                           "dropout"],
+                          p=[.18, .2, .12, .08, .06, .08, .05, .07, .06, .05, .05])
+        if kind == "unary":
+            op = ("unary", str(rng.choice(UNARY)), a)
+        elif kind == "binary":
+            same = [i for i, s in enumerate(shapes) if s == shape]
+            r = rng.random()
+            if r < 0.5:
+                other = ("value", int(rng.choice(same)))
+            elif r < 0.8:
+                other = ("param", new_param([shape[-1]]))
+            else:
+                other = ("number", float(rng.choice([0.5, 2.0, -1.5])))
+            op = ("binary", str(rng.choice(BINARY)), a, other)
+        elif kind == "matmul":
+            out = int(rng.choice([3, 4, 6, 8]))
+            op = ("matmul", a, new_param([shape[-1], out]))
+            shape = shape[:-1] + [out]
+        elif kind == "norm":
+            if rng.random() < 0.5:
+                op = ("layer_norm", a, new_param([shape[-1]]),
+                      new_param([shape[-1]]))
+            else:
+                op = ("rms_norm", a, new_param([shape[-1]]))
+        elif kind == "softmax":
+            op = (str(rng.choice(["softmax", "log_softmax"])), a)
+        elif kind == "reduce":
+            op = ("reduce", str(rng.choice(["sum", "mean", "max"])), a)
+        elif kind == "scale":
+            op = ("scale", a, float(rng.choice([0.5, -2.0, 0.125])))
+        elif kind == "view":
+            op = ("view", a)
+        elif kind == "slice":
+            if shape[-1] < 2:
+                continue
+            op = ("slice", a)
+        elif kind == "attention":
+            if len(shape) != 3:
+                continue
+            op = ("attention", a, new_param([shape[-1], shape[-1]]),
+                  new_param([shape[-1], shape[-1]]),
+                  new_param([shape[-1], shape[-1]]))
+        else:
+            op = ("dropout", a, float(rng.choice([0.1, 0.5])))
+        prog["code"].append(op)
+        shapes.append(shape)
+    prog["head"] = new_param([shapes[-1][-1], prog["C"]])
+    return prog
+
+
+def gelu_tanh_np(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+ERF = np.vectorize(math.erf)
+
+
+class ZccOps:
+    """Builds the program with zcc.ops."""
+    ops = zcc.ops
+
+    def unary(self, kind, x):
+        o = self.ops
+        return {"relu": o.relu, "gelu": lambda v: o.gelu(v),
+                "gelu_tanh": lambda v: o.gelu(v, "tanh"), "silu": o.silu,
+                "sigmoid": o.sigmoid, "tanh": o.tanh, "neg": o.neg,
+                "exp_tanh": lambda v: o.exp(o.tanh(v)),
+                "log_sq1": lambda v: o.log(v * v + 1.0),
+                "sqrt_sq1": lambda v: o.sqrt(v * v + 1.0),
+                "rsqrt_sq1": lambda v: o.rsqrt(v * v + 1.0)}[kind](x)
+
+    def binary(self, kind, a, b):
+        if kind == "div_sq1":
+            return a / (b * b + 1.0)
+        return {"add": a + b, "sub": a - b, "mul": a * b}[kind]
+
+    matmul = staticmethod(lambda a, w: zcc.ops.matmul(a, w))
+    layer_norm = staticmethod(lambda x, g, b: zcc.ops.layer_norm(x, g, b, 1e-5))
+    rms_norm = staticmethod(lambda x, g: zcc.ops.rms_norm(x, g, 1e-6))
+    softmax = staticmethod(lambda x: zcc.ops.softmax(x, -1))
+    log_softmax = staticmethod(lambda x: zcc.ops.log_softmax(x, -1))
+
+    def reduce(self, kind, x):
+        return x - getattr(zcc.ops, kind)(x, -1, True)  # broadcast back
+
+    scale = staticmethod(lambda x, f: zcc.ops.scale(x, f))
+
+    def view(self, x):
+        flat = x.reshape(-1)
+        y = flat.reshape(*x.shape)
+        return y.transpose(0, -1).transpose(0, -1) if x.ndim > 1 else y
+
+    def slice(self, x):
+        h = x.shape[-1] // 2
+        return zcc.ops.concat([x[..., h:], x[..., :h]], -1)
+
+    def attention(self, x, wq, wk, wv):
+        q, k, v = x @ wq, x @ wk, x @ wv
+        scores = zcc.ops.matmul(q, k, transpose_b=True) * (1 / math.sqrt(x.shape[-1]))
+        scores = scores + zcc.ops.causal_mask(x.shape[1])
+        return zcc.ops.softmax(scores, -1) @ v
+
+    dropout = staticmethod(lambda x, rate: zcc.ops.dropout(x, rate))
+    embedding = staticmethod(lambda table, tokens: zcc.ops.embedding(table, tokens))
+
+    def loss(self, kind, logits, target):
+        if kind == "ce":
+            return zcc.ops.cross_entropy(logits, target)
+        return zcc.ops.mse(logits, target)
+
+
+class NumpyOps:
+    """The same program's forward in NumPy, f64."""
+
+    def unary(self, kind, x):
+        return {"relu": lambda v: np.maximum(v, 0),
+                "gelu": lambda v: 0.5 * v * (1 + ERF(v / math.sqrt(2))),
+                "gelu_tanh": gelu_tanh_np, "silu": lambda v: v / (1 + np.exp(-v)),
+                "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "tanh": np.tanh,
+                "neg": lambda v: -v, "exp_tanh": lambda v: np.exp(np.tanh(v)),
+                "log_sq1": lambda v: np.log(v * v + 1),
+                "sqrt_sq1": lambda v: np.sqrt(v * v + 1),
+                "rsqrt_sq1": lambda v: 1 / np.sqrt(v * v + 1)}[kind](x)
+
+    def binary(self, kind, a, b):
+        if kind == "div_sq1":
+            return a / (b * b + 1)
+        return {"add": a + b, "sub": a - b, "mul": a * b}[kind]
+
+    matmul = staticmethod(lambda a, w: a @ w)
+
+    @staticmethod
+    def layer_norm(x, g, b):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + 1e-5) * g + b
+
+    @staticmethod
+    def rms_norm(x, g):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * g
+
+    @staticmethod
+    def softmax(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    @staticmethod
+    def log_softmax(x):
+        m = x.max(-1, keepdims=True)
+        return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+    def reduce(self, kind, x):
+        return x - getattr(np, {"sum": "sum", "mean": "mean", "max": "max"}[kind])(
+            x, axis=-1, keepdims=True)
+
+    scale = staticmethod(lambda x, f: x * f)
+    view = staticmethod(lambda x: x)
+
+    def slice(self, x):
+        h = x.shape[-1] // 2
+        return np.concatenate([x[..., h:], x[..., :h]], -1)
+
+    def attention(self, x, wq, wk, wv):
+        q, k, v = x @ wq, x @ wk, x @ wv
+        scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(x.shape[-1])
+        T = x.shape[1]
+        scores = scores + np.triu(np.full((T, T), -np.inf), 1)
+        return self.softmax(scores) @ v
+
+    dropout = None  # zcc's Philox masks: no NumPy reference
+    embedding = staticmethod(lambda table, tokens: table[tokens])
+
+    def loss(self, kind, logits, target):
+        if kind == "ce":
+            return float(-self.log_softmax(logits)[np.arange(len(target)), target].mean())
+        return float(((logits - target) ** 2).mean())
+
+
+def run(prog, impl, x, params, target):
+    """The program's loss through `impl` (ZccOps or NumpyOps)."""
+    values = [x]
+    for op in prog["code"]:
+        name = op[0]
+        if name == "embedding":
+            values[0] = impl.embedding(params[op[1]], x)
+            continue
+        a = values[op[2] if name in ("unary", "binary", "reduce") else op[1]]
+        if name == "unary":
+            y = impl.unary(op[1], a)
+        elif name == "binary":
+            src, ref = op[3]
+            b = values[ref] if src == "value" else params[ref] if src == "param" else ref
+            y = impl.binary(op[1], a, b)
+        elif name == "matmul":
+            y = impl.matmul(a, params[op[2]])
+        elif name == "layer_norm":
+            y = impl.layer_norm(a, params[op[2]], params[op[3]])
+        elif name == "rms_norm":
+            y = impl.rms_norm(a, params[op[2]])
+        elif name in ("softmax", "log_softmax"):
+            y = getattr(impl, name)(a)
+        elif name == "reduce":
+            y = impl.reduce(op[1], a)
+        elif name == "scale":
+            y = impl.scale(a, op[2])
+        elif name == "view":
+            y = impl.view(a)
+        elif name == "slice":
+            y = impl.slice(a)
+        elif name == "attention":
+            y = impl.attention(a, *(params[p] for p in op[2:]))
+        elif name == "dropout":
+            y = impl.dropout(a, op[2])
+        values.append(y)
+    last = values[-1]
+    flat = last.reshape(-1, last.shape[-1])
+    return impl.loss(prog["loss"], impl.matmul(flat, params[prog["head"]]), target)
+
+
+def initial_values(prog):
+    rng = np.random.default_rng(prog["seed"] + 1)
+    return {name: (rng.normal(size=shape) * (0.5 if len(shape) > 1 else 1.0)
+                   + (1.0 if len(shape) == 1 else 0.0)).astype(np.float32)
+            for name, shape in prog["params"].items()}
+
+
+def feeds(prog, step):
+    rng = np.random.default_rng(prog["seed"] * 1000 + step)
+    B, T, D = prog["B"], prog["T"], prog["D"]
+    shape = [B, T] if prog["sequence"] else [B]
+    if prog["tokens"]:
+        x = rng.integers(0, prog["V"], size=shape).astype(np.int32)
+    else:
+        x = rng.normal(size=shape + [D]).astype(np.float32)
+    rows = int(np.prod(shape))
+    if prog["loss"] == "ce":
+        target = rng.integers(0, prog["C"], size=rows).astype(np.int32)
+    else:
+        target = rng.normal(size=(rows, prog["C"])).astype(np.float32)
+    return x, target
+
+
+def trace(prog):
+    values = initial_values(prog)
+    B, T, D = prog["B"], prog["T"], prog["D"]
+    shape = [B, T] if prog["sequence"] else [B]
+    rows = int(np.prod(shape))
+    x_spec = (zcc.input(shape, "int32") if prog["tokens"]
+              else zcc.input(shape + [D]))
+    target_spec = (zcc.label((rows,), "int32") if prog["loss"] == "ce"
+                   else zcc.label((rows, prog["C"]), "float32"))
+
+    def step(x, target):
+        params = {name: zcc.param(name, value.shape, init=value)
+                  for name, value in values.items()}
+        return run(prog, ZccOps(), x, params, target)
+
+    step.__name__ = f"random_{prog['seed']}"
+    return zcc.trace(step, x=x_spec, target=target_spec), values
+
+
+def check(prog, plant_bug=False, steps=3, fd_points=3):
+    """Returns a list of mismatch messages (empty: all agree)."""
+    problems = []
+    traced, values = trace(prog)
+    # greedy-best: the exact search (auto) may spend seconds proving a small
+    # plan optimal; what is checked here holds for any valid placement.
+    compiled = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
+                              _plant_in_place_bug=plant_bug)
+    has_dropout = any(op[0] == "dropout" for op in prog["code"])
+
+    # 1. The three modes, bit for bit.
+    runs = {}
+    for mode in ("planned", "no-reuse", "poison"):
+        session = compiled.session(mode=mode, threads=1)
+        losses = [session.step(*feeds(prog, s)) for s in range(steps)]
+        runs[mode] = (losses, [session.read(n).tobytes() for n in values])
+    for mode in ("no-reuse", "poison"):
+        if runs[mode] != runs["planned"]:
+            problems.append(f"{mode} differs from planned: {runs[mode][0]} "
+                            f"vs {runs['planned'][0]}")
+
+    # 2. The NumPy reference.
+    wide = compiled.session(precision="f64")
+    wide_losses = [wide.step(*feeds(prog, 0))]
+    if not has_dropout:
+        x, target = feeds(prog, 0)
+        params = {n: v.astype(np.float64) for n, v in values.items()}
+        reference = run(prog, NumpyOps(), x if prog["tokens"] else x.astype(np.float64),
+                        params, target if prog["loss"] == "ce" else target.astype(np.float64))
+        if not abs(wide_losses[0] - reference) <= 1e-9 * max(1.0, abs(reference)):
+            problems.append(f"f64 loss {wide_losses[0]!r} vs NumPy {reference!r}")
+
+    # 4. Gradients against finite differences, at a fixed step.
+    grads = traced.compile(optimizer=None, algorithm="greedy-best",
+                           _plant_in_place_bug=plant_bug)
+    session = grads.session(precision="f64")
+    x, target = feeds(prog, 0)
+    base = session.step(x, target)
+
+    # 3. f32 against f64: the loss and every gradient of one step. (Not
+    # after AdamW updates: its m / sqrt(v) turns rounding noise in a
+    # near-zero gradient into a full step, so trajectories part by design.)
+    narrow = grads.session(precision="f32")
+    loss32 = narrow.step(x, target)
+    if not abs(loss32 - base) <= 1e-3 * max(1.0, abs(base)):
+        problems.append(f"f32 loss {loss32!r} vs f64 {base!r}")
+    for name in sorted(values):
+        g64 = session.read(name + ".grad")
+        g32 = narrow.read(name + ".grad")
+        scale = max(1.0, float(np.abs(g64).max()))
+        if not np.all(np.abs(g32 - g64) <= 1e-3 * scale):
+            problems.append(f"f32 gradient of {name} differs from f64 by "
+                            f"{float(np.abs(g32 - g64).max())!r} (scale {scale})")
+    rng = np.random.default_rng(prog["seed"] + 7)
+    for name in rng.choice(sorted(values), size=min(fd_points, len(values)),
+                           replace=False):
+        analytic = session.read(name + ".grad").reshape(-1)
+        i = int(rng.integers(analytic.size))
+        w = values[name].astype(np.float64).reshape(-1)
+        h = 1e-6
+        losses = []
+        for sign in (1, -1):
+            moved = w.copy()
+            moved[i] += sign * h
+            session.write(name, moved.reshape(values[name].shape))
+            session.step_count = 0
+            losses.append(session.step(x, target))
+        session.write(name, w.reshape(values[name].shape))
+        numeric = (losses[0] - losses[1]) / (2 * h)
+        if not abs(numeric - analytic[i]) <= 1e-5 * max(1.0, abs(numeric)) + 1e-7:
+            problems.append(f"d loss / d {name}[{i}]: {analytic[i]!r}, finite "
+                            f"differences {numeric!r}")
+    return problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plant-bug", action="store_true",
+                        help="compile with the planted in-place bug")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    failures = 0
+    for seed in range(args.seed, args.seed + args.count):
+        prog = generate(seed)
+        problems = check(prog, plant_bug=args.plant_bug)
+        if problems:
+            failures += 1
+            print(f"program {seed}: {len(prog['code'])} ops: {problems[0]}")
+            print(f"  {prog}")
+    print(f"{args.count} programs (seeds {args.seed}..{args.seed + args.count - 1}), "
+          f"{failures} with mismatches, {time.perf_counter() - start:.1f} s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
