@@ -130,3 +130,15 @@ def test_given_weights_are_needed(tmp_path):
     session.load(weights)
     assert session.step(x.numpy(), y.numpy()) == \
         compiled.session().step(x.numpy(), y.numpy())
+
+
+def test_4_layer_width_256_gpt_matches_pytorch_f64():
+    # Issue 16's configuration, with the arena's in-place results: the same
+    # losses as PyTorch's own f64 training, step for step.
+    torch.manual_seed(0)
+    model = nanogpt.GPT(vocab=512, sequence=128, width=256, heads=4, layers=4)
+    data = nanogpt.batches(4, batch=8, sequence=128, vocab=512)
+    ours, theirs, _, _ = nanogpt.train_both(model, data, 20, precision="f64")
+    relative = np.abs(np.array(ours) - theirs) / np.abs(theirs)
+    assert relative.max() < 1e-6, list(zip(ours, theirs))
+    assert theirs[-1] < 0.5 * theirs[0]
