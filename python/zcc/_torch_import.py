@@ -22,12 +22,14 @@ def _frame(node):
     """(file, line) of the innermost frame of the node's stack trace that is
     the user's code (not PyTorch's own modules), else the innermost."""
     import torch
-    library = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    libraries = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
+                 os.path.dirname(os.path.abspath(__file__)) + os.sep)
     text = node.meta.get("stack_trace") or ""
     found = re.findall(r'File "([^"]+)", line (\d+)', text)
     if not found:
         return ("", 0)
-    user = [f for f in found if not os.path.abspath(f[0]).startswith(library)]
+    user = [f for f in found
+            if not os.path.abspath(f[0]).startswith(libraries)]
     file, line = (user or found)[-1]
     return (file, int(line))
 
@@ -51,6 +53,16 @@ def _aten(name):
     return getattr(getattr(torch.ops.aten, packet), overload or "default")
 
 
+class _Const:
+    """A value known at import: a buffer, a lifted constant, or an op on
+    such values, folded by running it in PyTorch. It becomes a zt.constant
+    only where a traced op uses it."""
+
+    def __init__(self, value):
+        self.value = value  # a torch tensor, a tuple of them, or a number
+        self.tensor = None  # its zcc constant, made on first use
+
+
 class _Context:
     def __init__(self):
         self.values = {}
@@ -59,10 +71,49 @@ class _Context:
         """A node's value, or the argument itself (numbers, lists)."""
         import torch.fx as fx
         if isinstance(arg, fx.Node):
-            return self.values[arg]
+            value = self.values[arg]
+            if isinstance(value, _Const):
+                if value.tensor is None:
+                    array = value.value.detach().cpu().numpy()
+                    value.tensor = ops.constant(
+                        array, "float32" if array.dtype.kind == "f" else array.dtype)
+                return value.tensor
+            return value
         if isinstance(arg, (list, tuple)):
             return type(arg)(self.get(a) for a in arg)
         return arg
+
+    def raw(self, arg):
+        """The import-time value of a constant node (torch tensors)."""
+        import torch.fx as fx
+        if isinstance(arg, fx.Node):
+            return self.values[arg].value
+        if isinstance(arg, (list, tuple)):
+            return type(arg)(self.raw(a) for a in arg)
+        if isinstance(arg, dict):
+            return {k: self.raw(v) for k, v in arg.items()}
+        return arg
+
+
+def _constant_nodes(graph, signature, mutated):
+    """Nodes whose values are known at import: unmutated buffers and lifted
+    constants, and deterministic ops whose tensor inputs are all such."""
+    import torch
+    kinds = {spec.arg.name: spec for spec in signature.input_specs}
+    known = set()
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            spec = kinds[node.name]
+            if spec.kind.name in ("BUFFER", "CONSTANT_TENSOR") and \
+                    spec.target not in mutated:
+                known.add(node)
+        elif node.op == "call_function":
+            tags = getattr(node.target, "tags", ())
+            if torch.Tag.nondeterministic_seeded in tags:
+                continue
+            if all(n in known for n in node.all_input_nodes):
+                known.add(node)
+    return known
 
 
 # Each handler: (ctx, node, *args) -> value; `why` (optional): a reason the
@@ -222,6 +273,13 @@ def _expand(ctx, node):
     offset = len(shape) - x.ndim
     shape = [x.shape[i - offset] if s == -1 else s for i, s in enumerate(shape)]
     return ops.broadcast_to(x, shape)
+
+
+@_handles("broadcast_tensors.default")
+def _broadcast_tensors(ctx, node):
+    tensors = ctx.get(node.args[0])
+    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return [ops.broadcast_to(t, shape) for t in tensors]
 
 
 @_handles("contiguous.default", "clone.default", "alias.default",
@@ -410,6 +468,26 @@ def _sdpa(ctx, node):
     return ops.matmul(ops.softmax(scores, -1), v)
 
 
+def _masked_fill_why(node):
+    return None if getattr(node, "_zcc_constant_mask", False) else \
+        "a mask computed from data (a constant mask, such as a registered " \
+        "tril buffer, is supported)"
+
+
+@_handles("masked_fill.Scalar", "masked_fill.Tensor", why=_masked_fill_why)
+def _masked_fill(ctx, node):
+    # With a mask known at import: x * keep + fill, both constants, so the
+    # gradient at masked places is exactly 0 and no -inf meets a 0 factor.
+    x = ctx.get(node.args[0])
+    mask = ctx.raw(node.args[1]).detach().cpu().numpy().astype(bool)
+    value = node.args[2]
+    if not isinstance(value, (int, float)):
+        value = float(ctx.raw(value))
+    keep = (~mask).astype(np.float32)
+    fill = np.where(mask, np.float32(value), np.float32(0)).astype(np.float32)
+    return x * keep + fill
+
+
 @_handles("arange.default", "arange.start", "arange.start_step")
 def _arange(ctx, node):
     values = np.arange(*node.args)
@@ -511,12 +589,15 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
                         "(for example BatchNorm's running statistics): zcc "
                         "steps are pure functions of parameters and inputs")
 
+    known = _constant_nodes(exported.graph, signature, mutated)
     unsupported = {}
     for node in exported.graph.nodes:
         if node.op != "call_function":
             continue
-        if node.target is operator.getitem:
-            continue
+        if node.target is operator.getitem or node in known:
+            continue  # folded at import
+        if _target_name(node.target).startswith("masked_fill."):
+            node._zcc_constant_mask = node.args[1] in known
         key = _target_name(node.target)
         why = None
         if key not in _HANDLERS:
@@ -576,6 +657,9 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
                     ctx.values[node] = feeds[feed_of[node.name]]
                 elif node not in used:
                     continue
+                elif node in known:  # a buffer or lifted constant
+                    ctx.values[node] = _Const(state.get(spec.target,
+                                                        constants.get(spec.target)))
                 elif kind == "PARAMETER":
                     tensor = state[spec.target]
                     pname = canonical.get(id(wrapper.get_parameter(spec.target)),
@@ -585,12 +669,12 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
                             pname, tuple(tensor.shape),
                             init=tensor.detach().cpu().numpy())
                     ctx.values[node] = ctx.values[pname]
-                else:  # buffers and lifted constants: values in the plan
-                    tensor = state.get(spec.target, constants.get(spec.target))
-                    array = tensor.detach().cpu().numpy()
-                    with _location(*_frame(node)):
-                        ctx.values[node] = ops.constant(
-                            array, "float32" if array.dtype.kind == "f" else array.dtype)
+                else:  # a mutated buffer: reported before the walk
+                    raise Error(f"from_torch: buffer '{spec.target}' is mutated")
+            elif node.op == "call_function" and node in known:
+                with torch.no_grad():
+                    ctx.values[node] = _Const(node.target(
+                        *ctx.raw(node.args), **ctx.raw(dict(node.kwargs))))
             elif node.op == "call_function":
                 with _location(*_frame(node)):
                     if node.target is operator.getitem:

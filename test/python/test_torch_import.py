@@ -142,3 +142,57 @@ def test_4_layer_width_256_gpt_matches_pytorch_f64():
     relative = np.abs(np.array(ours) - theirs) / np.abs(theirs)
     assert relative.max() < 1e-6, list(zip(ours, theirs))
     assert theirs[-1] < 0.5 * theirs[0]
+
+
+class ClassicAttention(nn.Module):
+    """Attention as the first nanoGPT wrote it: a registered tril buffer,
+    masked_fill with -inf, softmax; buffers and ops on them fold at import."""
+
+    def __init__(self, width=16, heads=2, sequence=8):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.register_buffer("bias", torch.tril(torch.ones(sequence, sequence))
+                             .view(1, 1, sequence, sequence))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q = q.view(B, T, self.heads, -1).transpose(1, 2)
+        k = k.view(B, T, self.heads, -1).transpose(1, 2)
+        v = v.view(B, T, self.heads, -1).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (C // self.heads) ** 0.5)
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+def test_masked_fill_with_a_buffer_mask_trains_like_pytorch():
+    torch.manual_seed(4)
+    model = ClassicAttention().double()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    target = torch.randn(2, 6, 16, dtype=torch.float64)
+    traced = zcc.from_torch(copy.deepcopy(model), (x,), (target,), loss=F.mse_loss)
+    text = traced.ir()
+    assert "zt.constant" in text and "bias" not in traced.parameters
+    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(precision="f64")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for step in range(10):
+        ours = session.step(x.float().numpy(), target.float().numpy())
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x.float().double()), target.float().double())
+        loss.backward()
+        optimizer.step()
+        assert abs(ours - loss.item()) <= 1e-9 * abs(loss.item()), step
+
+
+def test_masked_fill_with_a_data_mask_is_reported():
+    class DataMask(nn.Module):
+        def forward(self, x):
+            return x.masked_fill(x > 0, 0.0).sum(-1)
+
+    with pytest.raises(zcc.Error, match=r"aten.masked_fill.Scalar \(a mask computed "
+                                        r"from data"):
+        zcc.from_torch(DataMask(), (torch.randn(2, 3),), (torch.randn(2),),
+                       loss=F.mse_loss)
