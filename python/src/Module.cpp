@@ -130,6 +130,18 @@ std::string dlpackName(const nb::dlpack::dtype &d) {
 
 using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
+/// `values` as a new NumPy array of E that owns its copy.
+template <typename E>
+nb::object toNumpy(const std::vector<double> &values,
+                   const std::vector<size_t> &shape) {
+  auto *data = new E[values.size()];
+  std::copy(values.begin(), values.end(), data);
+  nb::capsule owner(data,
+                    [](void *p) noexcept { delete[] static_cast<E *>(p); });
+  return nb::cast(
+      nb::ndarray<nb::numpy, E>(data, shape.size(), shape.data(), owner));
+}
+
 class PySession {
 public:
   PySession(const PyPlan &plan, const std::string &device,
@@ -236,33 +248,11 @@ public:
     std::vector<double> values(count);
     check(session_->readValues(info, values.data(), count));
     std::vector<size_t> shape(type.shape.begin(), type.shape.end());
-    bool f64 = session_->options().precision == rt::Precision::F64 &&
-               rt::isFloat(type.dtype);
-    if (f64) {
-      auto *data = new double[count];
-      std::copy(values.begin(), values.end(), data);
-      nb::capsule owner(data, [](void *p) noexcept {
-        delete[] static_cast<double *>(p);
-      });
-      return nb::cast(nb::ndarray<nb::numpy, double>(data, shape.size(),
-                                                     shape.data(), owner));
-    }
-    if (rt::isFloat(type.dtype)) {
-      auto *data = new float[count];
-      std::copy(values.begin(), values.end(), data);
-      nb::capsule owner(data, [](void *p) noexcept {
-        delete[] static_cast<float *>(p);
-      });
-      return nb::cast(nb::ndarray<nb::numpy, float>(data, shape.size(),
-                                                    shape.data(), owner));
-    }
-    auto *data = new int64_t[count];
-    std::copy(values.begin(), values.end(), data);
-    nb::capsule owner(data, [](void *p) noexcept {
-      delete[] static_cast<int64_t *>(p);
-    });
-    return nb::cast(nb::ndarray<nb::numpy, int64_t>(data, shape.size(),
-                                                    shape.data(), owner));
+    if (!rt::isFloat(type.dtype))
+      return toNumpy<int64_t>(values, shape);
+    if (session_->options().precision == rt::Precision::F64)
+      return toNumpy<double>(values, shape);
+    return toNumpy<float>(values, shape);
   }
 
   void write(const std::string &name, Array a) {

@@ -488,14 +488,6 @@ def _masked_fill(ctx, node):
     return x * keep + fill
 
 
-@_handles("arange.default", "arange.start", "arange.start_step")
-def _arange(ctx, node):
-    values = np.arange(*node.args)
-    val = node.meta.get("val")
-    dtype = "int64" if val is None or not val.is_floating_point() else "float32"
-    return ops.constant(values, dtype)
-
-
 def _getitem(ctx, node):
     return ctx.get(node.args[0])[node.args[1]]
 
