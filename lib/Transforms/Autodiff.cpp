@@ -311,8 +311,8 @@ LogicalResult GradientBuilder::backward(Operation *op,
                                         ArrayRef<Value> resultGrads) {
   Value dy = resultGrads.empty() ? Value() : resultGrads.front();
   auto isActive = [&](Value v) { return active.contains(v); };
-  // Multi-result ops are the optimizer updates, which have no rule; every
-  // differentiable op has one result.
+  // The first result's gradient: every differentiable op but zt.attention
+  // has one result (the optimizer updates have no rule).
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](AddOp o) {
         contribute(o.getLhs(), dy);
@@ -433,6 +433,23 @@ LogicalResult GradientBuilder::backward(Operation *op,
       })
       .Case([&](MatmulOp o) {
         matmulBackward(o, dy);
+        return success();
+      })
+      .Case([&](AttentionOp o) -> LogicalResult {
+        if (resultGrads.size() > 1 && resultGrads[1])
+          return o->emitOpError()
+                 << "has a differentiated use of its logsumexp result; only "
+                    "the attention output has a gradient rule (the "
+                    "logsumexp is for zt.attention_grad)";
+        auto grad = b.create<AttentionGradOp>(
+            loc,
+            TypeRange{o.getQuery().getType(), o.getKey().getType(),
+                      o.getValue().getType()},
+            o.getQuery(), o.getKey(), o.getValue(), o.getResult(),
+            o.getLogsumexp(), dy, o.getScaleAttr(), o.getCausalAttr());
+        contribute(o.getQuery(), grad.getQueryGrad());
+        contribute(o.getKey(), grad.getKeyGrad());
+        contribute(o.getValue(), grad.getValueGrad());
         return success();
       })
       .Case([&](SoftmaxOp o) {

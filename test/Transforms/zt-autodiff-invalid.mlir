@@ -83,3 +83,15 @@ func.func @call_in_forward(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.
   %l = zt.sum %c, dims = [0] : (tensor<4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// attention's logsumexp is for its backward; a loss through it has no rule.
+func.func @attention_logsumexp_loss(%q: tensor<2x5x4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+                                    %k: tensor<2x6x4xf32> {zt.role = #zt.role<input>},
+                                    %v: tensor<2x6x3xf32> {zt.role = #zt.role<input>}) -> tensor<f32> {
+  // expected-error @+1 {{has a differentiated use of its logsumexp result}}
+  %y, %lse = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x5x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>) -> (tensor<2x5x3xf32>, tensor<2x5xf32>)
+  %l = zt.sum %lse, dims = [0, 1] : (tensor<2x5xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

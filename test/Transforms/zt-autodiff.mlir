@@ -358,6 +358,24 @@ func.func @matmul_shared_weight(%a: tensor<2x5x4xf32> {zt.role = #zt.role<parame
 
 // -----
 
+// attention: one fused backward op from the forward's operands, its output
+// and logsumexp (no probabilities saved); a constant key gets no gradient.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: {{.+}}, %[[K:[a-z0-9]+]]: {{.+}}, %[[V:[a-z0-9]+]]:
+// CHECK: %[[Y:.+]], %[[LSE:.+]] = zt.attention %[[Q]], %[[K]], %[[V]], scale = 5.000000e-01 causal
+// CHECK: %[[DY:.+]] = zt.broadcast_in_dim
+// CHECK-NEXT: %[[DQ:.+]], %{{.+}}, %[[DV:.+]] = zt.attention_grad %[[Q]], %[[K]], %[[V]], %[[Y]], %[[LSE]], %[[DY]], scale = 5.000000e-01 causal
+// CHECK-NEXT: return %{{.+}}, %[[DQ]], %[[DV]]
+func.func @attention(%q: tensor<2x5x4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+                     %k: tensor<2x6x4xf32> {zt.role = #zt.role<input>},
+                     %v: tensor<2x6x3xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> tensor<f32> {
+  %y, %lse = zt.attention %q, %k, %v, scale = 0.5 causal : (tensor<2x5x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>) -> (tensor<2x5x3xf32>, tensor<2x5xf32>)
+  %l = zt.sum %y, dims = [0, 1, 2] : (tensor<2x5x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // softmax and log_softmax read their results.
 // CHECK-LABEL: func.func @softmaxes
 // CHECK: %[[S:.+]] = zt.softmax %{{.+}}, axis = -1

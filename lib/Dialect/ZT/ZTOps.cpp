@@ -431,6 +431,80 @@ LogicalResult MatmulOp::verify() {
   return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
 }
 
+/// The shapes zt.attention's operands must have ([B..., S, D], [B..., T, D],
+/// [B..., T, Dv]) and its scale; on success `result` is [B..., S, Dv] and
+/// `logsumexp` [B..., S].
+static LogicalResult verifyAttention(Operation *op, Value query, Value key,
+                                     Value value, double scale,
+                                     SmallVectorImpl<int64_t> &result,
+                                     SmallVectorImpl<int64_t> &logsumexp) {
+  RankedTensorType q = tensorTypeOf(query), k = tensorTypeOf(key),
+                   v = tensorTypeOf(value);
+  int64_t rank = q.getRank();
+  if (rank < 2)
+    return op->emitOpError() << "query must have rank >= 2 ([B..., S, D]), got "
+                             << q;
+  if (k.getRank() != rank || v.getRank() != rank)
+    return op->emitOpError()
+           << "query, key and value must have one rank, got " << q << ", "
+           << k << " and " << v;
+  ArrayRef<int64_t> batch = q.getShape().drop_back(2);
+  if (k.getShape().drop_back(2) != batch || v.getShape().drop_back(2) != batch)
+    return op->emitOpError() << "batch dimensions differ: query " << q
+                             << ", key " << k << ", value " << v;
+  int64_t s = q.getDimSize(rank - 2), d = q.getDimSize(rank - 1);
+  int64_t t = k.getDimSize(rank - 2), dv = v.getDimSize(rank - 1);
+  if (k.getDimSize(rank - 1) != d)
+    return op->emitOpError() << "query and key must have one head size, got "
+                             << q << " and " << k;
+  if (v.getDimSize(rank - 2) != t)
+    return op->emitOpError() << "key and value must have one length, got "
+                             << k << " and " << v;
+  if (s < 1 || t < 1 || d < 1 || dv < 1)
+    return op->emitOpError()
+           << "sequence lengths and head sizes must be at least 1, got "
+           << q << ", " << k << " and " << v;
+  if (!std::isfinite(scale))
+    return op->emitOpError() << "scale must be finite, got "
+                             << formatNumber(scale);
+  result.assign(batch.begin(), batch.end());
+  result.push_back(s);
+  logsumexp.assign(result.begin(), result.end());
+  result.push_back(dv);
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  SmallVector<int64_t> result, logsumexp;
+  if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
+                             getScale().convertToDouble(), result, logsumexp)))
+    return failure();
+  if (failed(verifyResultShape(*this, tensorTypeOf(getResult()), result)))
+    return failure();
+  RankedTensorType lse = tensorTypeOf(getLogsumexp());
+  if (lse.getShape() != ArrayRef<int64_t>(logsumexp))
+    return emitOpError() << "expected logsumexp shape " << formatList(logsumexp)
+                         << ", got " << lse;
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  SmallVector<int64_t> result, logsumexp;
+  if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
+                             getScale().convertToDouble(), result, logsumexp)))
+    return failure();
+  RankedTensorType y = tensorTypeOf(getResult());
+  if (y.getShape() != ArrayRef<int64_t>(result))
+    return emitOpError() << "expected result (the forward's) shape "
+                         << formatList(result) << ", got " << y;
+  RankedTensorType lse = tensorTypeOf(getLogsumexp());
+  if (lse.getShape() != ArrayRef<int64_t>(logsumexp) ||
+      lse.getElementType() != y.getElementType())
+    return emitOpError() << "expected logsumexp shape " << formatList(logsumexp)
+                         << " of the result's element type, got " << lse;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Axis ops and normalisation
 //===----------------------------------------------------------------------===//

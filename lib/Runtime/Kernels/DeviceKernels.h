@@ -1068,6 +1068,100 @@ template <typename T> struct CrossEntropyGradRows : Functor {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Attention (a block of query rows at a time; the products are GEMM steps)
+//===----------------------------------------------------------------------===//
+
+/// Where a block of attention rows is: row g of the block is query
+/// `first + g % rows` of head `g / rows`, `width` scores long (the keys the
+/// block sees); that query sees `seen(q)` of them, the rest are masked.
+struct AttentionBlock {
+  int64_t rows = 0, width = 0, first = 0, queries = 0, keys = 0;
+  bool causal = false;
+
+  ZRT_HOST_DEVICE int64_t query(int64_t g) const { return first + g % rows; }
+  /// The query's row of logsumexp (and of rowsum(dy * y)).
+  ZRT_HOST_DEVICE int64_t rowOf(int64_t g) const {
+    return g / rows * queries + query(g);
+  }
+  ZRT_HOST_DEVICE int64_t seen(int64_t q) const {
+    return causal ? (q + 1 < keys ? q + 1 : keys) : keys;
+  }
+};
+
+/// attention, per block row, in place: the scores become probabilities
+/// (softmax of scale * score over the keys the query sees, 0 beyond them),
+/// and the row's logsumexp is stored.
+template <typename T> struct AttentionRows : Functor {
+  static constexpr bool kGrouped = true;
+  T *scores = nullptr; // [heads][rows][width], in the workspace
+  T *logsumexp = nullptr;
+  AttentionBlock block;
+  T scale = T(1.0);
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
+    T *row = scores + g * block.width;
+    int64_t n = block.seen(block.query(g));
+    T m = -INFINITY;
+    for (int64_t c = group.lane; c < n; c += group.lanes)
+      m = maxSkipNaN(m, scale * row[c]);
+    m = group.reduce(m, MaxSkipNaN());
+    T sum = T(0.0);
+    for (int64_t c = group.lane; c < n; c += group.lanes)
+      sum += fExp(scale * row[c] - m);
+    sum = group.reduce(sum, Sum());
+    for (int64_t c = group.lane; c < n; c += group.lanes)
+      row[c] = fExp(scale * row[c] - m) / sum;
+    for (int64_t c = n + group.lane; c < block.width; c += group.lanes)
+      row[c] = T(0.0);
+    if (group.lane == 0)
+      logsumexp[block.rowOf(g)] = m + fLog(sum);
+  }
+};
+
+/// attention_grad: rowsum(dy * y) of each query row, into the workspace.
+template <typename T> struct AttentionGradDelta : Functor {
+  static constexpr bool kGrouped = true;
+  const T *y = nullptr, *dy = nullptr;
+  T *delta = nullptr;
+  int64_t width = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    T sum = T(0.0);
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      sum += dy[r * width + j] * y[r * width + j];
+    sum = group.reduce(sum, Sum());
+    if (group.lane == 0)
+      delta[r] = sum;
+  }
+};
+
+/// attention_grad, per element of a block, in place: the scores become the
+/// recomputed probabilities p = exp(scale * s - logsumexp), and dp (= dy
+/// v^T) becomes the scores' gradient scale * p * (dp - rowsum(dy * y)).
+template <typename T> struct AttentionGradScores : Functor {
+  static constexpr bool kGrouped = false;
+  T *scores = nullptr, *grad = nullptr; // [heads][rows][width] each
+  const T *logsumexp = nullptr, *delta = nullptr;
+  AttentionBlock block;
+  T scale = T(1.0);
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t g = i / block.width, c = i % block.width;
+    if (c >= block.seen(block.query(g))) {
+      scores[i] = T(0.0);
+      grad[i] = T(0.0);
+      return;
+    }
+    int64_t r = block.rowOf(g);
+    T p = fExp(scale * scores[i] - logsumexp[r]);
+    scores[i] = p;
+    grad[i] = scale * p * (grad[i] - delta[r]);
+  }
+};
+
 } // namespace zcc::runtime::device
 
 #endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H

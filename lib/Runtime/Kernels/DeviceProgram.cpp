@@ -112,6 +112,154 @@ private:
     return Status::ok();
   }
 
+  /// Scratch from the workspace's pinned end, which no product uses.
+  Status pinnedScratch(uint64_t bytes, T *&at) const {
+    if (bytes > memory.pinnedBytes || !memory.workspace)
+      return makeError(StatusCode::InvalidPlan, "entry '", entry.name,
+                       "' launch ", index, " (", launch.name(), ") needs ",
+                       bytes, " bytes of workspace beside cuBLAS's and the "
+                       "plan has ", memory.pinnedBytes,
+                       ": compile it again with this zcc");
+    at = reinterpret_cast<T *>(memory.workspace + memory.workspaceBytes -
+                               memory.pinnedBytes);
+    return Status::ok();
+  }
+
+  /// Row-major C[m, n] = op(L)[m, k] op(R)[k, n] + beta C for `batch` items:
+  /// L, R and C stored with rows of ldl, ldr and ldc elements, items
+  /// strideL, strideR and strideC apart. As BLAS sees it (column-major),
+  /// C^T = op(R)^T op(L)^T.
+  GemmOf<T> product(const T *l, int64_t ldl, bool transL, const T *r,
+                    int64_t ldr, bool transR, T *c, int64_t ldc, int64_t m,
+                    int64_t n, int64_t k, int64_t batch, int64_t strideL,
+                    int64_t strideR, int64_t strideC, T beta) const {
+    GemmOf<T> g;
+    g.transA = transR;
+    g.transB = transL;
+    g.m = static_cast<int32_t>(n);
+    g.n = static_cast<int32_t>(m);
+    g.k = static_cast<int32_t>(k);
+    g.a = r;
+    g.lda = static_cast<int32_t>(ldr);
+    g.b = l;
+    g.ldb = static_cast<int32_t>(ldl);
+    g.c = c;
+    g.ldc = static_cast<int32_t>(ldc);
+    g.batch = static_cast<int32_t>(batch);
+    g.strideA = strideR;
+    g.strideB = strideL;
+    g.strideC = strideC;
+    g.beta = beta;
+    g.workspace = memory.workspace;
+    g.workspaceBytes = memory.workspaceBytes - memory.pinnedBytes;
+    return g;
+  }
+
+  /// Query rows [first, first + rows) of every head: the keys they see.
+  AttentionBlock attentionBlock(const AttentionShape &a, int64_t first,
+                                int64_t rows) const {
+    AttentionBlock block;
+    block.rows = rows;
+    block.first = first;
+    block.queries = a.queries;
+    block.keys = a.keys;
+    block.causal = launch.params.causal;
+    block.width = block.causal ? std::min(a.keys, first + rows) : a.keys;
+    return block;
+  }
+
+  /// A block's scores, Q[first:first+rows] K[:width]^T, into `scores`.
+  GemmOf<T> attentionScores(const AttentionShape &a,
+                            const AttentionBlock &block, T *scores) const {
+    int64_t d = a.head;
+    return product(in(0) + block.first * d, d, false, in(1), d, true, scores,
+                   block.width, block.rows, block.width, d, a.batch,
+                   a.queries * d, a.keys * d, block.rows * block.width, T(0));
+  }
+
+  Status attention() {
+    AttentionShape a = attentionShape(entry, launch);
+    T *scores = nullptr;
+    ZRT_RETURN_IF_ERROR(pinnedScratch(kernelScratchBytes(entry, launch), scores));
+    int64_t dv = a.valueHead;
+    for (int64_t first = 0; a.batch > 0 && first < a.queries;
+         first += a.blockRows) {
+      AttentionBlock block =
+          attentionBlock(a, first, std::min(a.blockRows, a.queries - first));
+      out.push_back(attentionScores(a, block, scores));
+      AttentionRows<T> rows;
+      rows.scores = scores;
+      rows.logsumexp = result(1);
+      rows.block = block;
+      rows.scale = static_cast<T>(launch.params.scale);
+      rows.count = a.batch * block.rows;
+      push(rows, block.width);
+      // y[first:first+rows] = P V[:width]
+      out.push_back(product(scores, block.width, false, in(2), dv, false,
+                            result(0) + first * dv, dv, block.rows, dv,
+                            block.width, a.batch, block.rows * block.width,
+                            a.keys * dv, a.queries * dv, T(0)));
+    }
+    return Status::ok();
+  }
+
+  Status attentionGrad() {
+    AttentionShape a = attentionShape(entry, launch);
+    T *probs = nullptr;
+    ZRT_RETURN_IF_ERROR(pinnedScratch(kernelScratchBytes(entry, launch), probs));
+    int64_t blockSize = a.batch * a.blockRows * a.keys;
+    T *grads = probs + blockSize, *delta = grads + blockSize;
+    const T *q = in(0), *y = in(3), *dy = in(5);
+    T *dq = result(0), *dk = result(1), *dvalues = result(2);
+    int64_t d = a.head, dv = a.valueHead;
+    // dk and dv are sums over the blocks.
+    out.push_back(Memset{dk, uint64_t(outType(1).numElements()) * sizeof(T), 0});
+    out.push_back(
+        Memset{dvalues, uint64_t(outType(2).numElements()) * sizeof(T), 0});
+    if (a.batch == 0)
+      return Status::ok();
+    AttentionGradDelta<T> rowsum;
+    rowsum.y = y;
+    rowsum.dy = dy;
+    rowsum.delta = delta;
+    rowsum.width = dv;
+    rowsum.count = a.batch * a.queries;
+    push(rowsum, dv);
+    for (int64_t first = 0; first < a.queries; first += a.blockRows) {
+      AttentionBlock block =
+          attentionBlock(a, first, std::min(a.blockRows, a.queries - first));
+      int64_t rows = block.rows, width = block.width;
+      int64_t blockStride = rows * width;
+      out.push_back(attentionScores(a, block, probs));
+      // dp = dy[first:first+rows] V[:width]^T
+      out.push_back(product(dy + first * dv, dv, false, in(2), dv, true, grads,
+                            width, rows, width, dv, a.batch, a.queries * dv,
+                            a.keys * dv, blockStride, T(0)));
+      AttentionGradScores<T> scores;
+      scores.scores = probs;
+      scores.grad = grads;
+      scores.logsumexp = in(4);
+      scores.delta = delta;
+      scores.block = block;
+      scores.scale = static_cast<T>(launch.params.scale);
+      scores.count = a.batch * blockStride;
+      push(scores);
+      // dq[first:first+rows] = ds K[:width]
+      out.push_back(product(grads, width, false, in(1), d, false,
+                            dq + first * d, d, rows, d, width, a.batch,
+                            blockStride, a.keys * d, a.queries * d, T(0)));
+      // dk[:width] += ds^T q[first:first+rows]
+      out.push_back(product(grads, width, true, q + first * d, d, false, dk, d,
+                            width, d, rows, a.batch, blockStride,
+                            a.queries * d, a.keys * d, T(1)));
+      // dv[:width] += p^T dy[first:first+rows]
+      out.push_back(product(probs, width, true, dy + first * dv, dv, false,
+                            dvalues, dv, width, dv, rows, a.batch, blockStride,
+                            a.queries * dv, a.keys * dv, T(1)));
+    }
+    return Status::ok();
+  }
+
   void elementwise(ElementOp op) {
     Elementwise<T> f;
     f.op = op;
@@ -343,7 +491,7 @@ private:
     g.c = result(0);
     g.ldc = static_cast<int32_t>(n);
     g.workspace = memory.workspace;
-    g.workspaceBytes = memory.workspaceBytes;
+    g.workspaceBytes = memory.workspaceBytes - memory.pinnedBytes;
     bool sharedRhs = rhsRank == 2;
     if (sharedRhs && !transposeLhs && batch * m <= INT_MAX) {
       // One [batch * M, K] x [K, N] product, as on the CPU.
@@ -664,6 +812,10 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     break;
   case KernelId::Matmul:
     return matmul();
+  case KernelId::Attention:
+    return attention();
+  case KernelId::AttentionGrad:
+    return attentionGrad();
   case KernelId::Softmax:
     softmax(false);
     break;

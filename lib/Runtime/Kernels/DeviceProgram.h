@@ -34,6 +34,8 @@ template <typename T> struct GemmOf {
   int32_t batch = 1;
   const T *a = nullptr, *b = nullptr;
   T *c = nullptr;
+  /// C = op(A) op(B) + beta C: 0 or 1 (attention_grad sums its blocks).
+  T beta = T(0.0);
   /// The entry's workspace, given to cuBLAS.
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
@@ -67,7 +69,9 @@ using StepOf =
                  SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>, LayerNormGradRows<T>,
                  LayerNormGradColumns<T>, RmsNormGradRows<T>,
                  RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
-                 CrossEntropyGradRows<T>, GemmOf<T>, Memset, CopyIn, CopyOut>;
+                 CrossEntropyGradRows<T>, AttentionRows<T>,
+                 AttentionGradDelta<T>, AttentionGradScores<T>, GemmOf<T>,
+                 Memset, CopyIn, CopyOut>;
 
 /// The GPU's: f32.
 using Gemm = GemmOf<float>;
@@ -79,6 +83,9 @@ struct EntryMemory {
   std::vector<uint8_t *> buffers;
   uint8_t *workspace = nullptr;
   uint64_t workspaceBytes = 0;
+  /// The workspace's last bytes, never given to cuBLAS (pinnedScratchBytes,
+  /// in the executor's element size).
+  uint64_t pinnedBytes = 0;
   DeviceError *error = nullptr;
 };
 

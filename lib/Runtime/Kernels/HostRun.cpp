@@ -21,14 +21,16 @@ namespace {
 
 /// C = A B in column-major BLAS terms (the arguments cuBLAS gets).
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
-          const float *a, int lda, const float *b, int ldb, float *c, int ldc) {
-  cblas_sgemm(CblasColMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
+          const float *a, int lda, const float *b, int ldb, float beta,
+          float *c, int ldc) {
+  cblas_sgemm(CblasColMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
               ldc);
 }
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
-          const double *a, int lda, const double *b, int ldb, double *c,
-          int ldc) {
-  cblas_dgemm(CblasColMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+          const double *a, int lda, const double *b, int ldb, double beta,
+          double *c, int ldc) {
+  cblas_dgemm(CblasColMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c,
+              ldc);
 }
 
 /// One lane: reductions are the lane's own value, rows are visited in order.
@@ -283,7 +285,7 @@ struct HostLauncher {
       gemm(g.transA ? CblasTrans : CblasNoTrans,
            g.transB ? CblasTrans : CblasNoTrans, g.m,
            static_cast<int>(columns), g.k, g.a + i * g.strideA, g.lda, b,
-           g.ldb, g.c + i * g.strideC + column * g.ldc, g.ldc);
+           g.ldb, g.beta, g.c + i * g.strideC + column * g.ldc, g.ldc);
     };
     double work = double(g.m) * g.n * g.k;
     if (g.batch > 1 || work < kGemmPanelWork) {

@@ -461,6 +461,61 @@ Status checkMatmul(const LaunchRules &r) {
   return r.expectShape("result", result, expected);
 }
 
+/// attention (query, key, value) -> (result, logsumexp) and attention_grad
+/// (query, key, value, result, logsumexp, result_grad) -> (query_grad,
+/// key_grad, value_grad).
+Status checkAttention(const LaunchRules &r, bool isGrad) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(isGrad ? 6 : 3, isGrad ? 3 : 2));
+  const TensorType &q = r.input(0), &k = r.input(1), &v = r.input(2);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("query", q));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("key", k));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("value", v));
+  int64_t rank = q.rank();
+  if (rank < 2)
+    return r.fail("query must have rank >= 2 ([B..., S, D]), got ",
+                  typeString(q));
+  if (k.rank() != rank || v.rank() != rank)
+    return r.fail("query, key and value must have one rank, got ",
+                  typeString(q), ", ", typeString(k), " and ", typeString(v));
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (k.shape[d] != q.shape[d] || v.shape[d] != q.shape[d])
+      return r.fail("batch dimensions differ: query ", typeString(q), ", key ",
+                    typeString(k), ", value ", typeString(v));
+  int64_t s = q.shape[rank - 2], head = q.shape[rank - 1];
+  int64_t t = k.shape[rank - 2], valueHead = v.shape[rank - 1];
+  if (k.shape[rank - 1] != head || v.shape[rank - 2] != t)
+    return r.fail("query, key and value do not agree: ", typeString(q), ", ",
+                  typeString(k), " and ", typeString(v));
+  if (s < 1 || t < 1 || head < 1 || valueHead < 1)
+    return r.fail("sequence lengths and head sizes must be at least 1, got ",
+                  typeString(q), ", ", typeString(k), " and ", typeString(v));
+  if (s > kMaxBlasDim || t > kMaxBlasDim || head > kMaxBlasDim ||
+      valueHead > kMaxBlasDim ||
+      shapeProduct(q.shape, 0, rank - 2) > kMaxBlasDim)
+    return r.fail("sizes exceed the BLAS limit of ", kMaxBlasDim);
+  if (!std::isfinite(r.params.scale))
+    return r.fail("scale must be finite, got ",
+                  LaunchRules::formatNumber(r.params.scale));
+  std::vector<int64_t> result(q.shape.begin(), q.shape.end() - 1);
+  std::vector<int64_t> logsumexp = result;
+  result.push_back(valueHead);
+  if (!isGrad) {
+    ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
+    ZRT_RETURN_IF_ERROR(r.expectShape("result", r.output(0), result));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("logsumexp", r.output(1)));
+    return r.expectShape("logsumexp", r.output(1), logsumexp);
+  }
+  ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.input(3)));
+  ZRT_RETURN_IF_ERROR(r.expectShape("result", r.input(3), result));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("logsumexp", r.input(4)));
+  ZRT_RETURN_IF_ERROR(r.expectShape("logsumexp", r.input(4), logsumexp));
+  ZRT_RETURN_IF_ERROR(
+      r.expectSameType("result_grad", r.input(5), "result", r.input(3)));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("query_grad", r.output(0), "query", q));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("key_grad", r.output(1), "key", k));
+  return r.expectSameType("value_grad", r.output(2), "value", v);
+}
+
 Status checkNorm(const LaunchRules &r, bool withBeta) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(withBeta ? 3 : 2, 1));
   const TensorType &operand = r.input(0);
@@ -633,6 +688,10 @@ Status checkKernel(const LaunchRules &r) {
     return r.expectReduction(r.input(0), "grad", r.input(1));
   case KernelId::Matmul:
     return checkMatmul(r);
+  case KernelId::Attention:
+    return checkAttention(r, /*isGrad=*/false);
+  case KernelId::AttentionGrad:
+    return checkAttention(r, /*isGrad=*/true);
   case KernelId::Softmax:
   case KernelId::LogSoftmax:
     ZRT_RETURN_IF_ERROR(checkElementwise(r, 1, kUnaryRoles));

@@ -25,7 +25,30 @@ constexpr uint64_t kSplitChunk = 128;
 constexpr uint64_t kMaxSplits = 16;
 constexpr uint64_t kMaxAutoMatmulWorkspace = uint64_t(32) << 20;
 
+/// The probabilities of one block of attention rows at most (64 MiB in f32).
+constexpr int64_t kMaxAttentionBlock = int64_t(1) << 24;
+constexpr int64_t kAttentionBlockRows = 64;
+
 } // namespace
+
+AttentionShape zcc::runtime::attentionShape(const Entry &entry,
+                                            const Launch &launch) {
+  const TensorType &query = entry.tensors[launch.inputs[0]].type;
+  const TensorType &value = entry.tensors[launch.inputs[2]].type;
+  size_t rank = query.shape.size();
+  AttentionShape shape;
+  shape.batch = shapeProduct(query.shape, 0, rank - 2);
+  shape.queries = query.shape[rank - 2];
+  shape.head = query.shape[rank - 1];
+  shape.keys = value.shape[rank - 2];
+  shape.valueHead = value.shape[rank - 1];
+  int64_t rows = std::min(shape.queries, kAttentionBlockRows);
+  int64_t perRow = std::max<int64_t>(shape.batch * shape.keys, 1);
+  while (rows > 1 && rows * perRow > kMaxAttentionBlock)
+    rows /= 2;
+  shape.blockRows = rows;
+  return shape;
+}
 
 uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
                                           const Launch &launch) {
@@ -38,6 +61,15 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
     return 2 * kFloat * rowsOf(entry, launch);
   case KernelId::RmsNormGrad: // 1/rms per row
     return kFloat * rowsOf(entry, launch);
+  case KernelId::Attention:
+  case KernelId::AttentionGrad: {
+    AttentionShape a = attentionShape(entry, launch);
+    uint64_t block = static_cast<uint64_t>(a.batch * a.blockRows * a.keys);
+    if (launch.kernel == KernelId::Attention)
+      return kFloat * block;
+    // Probabilities and their gradient, and rowsum(dy * y) per query row.
+    return kFloat * (2 * block + static_cast<uint64_t>(a.batch * a.queries));
+  }
   default:
     return 0;
   }
@@ -47,6 +79,15 @@ uint64_t zcc::runtime::entryScratchBytes(const Entry &entry) {
   uint64_t bytes = 0;
   for (const Launch &launch : entry.launches)
     bytes = std::max(bytes, kernelScratchBytes(entry, launch));
+  return bytes;
+}
+
+uint64_t zcc::runtime::pinnedScratchBytes(const Entry &entry) {
+  uint64_t bytes = 0;
+  for (const Launch &launch : entry.launches)
+    if (launch.kernel == KernelId::Attention ||
+        launch.kernel == KernelId::AttentionGrad)
+      bytes = std::max(bytes, kernelScratchBytes(entry, launch));
   return bytes;
 }
 
@@ -75,15 +116,19 @@ Status zcc::runtime::addWorkspaces(Plan &plan, int64_t matmulBytes) {
     if (entry.workspace >= 0)
       return makeError(StatusCode::InvalidArgument, "entry '", entry.name,
                        "' already has a workspace");
-    bool hasMatmul =
-        std::any_of(entry.launches.begin(), entry.launches.end(),
-                    [](const Launch &l) { return l.kernel == KernelId::Matmul; });
+    bool hasMatmul = std::any_of(
+        entry.launches.begin(), entry.launches.end(), [](const Launch &l) {
+          return l.kernel == KernelId::Matmul ||
+                 l.kernel == KernelId::Attention ||
+                 l.kernel == KernelId::AttentionGrad;
+        });
     uint64_t matmul = !hasMatmul ? 0
                       : matmulBytes < 0
                           ? autoMatmulWorkspaceBytes(entry)
                           : static_cast<uint64_t>(matmulBytes);
-    uint64_t size = alignUp(std::max(entryScratchBytes(entry), matmul),
-                            alignment);
+    uint64_t size = alignUp(
+        std::max(entryScratchBytes(entry), matmul + pinnedScratchBytes(entry)),
+        alignment);
     if (size > 0) {
       Buffer buffer;
       buffer.region = Region::Arena;

@@ -648,3 +648,52 @@ func.func @cross_entropy_grad_labels(%l: tensor<4x8xf32>, %ids: tensor<8xi32>, %
   %0 = zt.softmax_cross_entropy_grad %l, %ids, %dl : (tensor<4x8xf32>, tensor<8xi32>, tensor<f32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+func.func @attention_head_mismatch(%q: tensor<2x8x4xf32>, %k: tensor<2x6x5xf32>, %v: tensor<2x6x3xf32>) {
+  // expected-error @+1 {{query and key must have one head size}}
+  %y, %l = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x5xf32>, tensor<2x6x3xf32>) -> (tensor<2x8x3xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+func.func @attention_value_length(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x7x3xf32>) {
+  // expected-error @+1 {{key and value must have one length}}
+  %y, %l = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x7x3xf32>) -> (tensor<2x8x3xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+func.func @attention_batch(%q: tensor<2x8x4xf32>, %k: tensor<3x6x4xf32>, %v: tensor<3x6x3xf32>) {
+  // expected-error @+1 {{batch dimensions differ}}
+  %y, %l = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x8x4xf32>, tensor<3x6x4xf32>, tensor<3x6x3xf32>) -> (tensor<2x8x3xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+func.func @attention_result(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>) {
+  // expected-error @+1 {{expected result shape [2, 8, 3], got 'tensor<2x8x4xf32>'}}
+  %y, %l = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>) -> (tensor<2x8x4xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+func.func @attention_logsumexp(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>) {
+  // expected-error @+1 {{expected logsumexp shape [2, 8]}}
+  %y, %l = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>) -> (tensor<2x8x3xf32>, tensor<2x6xf32>)
+  return
+}
+
+// -----
+func.func @attention_empty(%q: tensor<2x0x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>) {
+  // expected-error @+1 {{sequence lengths and head sizes must be at least 1}}
+  %y, %l = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x0x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>) -> (tensor<2x0x3xf32>, tensor<2x0xf32>)
+  return
+}
+
+// -----
+func.func @attention_grad_lse(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>, %y: tensor<2x8x3xf32>, %l: tensor<2x6xf32>) {
+  // expected-error @+1 {{expected logsumexp shape [2, 8] of the result's element type}}
+  %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %l, %y, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>, tensor<2x8x3xf32>, tensor<2x6xf32>, tensor<2x8x3xf32>) -> (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>)
+  return
+}

@@ -103,6 +103,17 @@ func.func @matmuls(%a: tensor<2x8x16xf32>, %b: tensor<2x8x16xf32>, %w: tensor<16
   return %0, %1, %2, %3 : tensor<2x8x8xf32>, tensor<2x16x16xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>
 }
 
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x6x16xf32>, %v: tensor<2x4x6x8xf32>, %dy: tensor<2x4x8x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>) {
+  // CHECK: zt.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 2.500000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8xf32>)
+  %y, %lse = zt.attention %q, %k, %v, scale = 0.25 causal : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8xf32>)
+  // CHECK: zt.attention %{{.+}}, %{{.+}}, %{{.+}}, scale = 1.000000e+00 : (
+  %y2, %lse2 = zt.attention %q, %k, %v, scale = 1.0 : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8xf32>)
+  // CHECK: zt.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, scale = 2.500000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>)
+  %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %lse, %dy, scale = 0.25 causal : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>)
+  return %y, %lse, %dq, %dk, %dv : tensor<2x4x8x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>
+}
+
 // CHECK-LABEL: func.func @normalisation
 func.func @normalisation(%x: tensor<2x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
   // CHECK: zt.softmax %{{.+}}, axis = -1 : tensor<2x8x16xf32>

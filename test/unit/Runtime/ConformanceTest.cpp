@@ -174,12 +174,15 @@ Status runOnDevice(const Target &target, const LaunchCase &c,
     memory.buffers.push_back(address);
   }
   uint8_t *scratch = nullptr, *error = nullptr;
-  uint64_t scratchBytes = entryScratchBytes(entry) + 256;
+  // cuBLAS's share first, the pinned scratch (attention's blocks) last.
+  uint64_t scratchBytes =
+      entryScratchBytes(entry) + pinnedScratchBytes(entry) + 256;
   ZRT_RETURN_IF_ERROR(backend->allocateDevice(scratchBytes, "workspace", scratch));
   ZRT_RETURN_IF_ERROR(
       backend->allocateDevice(sizeof(DeviceError), "error record", error));
   memory.workspace = scratch;
   memory.workspaceBytes = scratchBytes;
+  memory.pinnedBytes = pinnedScratchBytes(entry);
   memory.error = reinterpret_cast<DeviceError *>(error);
   std::vector<Step> steps;
   ZRT_RETURN_IF_ERROR(appendLaunch(entry, 0, memory, steps));

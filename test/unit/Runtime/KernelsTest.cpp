@@ -306,6 +306,47 @@ TEST(KernelRules, Matmul) {
   expectRejected(dtype, "rhs must be an f32 tensor");
 }
 
+TEST(KernelRules, Attention) {
+  auto make = [](std::vector<int64_t> q, std::vector<int64_t> k,
+                 std::vector<int64_t> v, std::vector<int64_t> y,
+                 std::vector<int64_t> lse, double scale = 0.5) {
+    LaunchCase c("attention");
+    c.input(q).input(k).input(v).output(y).output(lse).param(
+        floatParam("scale", scale));
+    return c;
+  };
+  expectAccepted(make({2, 8, 4}, {2, 6, 4}, {2, 6, 3}, {2, 8, 3}, {2, 8}));
+  expectRejected(make({2, 8, 4}, {2, 6, 5}, {2, 6, 3}, {2, 8, 3}, {2, 8}),
+                 "query, key and value do not agree");
+  expectRejected(make({2, 8, 4}, {3, 6, 4}, {3, 6, 3}, {2, 8, 3}, {2, 8}),
+                 "batch dimensions differ");
+  expectRejected(make({2, 8, 4}, {2, 6, 4}, {2, 6, 3}, {2, 8, 4}, {2, 8}),
+                 "expected result shape [2, 8, 3], got 2x8x4xf32");
+  expectRejected(make({2, 8, 4}, {2, 6, 4}, {2, 6, 3}, {2, 8, 3}, {2, 6}),
+                 "expected logsumexp shape [2, 8]");
+  expectRejected(make({2, 0, 4}, {2, 6, 4}, {2, 6, 3}, {2, 0, 3}, {2, 0}),
+                 "sequence lengths and head sizes must be at least 1");
+  expectRejected(make({4}, {4}, {4}, {4}, {}), "query must have rank >= 2");
+  expectRejected(make({2, 8, 4}, {2, 6, 4}, {2, 6, 3}, {2, 8, 3}, {2, 8},
+                      std::numeric_limits<double>::infinity()),
+                 "scale must be finite");
+  LaunchCase grad("attention_grad");
+  grad.input({2, 8, 4})
+      .input({2, 6, 4})
+      .input({2, 6, 3})
+      .input({2, 8, 3})
+      .input({2, 8})
+      .input({2, 8, 3})
+      .output({2, 8, 4})
+      .output({2, 6, 4})
+      .output({2, 6, 3})
+      .param(floatParam("scale", 0.5))
+      .param(unitParam("causal"));
+  expectAccepted(grad);
+  grad.entry.tensors[grad.launch().outputs[1]].type.shape = {2, 6, 3};
+  expectRejected(grad, "key_grad type 2x6x3xf32 must match key type");
+}
+
 TEST(KernelRules, AxisAndNormalisation) {
   LaunchCase softmax("softmax");
   softmax.input({2, 3}).output({2, 3}).param(intParam("axis", -2));
@@ -646,6 +687,170 @@ TEST(MatmulKernel, EmptyContractionGivesZeros) {
   c.values[1].clear();
   ASSERT_TRUE(c.run<float>().isOk());
   expectNear(c.result(), std::vector<double>(6, 0.0), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// Attention written out in f64, one head and query at a time: the [S, T]
+/// probabilities materialized, the backward through the softmax Jacobian
+/// (ds = p (dp - sum p dp)), not the kernels' rowsum(dy * y) form.
+struct NaiveAttention {
+  int64_t heads, s, t, d, dv;
+  double scale;
+  bool causal;
+  std::vector<double> y, lse, dq, dk, dv_;
+
+  void run(const std::vector<double> &q, const std::vector<double> &k,
+           const std::vector<double> &v, const std::vector<double> &dy) {
+    y.assign(heads * s * dv, 0);
+    lse.assign(heads * s, 0);
+    dq.assign(heads * s * d, 0);
+    dk.assign(heads * t * d, 0);
+    dv_.assign(heads * t * dv, 0);
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < s; ++i) {
+        int64_t seen = causal ? std::min(t, i + 1) : t;
+        std::vector<double> p(seen), dp(seen);
+        double top = -kInf;
+        for (int64_t j = 0; j < seen; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += q[(h * s + i) * d + c] * k[(h * t + j) * d + c];
+          p[j] = scale * dot;
+          top = std::max(top, p[j]);
+        }
+        double sum = 0;
+        for (double &x : p)
+          sum += std::exp(x - top);
+        lse[h * s + i] = top + std::log(sum);
+        for (double &x : p)
+          x = std::exp(x - lse[h * s + i]);
+        double pdp = 0;
+        for (int64_t j = 0; j < seen; ++j) {
+          for (int64_t c = 0; c < dv; ++c) {
+            y[(h * s + i) * dv + c] += p[j] * v[(h * t + j) * dv + c];
+            dp[j] += dy[(h * s + i) * dv + c] * v[(h * t + j) * dv + c];
+            dv_[(h * t + j) * dv + c] += p[j] * dy[(h * s + i) * dv + c];
+          }
+          pdp += p[j] * dp[j];
+        }
+        for (int64_t j = 0; j < seen; ++j) {
+          double ds = scale * p[j] * (dp[j] - pdp);
+          for (int64_t c = 0; c < d; ++c) {
+            dq[(h * s + i) * d + c] += ds * k[(h * t + j) * d + c];
+            dk[(h * t + j) * d + c] += ds * q[(h * s + i) * d + c];
+          }
+        }
+      }
+  }
+};
+
+struct AttentionShapeCase {
+  std::vector<int64_t> batch;
+  int64_t s, t, d, dv;
+  bool causal;
+};
+
+TEST(AttentionKernels, MatchTheWrittenOutFormForwardAndBackward) {
+  // Single and several blocks of 64 query rows, a last partial block,
+  // causal with S < T and S > T (PyTorch's top-left alignment), several
+  // batch dimensions, different head sizes for values.
+  const AttentionShapeCase cases[] = {
+      {{2}, 5, 5, 3, 2, true},       {{2, 3}, 4, 7, 5, 3, false},
+      {{3}, 70, 70, 4, 4, true},     {{1}, 130, 40, 3, 5, true},
+      {{2}, 20, 150, 6, 2, true},    {{2}, 129, 129, 8, 8, false},
+      {{}, 9, 3, 2, 2, true},
+  };
+  for (const AttentionShapeCase &c : cases) {
+    int64_t heads = elementCount(c.batch);
+    SCOPED_TRACE("heads " + std::to_string(heads) + " S " +
+                 std::to_string(c.s) + " T " + std::to_string(c.t) +
+                 (c.causal ? " causal" : ""));
+    auto shape = [&](int64_t a, int64_t b) {
+      std::vector<int64_t> out = c.batch;
+      out.push_back(a);
+      if (b >= 0)
+        out.push_back(b);
+      return out;
+    };
+    double scale = 1.0 / std::sqrt(double(c.d)) * 1.7;
+    LaunchCase forward("attention");
+    forward.input(shape(c.s, c.d), randomValues(heads * c.s * c.d, 3, -2, 2))
+        .input(shape(c.t, c.d), randomValues(heads * c.t * c.d, 4, -2, 2))
+        .input(shape(c.t, c.dv))
+        .output(shape(c.s, c.dv))
+        .output(shape(c.s, -1))
+        .param(floatParam("scale", scale));
+    if (c.causal)
+      forward.param(unitParam("causal"));
+    std::vector<double> dy = randomValues(heads * c.s * c.dv, 9);
+    NaiveAttention naive{heads, c.s, c.t, c.d, c.dv, scale, c.causal};
+    naive.run(forward.values[0], forward.values[1], forward.values[2], dy);
+    ASSERT_TRUE(forward.run<double>().isOk());
+    expectNear(forward.result(0), naive.y, 1e-12);
+    expectNear(forward.result(1), naive.lse, 1e-12);
+    std::vector<double> y = forward.result(0), lse = forward.result(1);
+    ASSERT_TRUE(forward.run<float>().isOk());
+    expectNear(forward.result(0), naive.y, 1e-5);
+    expectNear(forward.result(1), naive.lse, 1e-5);
+
+    LaunchCase backward("attention_grad");
+    backward.input(shape(c.s, c.d), forward.values[0])
+        .input(shape(c.t, c.d), forward.values[1])
+        .input(shape(c.t, c.dv), forward.values[2])
+        .input(shape(c.s, c.dv), y)
+        .input(shape(c.s, -1), lse)
+        .input(shape(c.s, c.dv), dy)
+        .output(shape(c.s, c.d))
+        .output(shape(c.t, c.d))
+        .output(shape(c.t, c.dv))
+        .param(floatParam("scale", scale));
+    if (c.causal)
+      backward.param(unitParam("causal"));
+    ASSERT_TRUE(backward.run<double>().isOk());
+    expectNear(backward.result(0), naive.dq, 1e-11);
+    expectNear(backward.result(1), naive.dk, 1e-11);
+    expectNear(backward.result(2), naive.dv_, 1e-11);
+    ASSERT_TRUE(backward.run<float>().isOk());
+    expectNear(backward.result(0), naive.dq, 1e-4);
+    expectNear(backward.result(1), naive.dk, 1e-4);
+    expectNear(backward.result(2), naive.dv_, 1e-4);
+  }
+}
+
+TEST(AttentionKernels, WorkspaceIsABlockOfRowsNotTheMatrix) {
+  // GPT-2 small's attention: 8 x 12 heads of 1024 queries. The forward's
+  // workspace is one block of 64 query rows (1/16 of the matrix), the
+  // backward's two blocks and one number per query.
+  LaunchCase forward("attention");
+  forward.input({8, 12, 1024, 64}, {0.0})
+      .input({8, 12, 1024, 64}, {0.0})
+      .input({8, 12, 1024, 64}, {0.0})
+      .output({8, 12, 1024, 64})
+      .output({8, 12, 1024})
+      .param(floatParam("scale", 0.125))
+      .param(unitParam("causal"));
+  Entry e;
+  ASSERT_TRUE(forward.decoded(e).isOk());
+  AttentionShape a = attentionShape(e, e.launches[0]);
+  EXPECT_EQ(a.batch, 96);
+  EXPECT_EQ(a.blockRows, 64);
+  EXPECT_EQ(kernelScratchBytes(e, e.launches[0]), 4u * 96 * 64 * 1024);
+  EXPECT_EQ(pinnedScratchBytes(e), 4u * 96 * 64 * 1024);
+  // Rows per block halve until a block is at most 2^24 probabilities.
+  LaunchCase wide("attention");
+  wide.input({64, 32, 4096, 8}, {0.0})
+      .input({64, 32, 4096, 8}, {0.0})
+      .input({64, 32, 4096, 8}, {0.0})
+      .output({64, 32, 4096, 8})
+      .output({64, 32, 4096})
+      .param(floatParam("scale", 0.5));
+  ASSERT_TRUE(wide.decoded(e).isOk());
+  a = attentionShape(e, e.launches[0]);
+  EXPECT_EQ(a.blockRows, 2);
+  EXPECT_LE(a.batch * a.blockRows * a.keys, int64_t(1) << 24);
 }
 
 //===----------------------------------------------------------------------===//

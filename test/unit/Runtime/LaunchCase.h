@@ -204,9 +204,12 @@ public:
           {Region::Arena, 0, static_cast<uint64_t>(e.tensors[t].type.bytes())});
       memory.buffers.push_back(storage[t].data() + fences[t]);
     }
-    std::vector<T> scratch(entryScratchBytes(e) / 4 + 1);
+    // No cuBLAS share: the pinned scratch is the whole workspace.
+    std::vector<T> scratch(
+        std::max(entryScratchBytes(e), pinnedScratchBytes(e)) / 4 + 1);
     memory.workspace = reinterpret_cast<uint8_t *>(scratch.data());
     memory.workspaceBytes = scratch.size() * sizeof(T);
+    memory.pinnedBytes = pinnedScratchBytes(e) / 4 * sizeof(T);
     device::DeviceError record{};
     memory.error = &record;
     std::vector<device::StepOf<T>> steps;
@@ -374,6 +377,25 @@ inline std::vector<LaunchCase> everyKernel() {
   for (const char *name : {"sum", "mean", "max"})
     add(name).input({2, 3, 4}).output({3}).param(intsParam("dims", {0, 2}));
   add("matmul").input({2, 3, 4}).input({4, 5}).output({2, 3, 5});
+  add("attention")
+      .input({2, 5, 3})
+      .input({2, 4, 3})
+      .input({2, 4, 2})
+      .output({2, 5, 2})
+      .output({2, 5})
+      .param(floatParam("scale", 0.5))
+      .param(unitParam("causal"));
+  add("attention_grad")
+      .input({2, 5, 3})
+      .input({2, 4, 3})
+      .input({2, 4, 2})
+      .input({2, 5, 2})
+      .input({2, 5})
+      .input({2, 5, 2})
+      .output({2, 5, 3})
+      .output({2, 4, 3})
+      .output({2, 4, 2})
+      .param(floatParam("scale", 0.5));
   for (const char *name : {"softmax", "log_softmax"})
     add(name).input({2, 3}).output({2, 3}).param(intParam("axis", 1));
   add("layer_norm")

@@ -274,6 +274,38 @@ def ZT_MatmulOp : ZT_Op<"matmul", [Pure,
   let hasVerifier = 1;
 }
 
+def ZT_AttentionOp : ZT_Op<"attention", [Pure,
+    AllElementTypesMatch<["query", "key", "value", "result", "logsumexp"]>]> {
+  let summary = "fused scaled dot-product attention (flash-attention scheme)";
+  let description = [{
+    `query` is `[B..., S, D]`, `key` `[B..., T, D]`, `value` `[B..., T, Dv]`
+    (the same batch dimensions `B...`, `S, T, D, Dv >= 1`). For each query
+    row `q`, with `s[k] = scale * sum_d query[q, d] * key[k, d]` over the
+    keys it sees (every `k < T`, or `k <= q` when `causal`, PyTorch's
+    `is_causal` alignment):
+    `logsumexp[q] = log(sum_k exp(s[k]))`,
+    `result[q, :] = sum_k exp(s[k] - logsumexp[q]) * value[k, :]`.
+
+    The `[S, T]` probabilities are never stored: the kernels compute them a
+    block of query rows at a time into a workspace, and `zt.attention_grad`
+    recomputes them from `logsumexp`, so the memory saved for the backward
+    grows linearly with the sequence (the output and one number per row).
+    The unfused form (`zt.matmul`, `zt.scale`, `zt.causal_mask`,
+    `zt.softmax`) computes the same function.
+
+    ```mlir
+    %y, %lse = zt.attention %q, %k, %v, scale = 1.250000e-01 causal : (tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>) -> (tensor<2x4x64x8xf32>, tensor<2x4x64xf32>)
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$query, ZT_FloatTensor:$key,
+                       ZT_FloatTensor:$value, F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs ZT_FloatTensor:$result, ZT_FloatTensor:$logsumexp);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisation and activation over an axis
 //===----------------------------------------------------------------------===//
@@ -635,6 +667,35 @@ def ZT_EmbeddingGradOp : ZT_Op<"embedding_grad", [Pure,
   let arguments = (ins ZT_IndexTensor:$indices, ZT_FloatTensor:$grad);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$indices `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure,
+    AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
+    AllTypesMatch<["value", "value_grad"]>,
+    AllTypesMatch<["result", "result_grad"]>]> {
+  let summary = "gradient of zt.attention";
+  let description = [{
+    From the forward's operands, its `result` and `logsumexp`, and the
+    result's gradient `dy`, a block of query rows at a time: the
+    probabilities `p[q, k] = exp(s[q, k] - logsumexp[q])` are recomputed,
+    `dp = dy value^T`, `ds = p * (dp - rowsum(dy * result))`, and
+    `query_grad = scale * ds key`, `key_grad = scale * ds^T query`,
+    `value_grad = p^T dy` (the flash-attention backward).
+
+    ```mlir
+    %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %lse, %dy, scale = 1.250000e-01 causal : (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, tensor<4x16x8xf32>) -> (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>)
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$query, ZT_FloatTensor:$key,
+                       ZT_FloatTensor:$value, ZT_FloatTensor:$result,
+                       ZT_FloatTensor:$logsumexp, ZT_FloatTensor:$result_grad,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs ZT_FloatTensor:$query_grad, ZT_FloatTensor:$key_grad,
+                      ZT_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

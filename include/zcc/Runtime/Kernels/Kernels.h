@@ -49,6 +49,18 @@ int64_t shapeProduct(const std::vector<int64_t> &shape, size_t begin,
 std::string formatIndexPosition(const std::vector<int64_t> &shape,
                                 int64_t position);
 
+/// attention and attention_grad's sizes: `batch` (the product of the batch
+/// dimensions) heads of `queries` x `head` queries against `keys` x `head`
+/// keys and `keys` x `valueHead` values, computed `blockRows` query rows at a
+/// time (so the probabilities' workspace is `batch * blockRows * keys`).
+struct AttentionShape {
+  int64_t batch = 0, queries = 0, keys = 0, head = 0, valueHead = 0;
+  int64_t blockRows = 0;
+};
+/// Of a launch that passed checkLaunch: at most 64 query rows per block,
+/// fewer where a block's probabilities would pass 2^24 elements.
+AttentionShape attentionShape(const Entry &entry, const Launch &launch);
+
 //===----------------------------------------------------------------------===//
 // Device workspaces (Entry::workspace)
 //===----------------------------------------------------------------------===//
@@ -56,10 +68,17 @@ std::string formatIndexPosition(const std::vector<int64_t> &shape,
 /// Bytes of scratch the device executors' version of a launch needs from the
 /// entry's workspace: per-row statistics (layer_norm_grad, rms_norm_grad)
 /// and per-row losses (softmax_cross_entropy), so that their column sums run
-/// in a fixed order without atomics. 0 for every other kernel.
+/// in a fixed order without atomics; a block of attention probabilities
+/// (attention; twice, and one number per query row, for attention_grad).
+/// 0 for every other kernel. cuBLAS never gets these bytes while the
+/// launch's products run (they hold the block between them).
 uint64_t kernelScratchBytes(const Entry &entry, const Launch &launch);
 /// The largest kernelScratchBytes of the entry's launches.
 uint64_t entryScratchBytes(const Entry &entry);
+/// The largest scratch of the entry's launches whose products run while the
+/// scratch holds data (attention, attention_grad): it takes the workspace's
+/// last bytes, which cuBLAS is never given.
+uint64_t pinnedScratchBytes(const Entry &entry);
 
 /// cuBLAS's share of a workspace when the compiler picks it: room for the
 /// split-K partial products of the entry's largest need, one output per 128
@@ -70,8 +89,9 @@ uint64_t autoMatmulWorkspaceBytes(const Entry &entry);
 
 inline constexpr int64_t kAutoMatmulWorkspace = -1;
 
-/// Gives every entry that needs one a workspace of max(scratch, matmul share)
-/// bytes (`matmulBytes`, or the automatic size), placed above the entry's
+/// Gives every entry that needs one a workspace of max(scratch, matmul share
+/// + pinned scratch) bytes (the share is `matmulBytes`, or the automatic
+/// size), placed above the entry's
 /// other arena buffers: it lives for the whole entry, so no plan could share
 /// its bytes. Arena size, lower bound and no-reuse size grow by its size.
 Status addWorkspaces(Plan &plan, int64_t matmulBytes = kAutoMatmulWorkspace);

@@ -39,6 +39,7 @@ namespace zcc::runtime {
   X(Mean, "mean")                                                              \
   X(Max, "max")                                                                \
   X(Matmul, "matmul")                                                          \
+  X(Attention, "attention")                                                    \
   X(Softmax, "softmax")                                                        \
   X(LogSoftmax, "log_softmax")                                                 \
   X(LayerNorm, "layer_norm")                                                   \
@@ -55,6 +56,7 @@ namespace zcc::runtime {
   X(LayerNormGrad, "layer_norm_grad")                                          \
   X(RmsNormGrad, "rms_norm_grad")                                              \
   X(EmbeddingGrad, "embedding_grad")                                           \
+  X(AttentionGrad, "attention_grad")                                           \
   X(SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad")                     \
   X(MseGrad, "mse_grad")                                                       \
   X(Sgd, "sgd")                                                                \
@@ -101,6 +103,10 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(MaxGrad, "keep_dims", Unit, keepDims)                                      \
   X(Matmul, "transpose_lhs", Unit, transposeLhs)                               \
   X(Matmul, "transpose_rhs", Unit, transposeRhs)                               \
+  X(Attention, "scale", Float, scale)                                          \
+  X(Attention, "causal", Unit, causal)                                         \
+  X(AttentionGrad, "scale", Float, scale)                                      \
+  X(AttentionGrad, "causal", Unit, causal)                                     \
   X(Softmax, "axis", Int, axis)                                                \
   X(LogSoftmax, "axis", Int, axis)                                             \
   X(SoftmaxGrad, "axis", Int, axis)                                            \
@@ -126,9 +132,10 @@ std::optional<ElementArity> elementArity(KernelId id);
 struct LaunchParams {
   double factor = 0, value = 0, epsilon = 0, rate = 0;
   double lr = 0, momentum = 0, weightDecay = 0, beta1 = 0, beta2 = 0, eps = 0;
+  double scale = 0;
   int64_t dimension = 0, axis = 0, seed = 0;
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
-  bool nesterov = false;
+  bool nesterov = false, causal = false;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
 

@@ -11,6 +11,9 @@
 #include "Kernels/HostRun.h"
 #include "Executors/Memory.h"
 
+#include "zcc/Runtime/Kernels/Kernels.h"
+
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -177,6 +180,8 @@ Status CpuExecutor::prepareEntry(size_t index) {
   if (e.workspace >= 0) {
     memory.workspace = memory.buffers[e.workspace];
     memory.workspaceBytes = e.buffers[e.workspace].size * scale;
+    memory.pinnedBytes =
+        std::min(pinnedScratchBytes(e) * scale, memory.workspaceBytes);
   }
 
   std::vector<std::vector<uint32_t>> dyingAfter = e.arenaBuffersDyingAfter();

@@ -138,17 +138,17 @@ struct CudaLauncher {
            "cublasSetWorkspace");
       blasStream = stream;
     }
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, beta = g.beta;
     cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (g.batch == 1)
       note(cublasSgemm(blas, ta, tb, g.m, g.n, g.k, &one, g.a, g.lda, g.b,
-                       g.ldb, &zero, g.c, g.ldc),
+                       g.ldb, &beta, g.c, g.ldc),
            "cublasSgemm");
     else
       note(cublasSgemmStridedBatched(blas, ta, tb, g.m, g.n, g.k, &one, g.a,
                                      g.lda, g.strideA, g.b, g.ldb, g.strideB,
-                                     &zero, g.c, g.ldc, g.strideC, g.batch),
+                                     &beta, g.c, g.ldc, g.strideC, g.batch),
            "cublasSgemmStridedBatched");
   }
   void operator()(const Memset &m) {

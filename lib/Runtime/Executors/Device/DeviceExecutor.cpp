@@ -5,6 +5,7 @@
 
 #include "zcc/Runtime/Kernels/Kernels.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -136,6 +137,8 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
   if (e.workspace >= 0) {
     memory.workspace = memory.buffers[e.workspace];
     memory.workspaceBytes = e.buffers[e.workspace].size;
+    memory.pinnedBytes =
+        std::min(pinnedScratchBytes(e), memory.workspaceBytes);
   }
 
   std::vector<Step> steps;
