@@ -42,10 +42,6 @@ func.func @gpt_loss(
   %tok = zt.embedding %wte, %tokens : (tensor<128x64xf32>, tensor<2x16xi32>) -> tensor<2x16x64xf32>
   %pos = zt.broadcast_in_dim %wpe, dims = [1, 2] : (tensor<16x64xf32>) -> tensor<2x16x64xf32>
   %x0 = zt.add %tok, %pos : tensor<2x16x64xf32>
-  %scale = zt.constant dense<0.25> : tensor<f32>
-  %scale_b = zt.broadcast_in_dim %scale, dims = [] : (tensor<f32>) -> tensor<2x4x16x16xf32>
-  %mask = zt.causal_mask : tensor<16x16xf32>
-  %mask_b = zt.broadcast_in_dim %mask, dims = [2, 3] : (tensor<16x16xf32>) -> tensor<2x4x16x16xf32>
 
   // Block 0: pre-norm causal self-attention.
   %b0_ln1 = zt.layer_norm %x0, %h0_ln1_g, %h0_ln1_b, eps = 1.0e-5 : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
@@ -61,11 +57,9 @@ func.func @gpt_loss(
   %b0_v = zt.slice %b0_qkv_b [0:2, 0:16, 128:192] : (tensor<2x16x192xf32>) -> tensor<2x16x64xf32>
   %b0_v_split = zt.reshape %b0_v : (tensor<2x16x64xf32>) -> tensor<2x16x4x16xf32>
   %b0_v_heads = zt.transpose %b0_v_split, perm = [0, 2, 1, 3] : (tensor<2x16x4x16xf32>) -> tensor<2x4x16x16xf32>
-  %b0_scores = zt.matmul %b0_q_heads, %b0_k_heads {transpose_rhs} : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
-  %b0_scaled = zt.mul %b0_scores, %scale_b : tensor<2x4x16x16xf32>
-  %b0_masked = zt.add %b0_scaled, %mask_b : tensor<2x4x16x16xf32>
-  %b0_probs = zt.softmax %b0_masked, axis = -1 : tensor<2x4x16x16xf32>
-  %b0_ctx = zt.matmul %b0_probs, %b0_v_heads : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  // softmax(q k^T / 4 + causal mask) v, fused: only the output and one
+  // logsumexp per query row are kept for the backward.
+  %b0_ctx, %b0_lse = zt.attention %b0_q_heads, %b0_k_heads, %b0_v_heads, scale = 0.25 causal : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> (tensor<2x4x16x16xf32>, tensor<2x4x16xf32>)
   %b0_ctx_t = zt.transpose %b0_ctx, perm = [0, 2, 1, 3] : (tensor<2x4x16x16xf32>) -> tensor<2x16x4x16xf32>
   %b0_ctx_m = zt.reshape %b0_ctx_t : (tensor<2x16x4x16xf32>) -> tensor<2x16x64xf32>
   %b0_attn = zt.matmul %b0_ctx_m, %h0_w_o : (tensor<2x16x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
@@ -99,11 +93,7 @@ func.func @gpt_loss(
   %b1_v = zt.slice %b1_qkv_b [0:2, 0:16, 128:192] : (tensor<2x16x192xf32>) -> tensor<2x16x64xf32>
   %b1_v_split = zt.reshape %b1_v : (tensor<2x16x64xf32>) -> tensor<2x16x4x16xf32>
   %b1_v_heads = zt.transpose %b1_v_split, perm = [0, 2, 1, 3] : (tensor<2x16x4x16xf32>) -> tensor<2x4x16x16xf32>
-  %b1_scores = zt.matmul %b1_q_heads, %b1_k_heads {transpose_rhs} : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
-  %b1_scaled = zt.mul %b1_scores, %scale_b : tensor<2x4x16x16xf32>
-  %b1_masked = zt.add %b1_scaled, %mask_b : tensor<2x4x16x16xf32>
-  %b1_probs = zt.softmax %b1_masked, axis = -1 : tensor<2x4x16x16xf32>
-  %b1_ctx = zt.matmul %b1_probs, %b1_v_heads : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  %b1_ctx, %b1_lse = zt.attention %b1_q_heads, %b1_k_heads, %b1_v_heads, scale = 0.25 causal : (tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) -> (tensor<2x4x16x16xf32>, tensor<2x4x16xf32>)
   %b1_ctx_t = zt.transpose %b1_ctx, perm = [0, 2, 1, 3] : (tensor<2x4x16x16xf32>) -> tensor<2x16x4x16xf32>
   %b1_ctx_m = zt.reshape %b1_ctx_t : (tensor<2x16x4x16xf32>) -> tensor<2x16x64xf32>
   %b1_attn = zt.matmul %b1_ctx_m, %h1_w_o : (tensor<2x16x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>

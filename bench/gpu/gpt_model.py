@@ -2,13 +2,15 @@
 """Writes examples/gpt_block.mlir's model at another size.
 
     gpt_model.py OUT.mlir --layers L --width D --heads H --seq T --batch B
-                 --vocab V [--ff F] [--dropout P]
+                 --vocab V [--ff F] [--dropout P] [--attention written]
 
 The same structure as the example (token + position embeddings, pre-norm
 blocks of causal multi-head attention and a GELU MLP with residual dropout,
 a final layer_norm, logits tied to the token embedding, mean cross-entropy),
 op for op, so bench/gpu/torch_bench.py --gpt L,D,H,T,V,F builds the same
-model in PyTorch. --ff defaults to 4 D.
+model in PyTorch. --ff defaults to 4 D. Attention is zt.attention (fused:
+the probabilities never stored), or with --attention written the unfused
+form (matmul, scale, causal mask, softmax, matmul), which computes the same.
 """
 import argparse
 import math
@@ -21,6 +23,7 @@ def main():
         ap.add_argument("--" + name, type=int, required=True)
     ap.add_argument("--ff", type=int, default=0)
     ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--attention", choices=["fused", "written"], default="fused")
     a = ap.parse_args()
     L, D, H, T, B, V = a.layers, a.width, a.heads, a.seq, a.batch, a.vocab
     F = a.ff or 4 * D
@@ -63,15 +66,19 @@ def main():
         out.append(f'    {var(name)}: {ty} {{zt.name = "{name}", '
                    f'zt.role = #zt.role<parameter>, zt.init = {init}}}{end}')
     scale = 1.0 / math.sqrt(E)
+    fused = a.attention == "fused"
     out += [
         f"  %tok = zt.embedding %wte, %tokens : ({t(V, D)}, tensor<{B}x{T}xi32>) -> {x}",
         f"  %pos = zt.broadcast_in_dim %wpe, dims = [1, 2] : ({t(T, D)}) -> {x}",
         f"  %x0 = zt.add %tok, %pos : {x}",
-        f"  %scale = zt.constant dense<{scale!r}> : tensor<f32>",
-        f"  %scale_b = zt.broadcast_in_dim %scale, dims = [] : (tensor<f32>) -> {att}",
-        f"  %mask = zt.causal_mask : {t(T, T)}",
-        f"  %mask_b = zt.broadcast_in_dim %mask, dims = [2, 3] : ({t(T, T)}) -> {att}",
     ]
+    if not fused:
+        out += [
+            f"  %scale = zt.constant dense<{scale!r}> : tensor<f32>",
+            f"  %scale_b = zt.broadcast_in_dim %scale, dims = [] : (tensor<f32>) -> {att}",
+            f"  %mask = zt.causal_mask : {t(T, T)}",
+            f"  %mask_b = zt.broadcast_in_dim %mask, dims = [2, 3] : ({t(T, T)}) -> {att}",
+        ]
     seed = 1
     prev = "%x0"
     for h in range(L):
@@ -88,12 +95,20 @@ def main():
             out.append(f"  {b}{part}_split = zt.reshape {b}{part} : ({x}) -> {split}")
             out.append(f"  {b}{part}_heads = zt.transpose {b}{part}_split, perm = [0, 2, 1, 3] : "
                        f"({split}) -> {heads}")
+        if fused:
+            out.append(
+                f"  {b}ctx, {b}lse = zt.attention {b}q_heads, {b}k_heads, {b}v_heads, "
+                f"scale = {scale!r} causal : ({heads}, {heads}, {heads}) -> "
+                f"({heads}, {t(B, H, T)})")
+        else:
+            out += [
+                f"  {b}scores = zt.matmul {b}q_heads, {b}k_heads {{transpose_rhs}} : ({heads}, {heads}) -> {att}",
+                f"  {b}scaled = zt.mul {b}scores, %scale_b : {att}",
+                f"  {b}masked = zt.add {b}scaled, %mask_b : {att}",
+                f"  {b}probs = zt.softmax {b}masked, axis = -1 : {att}",
+                f"  {b}ctx = zt.matmul {b}probs, {b}v_heads : ({att}, {heads}) -> {heads}",
+            ]
         out += [
-            f"  {b}scores = zt.matmul {b}q_heads, {b}k_heads {{transpose_rhs}} : ({heads}, {heads}) -> {att}",
-            f"  {b}scaled = zt.mul {b}scores, %scale_b : {att}",
-            f"  {b}masked = zt.add {b}scaled, %mask_b : {att}",
-            f"  {b}probs = zt.softmax {b}masked, axis = -1 : {att}",
-            f"  {b}ctx = zt.matmul {b}probs, {b}v_heads : ({att}, {heads}) -> {heads}",
             f"  {b}ctx_t = zt.transpose {b}ctx, perm = [0, 2, 1, 3] : ({heads}) -> {split}",
             f"  {b}ctx_m = zt.reshape {b}ctx_t : ({split}) -> {x}",
             f"  {b}attn = zt.matmul {b}ctx_m, {p('w_o')} : ({x}, {t(D, D)}) -> {x}",

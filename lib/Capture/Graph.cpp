@@ -19,6 +19,8 @@
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -742,6 +744,27 @@ Tensor Graph::matmul(Tensor a, Tensor b, bool transposeA, bool transposeB,
       where, g.tensorType(out, a.dtype()), g.value(a), g.value(b),
       transposeA ? g.builder.getUnitAttr() : UnitAttr(),
       transposeB ? g.builder.getUnitAttr() : UnitAttr());
+}
+
+Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal,
+                        double scale, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "attention", {q, k, v}))
+    return {};
+  const std::vector<int64_t> &sq = g.shape(q), &sv = g.shape(v);
+  if (sq.size() < 2 || sv.size() < 2)
+    return g.fail(where, "attention: query and value must have rank >= 2 "
+                         "([B..., S, D]), got " +
+                             formatShape(sq) + " and " + formatShape(sv));
+  if (std::isnan(scale))
+    scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(sq.back(), 1)));
+  std::vector<int64_t> out(sq.begin(), sq.end() - 1), rows = out;
+  out.push_back(sv.back());
+  return g.build<zt::AttentionOp>(
+      where,
+      TypeRange{g.tensorType(out, q.dtype()), g.tensorType(rows, q.dtype())},
+      g.value(q), g.value(k), g.value(v), g.builder.getF64FloatAttr(scale),
+      causal ? g.builder.getUnitAttr() : UnitAttr());
 }
 
 Tensor Graph::softmax(Tensor x, int64_t axis, Where where) {

@@ -456,6 +456,7 @@ NB_MODULE(_zcc, m) {
       .def("mean", op(&Graph::mean), keep)
       .def("max", op(&Graph::max), keep)
       .def("matmul", op(&Graph::matmul), keep)
+      .def("attention", op(&Graph::attention), keep)
       .def("softmax", op(&Graph::softmax), keep)
       .def("log_softmax", op(&Graph::logSoftmax), keep)
       .def("layer_norm", op(&Graph::layerNorm), keep)

@@ -448,24 +448,17 @@ def _sdpa_why(node):
         return "dropout_p other than 0"
     if node.kwargs.get("enable_gqa", False):
         return "enable_gqa"
-    q, k = node.args[0].meta.get("val"), node.args[1].meta.get("val")
-    if _kw(node, 5, "is_causal", False) and q is not None and k is not None \
-            and q.shape[-2] != k.shape[-2]:
-        return "is_causal with different query and key lengths"
     return None
 
 
 @_handles("scaled_dot_product_attention.default", why=_sdpa_why)
 def _sdpa(ctx, node):
+    # zt.attention: the same function (is_causal's top-left alignment
+    # included), saving only the output and a logsumexp per query row.
     q, k, v = (ctx.get(a) for a in node.args[:3])
     causal = _kw(node, 5, "is_causal", False)
     scale = node.kwargs.get("scale", _kw(node, 6, "scale", None))
-    if scale is None:
-        scale = 1.0 / float(np.sqrt(q.shape[-1]))
-    scores = ops.scale(ops.matmul(q, k, transpose_b=True), scale)
-    if causal:
-        scores = scores + ops.causal_mask(q.shape[-2])
-    return ops.matmul(ops.softmax(scores, -1), v)
+    return ops.attention(q, k, v, causal=bool(causal), scale=scale)
 
 
 def _masked_fill_why(node):

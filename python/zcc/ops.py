@@ -146,6 +146,20 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
                                                  bool(transpose_b), file, line))
 
 
+def attention(q, k, v, causal=False, scale=None):
+    """Fused scaled dot-product attention, softmax(q k^T * scale) v, over
+    [..., S, D] queries, [..., T, D] keys and [..., T, Dv] values (PyTorch's
+    F.scaled_dot_product_attention with is_causal). `scale` defaults to
+    1/sqrt(D). Only the output and one logsumexp per query row are saved
+    for the backward; the [S, T] probabilities are never stored."""
+    if not all(isinstance(t, Tensor) for t in (q, k, v)):
+        raise _error("attention: q, k and v must be zcc tensors")
+    file, line = _where()
+    return _wrap(q._trace, q._trace.graph.attention(
+        q._t, k._t, v._t, bool(causal),
+        float("nan") if scale is None else float(scale), file, line))
+
+
 def _dims(x, dim):
     if dim is None:
         return []

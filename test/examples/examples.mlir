@@ -23,14 +23,13 @@
 // GPT-LABEL: func.func @gpt_loss
 // GPT-SAME: {zt.name = "step", zt.role = #zt.role<step>}
 // GPT: zt.embedding
-// GPT: zt.causal_mask : tensor<16x16xf32>
-// Two blocks, each: layer_norm, attention with a causal softmax, GELU MLP.
+// Two blocks, each: layer_norm, fused causal attention, GELU MLP.
 // GPT: zt.layer_norm
-// GPT: zt.softmax {{.*}} axis = -1
+// GPT: zt.attention {{.*}} scale = 2.500000e-01 causal
 // GPT: zt.dropout
 // GPT: zt.gelu
 // GPT: zt.layer_norm
-// GPT: zt.softmax {{.*}} axis = -1
+// GPT: zt.attention {{.*}} scale = 2.500000e-01 causal
 // GPT: zt.gelu
 // GPT: zt.layer_norm
 // GPT: zt.matmul {{.*}} {transpose_rhs} : (tensor<2x16x64xf32>, tensor<128x64xf32>) -> tensor<2x16x128xf32>

@@ -8,7 +8,8 @@ evaluates its forward in NumPy (f64, the independent reference). The ops:
 every unary elementwise op (inside safe domains), binary ops with NumPy
 broadcasting and fan-out to earlier values, matmul (2-D and batched),
 layer_norm, rms_norm, softmax, log_softmax, reductions kept and broadcast
-back, scale, views (reshape, transpose), slice + concat, causal attention,
+back, scale, views (reshape, transpose), slice + concat, attention (written
+out and causal, or fused zt.attention, causal or not),
 embedding, dropout; a cross-entropy or mse loss. For each program the driver
 checks, on the compiled plan:
   1. planned, no-reuse and poison execution bit-identical over 3 AdamW steps
@@ -109,9 +110,12 @@ def generate(seed):
         elif kind == "attention":
             if len(shape) != 3:
                 continue
+            # Written out (matmul, scale, causal_mask, softmax) or fused
+            # (zt.attention), causal or not.
             op = ("attention", a, new_param([shape[-1], shape[-1]]),
                   new_param([shape[-1], shape[-1]]),
-                  new_param([shape[-1], shape[-1]]))
+                  new_param([shape[-1], shape[-1]]),
+                  str(rng.choice(["written", "fused_causal", "fused"])))
         else:
             op = ("dropout", a, float(rng.choice([0.1, 0.5])))
         prog["code"].append(op)
@@ -166,8 +170,10 @@ class ZccOps:
         h = x.shape[-1] // 2
         return zcc.ops.concat([x[..., h:], x[..., :h]], -1)
 
-    def attention(self, x, wq, wk, wv):
+    def attention(self, x, wq, wk, wv, mode):
         q, k, v = x @ wq, x @ wk, x @ wv
+        if mode != "written":
+            return zcc.ops.attention(q, k, v, causal=mode == "fused_causal")
         scores = zcc.ops.matmul(q, k, transpose_b=True) * (1 / math.sqrt(x.shape[-1]))
         scores = scores + zcc.ops.causal_mask(x.shape[1])
         return zcc.ops.softmax(scores, -1) @ v
@@ -232,11 +238,12 @@ class NumpyOps:
         h = x.shape[-1] // 2
         return np.concatenate([x[..., h:], x[..., :h]], -1)
 
-    def attention(self, x, wq, wk, wv):
+    def attention(self, x, wq, wk, wv, mode):
         q, k, v = x @ wq, x @ wk, x @ wv
         scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(x.shape[-1])
         T = x.shape[1]
-        scores = scores + np.triu(np.full((T, T), -np.inf), 1)
+        if mode != "fused":
+            scores = scores + np.triu(np.full((T, T), -np.inf), 1)
         return self.softmax(scores) @ v
 
     dropout = None  # zcc's Philox masks: no NumPy reference
@@ -280,7 +287,7 @@ def run(prog, impl, x, params, target):
         elif name == "slice":
             y = impl.slice(a)
         elif name == "attention":
-            y = impl.attention(a, *(params[p] for p in op[2:]))
+            y = impl.attention(a, *(params[p] for p in op[2:5]), op[5])
         elif name == "dropout":
             y = impl.dropout(a, op[2])
         values.append(y)

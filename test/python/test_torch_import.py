@@ -196,3 +196,67 @@ def test_masked_fill_with_a_data_mask_is_reported():
                                         r"from data"):
         zcc.from_torch(DataMask(), (torch.randn(2, 3),), (torch.randn(2),),
                        loss=F.mse_loss)
+
+
+class CrossAttention(nn.Module):
+    """SDPA with different query and key lengths, causal or not."""
+
+    def __init__(self, causal, width=12, heads=3):
+        super().__init__()
+        self.causal, self.heads = causal, heads
+        self.q = nn.Linear(width, width)
+        self.kv = nn.Linear(width, 2 * width)
+
+    def forward(self, x, memory):
+        B, S, C = x.shape
+        T = memory.shape[1]
+        q = self.q(x).view(B, S, self.heads, -1).transpose(1, 2)
+        k, v = self.kv(memory).split(C, dim=2)
+        k = k.view(B, T, self.heads, -1).transpose(1, 2)
+        v = v.view(B, T, self.heads, -1).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal,
+                                           scale=0.3 if self.causal else None)
+        return y.transpose(1, 2).reshape(B, S, C)
+
+
+@pytest.mark.parametrize("causal,queries,keys", [(True, 70, 9), (True, 5, 11),
+                                                 (False, 7, 66)])
+def test_sdpa_imports_as_fused_attention_and_trains_like_pytorch(causal, queries,
+                                                                 keys):
+    torch.manual_seed(5)
+    model = CrossAttention(causal).double()
+    x = torch.randn(2, queries, 12, dtype=torch.float64)
+    memory = torch.randn(2, keys, 12, dtype=torch.float64)
+    target = torch.randn(2, queries, 12, dtype=torch.float64)
+    traced = zcc.from_torch(copy.deepcopy(model), (x, memory), (target,),
+                            loss=F.mse_loss)
+    text = traced.ir()
+    assert "zt.attention" in text and "zt.softmax" not in text
+    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(precision="f64")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for step in range(8):
+        ours = session.step(x.float().numpy(), memory.float().numpy(),
+                            target.float().numpy())
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x.float().double(), memory.float().double()),
+                          target.float().double())
+        loss.backward()
+        optimizer.step()
+        assert abs(ours - loss.item()) <= 1e-9 * abs(loss.item()), step
+
+
+def test_fused_attention_saves_less_than_the_written_out_form():
+    # The same GPT imported with SDPA (zt.attention) and with the attention
+    # written out (masked_fill, softmax): the fused plan's arena is smaller,
+    # and both train to PyTorch's losses (test_gpt_trains_like_pytorch and
+    # the masked_fill test above).
+    arenas = {}
+    for fused in (True, False):
+        torch.manual_seed(0)
+        model = nanogpt.GPT(vocab=128, sequence=128, width=64, heads=4, layers=2,
+                            fused_attention=fused)
+        x, y = (torch.from_numpy(a) for a in nanogpt.batches(1, 4, 128, 128)[0])
+        traced = zcc.from_torch(model, (x,), (y,), loss=nanogpt.lm_loss)
+        assert ("zt.attention" in traced.ir()) == fused
+        arenas[fused] = traced.compile().memory_analysis()["arena"]
+    assert arenas[True] < 0.7 * arenas[False], arenas

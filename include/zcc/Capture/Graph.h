@@ -29,6 +29,7 @@
 #include "zcc/Runtime/Status.h"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -220,6 +221,13 @@ public:
   /// [B..., M, K] x [K, N] or [B..., K, N]; transposes swap the last two.
   Tensor matmul(Tensor a, Tensor b, bool transposeA = false,
                 bool transposeB = false, Where where = ZCC_HERE);
+  /// Fused scaled dot-product attention (zt.attention): q [B..., S, D],
+  /// k [B..., T, D], v [B..., T, Dv] -> [B..., S, Dv]; `causal` lets query
+  /// i see keys 0..i (PyTorch's is_causal). `scale` defaults (NaN) to
+  /// 1/sqrt(D). Saves only the output and a logsumexp per query row.
+  Tensor attention(Tensor q, Tensor k, Tensor v, bool causal = false,
+                   double scale = std::numeric_limits<double>::quiet_NaN(),
+                   Where where = ZCC_HERE);
   Tensor softmax(Tensor x, int64_t axis = -1, Where where = ZCC_HERE);
   Tensor logSoftmax(Tensor x, int64_t axis = -1, Where where = ZCC_HERE);
   /// Over the last dimension.

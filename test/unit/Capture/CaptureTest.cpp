@@ -166,8 +166,6 @@ void captureGptBlock(Graph &g) {
   Tensor lnfb = g.parameter("lnf_b", {D}, Init::zeros());
 
   Tensor x = g.add(g.embedding(wte, tokens), wpe);
-  Tensor scale = g.full({B, H, S, S}, 0.25);
-  Tensor mask = g.broadcastTo(g.causalMask(S), {B, H, S, S});
   int64_t seed = 0;
   for (int l = 0; l < 2; ++l) {
     const Block &b = blocks[l];
@@ -177,9 +175,7 @@ void captureGptBlock(Graph &g) {
       return g.transpose(g.reshape(t, {B, S, H, D / H}), {0, 2, 1, 3});
     };
     Tensor q = heads(0), k = heads(1), v = heads(2);
-    Tensor scores = g.matmul(q, k, false, true);
-    Tensor probs = g.softmax(g.add(g.mul(scores, scale), mask), 3);
-    Tensor attn = g.matmul(probs, v);
+    Tensor attn = g.attention(q, k, v, /*causal=*/true, 0.25);
     Tensor merged =
         g.reshape(g.transpose(attn, {0, 2, 1, 3}), {B, S, D});
     Tensor out = g.add(g.matmul(merged, b.wo), b.bo);
