@@ -131,6 +131,8 @@ std::string zcc::producerLine(const CompileOptions &options) {
     os << " accumulate grad-scale=" << options.gradScale;
   if (options.matmulWorkspace >= 0)
     os << " matmul-workspace=" << options.matmulWorkspace;
+  if (!options.recompute)
+    os << " no-recompute";
   return os.str();
 }
 
@@ -156,6 +158,7 @@ Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
   pipeline.beta2 = options.beta2;
   pipeline.eps = options.eps;
   pipeline.accumulate = options.accumulate;
+  pipeline.recompute = options.recompute;
   pipeline.gradScale = options.gradScale;
   pipeline.alignment = options.alignment;
   pipeline.algorithm = options.algorithm;

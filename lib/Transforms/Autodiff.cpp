@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "zcc/Transforms/Passes.h"
@@ -527,6 +528,138 @@ LogicalResult GradientBuilder::backward(Operation *op,
       });
 }
 
+/// Ops whose result costs less to compute again in the backward than to keep
+/// from the forward: elementwise ops, views and copies, broadcasts, dropout
+/// (its mask comes from the seed and the step) and the normalizations (one
+/// row pass over an input the backward keeps anyway).
+bool isCheapToRecompute(Operation *op) {
+  if (op->getNumOperands() == 0 || op->getNumResults() != 1)
+    return false;
+  return op->hasTrait<OpTrait::Elementwise>() ||
+         isa<ReshapeOp, TransposeOp, SliceOp, BroadcastInDimOp, DropoutOp,
+             LayerNormOp, RmsNormOp>(op);
+}
+
+/// Forward values the backward reads are recomputed just before their first
+/// backward use when that is cheap and needs nothing more to be kept: the
+/// producing op is cheap and each operand is an argument, a value the
+/// backward keeps past that point anyway, or itself recomputable so. The
+/// forward value then dies in the forward instead of living across the
+/// forward/backward boundary, where the step's memory peaks (GELU's output
+/// beside its saved input, a layer_norm's output beside its saved input, the
+/// transposed attention output beside the attention's saved output). The
+/// clone computes the same bits as the original.
+class CheapRecompute {
+public:
+  CheapRecompute(Block &body, const DenseSet<Operation *> &forward)
+      : body(body), forward(forward) {
+    int64_t index = 0;
+    for (Operation &op : body)
+      position[&op] = index++;
+    for (Operation &op : body)
+      if (forward.contains(&op))
+        for (Value result : op.getResults())
+          if (lastBackwardUse(result) >= 0)
+            kept.insert(result);
+  }
+
+  void run() {
+    SmallVector<Operation *> ops;
+    for (Operation &op : body)
+      if (forward.contains(&op) && isCheapToRecompute(&op))
+        ops.push_back(&op);
+    for (Operation *op : ops) {
+      Value result = op->getResult(0);
+      if (!kept.contains(result))
+        continue;
+      Operation *first = firstBackwardUser(result);
+      int64_t at = position.lookup(first);
+      if (!anyWorkBetween(lastForwardUse(op), at))
+        continue; // nothing would live while it is gone
+      if (!llvm::all_of(op->getOperands(),
+                        [&](Value v) { return available(v, at, kMaxDepth); }))
+        continue;
+      OpBuilder b(first);
+      Value clone = cloneOf(op, b, at);
+      kept.erase(result);
+      result.replaceUsesWithIf(clone, [&](OpOperand &use) {
+        return isBackward(use.getOwner()) && use.getOwner() != clone.getDefiningOp();
+      });
+    }
+  }
+
+private:
+  static constexpr int kMaxDepth = 4;
+
+  bool isBackward(Operation *op) const {
+    return !forward.contains(op) && !isa<func::ReturnOp>(op);
+  }
+  /// The latest position of a backward use, or -1.
+  int64_t lastBackwardUse(Value v) const {
+    int64_t last = -1;
+    for (Operation *user : v.getUsers())
+      if (isBackward(user))
+        last = std::max(last, position.lookup(user));
+    return last;
+  }
+  /// The position of the last forward op reading `op`'s result, or `op`'s.
+  int64_t lastForwardUse(Operation *op) const {
+    int64_t last = position.lookup(op);
+    for (Operation *user : op->getResult(0).getUsers())
+      if (!isBackward(user) && !isa<func::ReturnOp>(user))
+        last = std::max(last, position.lookup(user));
+    return last;
+  }
+  /// Some op strictly between positions `from` and `to` computes a tensor
+  /// (constants need no work and no arena).
+  bool anyWorkBetween(int64_t from, int64_t to) const {
+    for (Operation &op : body)
+      if (int64_t p = position.lookup(&op); p > from && p < to &&
+                                            !isa<ConstantOp>(op))
+        return true;
+    return false;
+  }
+  Operation *firstBackwardUser(Value v) const {
+    Operation *first = nullptr;
+    for (Operation *user : v.getUsers())
+      if (isBackward(user) &&
+          (!first || position.lookup(user) < position.lookup(first)))
+        first = user;
+    return first;
+  }
+  /// `v` can be read at position `at` without keeping anything longer.
+  bool keptUntil(Value v, int64_t at) const {
+    return isa<BlockArgument>(v) ||
+           (kept.contains(v) && lastBackwardUse(v) >= at);
+  }
+  bool available(Value v, int64_t at, int depth) const {
+    if (keptUntil(v, at))
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (depth == 0 || !def || !forward.contains(def) ||
+        !isCheapToRecompute(def))
+      return false;
+    return llvm::all_of(def->getOperands(), [&](Value o) {
+      return available(o, at, depth - 1);
+    });
+  }
+  /// A copy of `op` at `b`'s point, its operands kept values or copies.
+  Value cloneOf(Operation *op, OpBuilder &b, int64_t at) {
+    IRMapping mapping;
+    for (Value operand : op->getOperands())
+      if (!keptUntil(operand, at))
+        mapping.map(operand, cloneOf(operand.getDefiningOp(), b, at));
+    Operation *clone = b.clone(*op, mapping);
+    position[clone] = at;
+    return clone->getResult(0);
+  }
+
+  Block &body;
+  const DenseSet<Operation *> &forward;
+  DenseMap<Operation *, int64_t> position;
+  DenseSet<Value> kept;
+};
+
 struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
   using ZTAutodiffBase::ZTAutodiffBase;
 
@@ -614,6 +747,7 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
       forward.push_back(&op);
+    DenseSet<Operation *> forwardOps(forward.begin(), forward.end());
     // A parameter's gradient is complete once the reverse walk has passed
     // its first user: summed (and accumulated) there, it dies right away
     // instead of living until the end of the step.
@@ -718,8 +852,12 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
     for (Operation &op : body.without_terminator())
       all.push_back(&op);
     for (Operation *op : llvm::reverse(all))
-      if (isOpTriviallyDead(op))
+      if (isOpTriviallyDead(op)) {
+        forwardOps.erase(op);
         op->erase();
+      }
+    if (recompute)
+      CheapRecompute(body, forwardOps).run();
     return success();
   }
 };

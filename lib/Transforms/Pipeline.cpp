@@ -10,6 +10,7 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
                                  const TrainStepPipelineOptions &options) {
   ZTAutodiffOptions autodiff;
   autodiff.accumulate = options.accumulate;
+  autodiff.recompute = options.recompute;
   pm.addPass(createZTAutodiff(autodiff));
   // "none" keeps the gradients as step outputs (gradient checks, custom
   // optimizers outside the plan).

@@ -500,6 +500,7 @@ NB_MODULE(_zcc, m) {
       .def_rw("beta2", &zcc::CompileOptions::beta2)
       .def_rw("eps", &zcc::CompileOptions::eps)
       .def_rw("accumulate", &zcc::CompileOptions::accumulate)
+      .def_rw("recompute", &zcc::CompileOptions::recompute)
       .def_rw("grad_scale", &zcc::CompileOptions::gradScale)
       .def_rw("alignment", &zcc::CompileOptions::alignment)
       .def_rw("algorithm", &zcc::CompileOptions::algorithm)

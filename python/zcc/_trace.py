@@ -335,10 +335,12 @@ class Traced:
 
     def compile(self, optimizer="default", accumulate=False, alignment=256,
                 algorithm="auto", matmul_workspace=None, grad_scale=1.0,
-                _plant_in_place_bug=False):
+                recompute=True, _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
-        gradients become outputs); the default is zcc.adamw()."""
+        gradients become outputs); the default is zcc.adamw(). `recompute`
+        computes cheap forward values (elementwise, views, normalizations)
+        again in the backward instead of keeping them (the same bits)."""
         options = _zcc.CompileOptions()
         if isinstance(optimizer, str) and optimizer == "default":
             optimizer = adamw()
@@ -355,6 +357,7 @@ class Traced:
         options.alignment = int(alignment)
         options.algorithm = str(algorithm)
         options.grad_scale = float(grad_scale)
+        options.recompute = bool(recompute)
         # Tests of the random-program driver only: a wrong plan.
         options.plant_in_place_bug = bool(_plant_in_place_bug)
         if matmul_workspace is not None:

@@ -1,9 +1,10 @@
 // One case per vector-Jacobian rule: the backward ops zt-autodiff emits for
 // each op, and how contributions to one value are summed. Most cases reduce
 // the op's result with zt.sum, whose gradient is the seed broadcast (%[[DY]]).
-// RUN: zt-opt %s -split-input-file -zt-autodiff | FileCheck %s
-// RUN: zt-opt %s -split-input-file -zt-autodiff -verify-diagnostics -o /dev/null
-// RUN: zt-opt %s -split-input-file -zt-autodiff=accumulate=true 2>/dev/null | FileCheck %s --check-prefix=ACC
+// The rules as emitted, without recomputation (zt-autodiff-recompute.mlir).
+// RUN: zt-opt %s -split-input-file -zt-autodiff=recompute=false | FileCheck %s
+// RUN: zt-opt %s -split-input-file -zt-autodiff=recompute=false -verify-diagnostics -o /dev/null
+// RUN: zt-opt %s -split-input-file -zt-autodiff="accumulate=true recompute=false" 2>/dev/null | FileCheck %s --check-prefix=ACC
 
 // The signature: every argument named, the loss and one gradient per
 // parameter returned, the function marked as a training step.

@@ -12,8 +12,9 @@ back, scale, views (reshape, transpose), slice + concat, attention (written
 out and causal, or fused zt.attention, causal or not),
 embedding, dropout; a cross-entropy or mse loss. For each program the driver
 checks, on the compiled plan:
-  1. planned, no-reuse and poison execution bit-identical over 3 AdamW steps
-     (losses and every parameter);
+  1. planned, no-reuse and poison execution, and the plan compiled without
+     recomputation, bit-identical over 3 AdamW steps (losses and every
+     parameter);
   2. the first f64 loss against the NumPy reference (1e-9 relative; not for
      programs with dropout, whose masks are zcc's own Philox stream);
   3. f32 against f64: one step's loss and every gradient (1e-3 relative);
@@ -358,6 +359,14 @@ def check(prog, plant_bug=False, steps=3, fd_points=3):
         if runs[mode] != runs["planned"]:
             problems.append(f"{mode} differs from planned: {runs[mode][0]} "
                             f"vs {runs['planned'][0]}")
+    # ... and without zt-autodiff's recomputation (the same bits: a
+    # recomputed value is the same kernel on the same operands).
+    kept = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
+                          recompute=False).session(threads=1)
+    losses = [kept.step(*feeds(prog, s)) for s in range(steps)]
+    if (losses, [kept.read(n).tobytes() for n in values]) != runs["planned"]:
+        problems.append(f"recompute=False differs: {losses} vs "
+                        f"{runs['planned'][0]}")
 
     # 2. The NumPy reference.
     wide = compiled.session(precision="f64")

@@ -52,6 +52,12 @@ cl::opt<bool> accumulate("accumulate",
                          cl::desc("Accumulate gradients over microbatches "
                                   "(microbatch and apply entries)"),
                          cl::cat(category));
+cl::opt<bool> recompute("recompute",
+                        cl::desc("Compute cheap forward values (elementwise, "
+                                 "views, normalizations) again in the "
+                                 "backward instead of keeping them (default "
+                                 "on; --recompute=false keeps them)"),
+                        cl::init(true), cl::cat(category));
 cl::opt<double> gradScale("grad-scale",
                           cl::desc("Scale of the accumulated gradient in "
                                    "the apply entry"),
@@ -104,6 +110,7 @@ int main(int argc, char **argv) {
   options.beta2 = beta2.getValue();
   options.eps = eps.getValue();
   options.accumulate = accumulate.getValue();
+  options.recompute = recompute.getValue();
   options.gradScale = gradScale.getValue();
   options.alignment = alignment.getValue();
   options.algorithm = algorithm.getValue();

@@ -31,6 +31,8 @@ struct CompileOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   bool accumulate = false; // microbatch and apply entries
+  /// Cheap forward values computed again in the backward (zt-autodiff).
+  bool recompute = true;
   double gradScale = 1.0;
   int64_t alignment = 256;
   std::string algorithm = "auto";

@@ -24,6 +24,10 @@ struct TrainStepPipelineOptions
                           llvm::cl::desc("Accumulate gradients (microbatch and "
                                          "apply entries)"),
                           llvm::cl::init(false)};
+  Option<bool> recompute{*this, "recompute",
+                         llvm::cl::desc("Recompute cheap forward values in "
+                                        "the backward (zt-autodiff)"),
+                         llvm::cl::init(true)};
   Option<std::string> optimizer{
       *this, "optimizer",
       llvm::cl::desc("sgd, adamw, or none (gradients are outputs)"),

@@ -44,6 +44,13 @@ def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
     returns the loss and one gradient per parameter (`zt.gradient_of`), and
     every argument gets a `zt.name` (`arg<N>` when it had none).
 
+    With `recompute` (the default), a forward value the backward reads is
+    computed again just before its first backward use when its op is cheap
+    (elementwise, a view or copy, a broadcast, dropout, layer_norm, rms_norm)
+    and its operands are kept for the backward anyway: GELU's output is
+    recomputed from the input its gradient keeps, so only one of the two
+    lives across the forward/backward boundary. The copy gives the same bits.
+
     With `accumulate`, each parameter gets a persistent `accumulator`
     argument instead, the gradient is added into it and the sum is returned
     tied to it (`zt.tied`): the entry is a `"microbatch"` whose gradients
@@ -83,7 +90,12 @@ def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
   let options = [
     Option<"accumulate", "accumulate", "bool", /*default=*/"false",
            "Add gradients into persistent accumulators (a microbatch entry) "
-           "instead of returning them">
+           "instead of returning them">,
+    Option<"recompute", "recompute", "bool", /*default=*/"true",
+           "Compute cheap forward values (elementwise, views, broadcasts, "
+           "dropout, normalizations) again before their first backward use "
+           "when their operands are kept anyway, instead of keeping them "
+           "across the forward/backward boundary">
   ];
 }
 
