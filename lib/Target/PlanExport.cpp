@@ -258,6 +258,19 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
         entry.tensors.push_back(std::move(tensor));
         continue;
       }
+      if (auto view = dyn_cast<zplan::BroadcastViewOp>(op)) {
+        FailureOr<rt::TensorType> type = typeOf(view.getLoc(), view.getType());
+        if (failed(type))
+          return failure();
+        rt::Tensor tensor;
+        tensor.type = *type;
+        tensor.buffer = entry.tensors[tensorOf.at(view.getSource())].buffer;
+        tensor.strides.assign(view.getStrides().begin(),
+                              view.getStrides().end());
+        tensorOf[view.getResult()] = entry.tensors.size();
+        entry.tensors.push_back(std::move(tensor));
+        continue;
+      }
       auto launchOp = dyn_cast<zplan::LaunchOp>(op);
       if (!launchOp)
         return op.emitOpError() << "unexpected in a zplan.entry";

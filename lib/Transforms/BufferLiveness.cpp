@@ -57,6 +57,29 @@ static bool isDataConstant(Operation *op) {
   return !dense || !dense.isSplat();
 }
 
+/// Runs as an element kernel, which may read any operand through broadcast
+/// strides (runtime::elementArity: the rows of ElementKernels.h).
+static bool isElementKernel(Operation *op) {
+  std::optional<runtime::KernelId> kernel =
+      runtime::findKernel(op->getName().stripDialect().str());
+  return kernel && (runtime::elementArity(*kernel) ||
+                    *kernel == runtime::KernelId::Scale);
+}
+
+/// A broadcast read through strides instead of materialized: it repeats
+/// elements (more result elements than operand elements; an equal count is
+/// a reshape and stays a copy), every user is an element kernel, and the
+/// step does not return it.
+static bool readsThroughStrides(BroadcastInDimOp op) {
+  auto from = cast<RankedTensorType>(op.getOperand().getType());
+  auto to = cast<RankedTensorType>(op.getResult().getType());
+  if (to.getNumElements() <= from.getNumElements())
+    return false;
+  return llvm::all_of(op->getUsers(), [](Operation *user) {
+    return !isa<func::ReturnOp>(user) && isElementKernel(user);
+  });
+}
+
 FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
                                                   bool inPlace,
                                                   bool plantBug) {
@@ -104,12 +127,18 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
     live.bufferOf[arg] = addBuffer(buffer);
   }
 
-  // Op results: a view shares its source's buffer, anything else gets its
-  // own, in the arena unless a result claims it below.
+  // Op results: a view (a reshape, or a broadcast read through strides)
+  // shares its source's buffer, anything else gets its own, in the arena
+  // unless a result claims it below.
+  auto isView = [&](Operation *op) {
+    return isa<ReshapeOp>(op) || live.broadcastViews.contains(op);
+  };
   for (Operation *op : live.schedule) {
-    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-      live.bufferOf[reshape.getResult()] =
-          live.bufferOf.lookup(reshape.getOperand());
+    if (auto broadcast = dyn_cast<BroadcastInDimOp>(op))
+      if (readsThroughStrides(broadcast))
+        live.broadcastViews.insert(op);
+    if (isView(op)) {
+      live.bufferOf[op->getResult(0)] = live.bufferOf.lookup(op->getOperand(0));
       continue;
     }
     for (Value result : op->getResults()) {
@@ -129,7 +158,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
   // reads buffer b (-1 when none).
   SmallVector<int64_t> lastRead(live.buffers.size(), -1);
   for (Operation *op : live.schedule) {
-    if (isa<ReshapeOp>(op))
+    if (isView(op))
       continue; // a view reads nothing; its users read the buffer
     int64_t pos = live.positionOf[op];
     for (Value operand : op->getOperands()) {
@@ -151,7 +180,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
     returned.insert(live.bufferOf.lookup(value));
   for (Operation *op :
        inPlace ? ArrayRef<Operation *>(live.schedule) : ArrayRef<Operation *>()) {
-    if (isa<ReshapeOp>(op) || op->getNumResults() != 1)
+    if (isView(op) || op->getNumResults() != 1)
       continue;
     std::optional<runtime::KernelId> kernel =
         runtime::findKernel(op->getName().stripDialect().str());

@@ -287,6 +287,24 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
         memrefFor(op->getResult(0));
         continue;
       }
+      if (live.isBroadcastView(op)) {
+        // The operand read with stride 0 along the repeated dimensions.
+        auto broadcast = cast<BroadcastInDimOp>(op);
+        auto from = cast<RankedTensorType>(broadcast.getOperand().getType());
+        auto to = cast<RankedTensorType>(broadcast.getResult().getType());
+        SmallVector<int64_t> strides(to.getRank(), 0);
+        int64_t stride = 1;
+        ArrayRef<int64_t> dims = broadcast.getBroadcastDimensions();
+        for (int64_t i = from.getRank() - 1; i >= 0; --i) {
+          if (from.getDimSize(i) != 1)
+            strides[dims[i]] = stride;
+          stride *= from.getDimSize(i);
+        }
+        memrefs[broadcast.getResult()] = b.create<zplan::BroadcastViewOp>(
+            op->getLoc(), memrefOf(to), memrefFor(broadcast.getOperand()),
+            b.getDenseI64ArrayAttr(strides));
+        continue;
+      }
       if (live.getBuffers()[live.getBufferId(op->getResult(0))].kind ==
           MemoryKind::Constant)
         continue; // data the plan carries: nothing to run

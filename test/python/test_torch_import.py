@@ -253,13 +253,14 @@ def test_fused_attention_saves_less_than_the_written_out_form():
     arenas = {}
     for fused in (True, False):
         torch.manual_seed(0)
-        model = nanogpt.GPT(vocab=128, sequence=128, width=64, heads=4, layers=2,
+        # Long sequences, narrow heads: the probabilities dominate.
+        model = nanogpt.GPT(vocab=128, sequence=256, width=32, heads=4, layers=2,
                             fused_attention=fused)
-        x, y = (torch.from_numpy(a) for a in nanogpt.batches(1, 4, 128, 128)[0])
+        x, y = (torch.from_numpy(a) for a in nanogpt.batches(1, 4, 256, 128)[0])
         traced = zcc.from_torch(model, (x,), (y,), loss=nanogpt.lm_loss)
         assert ("zt.attention" in traced.ir()) == fused
         arenas[fused] = traced.compile().memory_analysis()["arena"]
-    assert arenas[True] < 0.7 * arenas[False], arenas
+    assert arenas[True] < 0.5 * arenas[False], arenas
 
 
 def test_recompute_gives_the_same_bits_in_less_memory():

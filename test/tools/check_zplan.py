@@ -11,7 +11,10 @@ Reads the text zt-plan-memory prints and checks, for every entry, that:
   - the lower bound is no larger than the arena,
   - a launch that writes a slot it also reads (a result in place over an
     operand) is one of the kernels that read each element before writing
-    it (the list below, written here, not taken from the runtime).
+    it (the list below, written here, not taken from the runtime),
+  - a broadcast view (a slot read through strides) stays within its slot,
+    is read only by element kernels, and is never read by a launch that
+    writes its slot.
 With --saved NAME it also reports the slot named NAME (loc("NAME") in the
 source): its lifetime and how many arena slots live at the same time share
 none of its bytes (the arena-reset failure cannot happen).
@@ -29,13 +32,24 @@ ENTRY = re.compile(
     r"zplan\.entry @(\S+) kind = \"(\w+)\" arena = (\d+) lower_bound = (\d+) no_reuse = (\d+)")
 MODULE_ATTR = re.compile(r"zplan\.(\w+) = (\d+) : i64")
 VIEW = re.compile(r"^\s*(%\S+) = zplan\.view (%\S+)")
+BROADCAST = re.compile(
+    r"^\s*(%\S+) = zplan\.broadcast_view (%\S+) strides = \[([-0-9, ]*)\] : "
+    r"memref<([^>]*)> to memref<([^>]*)>")
 LAUNCH = re.compile(r'zplan\.launch "(\w+)"\(([^)]*)\) -> \(([^)]*)\)')
 # Kernels whose element i is read before element i is written and nothing
 # else: elementwise ops, their gradients, and a few more.
-IN_PLACE = set("""add sub mul div neg exp log tanh sigmoid relu gelu gelu_erf silu
+ELEMENT = set("""add sub mul div neg exp log tanh sigmoid relu gelu gelu_erf silu
     sqrt rsqrt relu_grad gelu_grad gelu_erf_grad silu_grad tanh_grad
-    sigmoid_grad sqrt_grad rsqrt_grad scale dropout mse_grad
-    softmax_cross_entropy_grad sgd adamw copy""".split())
+    sigmoid_grad sqrt_grad rsqrt_grad scale""".split())
+IN_PLACE = ELEMENT | set("""dropout mse_grad softmax_cross_entropy_grad sgd adamw
+    copy""".split())
+BYTES = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "bf16": 2}
+
+
+def memref(text):
+    """'2x16xf32' -> ([2, 16], bytes per element)."""
+    *dims, dtype = text.split("x")
+    return [int(d) for d in dims], BYTES[dtype]
 
 
 def overlaps(a_lo, a_hi, b_lo, b_hi):
@@ -55,7 +69,23 @@ def check_module(text, saved, out):
         if m:
             entries.append({"name": m.group(1), "arena": int(m.group(3)),
                             "lower": int(m.group(4)), "noreuse": int(m.group(5)),
-                            "slots": [], "views": {}, "launches": []})
+                            "slots": [], "views": {}, "launches": [],
+                            "broadcasts": {}})
+            continue
+        m = BROADCAST.match(line)
+        if m and entries:
+            strides = [int(v) for v in m.group(3).split(",") if v.strip()]
+            source, size = memref(m.group(4))
+            shape, _ = memref(m.group(5))
+            reach = 0 if 0 in shape else sum(
+                (n - 1) * st for n, st in zip(shape, strides)) + 1
+            count = 1
+            for n in source:
+                count *= n
+            entries[-1]["views"][m.group(1)] = m.group(2)
+            entries[-1]["broadcasts"][m.group(1)] = (
+                reach * size, len(strides) != len(shape) or min(strides, default=0) < 0,
+                count * size)
             continue
         m = VIEW.match(line)
         if m and entries:
@@ -106,9 +136,25 @@ def check_module(text, saved, out):
                         a["offset"], a["offset"] + a["size"], b["offset"], b["offset"] + b["size"]):
                     errors.append(f"{where}: {a['id']} live {a['live']} and {b['id']} live "
                                   f"{b['live']} share bytes")
-        slot_of = lambda v: e["views"].get(v, v)
+        def slot_of(v):
+            while v in e["views"]:
+                v = e["views"][v]
+            return v
+        size_of = {s["id"]: s["size"] for s in slots}
+        for view, (reach, negative, source) in e["broadcasts"].items():
+            if negative or reach > source or reach > size_of.get(slot_of(view), 0):
+                errors.append(f"{where}: broadcast view {view} reaches {reach} bytes "
+                              f"of a {source}-byte source")
         for position, (kernel, inputs, outputs) in enumerate(e["launches"]):
             read = {slot_of(v) for v in inputs}
+            through = {slot_of(v) for v in inputs if v in e["broadcasts"]}
+            if through and kernel not in ELEMENT:
+                errors.append(f"{where}: launch {position} ({kernel}) reads a broadcast "
+                              "view but is not an element kernel")
+            for v in outputs:
+                if v in e["broadcasts"] or slot_of(v) in through:
+                    errors.append(f"{where}: launch {position} ({kernel}) writes "
+                                  f"{slot_of(v)}, which it reads through broadcast strides")
             for v in outputs:
                 if slot_of(v) in read and kernel not in IN_PLACE:
                     errors.append(f"{where}: launch {position} ({kernel}) writes {slot_of(v)}, "

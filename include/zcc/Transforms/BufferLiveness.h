@@ -17,6 +17,7 @@
 #include "mlir/IR/Value.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -93,6 +94,12 @@ public:
     return positionOf.lookup(op);
   }
   llvm::ArrayRef<ResultPlacement> getResults() const { return results; }
+  /// A zt.broadcast_in_dim whose users read its operand through broadcast
+  /// strides (element kernels): it has no buffer and no launch; its result
+  /// is its operand's buffer, read with stride 0 along repeated dimensions.
+  bool isBroadcastView(mlir::Operation *op) const {
+    return broadcastViews.contains(op);
+  }
   /// Largest sum of live arena bytes at one position (no alignment): no
   /// arena can be smaller.
   int64_t getPeakArenaBytes() const;
@@ -103,6 +110,7 @@ private:
   llvm::SmallVector<mlir::Operation *> schedule;
   llvm::DenseMap<mlir::Operation *, int64_t> positionOf;
   llvm::SmallVector<ResultPlacement> results;
+  llvm::DenseSet<mlir::Operation *> broadcastViews;
 };
 
 /// Bytes of a statically shaped tensor type.

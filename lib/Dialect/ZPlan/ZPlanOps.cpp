@@ -120,6 +120,30 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
+LogicalResult BroadcastViewOp::verify() {
+  auto source = cast<MemRefType>(getSource().getType());
+  auto result = cast<MemRefType>(getResult().getType());
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "a view keeps the element type";
+  ArrayRef<int64_t> strides = getStrides();
+  if (static_cast<int64_t>(strides.size()) != result.getRank())
+    return emitOpError() << "needs one stride per result dimension, got "
+                         << strides.size() << " for rank "
+                         << result.getRank();
+  // The last element the view reads must lie within the source.
+  int64_t last = 0;
+  for (auto [size, stride] : llvm::zip(result.getShape(), strides)) {
+    if (stride < 0)
+      return emitOpError() << "strides must not be negative";
+    if (size > 0)
+      last += (size - 1) * stride;
+  }
+  if (result.getNumElements() > 0 && last >= source.getNumElements())
+    return emitOpError() << "reads element " << last << " of a source of "
+                         << source.getNumElements();
+  return success();
+}
+
 LogicalResult LaunchOp::verify() {
   if (getKernel().empty())
     return emitOpError() << "needs a kernel name";

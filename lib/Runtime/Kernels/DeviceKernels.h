@@ -310,7 +310,10 @@ enum class ElementOp : int32_t {
 };
 
 /// y = op(a) or op(a, b); an output may be an input's buffer (each element
-/// is read before it is written, by the same thread).
+/// is read before it is written, by the same thread). An operand may be a
+/// broadcast read through strides (aStrided, bStrided): element i of the
+/// result reads its element aRead.offsetOf(i); such an operand is never an
+/// output's buffer.
 template <typename T> struct Elementwise : Functor {
   static constexpr bool kGrouped = false;
   ElementOp op = ElementOp::Neg;
@@ -320,9 +323,28 @@ template <typename T> struct Elementwise : Functor {
   T *y = nullptr;
   T factor = T(1.0);    // scale
   int64_t elements = 0; // mse_grad's divisor
+  bool aStrided = false, bStrided = false;
+  StridedShape aRead, bRead; // over the result's positions
 
-  /// Element i of op `Op` (x = a[i]): every formula, once.
-  template <ElementOp Op> ZRT_HOST_DEVICE T compute(T x, int64_t i) const {
+  /// Whether op `Op` reads `b` (binary and gradient ops, mse_grad).
+  ZRT_HOST_DEVICE static constexpr bool readsB(ElementOp op) {
+    switch (op) {
+#define ZRT_ELEMENT_READS_B(id, name, arity)                                   \
+  case ElementOp::id:                                                          \
+    return ElementArity::arity != ElementArity::Unary;
+      ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_READS_B)
+#undef ZRT_ELEMENT_READS_B
+    case ElementOp::Scale:
+      return false;
+    case ElementOp::MseGrad:
+      return true;
+    }
+    return false;
+  }
+
+  /// Result element of op `Op` from x (of a) and bv (of b, when it reads
+  /// one): every formula, once.
+  template <ElementOp Op> ZRT_HOST_DEVICE T compute(T x, T bv) const {
     if constexpr (Op == ElementOp::Neg) {
       return -x;
     } else if constexpr (Op == ElementOp::Exp) {
@@ -348,33 +370,33 @@ template <typename T> struct Elementwise : Functor {
     } else if constexpr (Op == ElementOp::Scale) {
       return x * factor;
     } else if constexpr (Op == ElementOp::Add) {
-      return x + b[i];
+      return x + bv;
     } else if constexpr (Op == ElementOp::Sub) {
-      return x - b[i];
+      return x - bv;
     } else if constexpr (Op == ElementOp::Mul) {
-      return x * b[i];
+      return x * bv;
     } else if constexpr (Op == ElementOp::Div) {
-      return x / b[i];
+      return x / bv;
     } else if constexpr (Op == ElementOp::ReluGrad) {
-      return x > T(0.0) ? b[i] : T(0.0);
+      return x > T(0.0) ? bv : T(0.0);
     } else if constexpr (Op == ElementOp::GeluGrad) {
-      return b[i] * geluDerivative(x);
+      return bv * geluDerivative(x);
     } else if constexpr (Op == ElementOp::GeluErfGrad) {
-      return b[i] * geluErfDerivative(x);
+      return bv * geluErfDerivative(x);
     } else if constexpr (Op == ElementOp::SiluGrad) {
       T s = sigmoidOf(x);
-      return b[i] * s * (T(1.0) + x * (T(1.0) - s));
+      return bv * s * (T(1.0) + x * (T(1.0) - s));
     } else if constexpr (Op == ElementOp::TanhGrad) {
-      return b[i] * (T(1.0) - x * x);
+      return bv * (T(1.0) - x * x);
     } else if constexpr (Op == ElementOp::SigmoidGrad) {
-      return b[i] * x * (T(1.0) - x);
+      return bv * x * (T(1.0) - x);
     } else if constexpr (Op == ElementOp::SqrtGrad) {
-      return b[i] * T(0.5) / x;
+      return bv * T(0.5) / x;
     } else if constexpr (Op == ElementOp::RsqrtGrad) {
-      return b[i] * -T(0.5) * x * x * x;
+      return bv * -T(0.5) * x * x * x;
     } else if constexpr (Op == ElementOp::MseGrad) {
       T f = *lossGrad * T(2.0) / static_cast<T>(elements);
-      return f * (x - b[i]);
+      return f * (x - bv);
     } else {
       static_assert(sizeof(T) == 0, "an ElementOp with no formula");
     }
@@ -402,7 +424,12 @@ template <typename T> struct Elementwise : Functor {
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     dispatch(op, [&](auto constant) {
-      y[i] = compute<decltype(constant)::value>(a[i], i);
+      constexpr ElementOp Op = decltype(constant)::value;
+      T x = a[aStrided ? aRead.offsetOf(i) : i];
+      T bv = T(0.0);
+      if constexpr (readsB(Op))
+        bv = b[bStrided ? bRead.offsetOf(i) : i];
+      y[i] = compute<Op>(x, bv);
     });
   }
 };

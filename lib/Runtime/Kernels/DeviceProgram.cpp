@@ -260,6 +260,48 @@ private:
     return Status::ok();
   }
 
+  /// The reads of an element kernel's operands 0 and 1 that are broadcasts
+  /// through strides: over the result's dimensions, size-1 ones dropped and
+  /// neighbours merged where every strided operand's steps allow (both
+  /// reads keep the same dimensions, which the host's row loop needs).
+  void broadcastReads(Elementwise<T> &f) const {
+    const TensorType &type = outType(0);
+    const Tensor *operands[2] = {
+        &entry.tensors[launch.inputs[0]],
+        launch.inputs.size() > 1 ? &entry.tensors[launch.inputs[1]] : nullptr};
+    bool strided[2] = {operands[0]->isStrided(),
+                       operands[1] && operands[1]->isStrided()};
+    if (!strided[0] && !strided[1])
+      return;
+    StridedShape reads[2];
+    for (size_t d = 0; d < type.shape.size(); ++d) {
+      if (type.shape[d] == 1)
+        continue;
+      bool merge = reads[0].rank > 0;
+      for (int k = 0; k < 2; ++k)
+        if (strided[k]) {
+          const StridedShape &r = reads[k];
+          merge = merge && r.stride[r.rank - 1] ==
+                               operands[k]->strides[d] * type.shape[d];
+        }
+      for (int k = 0; k < 2; ++k) {
+        StridedShape &r = reads[k];
+        int64_t step = strided[k] ? operands[k]->strides[d] : 0;
+        if (merge) {
+          r.size[r.rank - 1] *= type.shape[d];
+          r.stride[r.rank - 1] = step;
+        } else {
+          r.size[r.rank] = type.shape[d];
+          r.stride[r.rank++] = step;
+        }
+      }
+    }
+    f.aStrided = strided[0];
+    f.bStrided = strided[1];
+    f.aRead = reads[0];
+    f.bRead = reads[1];
+  }
+
   void elementwise(ElementOp op) {
     Elementwise<T> f;
     f.op = op;
@@ -267,6 +309,7 @@ private:
     f.b = launch.inputs.size() > 1 ? in(1) : nullptr;
     f.y = result(0);
     f.count = outType(0).numElements();
+    broadcastReads(f);
     if (op == ElementOp::Scale)
       f.factor = static_cast<T>(launch.params.factor);
     if (op == ElementOp::MseGrad) {

@@ -161,11 +161,53 @@ struct HostLauncher {
 
   /// One loop per op: the switch outside, so the loop can vectorize.
   template <typename T> void run(const Elementwise<T> &f) const {
+    if (f.aStrided || f.bStrided)
+      return broadcastReads(f);
     Elementwise<T>::dispatch(f.op, [&](auto constant) {
       constexpr ElementOp op = decltype(constant)::value;
       forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i)
-          f.y[i] = f.template compute<op>(f.a[i], i);
+        if constexpr (Elementwise<T>::readsB(op)) {
+          for (int64_t i = begin; i < end; ++i)
+            f.y[i] = f.template compute<op>(f.a[i], f.b[i]);
+        } else {
+          for (int64_t i = begin; i < end; ++i)
+            f.y[i] = f.template compute<op>(f.a[i], T(0.0));
+        }
+      });
+    });
+  }
+  /// With an operand read through broadcast strides: rows of the innermost
+  /// dimension (both reads share the result's dimensions), one division
+  /// per row, and in a row each operand steps by its innermost stride.
+  template <typename T> void broadcastReads(const Elementwise<T> &f) const {
+    const StridedShape &shape = f.aStrided ? f.aRead : f.bRead;
+    int64_t inner = shape.rank > 0 ? shape.size[shape.rank - 1] : 1;
+    if (inner <= 0 || f.count == 0)
+      return;
+    int64_t aStep = f.aStrided && f.aRead.rank > 0
+                        ? f.aRead.stride[f.aRead.rank - 1]
+                        : (f.aStrided ? 0 : 1);
+    int64_t bStep = f.bStrided && f.bRead.rank > 0
+                        ? f.bRead.stride[f.bRead.rank - 1]
+                        : (f.bStrided ? 0 : 1);
+    int64_t rows = f.count / inner;
+    Elementwise<T>::dispatch(f.op, [&](auto constant) {
+      constexpr ElementOp op = decltype(constant)::value;
+      int64_t grain = std::max<int64_t>(1, kElementGrain / inner);
+      forRange(rows, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          int64_t first = r * inner;
+          const T *a = f.a + (f.aStrided ? f.aRead.offsetOf(first) : first);
+          T *y = f.y + first;
+          if constexpr (Elementwise<T>::readsB(op)) {
+            const T *b = f.b + (f.bStrided ? f.bRead.offsetOf(first) : first);
+            for (int64_t j = 0; j < inner; ++j)
+              y[j] = f.template compute<op>(a[j * aStep], b[j * bStep]);
+          } else {
+            for (int64_t j = 0; j < inner; ++j)
+              y[j] = f.template compute<op>(a[j * aStep], T(0.0));
+          }
+        }
       });
     });
   }

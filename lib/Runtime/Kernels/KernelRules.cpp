@@ -102,6 +102,21 @@ public:
     return Status::ok();
   }
 
+  /// Strided tensors (broadcasts read through strides) are inputs 0 and 1
+  /// of the kernels that read them so, and never outputs.
+  Status checkStridedOperands() const {
+    for (size_t i = 0; i < launch.outputs.size(); ++i)
+      if (entry.tensors[launch.outputs[i]].isStrided())
+        return fail("output #", i, " is a strided view, which no kernel "
+                    "writes");
+    for (size_t i = 0; i < launch.inputs.size(); ++i)
+      if (entry.tensors[launch.inputs[i]].isStrided() &&
+          (i > 1 || !kernelReadsThroughStrides(id)))
+        return fail("input #", i, " is a strided view, which only element "
+                    "kernels read (as one of their first two operands)");
+    return Status::ok();
+  }
+
   Status expectCounts(size_t inputs, size_t outputs) const {
     if (numInputs() != inputs || numOutputs() != outputs)
       return fail("expected ", inputs, " inputs and ", outputs,
@@ -783,6 +798,29 @@ bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
   }
 }
 
+bool zcc::runtime::kernelReadsThroughStrides(KernelId id) {
+  return elementArity(id).has_value() || id == KernelId::Scale;
+}
+
+uint64_t zcc::runtime::tensorReachBytes(const Tensor &tensor) {
+  if (!tensor.isStrided())
+    return static_cast<uint64_t>(tensor.type.bytes());
+  if (tensor.type.numElements() == 0)
+    return 0;
+  // Saturating: a corrupt stride reaches past every buffer, never wraps.
+  constexpr uint64_t kFar = uint64_t(1) << 62;
+  uint64_t last = 0;
+  for (size_t d = 0; d < tensor.strides.size() && d < tensor.type.shape.size();
+       ++d) {
+    uint64_t steps = static_cast<uint64_t>(tensor.type.shape[d] - 1);
+    uint64_t stride = static_cast<uint64_t>(tensor.strides[d]);
+    if (stride > kFar || (steps && stride > (kFar - last) / steps))
+      return kFar;
+    last += steps * stride;
+  }
+  return (last + 1) * dtypeBytes(tensor.type.dtype);
+}
+
 Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
   if (launchIndex >= entry.launches.size())
     return makeError(StatusCode::InvalidPlan, "launch ", launchIndex,
@@ -790,6 +828,7 @@ Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
                      ")");
   LaunchRules rules(entry, launchIndex);
   ZRT_RETURN_IF_ERROR(rules.checkOperands());
+  ZRT_RETURN_IF_ERROR(rules.checkStridedOperands());
   return checkKernel(rules);
 }
 

@@ -43,8 +43,8 @@ flatbuffers::Offset<fb::Entry> writeEntry(flatbuffers::FlatBufferBuilder &b,
   for (const Tensor &tensor : entry.tensors)
     tensors.push_back(fb::CreateTensor(
         b, tensor.name.empty() ? 0 : b.CreateString(tensor.name),
-        writeType(b, tensor.type), tensor.buffer,
-        tensor.role));
+        writeType(b, tensor.type), tensor.buffer, tensor.role,
+        tensor.strides.empty() ? 0 : b.CreateVector(tensor.strides)));
   std::vector<flatbuffers::Offset<fb::Launch>> launches;
   for (const Launch &launch : entry.launches) {
     std::vector<flatbuffers::Offset<fb::Param>> params;
@@ -187,6 +187,8 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
       if (!enumInRange(tensor->role()))
         return corrupt(what + ": unknown role");
       t.role = tensor->role();
+      if (tensor->strides())
+        t.strides.assign(tensor->strides()->begin(), tensor->strides()->end());
       out.tensors.push_back(std::move(t));
     }
   if (in->launches())

@@ -50,6 +50,16 @@ std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
     if (e.workspace >= 0)
       out += "  workspace    " + bytes(e.buffers[e.workspace].size) +
              " (device scratch and cuBLAS, in the arena)\n";
+    uint64_t strided = 0, stridedBytes = 0;
+    for (const Tensor &t : e.tensors)
+      if (t.isStrided()) {
+        ++strided;
+        stridedBytes += static_cast<uint64_t>(t.type.bytes());
+      }
+    if (strided)
+      out += "  broadcasts   " + std::to_string(strided) +
+             " read through strides, never materialized (as buffers: " +
+             bytes(stridedBytes) + ")\n";
 
     // Each arena buffer: its size, the first launch writing it, its life.
     struct Row {

@@ -233,18 +233,33 @@ private:
                        " of " + std::to_string(entry.buffers.size()));
       ZRT_RETURN_IF_ERROR(checkType(t.type, what));
       const Buffer &b = entry.buffers[t.buffer];
-      if (static_cast<uint64_t>(t.type.bytes()) > b.size)
+      if (t.isStrided()) {
+        // A broadcast read through strides: an unnamed view whose steps
+        // stay within its buffer.
+        if (t.strides.size() != t.type.shape.size())
+          return invalid(what + ": " + std::to_string(t.strides.size()) +
+                         " strides for rank " +
+                         std::to_string(t.type.rank()));
+        for (int64_t stride : t.strides)
+          if (stride < 0 || static_cast<uint64_t>(stride) > kMaxRegionBytes)
+            return invalid(what + ": stride " + std::to_string(stride) +
+                           " out of range");
+        if (!t.name.empty() || t.role != TensorRole::None)
+          return invalid(what + ": a strided view has no name or role");
+      }
+      if (tensorReachBytes(t) > b.size)
         return invalid(what + ": " + typeString(t.type) + " needs " +
-                       std::to_string(t.type.bytes()) + " bytes, its buffer " +
-                       "has " + std::to_string(b.size));
+                       std::to_string(tensorReachBytes(t)) +
+                       " bytes, its buffer has " + std::to_string(b.size));
       // Unnamed input/output tensors are views of a named one.
       bool io = b.region == Region::Input || b.region == Region::Output;
       if (io && !t.name.empty() && !names.insert({b.region, t.name}).second)
         return invalid(what + ": two " + std::string(regionName(b.region)) +
                        " tensors are called '" + t.name + "'");
-      if (b.region == Region::Persistent && plan.findPersistent(t.name) < 0)
+      if (b.region == Region::Persistent && !t.isStrided() &&
+          plan.findPersistent(t.name) < 0)
         return invalid(what + ": not a persistent tensor of the plan");
-      if (b.region == Region::Persistent) {
+      if (b.region == Region::Persistent && !t.isStrided()) {
         const PersistentTensor &p =
             plan.persistent[plan.findPersistent(t.name)];
         if (p.offset != b.offset || p.type.dtype != t.type.dtype ||
@@ -269,8 +284,7 @@ private:
   Extent extentOf(uint32_t tensor) const {
     const Tensor &t = entry.tensors[tensor];
     const Buffer &b = entry.buffers[t.buffer];
-    return {b.region, b.offset,
-            b.offset + static_cast<uint64_t>(t.type.bytes())};
+    return {b.region, b.offset, b.offset + tensorReachBytes(t)};
   }
 
   Status checkLaunches() {
@@ -302,7 +316,10 @@ private:
           Extent in = extentOf(launch.inputs[k]);
           if (!out.overlaps(in))
             continue;
-          if (out == in && kernelAllowsInPlace(launch.kernel))
+          // Read through strides, an element is read after others are
+          // written: never in place.
+          if (out == in && kernelAllowsInPlace(launch.kernel) &&
+              !entry.tensors[launch.inputs[k]].isStrided())
             continue;
           return invalid(what + ": output " + std::to_string(o) +
                          " overlaps input " + std::to_string(k) +

@@ -80,6 +80,30 @@ zplan.entry @e kind = "train_step" arena = 256 lower_bound = 32 no_reuse = 32 {
 
 // -----
 
+zplan.entry @e kind = "train_step" arena = 256 lower_bound = 32 no_reuse = 32 {
+  %t = zplan.slot arena offset = 0 size = 32 live = [0, 1] : memref<8xf32>
+  // expected-error @+1 {{reads element 10 of a source of 8}}
+  %v = zplan.broadcast_view %t strides = [1, 1] : memref<8xf32> to memref<4x8xf32>
+}
+
+// -----
+
+zplan.entry @e kind = "train_step" arena = 256 lower_bound = 32 no_reuse = 32 {
+  %t = zplan.slot arena offset = 0 size = 32 live = [0, 1] : memref<8xf32>
+  // expected-error @+1 {{needs one stride per result dimension, got 1 for rank 2}}
+  %v = zplan.broadcast_view %t strides = [1] : memref<8xf32> to memref<4x8xf32>
+}
+
+// -----
+
+zplan.entry @e kind = "train_step" arena = 256 lower_bound = 32 no_reuse = 32 {
+  %t = zplan.slot arena offset = 0 size = 32 live = [0, 1] : memref<8xf32>
+  // expected-error @+1 {{strides must not be negative}}
+  %v = zplan.broadcast_view %t strides = [-1, 1] : memref<8xf32> to memref<4x8xf32>
+}
+
+// -----
+
 // expected-error @+1 {{'zplan.alignment' must be a power of two, got 3}}
 module attributes {zplan.alignment = 3 : i64} {
 }

@@ -10,6 +10,7 @@
 // CHECK: zplan.slot arena offset = 0 size = 32 live = [0, 2] : memref<8xf32>
 // CHECK: zplan.slot output offset = 0 size = 4 name = "loss" role = "loss" : memref<f32>
 // CHECK: zplan.view %{{.*}} : memref<8xf32> to memref<2x4xf32>
+// CHECK: zplan.broadcast_view %{{.*}} strides = [0, 1] : memref<2xf32> to memref<4x2xf32>
 // CHECK: zplan.launch "mul"(%{{.*}}, %{{.*}}) -> (%{{.*}}) {} : (memref<8xf32>, memref<8xf32>) -> (memref<8xf32>)
 // CHECK: zplan.launch "sum"(%{{.*}}) -> (%{{.*}}) {dims = array<i64: 0, 1>} : (memref<2x4xf32>) -> (memref<f32>)
 module attributes {zplan.alignment = 256 : i64, zplan.arena_size = 512 : i64, zplan.constant_size = 256 : i64, zplan.persistent_size = 256 : i64} {
@@ -22,6 +23,7 @@ module attributes {zplan.alignment = 256 : i64, zplan.arena_size = 512 : i64, zp
     %t = zplan.slot arena offset = 0 size = 32 live = [0, 2] : memref<8xf32>
     %l = zplan.slot output offset = 0 size = 4 name = "loss" role = "loss" : memref<f32>
     %v = zplan.view %t : memref<8xf32> to memref<2x4xf32>
+    %b = zplan.broadcast_view %c strides = [0, 1] : memref<2xf32> to memref<4x2xf32>
     zplan.launch "mul"(%x, %w) -> (%t) {} : (memref<8xf32>, memref<8xf32>) -> (memref<8xf32>)
     zplan.launch "sum"(%v) -> (%l) {dims = array<i64: 0, 1>} : (memref<2x4xf32>) -> (memref<f32>)
   }

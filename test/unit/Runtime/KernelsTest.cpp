@@ -857,6 +857,98 @@ TEST(AttentionKernels, WorkspaceIsABlockOfRowsNotTheMatrix) {
 // Shape kernels
 //===----------------------------------------------------------------------===//
 
+/// The elements a strided view reads, materialized in row-major order.
+std::vector<double> expandStrided(const std::vector<int64_t> &shape,
+                                  const std::vector<int64_t> &strides,
+                                  const std::vector<double> &data) {
+  std::vector<double> out(static_cast<size_t>(elementCount(shape)));
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t rest = static_cast<int64_t>(i), offset = 0;
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      offset += rest % shape[d] * strides[d];
+      rest /= shape[d];
+    }
+    out[i] = data[static_cast<size_t>(offset)];
+  }
+  return out;
+}
+
+TEST(ElementKernels, BroadcastOperandsReadThroughStridesLikeMaterializedOnes) {
+  struct Read {
+    std::vector<int64_t> strides; // empty: contiguous
+    std::vector<double> data;     // the buffer (its reach)
+  };
+  struct Case {
+    const char *kernel;
+    std::vector<int64_t> shape;
+    Read a, b;
+  };
+  const Case cases[] = {
+      // A bias row under every row; a [3, 4] block under a batch.
+      {"add", {4, 3}, {{}, {}}, {{0, 1}, {0.5, -1.0, 2.0}}},
+      {"mul", {2, 3, 4}, {{0, 4, 1}, randomValues(12, 5)}, {{}, {}}},
+      // A column and a row; a scalar; size-1 dimensions between.
+      {"sub", {3, 5}, {{1, 0}, {1.0, 2.0, 3.0}}, {{0, 1}, randomValues(5, 6)}},
+      {"div", {2, 3}, {{}, {}}, {{0, 0}, {4.0}}},
+      {"add", {2, 1, 3}, {{0, 0, 1}, {1.0, 2.0, 3.0}}, {{}, {}}},
+      {"relu_grad", {3, 4}, {{0, 1}, {-1.0, 2.0, 0.0, 3.0}}, {{}, {}}},
+      {"scale", {4, 2}, {{0, 1}, {1.5, -2.5}}, {{}, {}}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.kernel);
+    int64_t n = elementCount(c.shape);
+    bool binary = std::string(c.kernel) != "scale";
+    LaunchCase strided(c.kernel), materialized(c.kernel);
+    const Read *reads[2] = {&c.a, &c.b};
+    for (int k = 0; k < (binary ? 2 : 1); ++k) {
+      const Read &r = *reads[k];
+      std::vector<double> data = r.strides.empty()
+                                     ? randomValues(n, 40 + k)
+                                     : r.data;
+      if (r.strides.empty()) {
+        strided.input(c.shape, data);
+        materialized.input(c.shape, data);
+      } else {
+        strided.stridedInput(c.shape, r.strides, data);
+        materialized.input(c.shape, expandStrided(c.shape, r.strides, data));
+      }
+    }
+    strided.output(c.shape);
+    materialized.output(c.shape);
+    if (!binary) {
+      strided.param(floatParam("factor", 0.75));
+      materialized.param(floatParam("factor", 0.75));
+    }
+    ASSERT_TRUE(materialized.run<float>().isOk());
+    Status status = strided.run<float>();
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    EXPECT_EQ(strided.result(), materialized.result());
+    ASSERT_TRUE(materialized.run<double>().isOk());
+    ASSERT_TRUE(strided.run<double>().isOk());
+    EXPECT_EQ(strided.result(), materialized.result());
+  }
+}
+
+TEST(KernelRules, StridedViewsAreElementKernelInputsOnly) {
+  LaunchCase good("add");
+  good.input({4, 3}).stridedInput({4, 3}, {0, 1}, {1, 2, 3}).output({4, 3});
+  expectAccepted(good);
+  LaunchCase third("mse_grad");
+  third.input({4, 3})
+      .input({4, 3})
+      .stridedInput({1}, {0}, {1.0})
+      .output({4, 3});
+  expectRejected(third, "input #2 is a strided view");
+  LaunchCase matmul("matmul");
+  matmul.stridedInput({4, 3}, {0, 1}, {1, 2, 3}).input({3, 2}).output({4, 2});
+  expectRejected(matmul, "input #0 is a strided view, which only element "
+                         "kernels read");
+  LaunchCase written("add");
+  written.input({4, 3}).input({4, 3}).output({4, 3});
+  written.entry.tensors[2].strides = {0, 1};
+  expectRejected(written, "output #0 is a strided view");
+}
+
 TEST(ShapeKernels, BroadcastInDim) {
   LaunchCase row("broadcast_in_dim");
   row.input({3}, {1, 2, 3})

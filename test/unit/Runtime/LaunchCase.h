@@ -112,6 +112,17 @@ public:
     return typedInput(DType::F32, std::move(shape), std::move(data));
   }
 
+  /// An f32 input read through strides (a broadcast view): `data` is its
+  /// buffer, as many elements as the steps reach.
+  LaunchCase &stridedInput(std::vector<int64_t> shape,
+                           std::vector<int64_t> strides,
+                           std::vector<double> data) {
+    uint32_t t = addTensor(DType::F32, std::move(shape), std::move(data));
+    entry.tensors[t].strides = std::move(strides);
+    launch().inputs.push_back(t);
+    return *this;
+  }
+
   LaunchCase &typedOutput(DType dtype, std::vector<int64_t> shape) {
     launch().outputs.push_back(addTensor(dtype, std::move(shape), {}));
     return *this;
@@ -189,8 +200,12 @@ public:
       fences[t] = kCanaryBytes;
     std::vector<std::vector<unsigned char>> storage;
     for (size_t t = 0; t < entry.tensors.size(); ++t) {
-      std::vector<unsigned char> bytes =
-          pack<T>(entry.tensors[t].type, values[t]);
+      const Tensor &tensor = entry.tensors[t];
+      TensorType stored = tensor.type;
+      if (tensor.isStrided()) // its buffer: the elements its steps reach
+        stored.shape = {static_cast<int64_t>(tensorReachBytes(tensor) /
+                                             dtypeBytes(tensor.type.dtype))};
+      std::vector<unsigned char> bytes = pack<T>(stored, values[t]);
       std::vector<unsigned char> fenced(bytes.size() + 2 * fences[t], kCanary);
       std::copy(bytes.begin(), bytes.end(), fenced.begin() + fences[t]);
       storage.push_back(std::move(fenced));
@@ -200,8 +215,7 @@ public:
     device::EntryMemory memory;
     for (size_t t = 0; t < e.tensors.size(); ++t) {
       e.tensors[t].buffer = static_cast<uint32_t>(t);
-      e.buffers.push_back(
-          {Region::Arena, 0, static_cast<uint64_t>(e.tensors[t].type.bytes())});
+      e.buffers.push_back({Region::Arena, 0, tensorReachBytes(e.tensors[t])});
       memory.buffers.push_back(storage[t].data() + fences[t]);
     }
     // No cuBLAS share: the pinned scratch is the whole workspace.

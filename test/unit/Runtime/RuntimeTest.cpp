@@ -319,6 +319,57 @@ TEST(PlanFile, ValidatorNamesTheBrokenRule) {
     EXPECT_NE(validatePlan(bad).message().find("low < high"),
               std::string::npos);
   }
+  // The MLP's bias broadcasts are strided views of the biases: steps that
+  // reach past the bias, a wrong number of steps, and a view written or
+  // read by a kernel that cannot read through strides are all refused.
+  int view = -1;
+  for (size_t t = 0; t < good->entries[0].tensors.size() && view < 0; ++t)
+    if (good->entries[0].tensors[t].isStrided())
+      view = static_cast<int>(t);
+  ASSERT_GE(view, 0) << "the MLP plan has no broadcast view";
+  {
+    Plan bad = *good;
+    bad.entries[0].tensors[view].strides.back() = 2;
+    Status s = validatePlan(bad);
+    EXPECT_NE(s.message().find("bytes, its buffer has"), std::string::npos)
+        << s.message();
+  }
+  {
+    Plan bad = *good;
+    bad.entries[0].tensors[view].strides.pop_back();
+    Status s = validatePlan(bad);
+    EXPECT_NE(s.message().find("strides for rank"), std::string::npos)
+        << s.message();
+  }
+  {
+    Plan bad = *good;
+    bad.entries[0].tensors[view].strides.back() = -1;
+    Status s = validatePlan(bad);
+    EXPECT_NE(s.message().find("out of range"), std::string::npos)
+        << s.message();
+  }
+  {
+    // The add reading the view writes its result over the view instead.
+    Plan bad = *good;
+    for (Launch &launch : bad.entries[0].launches)
+      if (launch.inputs.size() == 2 &&
+          static_cast<int>(launch.inputs[1]) == view) {
+        launch.outputs[0] = static_cast<uint32_t>(view);
+        break;
+      }
+    Status s = validatePlan(bad);
+    EXPECT_NE(s.message().find("output #0 is a strided view"),
+              std::string::npos)
+        << s.message();
+  }
+  {
+    // A strided view where the file is round-tripped keeps its steps.
+    std::vector<uint8_t> bytes = serializePlan(*good);
+    Plan back;
+    ASSERT_TRUE(parsePlan(bytes.data(), bytes.size(), back).isOk());
+    EXPECT_EQ(back.entries[0].tensors[view].strides,
+              good->entries[0].tensors[view].strides);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -392,18 +443,36 @@ TEST(Modes, PlantedOverlapIsRejectedAndWouldCorruptTraining) {
     if (e.launches[i].kernel == KernelId::Relu)
       saved = static_cast<int>(e.tensors[e.launches[i].outputs[0]].buffer);
   ASSERT_GE(saved, 0);
-  // A buffer no larger, written later in the forward pass by a launch that
-  // does not read the saved value (so only the overlap checker can see it).
+  // A buffer no larger, written later in the forward pass, by no launch
+  // that reads the saved value's bytes (moved there, a launch would then
+  // overlap its own operand, which an earlier rule rejects: only the
+  // overlap checker can see this one).
+  const Buffer &savedBuffer = e.buffers[saved];
+  auto readsSavedBytes = [&](const Launch &launch) {
+    for (uint32_t in : launch.inputs) {
+      const Buffer &read = e.buffers[e.tensors[in].buffer];
+      if (static_cast<int>(e.tensors[in].buffer) == saved ||
+          (read.region == Region::Arena &&
+           read.offset < savedBuffer.offset + savedBuffer.size &&
+           savedBuffer.offset < read.offset + read.size))
+        return true;
+    }
+    return false;
+  };
+  auto writtenBySavedReader = [&](uint32_t b) {
+    for (const Launch &launch : e.launches)
+      for (uint32_t out : launch.outputs)
+        if (e.tensors[out].buffer == b && readsSavedBytes(launch))
+          return true;
+    return false;
+  };
   bool afterSaved = false;
   for (size_t i = 0; i < e.launches.size() && clobber < 0; ++i) {
     const Launch &launch = e.launches[i];
     uint32_t b = e.tensors[launch.outputs[0]].buffer;
-    bool readsSaved = false;
-    for (uint32_t in : launch.inputs)
-      readsSaved |= static_cast<int>(e.tensors[in].buffer) == saved;
-    if (afterSaved && !readsSaved && static_cast<int>(b) != saved &&
+    if (afterSaved && static_cast<int>(b) != saved &&
         e.buffers[b].region == Region::Arena &&
-        e.buffers[b].size <= e.buffers[saved].size)
+        e.buffers[b].size <= savedBuffer.size && !writtenBySavedReader(b))
       clobber = static_cast<int>(b);
     afterSaved |= static_cast<int>(b) == saved;
   }

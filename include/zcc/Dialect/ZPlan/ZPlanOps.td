@@ -121,6 +121,24 @@ def ZPlan_ViewOp : ZPlan_Op<"view", [Pure]> {
   let hasVerifier = 1;
 }
 
+def ZPlan_BroadcastViewOp : ZPlan_Op<"broadcast_view", [Pure]> {
+  let summary = "a broadcast read through strides (zt.broadcast_in_dim)";
+  let description = [{
+    The source's bytes seen with a larger shape: `strides` gives each result
+    dimension's step in source elements, 0 along a repeated or new
+    dimension. Only element kernels read such a view; it has no slot and no
+    launch of its own.
+
+    ```mlir
+    %5 = zplan.broadcast_view %4 strides = [0, 0, 1] : memref<768xf32> to memref<8x1024x768xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeMemRef:$source, DenseI64ArrayAttr:$strides);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$source `strides` `=` $strides attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
 def ZPlan_LaunchOp : ZPlan_Op<"launch", [AttrSizedOperandSegments,
     HasParent<"EntryOp">]> {
   let summary = "run one kernel over slots";

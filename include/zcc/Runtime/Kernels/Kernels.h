@@ -31,6 +31,15 @@ inline constexpr int kMaxKernelRank = 8;
 /// place). Any other sharing between a launch's operands is rejected.
 bool kernelAllowsInPlace(KernelId id);
 
+/// Whether `id` may read its first two inputs through broadcast strides
+/// (Tensor::strides): the element kernels and scale. No other kernel reads
+/// a strided tensor, and no kernel writes one.
+bool kernelReadsThroughStrides(KernelId id);
+
+/// The bytes from a tensor's start to the end of its last element: its
+/// size, or for a strided one the reach of its steps (0 when empty).
+uint64_t tensorReachBytes(const Tensor &tensor);
+
 /// Checks one launch of `entry` (decoded: Launch.h) against its kernel's
 /// rules: operand counts, dtypes, shapes and parameter values, as the zt
 /// verifiers state them. The message names the launch index, the kernel and

@@ -79,6 +79,12 @@ struct Tensor {
   TensorType type;
   uint32_t buffer = 0;
   TensorRole role = TensorRole::None;
+  /// Empty: row-major in its buffer. Else one step per dimension, in
+  /// elements (0 along a repeated dimension): a broadcast read through
+  /// strides, which only element kernels read.
+  std::vector<int64_t> strides;
+
+  bool isStrided() const { return !strides.empty(); }
 };
 
 struct Entry {

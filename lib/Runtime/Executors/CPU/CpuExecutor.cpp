@@ -149,8 +149,8 @@ void CpuExecutor::fillConstants() {
   for (const Entry &e : p.entries)
     for (const Tensor &t : e.tensors) {
       const Buffer &b = e.buffers[t.buffer];
-      if (b.region != Region::Constant)
-        continue;
+      if (b.region != Region::Constant || t.isStrided())
+        continue; // a broadcast view's bytes are its source's
       const uint8_t *from = p.constants.data() + b.offset;
       uint8_t *to = regions.constants + b.offset * scale;
       if (t.type.dtype == DType::F32)
