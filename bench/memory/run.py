@@ -20,6 +20,12 @@ dropout) at that size, generated here:
   and with the attention written out (the matrix materialized).
 - The step's own bytes: PyTorch's peak less its parameters and optimizer
   state, the quantity zcc's arena is (gradients included in both).
+- zcc without zt-autodiff's recomputation (compile(recompute=False)), to
+  show what recomputing cheap values in the backward saves.
+- XLA, where jax is installed: the same model and AdamW as one jitted JAX
+  step (bench/memory/xla_gpt.py), compiled for the CPU backend from shapes;
+  its memory_analysis() temp_size_in_bytes (parameters and optimizer state
+  are donated arguments, not temporaries).
 """
 
 import argparse
@@ -113,13 +119,24 @@ def torch_peak(config, fused):
         return counter.peak - tokens.nbytes - targets.nbytes, persistent
 
 
-def zcc_memory(config):
+def zcc_memory(config, recompute=True):
     layers, width, heads, sequence, batch, vocab = config
     torch.manual_seed(0)
     model = nanogpt.GPT(vocab, sequence, width, heads, layers)
     tokens = torch.randint(0, vocab, (batch, sequence))
     traced = zcc.from_torch(model, (tokens,), (tokens,), loss=nanogpt.lm_loss)
-    return traced.compile(optimizer=zcc.adamw(lr=3e-4)).memory_analysis()
+    return traced.compile(optimizer=zcc.adamw(lr=3e-4),
+                          recompute=recompute).memory_analysis()
+
+
+def xla_memory(config):
+    """XLA's temporary bytes for the same step (bench/memory/xla_gpt.py),
+    or None where jax is not installed."""
+    try:
+        import xla_gpt
+    except ImportError:
+        return None
+    return xla_gpt.xla_step_bytes(config).temp_size_in_bytes
 
 
 def mib(n):
@@ -134,8 +151,9 @@ def main():
                         help="measure the first N configurations")
     args = parser.parse_args()
     try:
-        import jax  # noqa: F401
-        xla = "XLA: jax is installed but not measured by this script yet"
+        import jax
+        xla = (f"XLA: jax {jax.__version__}'s CPU backend, temp_size_in_bytes of "
+               "the jitted step's compile().memory_analysis() (bench/memory/xla_gpt.py)")
     except ImportError:
         xla = "XLA: not measured (jax is not installed here)"
     lines = [
@@ -144,22 +162,26 @@ def main():
         "f32, MiB; " + xla,
         "",
         "| GPT (layers, width, heads, sequence, batch, vocabulary) | zcc arena "
-        "| PyTorch step, SDPA | PyTorch step, attention written out | zcc / "
-        "PyTorch SDPA | zcc persistent | PyTorch persistent | zcc total | "
-        "PyTorch total, SDPA |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| zcc, no recomputation | PyTorch step, SDPA | PyTorch step, attention "
+        "written out | XLA temporaries (CPU) | zcc / PyTorch SDPA | zcc / XLA "
+        "| zcc persistent | PyTorch persistent | zcc total | PyTorch total, SDPA |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for config in CONFIGS[:args.largest]:
         start = time.perf_counter()
         memory = zcc_memory(config)
+        kept = zcc_memory(config, recompute=False)
+        xla_bytes = xla_memory(config)
         sdpa_peak, persistent = torch_peak(config, fused=True)
         math_peak, _ = torch_peak(config, fused=False)
         sdpa_step, math_step = sdpa_peak - persistent, math_peak - persistent
+        xla_cells = ("-", "-") if xla_bytes is None else (
+            mib(xla_bytes), f"**{memory['arena'] / xla_bytes:.2f}**")
         lines.append(
             f"| {', '.join(map(str, config))} | {mib(memory['arena'])} | "
-            f"{mib(sdpa_step)} | {mib(math_step)} | "
-            f"**{memory['arena'] / sdpa_step:.2f}** | "
-            f"{mib(memory['persistent'])} | {mib(persistent)} | "
+            f"{mib(kept['arena'])} | {mib(sdpa_step)} | {mib(math_step)} | "
+            f"{xla_cells[0]} | **{memory['arena'] / sdpa_step:.2f}** | "
+            f"{xla_cells[1]} | {mib(memory['persistent'])} | {mib(persistent)} | "
             f"{mib(memory['arena'] + memory['persistent'])} | {mib(sdpa_peak)} |")
         print(lines[-1], f"({time.perf_counter() - start:.1f} s)", flush=True)
     text = "\n".join(lines) + "\n"
