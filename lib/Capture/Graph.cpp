@@ -746,8 +746,8 @@ Tensor Graph::matmul(Tensor a, Tensor b, bool transposeA, bool transposeB,
       transposeB ? g.builder.getUnitAttr() : UnitAttr());
 }
 
-Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal,
-                        double scale, Where where) {
+Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal, double scale,
+                        Where where) {
   Impl &g = *impl_;
   if (!g.usable(where, "attention", {q, k, v}))
     return {};
@@ -757,7 +757,8 @@ Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal,
                          "([B..., S, D]), got " +
                              formatShape(sq) + " and " + formatShape(sv));
   if (std::isnan(scale))
-    scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(sq.back(), 1)));
+    scale =
+        1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(sq.back(), 1)));
   std::vector<int64_t> out(sq.begin(), sq.end() - 1), rows = out;
   out.push_back(sv.back());
   return g.build<zt::AttentionOp>(

@@ -583,7 +583,8 @@ public:
       Value clone = cloneOf(op, b, at);
       kept.erase(result);
       result.replaceUsesWithIf(clone, [&](OpOperand &use) {
-        return isBackward(use.getOwner()) && use.getOwner() != clone.getDefiningOp();
+        return isBackward(use.getOwner()) &&
+               use.getOwner() != clone.getDefiningOp();
       });
     }
   }
@@ -614,8 +615,8 @@ private:
   /// (constants need no work and no arena).
   bool anyWorkBetween(int64_t from, int64_t to) const {
     for (Operation &op : body)
-      if (int64_t p = position.lookup(&op); p > from && p < to &&
-                                            !isa<ConstantOp>(op))
+      if (int64_t p = position.lookup(&op);
+          p > from && p < to && !isa<ConstantOp>(op))
         return true;
     return false;
   }
@@ -639,9 +640,8 @@ private:
     if (depth == 0 || !def || !forward.contains(def) ||
         !isCheapToRecompute(def))
       return false;
-    return llvm::all_of(def->getOperands(), [&](Value o) {
-      return available(o, at, depth - 1);
-    });
+    return llvm::all_of(def->getOperands(),
+                        [&](Value o) { return available(o, at, depth - 1); });
   }
   /// A copy of `op` at `b`'s point, its operands kept values or copies.
   Value cloneOf(Operation *op, OpBuilder &b, int64_t at) {

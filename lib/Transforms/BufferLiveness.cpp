@@ -57,26 +57,25 @@ static bool isDataConstant(Operation *op) {
   return !dense || !dense.isSplat();
 }
 
-/// Runs as an element kernel, which may read any operand through broadcast
-/// strides (runtime::elementArity: the rows of ElementKernels.h).
-static bool isElementKernel(Operation *op) {
+/// Runs as a kernel that may read its operands through broadcast strides
+/// (the element kernels: the rule the loader checks).
+static bool readsThroughStrides(Operation *op) {
   std::optional<runtime::KernelId> kernel =
       runtime::findKernel(op->getName().stripDialect().str());
-  return kernel && (runtime::elementArity(*kernel) ||
-                    *kernel == runtime::KernelId::Scale);
+  return kernel && runtime::kernelReadsThroughStrides(*kernel);
 }
 
 /// A broadcast read through strides instead of materialized: it repeats
 /// elements (more result elements than operand elements; an equal count is
 /// a reshape and stays a copy), every user is an element kernel, and the
 /// step does not return it.
-static bool readsThroughStrides(BroadcastInDimOp op) {
+static bool repeatsForElementKernels(BroadcastInDimOp op) {
   auto from = cast<RankedTensorType>(op.getOperand().getType());
   auto to = cast<RankedTensorType>(op.getResult().getType());
   if (to.getNumElements() <= from.getNumElements())
     return false;
   return llvm::all_of(op->getUsers(), [](Operation *user) {
-    return !isa<func::ReturnOp>(user) && isElementKernel(user);
+    return !isa<func::ReturnOp>(user) && readsThroughStrides(user);
   });
 }
 
@@ -135,7 +134,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
   };
   for (Operation *op : live.schedule) {
     if (auto broadcast = dyn_cast<BroadcastInDimOp>(op))
-      if (readsThroughStrides(broadcast))
+      if (repeatsForElementKernels(broadcast))
         live.broadcastViews.insert(op);
     if (isView(op)) {
       live.bufferOf[op->getResult(0)] = live.bufferOf.lookup(op->getOperand(0));

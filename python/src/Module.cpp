@@ -402,8 +402,7 @@ NB_MODULE(_zcc, m) {
   nb::class_<Graph>(m, "Graph")
       .def(nb::init<std::string>(), "name"_a)
       .def_prop_ro("ok", &Graph::ok)
-      .def_prop_ro("error",
-                   [](const Graph &g) { return g.status().message(); })
+      .def_prop_ro("error", [](const Graph &g) { return g.status().message(); })
       // Every op: (graph, operands..., file, line) -> Tensor; the result
       // keeps the graph alive.
       .def("input", op(&Graph::input), nb::keep_alive<0, 1>())

@@ -128,8 +128,7 @@ LogicalResult BroadcastViewOp::verify() {
   ArrayRef<int64_t> strides = getStrides();
   if (static_cast<int64_t>(strides.size()) != result.getRank())
     return emitOpError() << "needs one stride per result dimension, got "
-                         << strides.size() << " for rank "
-                         << result.getRank();
+                         << strides.size() << " for rank " << result.getRank();
   // The last element the view reads must lie within the source.
   int64_t last = 0;
   for (auto [size, stride] : llvm::zip(result.getShape(), strides)) {

@@ -442,12 +442,11 @@ static LogicalResult verifyAttention(Operation *op, Value query, Value key,
                    v = tensorTypeOf(value);
   int64_t rank = q.getRank();
   if (rank < 2)
-    return op->emitOpError() << "query must have rank >= 2 ([B..., S, D]), got "
-                             << q;
-  if (k.getRank() != rank || v.getRank() != rank)
     return op->emitOpError()
-           << "query, key and value must have one rank, got " << q << ", "
-           << k << " and " << v;
+           << "query must have rank >= 2 ([B..., S, D]), got " << q;
+  if (k.getRank() != rank || v.getRank() != rank)
+    return op->emitOpError() << "query, key and value must have one rank, got "
+                             << q << ", " << k << " and " << v;
   ArrayRef<int64_t> batch = q.getShape().drop_back(2);
   if (k.getShape().drop_back(2) != batch || v.getShape().drop_back(2) != batch)
     return op->emitOpError() << "batch dimensions differ: query " << q
@@ -458,15 +457,15 @@ static LogicalResult verifyAttention(Operation *op, Value query, Value key,
     return op->emitOpError() << "query and key must have one head size, got "
                              << q << " and " << k;
   if (v.getDimSize(rank - 2) != t)
-    return op->emitOpError() << "key and value must have one length, got "
-                             << k << " and " << v;
+    return op->emitOpError()
+           << "key and value must have one length, got " << k << " and " << v;
   if (s < 1 || t < 1 || d < 1 || dv < 1)
     return op->emitOpError()
-           << "sequence lengths and head sizes must be at least 1, got "
-           << q << ", " << k << " and " << v;
+           << "sequence lengths and head sizes must be at least 1, got " << q
+           << ", " << k << " and " << v;
   if (!std::isfinite(scale))
-    return op->emitOpError() << "scale must be finite, got "
-                             << formatNumber(scale);
+    return op->emitOpError()
+           << "scale must be finite, got " << formatNumber(scale);
   result.assign(batch.begin(), batch.end());
   result.push_back(s);
   logsumexp.assign(result.begin(), result.end());

@@ -117,9 +117,10 @@ private:
     if (bytes > memory.pinnedBytes || !memory.workspace)
       return makeError(StatusCode::InvalidPlan, "entry '", entry.name,
                        "' launch ", index, " (", launch.name(), ") needs ",
-                       bytes, " bytes of workspace beside cuBLAS's and the "
-                       "plan has ", memory.pinnedBytes,
-                       ": compile it again with this zcc");
+                       bytes,
+                       " bytes of workspace beside cuBLAS's and the "
+                       "plan has ",
+                       memory.pinnedBytes, ": compile it again with this zcc");
     at = reinterpret_cast<T *>(memory.workspace + memory.workspaceBytes -
                                memory.pinnedBytes);
     return Status::ok();
@@ -180,7 +181,8 @@ private:
   Status attention() {
     AttentionShape a = attentionShape(entry, launch);
     T *scores = nullptr;
-    ZRT_RETURN_IF_ERROR(pinnedScratch(kernelScratchBytes(entry, launch), scores));
+    ZRT_RETURN_IF_ERROR(
+        pinnedScratch(kernelScratchBytes(entry, launch), scores));
     int64_t dv = a.valueHead;
     for (int64_t first = 0; a.batch > 0 && first < a.queries;
          first += a.blockRows) {
@@ -206,14 +208,16 @@ private:
   Status attentionGrad() {
     AttentionShape a = attentionShape(entry, launch);
     T *probs = nullptr;
-    ZRT_RETURN_IF_ERROR(pinnedScratch(kernelScratchBytes(entry, launch), probs));
+    ZRT_RETURN_IF_ERROR(
+        pinnedScratch(kernelScratchBytes(entry, launch), probs));
     int64_t blockSize = a.batch * a.blockRows * a.keys;
     T *grads = probs + blockSize, *delta = grads + blockSize;
     const T *q = in(0), *y = in(3), *dy = in(5);
     T *dq = result(0), *dk = result(1), *dvalues = result(2);
     int64_t d = a.head, dv = a.valueHead;
     // dk and dv are sums over the blocks.
-    out.push_back(Memset{dk, uint64_t(outType(1).numElements()) * sizeof(T), 0});
+    out.push_back(
+        Memset{dk, uint64_t(outType(1).numElements()) * sizeof(T), 0});
     out.push_back(
         Memset{dvalues, uint64_t(outType(2).numElements()) * sizeof(T), 0});
     if (a.batch == 0)
@@ -250,8 +254,8 @@ private:
                             blockStride, a.keys * d, a.queries * d, T(0)));
       // dk[:width] += ds^T q[first:first+rows]
       out.push_back(product(grads, width, true, q + first * d, d, false, dk, d,
-                            width, d, rows, a.batch, blockStride,
-                            a.queries * d, a.keys * d, T(1)));
+                            width, d, rows, a.batch, blockStride, a.queries * d,
+                            a.keys * d, T(1)));
       // dv[:width] += p^T dy[first:first+rows]
       out.push_back(product(probs, width, true, dy + first * dv, dv, false,
                             dvalues, dv, width, dv, rows, a.batch, blockStride,
@@ -519,33 +523,17 @@ private:
     if (batch > INT_MAX)
       return makeError(StatusCode::InvalidPlan, "matmul batch of ", batch,
                        " is more than cuBLAS takes");
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
-    // stored rhs is BLAS's A, the stored lhs its B.
-    GemmOf<T> g;
-    g.transA = transposeRhs;
-    g.transB = transposeLhs;
-    g.m = static_cast<int32_t>(n);
-    g.n = static_cast<int32_t>(m);
-    g.k = static_cast<int32_t>(k);
-    g.a = in(1);
-    g.lda = static_cast<int32_t>(rhs.shape[rhsRank - 1]);
-    g.b = in(0);
-    g.ldb = static_cast<int32_t>(lhs.shape[lhsRank - 1]);
-    g.c = result(0);
-    g.ldc = static_cast<int32_t>(n);
-    g.workspace = memory.workspace;
-    g.workspaceBytes = memory.workspaceBytes - memory.pinnedBytes;
+    int64_t ldl = lhs.shape[lhsRank - 1], ldr = rhs.shape[rhsRank - 1];
     bool sharedRhs = rhsRank == 2;
     if (sharedRhs && !transposeLhs && batch * m <= INT_MAX) {
       // One [batch * M, K] x [K, N] product, as on the CPU.
-      g.n = static_cast<int32_t>(batch * m);
-    } else {
-      g.batch = static_cast<int32_t>(batch);
-      g.strideA = sharedRhs ? 0 : k * n;
-      g.strideB = m * k;
-      g.strideC = m * n;
+      out.push_back(product(in(0), ldl, false, in(1), ldr, transposeRhs,
+                            result(0), n, batch * m, n, k, 1, 0, 0, 0, T(0)));
+      return Status::ok();
     }
-    out.push_back(g);
+    out.push_back(product(in(0), ldl, transposeLhs, in(1), ldr, transposeRhs,
+                          result(0), n, m, n, k, batch, m * k,
+                          sharedRhs ? 0 : k * n, m * n, T(0)));
     return Status::ok();
   }
 

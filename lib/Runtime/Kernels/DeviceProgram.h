@@ -62,16 +62,14 @@ struct CopyOut { // device to host (pinned staging)
 /// An entry's steps with float tensors held as T: float for plans run in
 /// their f32, double for the CPU executor's f64 reference precision.
 template <typename T>
-using StepOf =
-    std::variant<Elementwise<T>, Fill, CausalMask<T>, StridedCopy, ConcatPart,
-                 SliceGrad<T>, Embedding<T>, EmbeddingGrad<T>, Dropout<T>,
-                 Sgd<T>, Adamw<T>, Reduce<T>, MaxGrad<T>, Softmax<T>,
-                 SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>, LayerNormGradRows<T>,
-                 LayerNormGradColumns<T>, RmsNormGradRows<T>,
-                 RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
-                 CrossEntropyGradRows<T>, AttentionRows<T>,
-                 AttentionGradDelta<T>, AttentionGradScores<T>, GemmOf<T>,
-                 Memset, CopyIn, CopyOut>;
+using StepOf = std::variant<
+    Elementwise<T>, Fill, CausalMask<T>, StridedCopy, ConcatPart, SliceGrad<T>,
+    Embedding<T>, EmbeddingGrad<T>, Dropout<T>, Sgd<T>, Adamw<T>, Reduce<T>,
+    MaxGrad<T>, Softmax<T>, SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>,
+    LayerNormGradRows<T>, LayerNormGradColumns<T>, RmsNormGradRows<T>,
+    RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
+    CrossEntropyGradRows<T>, AttentionRows<T>, AttentionGradDelta<T>,
+    AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn, CopyOut>;
 
 /// The GPU's: f32.
 using Gemm = GemmOf<float>;

@@ -325,9 +325,9 @@ struct HostLauncher {
     auto product = [&](int32_t i, int64_t column, int64_t columns) {
       const T *b = g.b + i * g.strideB + column * (g.transB ? 1 : g.ldb);
       gemm(g.transA ? CblasTrans : CblasNoTrans,
-           g.transB ? CblasTrans : CblasNoTrans, g.m,
-           static_cast<int>(columns), g.k, g.a + i * g.strideA, g.lda, b,
-           g.ldb, g.beta, g.c + i * g.strideC + column * g.ldc, g.ldc);
+           g.transB ? CblasTrans : CblasNoTrans, g.m, static_cast<int>(columns),
+           g.k, g.a + i * g.strideA, g.lda, b, g.ldb, g.beta,
+           g.c + i * g.strideC + column * g.ldc, g.ldc);
     };
     double work = double(g.m) * g.n * g.k;
     if (g.batch > 1 || work < kGemmPanelWork) {

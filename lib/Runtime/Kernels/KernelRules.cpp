@@ -107,12 +107,14 @@ public:
   Status checkStridedOperands() const {
     for (size_t i = 0; i < launch.outputs.size(); ++i)
       if (entry.tensors[launch.outputs[i]].isStrided())
-        return fail("output #", i, " is a strided view, which no kernel "
+        return fail("output #", i,
+                    " is a strided view, which no kernel "
                     "writes");
     for (size_t i = 0; i < launch.inputs.size(); ++i)
       if (entry.tensors[launch.inputs[i]].isStrided() &&
           (i > 1 || !kernelReadsThroughStrides(id)))
-        return fail("input #", i, " is a strided view, which only element "
+        return fail("input #", i,
+                    " is a strided view, which only element "
                     "kernels read (as one of their first two operands)");
     return Status::ok();
   }

@@ -116,12 +116,12 @@ Status zcc::runtime::addWorkspaces(Plan &plan, int64_t matmulBytes) {
     if (entry.workspace >= 0)
       return makeError(StatusCode::InvalidArgument, "entry '", entry.name,
                        "' already has a workspace");
-    bool hasMatmul = std::any_of(
-        entry.launches.begin(), entry.launches.end(), [](const Launch &l) {
-          return l.kernel == KernelId::Matmul ||
-                 l.kernel == KernelId::Attention ||
-                 l.kernel == KernelId::AttentionGrad;
-        });
+    bool hasMatmul = std::any_of(entry.launches.begin(), entry.launches.end(),
+                                 [](const Launch &l) {
+                                   return l.kernel == KernelId::Matmul ||
+                                          l.kernel == KernelId::Attention ||
+                                          l.kernel == KernelId::AttentionGrad;
+                                 });
     uint64_t matmul = !hasMatmul ? 0
                       : matmulBytes < 0
                           ? autoMatmulWorkspaceBytes(entry)

@@ -238,8 +238,7 @@ private:
         // stay within its buffer.
         if (t.strides.size() != t.type.shape.size())
           return invalid(what + ": " + std::to_string(t.strides.size()) +
-                         " strides for rank " +
-                         std::to_string(t.type.rank()));
+                         " strides for rank " + std::to_string(t.type.rank()));
         for (int64_t stride : t.strides)
           if (stride < 0 || static_cast<uint64_t>(stride) > kMaxRegionBytes)
             return invalid(what + ": stride " + std::to_string(stride) +

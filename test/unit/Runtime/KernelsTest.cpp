@@ -758,9 +758,9 @@ TEST(AttentionKernels, MatchTheWrittenOutFormForwardAndBackward) {
   // causal with S < T and S > T (PyTorch's top-left alignment), several
   // batch dimensions, different head sizes for values.
   const AttentionShapeCase cases[] = {
-      {{2}, 5, 5, 3, 2, true},       {{2, 3}, 4, 7, 5, 3, false},
-      {{3}, 70, 70, 4, 4, true},     {{1}, 130, 40, 3, 5, true},
-      {{2}, 20, 150, 6, 2, true},    {{2}, 129, 129, 8, 8, false},
+      {{2}, 5, 5, 3, 2, true},    {{2, 3}, 4, 7, 5, 3, false},
+      {{3}, 70, 70, 4, 4, true},  {{1}, 130, 40, 3, 5, true},
+      {{2}, 20, 150, 6, 2, true}, {{2}, 129, 129, 8, 8, false},
       {{}, 9, 3, 2, 2, true},
   };
   for (const AttentionShapeCase &c : cases) {
@@ -902,9 +902,8 @@ TEST(ElementKernels, BroadcastOperandsReadThroughStridesLikeMaterializedOnes) {
     const Read *reads[2] = {&c.a, &c.b};
     for (int k = 0; k < (binary ? 2 : 1); ++k) {
       const Read &r = *reads[k];
-      std::vector<double> data = r.strides.empty()
-                                     ? randomValues(n, 40 + k)
-                                     : r.data;
+      std::vector<double> data =
+          r.strides.empty() ? randomValues(n, 40 + k) : r.data;
       if (r.strides.empty()) {
         strided.input(c.shape, data);
         materialized.input(c.shape, data);

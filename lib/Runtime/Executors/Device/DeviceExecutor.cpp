@@ -137,8 +137,7 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
   if (e.workspace >= 0) {
     memory.workspace = memory.buffers[e.workspace];
     memory.workspaceBytes = e.buffers[e.workspace].size;
-    memory.pinnedBytes =
-        std::min(pinnedScratchBytes(e), memory.workspaceBytes);
+    memory.pinnedBytes = std::min(pinnedScratchBytes(e), memory.workspaceBytes);
   }
 
   std::vector<Step> steps;
