@@ -12,6 +12,7 @@
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Target/PlanExport.h"
+#include "zcc/Target/PlanExport.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -26,17 +27,6 @@ using zcc::runtime::StatusCode;
 
 void zcc::loadCompilerDialects(MLIRContext &context) {
   context.loadDialect<zt::ZTDialect, zplan::ZPlanDialect, func::FuncDialect>();
-}
-
-std::string zcc::formatLocation(Location loc) {
-  FileLineColLoc file = loc->findInstanceOf<FileLineColLoc>();
-  if (!file)
-    return "";
-  std::string text = file.getFilename().str() + ":" +
-                     std::to_string(file.getLine());
-  if (file.getColumn() != 0)
-    text += ":" + std::to_string(file.getColumn());
-  return text;
 }
 
 namespace {

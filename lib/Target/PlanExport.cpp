@@ -182,6 +182,17 @@ uint64_t i64Attr(ModuleOp module, StringRef name) {
 
 } // namespace
 
+std::string zcc::formatLocation(Location loc) {
+  FileLineColLoc file = loc->findInstanceOf<FileLineColLoc>();
+  if (!file)
+    return "";
+  std::string text =
+      file.getFilename().str() + ":" + std::to_string(file.getLine());
+  if (file.getColumn() != 0)
+    text += ":" + std::to_string(file.getColumn());
+  return text;
+}
+
 FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
   rt::Plan plan;
   if (!module->getAttrOfType<IntegerAttr>("zplan.arena_size"))
@@ -291,6 +302,11 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
         launch.inputs.push_back(tensorOf.at(v));
       for (Value v : launchOp.getOutputs())
         launch.outputs.push_back(tensorOf.at(v));
+      launch.location = formatLocation(launchOp.getLoc());
+      if (auto phase = launchOp->getAttrOfType<StringAttr>("phase"))
+        launch.phase = phase.getValue() == "backward" ? rt::Phase::Backward
+                       : phase.getValue() == "update" ? rt::Phase::Update
+                                                      : rt::Phase::Forward;
       entry.launches.push_back(std::move(launch));
     }
     uint64_t align = std::max<uint64_t>(plan.alignment, 1);

@@ -312,6 +312,9 @@ LogicalResult GradientBuilder::backward(Operation *op,
                                         ArrayRef<Value> resultGrads) {
   Value dy = resultGrads.empty() ? Value() : resultGrads.front();
   auto isActive = [&](Value v) { return active.contains(v); };
+  // The backward ops of `op` carry its source location (reports and the
+  // memory timeline then name the forward line a gradient belongs to).
+  loc = op->getLoc();
   // The first result's gradient: every differentiable op but zt.attention
   // has one result (the optimizer updates have no rule).
   return TypeSwitch<Operation *, LogicalResult>(op)
@@ -733,6 +736,11 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
             active.insert(result);
     }
 
+    // The forward, before the backward adds anything (the seed included).
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    DenseSet<Operation *> forwardOps(forward.begin(), forward.end());
     OpBuilder builder(ret);
     Location loc = fn.getLoc();
     GradientBuilder grads(builder, loc, active);
@@ -744,10 +752,6 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
               lossType, builder.getFloatAttr(lossType.getElementType(), 1.0)));
       grads.contribute(loss, seed);
     }
-    SmallVector<Operation *> forward;
-    for (Operation &op : body.without_terminator())
-      forward.push_back(&op);
-    DenseSet<Operation *> forwardOps(forward.begin(), forward.end());
     // A parameter's gradient is complete once the reverse walk has passed
     // its first user: summed (and accumulated) there, it dies right away
     // instead of living until the end of the step.
@@ -858,6 +862,16 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
       }
     if (recompute)
       CheapRecompute(body, forwardOps).run();
+    // Where the backward starts, for the memory timeline's kinds: the forward
+    // ops come first, the backward follows.
+    int64_t backwardStart = 0;
+    for (Operation &op : body.without_terminator()) {
+      if (!forwardOps.contains(&op))
+        break;
+      ++backwardStart;
+    }
+    fn->setAttr(ZTDialect::kBackwardStartAttrName,
+                builder.getI64IntegerAttr(backwardStart));
     return success();
   }
 };

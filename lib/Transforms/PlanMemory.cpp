@@ -177,6 +177,21 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
 
   /// Plans `fn`'s arena, replaces it with a zplan.entry, and returns the
   /// arena bytes it needs.
+  /// The part of the step an op belongs to, for the memory timeline:
+  /// "update" (the optimizer's updates, every op of an apply entry),
+  /// "backward" (from zt-autodiff's zt.backward_start on), else "" (the
+  /// forward).
+  static StringRef phaseOf(func::FuncOp fn, const BufferLiveness &live,
+                           Operation *op) {
+    if (isa<SgdOp, AdamwOp>(op) || entryKind(fn) == "apply")
+      return "update";
+    auto start =
+        fn->getAttrOfType<IntegerAttr>(ZTDialect::kBackwardStartAttrName);
+    if (start && live.getPosition(op) >= start.getInt())
+      return "backward";
+    return "";
+  }
+
   FailureOr<int64_t> lowerEntry(func::FuncOp fn, const BufferLiveness &live) {
     ArrayRef<LiveBuffer> buffers = live.getBuffers();
     planner::Problem problem;
@@ -313,8 +328,11 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
         inputs.push_back(memrefFor(operand));
       for (Value result : op->getResults())
         outputs.push_back(memrefFor(result));
-      b.create<zplan::LaunchOp>(op->getLoc(), op->getName().stripDialect(),
-                                inputs, outputs, launchParams(op));
+      auto launch = b.create<zplan::LaunchOp>(
+          op->getLoc(), op->getName().stripDialect(), inputs, outputs,
+          launchParams(op));
+      if (StringRef phase = phaseOf(fn, live, op); !phase.empty())
+        launch->setAttr("phase", b.getStringAttr(phase));
     }
     // Copies at the return: outputs first, since a tied copy may overwrite
     // an argument another output returns.

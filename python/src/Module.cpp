@@ -10,6 +10,7 @@
 #include "zcc/Capture/Graph.h"
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Plan/MemoryTimeline.h"
 #include "zcc/Runtime/Plan/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Session/Trainer.h"
@@ -520,6 +521,8 @@ NB_MODULE(_zcc, m) {
   nb::class_<PyPlan>(m, "Plan")
       .def("report",
            [](const PyPlan &p) { return rt::formatPlanReport(*p.plan); })
+      .def("memory_timeline",
+           [](const PyPlan &p) { return rt::memoryTimelineJson(*p.plan); })
       .def("memory_analysis",
            [](const PyPlan &p) { return memoryAnalysis(*p.plan); })
       .def("save",

@@ -1,6 +1,7 @@
 """Tracing (trace, input, label, param, Tensor), compiling and sessions."""
 
 import contextlib
+import json
 import os
 import re
 import sys
@@ -489,6 +490,13 @@ class Compiled:
     def report(self):
         """The plan report `zcc --report` prints."""
         return self.plan.report()
+
+    def memory_timeline(self):
+        """The plan's memory timeline (`zcc --memory-json`, schema
+        zcc.memory/v1, docs/memory.md) as a dict: per entry every buffer's
+        offset, size, lifetime in launches, kind, op and source location,
+        and the arena bytes live at each launch."""
+        return json.loads(self.plan.memory_timeline())
 
     def planned_ir(self):
         """The planned zplan program (compiles again to print it)."""

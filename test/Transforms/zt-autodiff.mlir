@@ -12,7 +12,7 @@
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4x8xf32> {zt.name = "x", zt.role = #zt.role<input>}
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<8xf32> {zt.init = #zt.init<zeros>, zt.name = "arg1", zt.role = #zt.role<parameter>}
 // CHECK-SAME: -> (tensor<f32> {zt.name = "loss"}, tensor<8xf32> {zt.gradient_of = 1 : i64, zt.name = "arg1.grad"})
-// CHECK-SAME: attributes {zt.entry = "train_step"}
+// CHECK-SAME: attributes {zt.backward_start = {{[0-9]+}} : i64, zt.entry = "train_step"}
 // CHECK: %[[WB:.+]] = zt.broadcast_in_dim %[[W]], dims = [1]
 // CHECK: %[[Y:.+]] = zt.mul %[[X]], %[[WB]]
 // CHECK: %[[L:.+]] = zt.sum %[[Y]], dims = [0, 1]
@@ -29,7 +29,7 @@
 // ACC-SAME: %[[W:[a-z0-9]+]]: tensor<8xf32> {zt.init = #zt.init<zeros>, zt.name = "arg1", zt.role = #zt.role<parameter>}
 // ACC-SAME: %[[ACC:[a-z0-9]+]]: tensor<8xf32> {zt.init = #zt.init<zeros>, zt.name = "arg1.grad_acc", zt.role = #zt.role<accumulator>}
 // ACC-SAME: -> (tensor<f32> {zt.name = "loss"}, tensor<8xf32> {zt.gradient_of = 1 : i64, zt.name = "arg1.grad_acc", zt.tied = 2 : i64})
-// ACC-SAME: attributes {zt.entry = "microbatch"}
+// ACC-SAME: attributes {zt.backward_start = {{[0-9]+}} : i64, zt.entry = "microbatch"}
 // ACC: %[[DW:.+]] = zt.sum %{{.+}}, dims = [0] : (tensor<4x8xf32>) -> tensor<8xf32>
 // ACC-NEXT: %[[NEW:.+]] = zt.add %[[ACC]], %[[DW]] : tensor<8xf32>
 // ACC-NEXT: return %{{.+}}, %[[NEW]]

@@ -12,6 +12,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "zcc/Compiler/Compile.h"
+#include "zcc/Runtime/Plan/MemoryTimeline.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Plan/PlanReport.h"
 #include "llvm/Support/CommandLine.h"
@@ -75,6 +76,11 @@ cl::opt<bool> report("report",
                      cl::desc("Print the arena size, lower bound, ratio and "
                               "the largest buffers"),
                      cl::cat(category));
+cl::opt<std::string> memoryJson(
+    "memory-json",
+    cl::desc("Write the plan's memory timeline here (JSON, zcc.memory/v1: "
+             "docs/memory.md)"),
+    cl::value_desc("file"), cl::cat(category));
 cl::opt<std::string> emitIR("emit-ir",
                             cl::desc("Also write the planned zplan IR here"),
                             cl::value_desc("file"), cl::cat(category));
@@ -93,8 +99,9 @@ int main(int argc, char **argv) {
       argc, argv,
       "zcc: compiles a zt training step (forward + loss) into a .zplan: "
       "autodiff, optimizer, liveness, memory plan\n");
-  if (outputFile.empty() && !report)
-    return fail("no output: give -o FILE.zplan (or --report alone)");
+  if (outputFile.empty() && !report && memoryJson.empty())
+    return fail("no output: give -o FILE.zplan (or --report or "
+                "--memory-json alone)");
   if (matmulWorkspace < zcc::runtime::kAutoMatmulWorkspace)
     return fail("--matmul-workspace must be a byte count (0 or more)");
   if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none")
@@ -153,6 +160,13 @@ int main(int argc, char **argv) {
   }
   if (report)
     llvm::outs() << zcc::runtime::formatPlanReport(plan);
+  if (!memoryJson.empty()) {
+    auto out = openOutputFile(memoryJson, &error);
+    if (!out)
+      return fail(error);
+    out->os() << zcc::runtime::memoryTimelineJson(plan);
+    out->keep();
+  }
   if (!outputFile.empty()) {
     zcc::runtime::Status saved = zcc::runtime::savePlanFile(outputFile, plan);
     if (!saved.isOk())

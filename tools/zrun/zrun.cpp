@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zcc/Runtime/Data/DataSource.h"
+#include "zcc/Runtime/Plan/MemoryTimeline.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Plan/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
@@ -18,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -102,6 +104,10 @@ int main(int argc, char **argv) {
   app.add_option("--save-checkpoint", saveCheckpoint,
                  "write the parameters (safetensors) after the run");
   app.add_flag("--report", report, "print the plan's memory report first");
+  std::string memoryJson;
+  app.add_option("--memory-json", memoryJson,
+                 "write the plan's memory timeline here first (JSON, "
+                 "zcc.memory/v1: docs/memory.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {
@@ -144,6 +150,19 @@ int main(int argc, char **argv) {
     return fail(s);
   if (report)
     std::fputs(formatPlanReport(*plan).c_str(), stdout);
+  if (!memoryJson.empty()) {
+    std::FILE *out = std::fopen(memoryJson.c_str(), "wb");
+    std::string text = memoryTimelineJson(*plan);
+    bool written = out && std::fwrite(text.data(), 1, text.size(), out) ==
+                              text.size();
+    if (out)
+      written = std::fclose(out) == 0 && written;
+    if (!written) {
+      std::fprintf(stderr, "zrun: cannot write %s: %s\n", memoryJson.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+  }
   std::unique_ptr<Session> session;
   if (Status s = Session::create(plan, options, session); !s.isOk()) {
     if (options.device == DeviceKind::Cuda)

@@ -84,9 +84,8 @@ private:
   std::string text_;
 };
 
-/// "file:line:col" (or "file:line" when the column is 0) of the first file
-/// location inside `loc`; "" when there is none.
-std::string formatLocation(mlir::Location loc);
+/// formatLocation (a location as "file:line:col") is in
+/// zcc/Target/PlanExport.h.
 
 } // namespace zcc
 

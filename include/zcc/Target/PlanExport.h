@@ -21,6 +21,10 @@ namespace zcc {
 /// attribute kind, a module that is not in the zplan form).
 mlir::FailureOr<runtime::Plan> exportPlan(mlir::ModuleOp module);
 
+/// "file:line:col" (or "file:line" when the column is 0) of the first file
+/// location inside `loc`; "" when there is none.
+std::string formatLocation(mlir::Location loc);
+
 } // namespace zcc
 
 #endif // ZCC_TARGET_PLANEXPORT_H

@@ -43,6 +43,9 @@ def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
     The function becomes an entry point (`zt.entry = "train_step"`) that
     returns the loss and one gradient per parameter (`zt.gradient_of`), and
     every argument gets a `zt.name` (`arg<N>` when it had none).
+    `zt.backward_start` records where the backward begins (the position of
+    its first op): the plan's launches carry their phase from it. Each
+    backward op carries the location of the forward op it differentiates.
 
     With `recompute` (the default), a forward value the backward reads is
     computed again just before its first backward use when its op is cheap
@@ -73,7 +76,7 @@ def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
     func.func @f(%x: tensor<4x8xf32> {zt.name = "arg0", zt.role = #zt.role<input>},
                  %w: tensor<8x2xf32> {zt.init = #zt.init<zeros>, zt.name = "arg1", zt.role = #zt.role<parameter>})
         -> (tensor<f32> {zt.name = "loss"}, tensor<8x2xf32> {zt.gradient_of = 1 : i64, zt.name = "arg1.grad"})
-        attributes {zt.entry = "train_step"} {
+        attributes {zt.backward_start = 2 : i64, zt.entry = "train_step"} {
       %y = zt.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
       %l = zt.sum %y, dims = [0, 1] : (tensor<4x2xf32>) -> tensor<f32>
       %one = zt.constant dense<1.000000e+00> : tensor<f32>

@@ -302,6 +302,14 @@ LogicalResult ZTDialect::verifyRegionResultAttribute(Operation *op,
 LogicalResult ZTDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attribute) {
   StringRef name = attribute.getName().strref();
+  if (name == kBackwardStartAttrName) {
+    auto start = dyn_cast<IntegerAttr>(attribute.getValue());
+    if (!isa<FunctionOpInterface>(op) || !start || start.getInt() < 0)
+      return op->emitError() << "'" << name
+                             << "' must be a non-negative integer on a "
+                                "function";
+    return success();
+  }
   if (name != kEntryAttrName)
     return op->emitError() << "unknown zt attribute '" << name << "'";
   if (!isa<FunctionOpInterface>(op))

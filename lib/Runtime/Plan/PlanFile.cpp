@@ -55,7 +55,8 @@ flatbuffers::Offset<fb::Entry> writeEntry(flatbuffers::FlatBufferBuilder &b,
           param.kind == ParamKind::Ints ? b.CreateVector(param.ints) : 0));
     launches.push_back(fb::CreateLaunch(
         b, b.CreateString(launch.name()), b.CreateVector(launch.inputs),
-        b.CreateVector(launch.outputs), b.CreateVector(params)));
+        b.CreateVector(launch.outputs), b.CreateVector(params), launch.phase,
+        launch.location.empty() ? 0 : b.CreateString(launch.location)));
   }
   return fb::CreateEntry(
       b, b.CreateString(entry.name), entry.kind,
@@ -220,6 +221,10 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
         l.inputs.assign(launch->inputs()->begin(), launch->inputs()->end());
       if (launch->outputs())
         l.outputs.assign(launch->outputs()->begin(), launch->outputs()->end());
+      if (!enumInRange(launch->phase()))
+        return corrupt(what + " (" + kernel + "): unknown phase");
+      l.phase = launch->phase();
+      l.location = str(launch->location());
       out.launches.push_back(std::move(l));
     }
   return Status::ok();

@@ -58,6 +58,10 @@ def ZT_Dialect : Dialect {
     /// Function attribute: what kind of entry point the function is
     /// ("train_step", "microbatch" or "apply").
     static constexpr ::llvm::StringLiteral kEntryAttrName = "zt.entry";
+    /// Function attribute (zt-autodiff): the position of the first op of
+    /// the backward in the body; the ops before it are the forward.
+    static constexpr ::llvm::StringLiteral kBackwardStartAttrName =
+        "zt.backward_start";
 
     void registerAttributes();
   }];

@@ -143,11 +143,17 @@ struct LaunchParams {
   bool operator==(const LaunchParams &other) const;
 };
 
+using Phase = fb::Phase;
+
 struct Launch {
   KernelId kernel = KernelId::Copy;
   std::vector<uint32_t> inputs;  // tensor indices of the entry
   std::vector<uint32_t> outputs; // tensor indices of the entry
   LaunchParams params;
+  /// The part of the step (forward, backward, update) and the op's source
+  /// location ("file:line:col", or empty): what the memory timeline shows.
+  Phase phase = Phase::Forward;
+  std::string location;
 
   const char *name() const { return kernelName(kernel); }
 };
