@@ -2,10 +2,37 @@
 
 #include "Executors/Memory.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include <unistd.h>
+
 using namespace zcc::runtime;
+
+bool zcc::runtime::availableHostMemory(uint64_t &bytes, const char *&source) {
+  if (std::FILE *meminfo = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    bool found = false;
+    while (!found && std::fgets(line, sizeof(line), meminfo)) {
+      unsigned long long kib = 0;
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+        bytes = static_cast<uint64_t>(kib) * 1024;
+        source = "MemAvailable in /proc/meminfo";
+        found = true;
+      }
+    }
+    std::fclose(meminfo);
+    if (found)
+      return true;
+  }
+  long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0)
+    return false;
+  bytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  source = "free pages (sysconf)";
+  return true;
+}
 
 CountedAllocator::~CountedAllocator() {
   for (void *block : blocks)

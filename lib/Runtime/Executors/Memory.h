@@ -18,6 +18,11 @@
 
 namespace zcc::runtime {
 
+/// The host memory a new allocation can take without swapping, as the OS
+/// reports it: MemAvailable in /proc/meminfo (Linux), else the free pages;
+/// `source` names which. False when neither can be read.
+bool availableHostMemory(uint64_t &bytes, const char *&source);
+
 class CountedAllocator {
 public:
   CountedAllocator() = default;

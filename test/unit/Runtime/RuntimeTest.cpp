@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Executors/Memory.h"
+
 #include "zcc/Runtime/Data/DataSource.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Session/Session.h"
@@ -489,6 +491,37 @@ TEST(Modes, PlantedOverlapIsRejectedAndWouldCorruptTraining) {
   noReuse.step(0);
   EXPECT_NE(planned.persistentBytes(), noReuse.persistentBytes())
       << "the planted overlap went unnoticed by the differential check";
+}
+
+TEST(Session, PlanLargerThanTheMachineFailsAtLoadNamingTheBytes) {
+  REQUIRE_PLANS();
+  uint64_t available = 0;
+  const char *source = "";
+  ASSERT_TRUE(availableHostMemory(available, source));
+  // The MLP's plan with its workspace (the arena's top buffer, live for the
+  // whole entry) grown to twice what the machine has available: a valid
+  // plan that cannot fit.
+  auto plan = std::make_shared<Plan>(*loadExample("mlp"));
+  Entry &e = plan->entries[0];
+  ASSERT_GE(e.workspace, 0);
+  Buffer &workspace = e.buffers[e.workspace];
+  uint64_t align = plan->alignment;
+  workspace.size = (2 * available + align - 1) / align * align;
+  e.arenaSize = workspace.offset + workspace.size;
+  plan->arenaSize = e.arenaSize;
+  ASSERT_TRUE(validatePlan(*plan).isOk()) << validatePlan(*plan).message();
+  std::unique_ptr<Session> session;
+  Status s = Session::create(plan, SessionOptions(), session);
+  EXPECT_EQ(s.code(), StatusCode::OutOfMemory) << s.toString();
+  auto contains = [&](const std::string &text) {
+    EXPECT_NE(s.message().find(text), std::string::npos)
+        << "'" << s.message() << "' does not contain '" << text << "'";
+  };
+  contains("the plan needs ");
+  contains("bytes of host memory (arena " + std::to_string(e.arenaSize));
+  contains(" bytes available (" + std::string(source));
+  contains("nothing was allocated and no step ran");
+  EXPECT_FALSE(session);
 }
 
 TEST(Session, F64PrecisionAgreesWithF32) {

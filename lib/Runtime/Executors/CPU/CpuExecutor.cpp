@@ -118,6 +118,35 @@ Status CpuExecutor::allocateRegions() {
     outputSize = std::max(outputSize, e.outputSize);
   }
   size_t align = p.alignment;
+  // Everything the session will hold, checked against what the OS reports
+  // available before anything is allocated: a plan that cannot fit fails
+  // here, naming the bytes, instead of paging the machine to a halt.
+  auto aligned = [&](uint64_t bytes) {
+    return (bytes * scale + align - 1) / align * align;
+  };
+  uint64_t arena = 0;
+  if (mode == ExecutionMode::NoReuse) {
+    for (const Entry &e : p.entries)
+      for (const Buffer &b : e.buffers)
+        if (b.region == Region::Arena)
+          arena += aligned(b.size);
+  } else {
+    arena = aligned(p.arenaSize);
+  }
+  uint64_t needed = arena + aligned(p.persistentSize) + aligned(inputSize) +
+                    aligned(outputSize) + aligned(p.constantSize);
+  uint64_t available = 0;
+  const char *source = "";
+  if (availableHostMemory(available, source) && needed > available)
+    return makeError(
+        StatusCode::OutOfMemory, "the plan needs ", needed,
+        " bytes of host memory (arena ", arena,
+        mode == ExecutionMode::NoReuse ? " without reuse" : "",
+        ", persistent ", aligned(p.persistentSize), ", inputs ",
+        aligned(inputSize), ", outputs ", aligned(outputSize), ", constants ",
+        aligned(p.constantSize), scale == 2 ? "; f64 doubles the floats" : "",
+        ") and the machine has ", available, " bytes available (", source,
+        "); nothing was allocated and no step ran");
   if (mode != ExecutionMode::NoReuse) {
     arenaBytes = p.arenaSize * scale;
     ZRT_RETURN_IF_ERROR(
