@@ -2,6 +2,8 @@
 
 #include "Executors/Executor.h"
 
+#include <algorithm>
+
 using namespace zcc::runtime;
 
 uint8_t *RegionBases::base(Region region) const {
@@ -18,6 +20,23 @@ uint8_t *RegionBases::base(Region region) const {
     return constants;
   }
   return nullptr;
+}
+
+SessionRegions zcc::runtime::sessionRegions(const Plan &plan,
+                                            ExecutionMode mode, uint64_t align,
+                                            uint64_t scale) {
+  SessionRegions out;
+  for (const Entry &e : plan.entries) {
+    out.inputs = std::max(out.inputs, e.inputSize * scale);
+    out.outputs = std::max(out.outputs, e.outputSize * scale);
+    if (mode == ExecutionMode::NoReuse)
+      for (const Buffer &b : e.buffers)
+        if (b.region == Region::Arena)
+          out.separate += (b.size * scale + align - 1) / align * align;
+  }
+  if (mode != ExecutionMode::NoReuse)
+    out.arena = plan.arenaSize * scale;
+  return out;
 }
 
 Status zcc::runtime::createExecutor(std::shared_ptr<const Plan> plan,

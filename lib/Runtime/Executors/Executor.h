@@ -35,6 +35,17 @@ struct RegionBases {
   }
 };
 
+/// What a session for `plan` holds besides the persistent and constant
+/// regions, element bytes times `scale`: the planned arena (0 without
+/// reuse), every arena buffer on its own aligned to `align` (without reuse,
+/// else 0), and the largest entry's inputs and outputs. Both executors size
+/// their memory, and check it fits, from these.
+struct SessionRegions {
+  uint64_t arena = 0, separate = 0, inputs = 0, outputs = 0;
+};
+SessionRegions sessionRegions(const Plan &plan, ExecutionMode mode,
+                              uint64_t align, uint64_t scale);
+
 /// f32 elements (possibly unaligned plan or file bytes) into doubles: the
 /// f64 reference precision's copy of f32 data.
 inline void widenF32(const uint8_t *from, double *to, int64_t n) {

@@ -80,6 +80,10 @@ json entryTimeline(const Entry &e) {
                         {"phase", phaseName(e.launches[i].phase)},
                         {"location", e.launches[i].location}});
 
+  std::vector<int64_t> firstTensor(e.buffers.size(), -1);
+  for (size_t t = e.tensors.size(); t-- > 0;)
+    firstTensor[e.tensors[t].buffer] = static_cast<int64_t>(t);
+
   json buffers = json::array();
   std::vector<int64_t> live(e.launches.size(), 0);
   for (size_t b = 0; b < e.buffers.size(); ++b) {
@@ -95,10 +99,9 @@ json entryTimeline(const Entry &e) {
     row["kind"] = arena ? arenaKind(e, b, use) : regionName(buffer.region);
     // The tensor the buffer holds: the one its first writer writes, else the
     // first tensor over it (inputs, persistent state).
-    const Tensor *tensor = use.writer >= 0 ? &e.tensors[use.tensor] : nullptr;
-    for (size_t t = 0; !tensor && t < e.tensors.size(); ++t)
-      if (e.tensors[t].buffer == b)
-        tensor = &e.tensors[t];
+    const Tensor *tensor = use.writer >= 0       ? &e.tensors[use.tensor]
+                           : firstTensor[b] >= 0 ? &e.tensors[firstTensor[b]]
+                                                 : nullptr;
     row["name"] = tensor ? tensor->name : "";
     row["type"] = tensor ? typeString(tensor->type) : "";
     row["op"] = use.writer >= 0 ? e.launches[use.writer].name() : "";

@@ -112,52 +112,42 @@ Status CpuExecutor::create(std::shared_ptr<const Plan> p,
 
 Status CpuExecutor::allocateRegions() {
   const Plan &p = *plan;
-  uint64_t inputSize = 0, outputSize = 0;
-  for (const Entry &e : p.entries) {
-    inputSize = std::max(inputSize, e.inputSize);
-    outputSize = std::max(outputSize, e.outputSize);
-  }
   size_t align = p.alignment;
+  SessionRegions sizes = sessionRegions(p, mode, align, scale);
   // Everything the session will hold, checked against what the OS reports
   // available before anything is allocated: a plan that cannot fit fails
   // here, naming the bytes, instead of paging the machine to a halt.
   auto aligned = [&](uint64_t bytes) {
-    return (bytes * scale + align - 1) / align * align;
+    return (bytes + align - 1) / align * align;
   };
-  uint64_t arena = 0;
-  if (mode == ExecutionMode::NoReuse) {
-    for (const Entry &e : p.entries)
-      for (const Buffer &b : e.buffers)
-        if (b.region == Region::Arena)
-          arena += aligned(b.size);
-  } else {
-    arena = aligned(p.arenaSize);
-  }
-  uint64_t needed = arena + aligned(p.persistentSize) + aligned(inputSize) +
-                    aligned(outputSize) + aligned(p.constantSize);
+  bool noReuse = mode == ExecutionMode::NoReuse;
+  uint64_t arena = noReuse ? sizes.separate : aligned(sizes.arena);
+  uint64_t persistent = aligned(p.persistentSize * scale);
+  uint64_t constants = aligned(p.constantSize * scale);
+  uint64_t needed = arena + persistent + aligned(sizes.inputs) +
+                    aligned(sizes.outputs) + constants;
   uint64_t available = 0;
   const char *source = "";
   if (availableHostMemory(available, source) && needed > available)
-    return makeError(
-        StatusCode::OutOfMemory, "the plan needs ", needed,
-        " bytes of host memory (arena ", arena,
-        mode == ExecutionMode::NoReuse ? " without reuse" : "",
-        ", persistent ", aligned(p.persistentSize), ", inputs ",
-        aligned(inputSize), ", outputs ", aligned(outputSize), ", constants ",
-        aligned(p.constantSize), scale == 2 ? "; f64 doubles the floats" : "",
-        ") and the machine has ", available, " bytes available (", source,
-        "); nothing was allocated and no step ran");
-  if (mode != ExecutionMode::NoReuse) {
-    arenaBytes = p.arenaSize * scale;
+    return makeError(StatusCode::OutOfMemory, "the plan needs ", needed,
+                     " bytes of host memory (arena ", arena,
+                     noReuse ? " without reuse" : "", ", persistent ",
+                     persistent, ", inputs ", aligned(sizes.inputs),
+                     ", outputs ", aligned(sizes.outputs), ", constants ",
+                     constants, scale == 2 ? "; f64 doubles the floats" : "",
+                     ") and the machine has ", available, " bytes available (",
+                     source, "); nothing was allocated and no step ran");
+  if (!noReuse) {
+    arenaBytes = sizes.arena;
     ZRT_RETURN_IF_ERROR(
         allocator.allocate(arenaBytes, align, "arena", regions.arena));
   }
   ZRT_RETURN_IF_ERROR(allocator.allocate(
       p.persistentSize * scale, align, "persistent region", regions.persistent));
-  ZRT_RETURN_IF_ERROR(allocator.allocate(inputSize * scale, align,
-                                         "input region", regions.input));
-  ZRT_RETURN_IF_ERROR(allocator.allocate(outputSize * scale, align,
-                                         "output region", regions.output));
+  ZRT_RETURN_IF_ERROR(
+      allocator.allocate(sizes.inputs, align, "input region", regions.input));
+  ZRT_RETURN_IF_ERROR(allocator.allocate(sizes.outputs, align, "output region",
+                                         regions.output));
   ZRT_RETURN_IF_ERROR(allocator.allocate(p.constantSize * scale, align,
                                          "constant region", regions.constants));
   uint8_t *record = nullptr;

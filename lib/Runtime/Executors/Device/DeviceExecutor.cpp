@@ -53,13 +53,10 @@ Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
 Status DeviceExecutor::allocate(const SessionOptions &options) {
   const Plan &p = *plan;
   uint64_t align = std::max<uint64_t>(p.alignment, 256);
-  uint64_t inputSize = 0, outputSize = 0;
-  for (const Entry &e : p.entries) {
-    inputSize = std::max(inputSize, e.inputSize);
-    outputSize = std::max(outputSize, e.outputSize);
-  }
   bool noReuse = options.mode == ExecutionMode::NoReuse;
-  arenaBytes = noReuse ? 0 : p.arenaSize;
+  SessionRegions regions = sessionRegions(p, options.mode, align, 1);
+  uint64_t inputSize = regions.inputs, outputSize = regions.outputs;
+  arenaBytes = regions.arena;
   // One allocation: arena | persistent | inputs | outputs | constants | error.
   uint64_t persistentAt = alignUp(arenaBytes, align);
   uint64_t inputAt = alignUp(persistentAt + p.persistentSize, align);
@@ -67,12 +64,7 @@ Status DeviceExecutor::allocate(const SessionOptions &options) {
   uint64_t constantsAt = alignUp(outputAt + outputSize, align);
   uint64_t errorAt = alignUp(constantsAt + p.constantSize, align);
   uint64_t total = alignUp(errorAt + sizeof(DeviceError), align);
-  uint64_t separate = 0; // no-reuse: every arena buffer on its own
-  if (noReuse)
-    for (const Entry &e : p.entries)
-      for (const Buffer &b : e.buffers)
-        if (b.region == Region::Arena)
-          separate += alignUp(b.size, align);
+  uint64_t separate = regions.separate; // no-reuse: each buffer its own
 
   uint64_t freeBytes = 0, totalBytes = 0;
   ZRT_RETURN_IF_ERROR(backend->memoryInfo(freeBytes, totalBytes));
