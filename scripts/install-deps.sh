@@ -18,6 +18,8 @@ packages=(
   # The zcc Python package: headers for its module, a venv for its build
   # and test dependencies (scripts/python-env.sh).
   python3-dev python3-venv
+  # The memory page's test draws it in headless Chromium.
+  chromium
 )
 
 missing=()

@@ -523,6 +523,13 @@ NB_MODULE(_zcc, m) {
            [](const PyPlan &p) { return rt::formatPlanReport(*p.plan); })
       .def("memory_timeline",
            [](const PyPlan &p) { return rt::memoryTimelineJson(*p.plan); })
+      .def("memory_html",
+           [](const PyPlan &p) { return rt::memoryTimelineHtml(*p.plan); })
+      .def("memory_torch_snapshot",
+           [](const PyPlan &p) {
+             std::string pickle = rt::memoryTorchSnapshot(*p.plan);
+             return nb::bytes(pickle.data(), pickle.size());
+           })
       .def("memory_analysis",
            [](const PyPlan &p) { return memoryAnalysis(*p.plan); })
       .def("save",

@@ -498,6 +498,18 @@ class Compiled:
         and the arena bytes live at each launch."""
         return json.loads(self.plan.memory_timeline())
 
+    def memory_html(self):
+        """The timeline drawn (`zcc --memory-html`): one self-contained HTML
+        page, as text, to write to a file and open in a browser."""
+        return self.plan.memory_html()
+
+    def memory_torch_snapshot(self):
+        """The plan as PyTorch's memory snapshot (`zcc
+        --memory-torch-snapshot`), pickled bytes: write them to a file and
+        open it at pytorch.org/memory_viz, or `pickle.loads` them for
+        `torch.cuda._memory_viz`."""
+        return self.plan.memory_torch_snapshot()
+
     def planned_ir(self):
         """The planned zplan program (compiles again to print it)."""
         if self._traced is None:

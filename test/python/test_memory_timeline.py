@@ -1,10 +1,16 @@
 """The memory timeline (zcc.memory/v1): valid against its schema, every
 buffer once, the live-bytes peak at the arena when the plan is at its lower
-bound, kinds and source locations where the model's code is."""
+bound, kinds and source locations where the model's code is. Its two other
+forms: PyTorch's memory snapshot, read by PyTorch's own helpers, and the HTML
+page, drawn by headless Chromium and checked against the JSON."""
 
+import base64
 import collections
+import html.parser
 import json
 import os
+import pickle
+import shutil
 import subprocess
 import sys
 
@@ -65,25 +71,43 @@ def test_gpt_timeline_is_valid_and_complete():
             assert "nanogpt.py:" in b["location"], b
 
 
-def test_zcc_and_zrun_write_the_same_timeline(tmp_path):
-    # From the source (zcc) and from the .zplan alone (zrun): the plan file
-    # carries what the timeline needs.
-    # ctest names the tools it built; by hand, build/bin if it is there.
+def tools_dir():
+    """Where zcc and zrun are: ctest names the tools it built; by hand,
+    build/bin if it is there."""
     bin_dir = os.environ.get("ZCC_BIN_DIR")
     if bin_dir is None:
         bin_dir = os.path.join(ROOT, "build", "bin")
         if not os.path.exists(os.path.join(bin_dir, "zcc")):
             pytest.skip("zcc and zrun are not built in build/bin "
                         "(set ZCC_BIN_DIR)")
+    return bin_dir
+
+
+def test_zcc_and_zrun_write_the_same_timeline(tmp_path):
+    # From the source (zcc) and from the .zplan alone (zrun): the plan file
+    # carries what the timeline needs; the same for the page and snapshot.
+    bin_dir = tools_dir()
     example = os.path.join(ROOT, "examples", "gpt_block.mlir")
-    plan, a, b = (str(tmp_path / n) for n in ("g.zplan", "a.json", "b.json"))
-    subprocess.run([os.path.join(bin_dir, "zcc"), example, "-o", plan,
-                    "--optimizer", "adamw", "--memory-json", a], check=True)
-    subprocess.run([os.path.join(bin_dir, "zrun"), plan, "--steps", "0",
-                    "--memory-json", b], check=True, capture_output=True)
-    with open(a) as fa, open(b) as fb:
-        left, right = json.load(fa), json.load(fb)
-    assert left == right
+    plan = str(tmp_path / "g.zplan")
+    flags = ("--memory-json", "--memory-html", "--memory-torch-snapshot")
+    outputs = {}
+    for tool in ("zcc", "zrun"):
+        files = [str(tmp_path / f"{tool}{i}") for i in range(len(flags))]
+        args = [a for pair in zip(flags, files) for a in pair]
+        if tool == "zcc":
+            command = ["zcc", example, "-o", plan, "--optimizer", "adamw"]
+        else:
+            command = ["zrun", plan, "--steps", "0"]
+        command[0] = os.path.join(bin_dir, tool)
+        subprocess.run(command + args, check=True, capture_output=True)
+        outputs[tool] = []
+        for name in files:
+            with open(name, "rb") as f:
+                outputs[tool].append(f.read())
+    assert outputs["zcc"] == outputs["zrun"]
+    left = json.loads(outputs["zcc"][0])
+    assert pickle.loads(outputs["zcc"][2])["segments"][0]["total_size"] == \
+        left["arena_bytes"]
     jsonschema.validate(left, SCHEMA)
     entry = left["entries"][0]
     assert entry["peak_live_bytes"] == entry["arena_bytes"]
@@ -97,3 +121,214 @@ def test_accumulation_gives_each_entry_its_timeline():
     assert kinds == ["microbatch", "apply"]
     apply = timeline["entries"][1]
     assert {l["phase"] for l in apply["launches"]} == {"update"}
+
+
+def test_torch_snapshot_is_the_plan_and_pytorchs_helpers_read_it():
+    compiled = gpt_plan()
+    (entry,) = compiled.memory_timeline()["entries"]
+    raw = compiled.memory_torch_snapshot()
+    data = pickle.loads(raw)
+    arena, persistent = data["segments"]
+    assert arena["total_size"] == entry["arena_bytes"]
+    base = arena["address"]
+
+    # Replayed independently: every arena buffer allocated once at its
+    # offset and freed once, live blocks never overlap, and the peak of live
+    # bytes is the timeline's.
+    live, total, peak, allocated = {}, 0, 0, []
+    for event in data["device_traces"][0]:
+        addr, size = event["addr"], event["size"]
+        if event["action"] == "alloc":
+            assert base <= addr and addr + size <= base + arena["total_size"]
+            for other, other_size in live.items():
+                assert addr + size <= other or other + other_size <= addr
+            live[addr] = size
+            total += size
+            peak = max(peak, total)
+            allocated.append((addr - base, size))
+            frame = event["frames"][0]
+            assert frame["line"] >= 0 and frame["name"]
+        elif event["action"] == "free_completed":
+            assert live.pop(addr) == size
+            total -= size
+    assert not live
+    expected = [(b["offset"], b["bytes"]) for b in entry["buffers"]
+                if b["region"] == "arena" and b["first_launch"] >= 0]
+    assert sorted(allocated) == sorted(expected)
+    assert peak == entry["peak_live_bytes"]
+    # Allocations point at the model's lines, as PyTorch's frames do.
+    assert any(e["frames"][0]["filename"].endswith("nanogpt.py")
+               for e in data["device_traces"][0] if e["action"] == "alloc")
+    # The persistent tensors: held blocks, one per tensor, named.
+    held = [b for b in persistent["blocks"] if b["state"] == "active_allocated"]
+    names = {b["name"] for b in entry["buffers"] if b["region"] == "persistent"}
+    assert {b["frames"][0]["name"] for b in held} == names
+    assert sum(b["size"] for b in persistent["blocks"]) == persistent["total_size"]
+
+    # PyTorch's own helpers read it: segsum checks its byte accounting.
+    from torch.cuda import _memory_viz as viz
+    assert "segments: 2" in viz.segsum(data)
+    trace = viz.trace(data)
+    assert f"{len(data['device_traces'][0])} entries" in trace
+    assert "TOTAL MEM: 0" not in trace.splitlines()[0]
+    flame = viz.segments(data, format_flamegraph=lambda lines: lines)
+    assert "active_allocated" in flame and "wte" in flame
+    for page in (viz.trace_plot(data), viz.segment_plot(data)):
+        files = json.loads(page.split("const local_files = ")[1].split("\n")[0])
+        assert pickle.loads(base64.b64decode(files[0]["base64"])) == data
+
+
+class Dom(html.parser.HTMLParser):
+    """The page as Chromium left it: every element's attributes and text."""
+
+    VOID = {"meta", "input", "br", "img", "link", "hr"}
+
+    def __init__(self, text):
+        super().__init__()
+        self.elements, self.open = [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        node = {"tag": tag, "attrs": dict(attrs), "text": "", "children": []}
+        if self.open:
+            self.open[-1]["children"].append(node)
+        self.elements.append(node)
+        if tag not in self.VOID:
+            self.open.append(node)
+
+    def handle_endtag(self, tag):
+        while self.open:
+            if self.open.pop()["tag"] == tag:
+                break
+
+    def handle_data(self, data):
+        for node in self.open:
+            node["text"] += data
+
+    def find(self, tag=None, **attrs):
+        return [e for e in self.elements
+                if tag in (None, e["tag"])
+                and all(e["attrs"].get(k.replace("_", "-")) == v
+                        for k, v in attrs.items())]
+
+    def one(self, tag=None, **attrs):
+        (found,) = self.find(tag, **attrs)
+        return found
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    message = ("Chromium is not installed (scripts/install-deps.sh installs "
+               "Debian's chromium package)")
+    if os.environ.get("ZCC_REQUIRE_CHROMIUM"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def browse(tmp_path, page, fragment="", screenshot=None):
+    """Loads the page in headless Chromium; its DOM after the scripts ran."""
+    path = tmp_path / "page.html"
+    path.write_text(page)
+    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+               "--hide-scrollbars", "--no-first-run", "--window-size=1400,1000",
+               f"--user-data-dir={tmp_path / 'profile'}"]
+    command += [f"--screenshot={screenshot}"] if screenshot else ["--dump-dom"]
+    run = subprocess.run(command + [path.as_uri() + fragment],
+                         capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return Dom(run.stdout)
+
+
+def test_memory_page_draws_the_timeline_in_headless_chromium(tmp_path):
+    compiled = gpt_plan()
+    (entry,) = compiled.memory_timeline()["entries"]
+    page = compiled.memory_html()
+    assert "http://" not in page.replace("http://www.w3.org/", "")
+    assert "https://" not in page
+
+    saved = max((b for b in entry["buffers"] if b["kind"] == "saved_for_backward"),
+                key=lambda b: b["bytes"])
+    dom = browse(tmp_path, page, f"#buffer={saved['id']}")
+    assert dom.one(tag="body")["attrs"].get("data-rendered") == entry["name"]
+
+    # One rectangle per arena buffer, where the JSON puts it.
+    svg = dom.one(id="map")
+    x0, sx, y0, sy = (float(svg["attrs"][k]) for k in
+                      ("data-x0", "data-sx", "data-y0", "data-sy"))
+    rects = {int(e["attrs"]["data-id"]): e["attrs"] for e in dom.elements
+             if e["tag"] == "rect" and "data-id" in e["attrs"]}
+    arena = {b["id"]: b for b in entry["buffers"]
+             if b["region"] == "arena" and b["first_launch"] >= 0}
+    assert rects.keys() == arena.keys()
+    for i, b in arena.items():
+        r = rects[i]
+        assert r["data-kind"] == b["kind"] and b["kind"] in r["class"]
+        assert float(r["x"]) == pytest.approx(x0 + b["first_launch"] * sx)
+        assert float(r["width"]) == pytest.approx(
+            (b["last_launch"] - b["first_launch"] + 1) * sx)
+        assert float(r["y"]) == pytest.approx(y0 - (b["offset"] + b["bytes"]) * sy)
+        assert float(r["height"]) == pytest.approx(max(b["bytes"] * sy, 0.5))
+
+    # The live-bytes curve, the lower bound and the peak.
+    curve = dom.one(id="live-curve")["attrs"]
+    assert int(curve["data-points"]) == len(entry["launches"])
+    assert curve["d"].count("H") == len(entry["launches"])
+    assert int(dom.one(id="lower-bound")["attrs"]["data-bytes"]) == \
+        entry["lower_bound_bytes"]
+    peak = dom.one(id="peak")["attrs"]
+    assert int(peak["data-launch"]) == entry["peak_launch"]
+    assert int(peak["data-bytes"]) == entry["peak_live_bytes"]
+
+    # The largest buffers, in order; every kind present in the legend.
+    table = dom.one(id="largest")
+    rows = [int(e["attrs"]["data-id"]) for e in table["children"]
+            if "data-id" in e["attrs"]]
+    biggest = sorted(entry["buffers"], key=lambda b: (-b["bytes"], b["id"]))
+    assert rows == [b["id"] for b in biggest[:20]]
+    legend = {e["attrs"]["data-kind"] for e in dom.one(id="legend")["children"]
+              if "data-kind" in e["attrs"]}
+    assert legend == {b["kind"] for b in entry["buffers"]}
+
+    # The picked buffer's details: name, op, source location, size, life.
+    picked = dom.one(id="picked")
+    assert int(picked["attrs"]["data-id"]) == saved["id"]
+    fields = {e["attrs"]["data-field"]: e["text"] for e in dom.elements
+              if "data-field" in e["attrs"]}
+    assert fields["location"] == "location" + saved["location"]
+    assert "nanogpt.py:" in saved["location"]
+    assert fields["op"] == "op" + saved["op"]
+    assert f"({saved['bytes']})" in fields["bytes"]
+    assert f"launches {saved['first_launch']}\u2013{saved['last_launch']}" in \
+        fields["lifetime"]
+    assert "rect" in [e["tag"] for e in dom.find(data_id=str(saved["id"]))]
+
+    # The screenshot: saved-for-backward and gradient colours are drawn.
+    from PIL import Image
+    shot = tmp_path / "page.png"
+    browse(tmp_path, page, screenshot=shot)
+    with Image.open(shot) as image:
+        assert image.size == (1400, 1000)
+        colours = {colour: n for n, colour in
+                   image.convert("RGB").getcolors(maxcolors=1 << 24)}
+    assert colours.get((0xe6, 0x55, 0x0d), 0) > 2000, "saved_for_backward not drawn"
+    assert colours.get((0x74, 0xc4, 0x76), 0) > 2000, "gradients not drawn"
+
+
+def test_memory_page_shows_each_entry_of_an_accumulating_plan(tmp_path):
+    compiled = gpt_plan(accumulate=True)
+    timeline = compiled.memory_timeline()
+    names = [e["name"] for e in timeline["entries"]]
+    apply = timeline["entries"][1]
+    assert apply["kind"] == "apply"
+    dom = browse(tmp_path, compiled.memory_html(), "#entry=" + apply["name"])
+    assert [e["attrs"]["data-entry"] for e in dom.one(id="tabs")["children"]] == names
+    assert dom.one(tag="body")["attrs"]["data-rendered"] == apply["name"]
+    drawn = {int(e["attrs"]["data-id"]) for e in dom.elements
+             if e["tag"] == "rect" and "data-id" in e["attrs"]}
+    assert drawn == {b["id"] for b in apply["buffers"]
+                     if b["region"] == "arena" and b["first_launch"] >= 0}
+    assert {e["attrs"]["data-phase"] for e in dom.elements
+            if "data-phase" in e["attrs"]} == {"update"}

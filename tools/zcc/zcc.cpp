@@ -81,6 +81,16 @@ cl::opt<std::string> memoryJson(
     cl::desc("Write the plan's memory timeline here (JSON, zcc.memory/v1: "
              "docs/memory.md)"),
     cl::value_desc("file"), cl::cat(category));
+cl::opt<std::string> memoryHtml(
+    "memory-html",
+    cl::desc("Write the memory timeline drawn as one self-contained HTML "
+             "page here"),
+    cl::value_desc("file"), cl::cat(category));
+cl::opt<std::string> memoryTorchSnapshot(
+    "memory-torch-snapshot",
+    cl::desc("Write the plan as PyTorch's memory snapshot (a pickle for "
+             "pytorch.org/memory_viz and torch.cuda._memory_viz) here"),
+    cl::value_desc("file"), cl::cat(category));
 cl::opt<std::string> emitIR("emit-ir",
                             cl::desc("Also write the planned zplan IR here"),
                             cl::value_desc("file"), cl::cat(category));
@@ -99,9 +109,10 @@ int main(int argc, char **argv) {
       argc, argv,
       "zcc: compiles a zt training step (forward + loss) into a .zplan: "
       "autodiff, optimizer, liveness, memory plan\n");
-  if (outputFile.empty() && !report && memoryJson.empty())
-    return fail("no output: give -o FILE.zplan (or --report or "
-                "--memory-json alone)");
+  if (outputFile.empty() && !report && memoryJson.empty() &&
+      memoryHtml.empty() && memoryTorchSnapshot.empty())
+    return fail("no output: give -o FILE.zplan (or --report or a --memory-* "
+                "file alone)");
   if (matmulWorkspace < zcc::runtime::kAutoMatmulWorkspace)
     return fail("--matmul-workspace must be a byte count (0 or more)");
   if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none")
@@ -160,11 +171,18 @@ int main(int argc, char **argv) {
   }
   if (report)
     llvm::outs() << zcc::runtime::formatPlanReport(plan);
-  if (!memoryJson.empty()) {
-    auto out = openOutputFile(memoryJson, &error);
+  using Writer = std::string (*)(const zcc::runtime::Plan &);
+  for (auto [path, write] :
+       {std::pair<std::string, Writer>{memoryJson,
+                                       zcc::runtime::memoryTimelineJson},
+        {memoryHtml, zcc::runtime::memoryTimelineHtml},
+        {memoryTorchSnapshot, zcc::runtime::memoryTorchSnapshot}}) {
+    if (path.empty())
+      continue;
+    auto out = openOutputFile(path, &error);
     if (!out)
       return fail(error);
-    out->os() << zcc::runtime::memoryTimelineJson(plan);
+    out->os() << write(plan);
     out->keep();
   }
   if (!outputFile.empty()) {

@@ -43,6 +43,19 @@ int fail(const Status &status) {
   return 1;
 }
 
+/// Writes `text` to `path` whole, or says why not.
+bool writeFile(const std::string &path, const std::string &text) {
+  std::FILE *out = std::fopen(path.c_str(), "wb");
+  bool written =
+      out && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  if (out)
+    written = std::fclose(out) == 0 && written;
+  if (!written)
+    std::fprintf(stderr, "zrun: error: cannot write %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+  return written;
+}
+
 uint64_t persistentHash(const Session &session) {
   uint64_t hash = 0xcbf29ce484222325ull;
   const Plan &plan = session.plan();
@@ -104,10 +117,14 @@ int main(int argc, char **argv) {
   app.add_option("--save-checkpoint", saveCheckpoint,
                  "write the parameters (safetensors) after the run");
   app.add_flag("--report", report, "print the plan's memory report first");
-  std::string memoryJson;
+  std::string memoryJson, memoryHtml, memoryTorch;
   app.add_option("--memory-json", memoryJson,
                  "write the plan's memory timeline here first (JSON, "
                  "zcc.memory/v1: docs/memory.md)");
+  app.add_option("--memory-html", memoryHtml,
+                 "write the memory timeline drawn as one HTML page here");
+  app.add_option("--memory-torch-snapshot", memoryTorch,
+                 "write the plan as PyTorch's memory snapshot (pickle) here");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {
@@ -150,19 +167,13 @@ int main(int argc, char **argv) {
     return fail(s);
   if (report)
     std::fputs(formatPlanReport(*plan).c_str(), stdout);
-  if (!memoryJson.empty()) {
-    std::FILE *out = std::fopen(memoryJson.c_str(), "wb");
-    std::string text = memoryTimelineJson(*plan);
-    bool written = out && std::fwrite(text.data(), 1, text.size(), out) ==
-                              text.size();
-    if (out)
-      written = std::fclose(out) == 0 && written;
-    if (!written) {
-      std::fprintf(stderr, "zrun: cannot write %s: %s\n", memoryJson.c_str(),
-                   std::strerror(errno));
+  using Writer = std::string (*)(const Plan &);
+  for (auto [path, write] :
+       {std::pair<std::string, Writer>{memoryJson, memoryTimelineJson},
+        {memoryHtml, memoryTimelineHtml},
+        {memoryTorch, memoryTorchSnapshot}})
+    if (!path.empty() && !writeFile(path, write(*plan)))
       return 1;
-    }
-  }
   std::unique_ptr<Session> session;
   if (Status s = Session::create(plan, options, session); !s.isOk()) {
     if (options.device == DeviceKind::Cuda)

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string_view>
 
 using namespace zcc::runtime;
 using json = nlohmann::ordered_json;
@@ -132,18 +135,283 @@ json entryTimeline(const Entry &e) {
           {"buffers", std::move(buffers)}};
 }
 
-} // namespace
-
-std::string zcc::runtime::memoryTimelineJson(const Plan &plan) {
+json timelineOf(const Plan &plan) {
   json entries = json::array();
   for (const Entry &e : plan.entries)
     entries.push_back(entryTimeline(e));
-  json out = {{"schema", kMemoryTimelineSchema},
-              {"producer", plan.producer},
-              {"alignment", plan.alignment},
-              {"arena_bytes", plan.arenaSize},
-              {"persistent_bytes", plan.persistentSize},
-              {"constant_bytes", plan.constantSize},
-              {"entries", std::move(entries)}};
-  return out.dump(2) + "\n";
+  return {{"schema", kMemoryTimelineSchema},
+          {"producer", plan.producer},
+          {"alignment", plan.alignment},
+          {"arena_bytes", plan.arenaSize},
+          {"persistent_bytes", plan.persistentSize},
+          {"constant_bytes", plan.constantSize},
+          {"entries", std::move(entries)}};
+}
+
+//===----------------------------------------------------------------------===//
+// The page
+//===----------------------------------------------------------------------===//
+
+constexpr std::string_view kPage =
+#include "MemoryPage.inc"
+    ;
+constexpr std::string_view kPageSlot = "/*ZCC_MEMORY_TIMELINE*/";
+
+//===----------------------------------------------------------------------===//
+// PyTorch's snapshot
+//===----------------------------------------------------------------------===//
+
+/// Writes a JSON value as a pickle (protocol 2) of dicts, lists, strings,
+/// ints, bools and None: no class references, so `pickle.load` of it runs
+/// no code.
+class Pickler {
+public:
+  std::string take(const json &value) {
+    out = "\x80\x02";
+    write(value);
+    out += '.';
+    return std::move(out);
+  }
+
+private:
+  void write(const json &v) {
+    switch (v.type()) {
+    case json::value_t::null:
+      out += 'N';
+      return;
+    case json::value_t::boolean:
+      out += v.get<bool>() ? '\x88' : '\x89';
+      return;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      integer(v.get<int64_t>());
+      return;
+    case json::value_t::string: {
+      const std::string &s = v.get_ref<const std::string &>();
+      out += 'X';
+      little(s.size(), 4);
+      out += s;
+      return;
+    }
+    case json::value_t::array:
+      out += ']';
+      if (!v.empty()) {
+        out += '(';
+        for (const json &item : v)
+          write(item);
+        out += 'e';
+      }
+      return;
+    case json::value_t::object:
+      out += '}';
+      if (!v.empty()) {
+        out += '(';
+        for (const auto &[key, item] : v.items()) {
+          write(json(key));
+          write(item);
+        }
+        out += 'u';
+      }
+      return;
+    default: // floats: the snapshot has none
+      out += 'N';
+      return;
+    }
+  }
+  void integer(int64_t n) {
+    if (n >= INT32_MIN && n <= INT32_MAX) {
+      out += 'J';
+      little(static_cast<uint32_t>(n), 4);
+      return;
+    }
+    // LONG1: little-endian two's complement, as few bytes as hold the sign.
+    std::string digits;
+    uint64_t u = static_cast<uint64_t>(n);
+    do {
+      digits += static_cast<char>(u & 0xff);
+      u = static_cast<uint64_t>(static_cast<int64_t>(u) >> 8);
+    } while (!((static_cast<int64_t>(u) == 0 && !(digits.back() & 0x80)) ||
+               (static_cast<int64_t>(u) == -1 && (digits.back() & 0x80))));
+    out += '\x8a';
+    out += static_cast<char>(digits.size());
+    out += digits;
+  }
+  void little(uint64_t n, int width) {
+    for (int i = 0; i < width; ++i)
+      out += static_cast<char>((n >> (8 * i)) & 0xff);
+  }
+  std::string out;
+};
+
+/// Where the snapshot puts the arena and the persistent region: made-up
+/// device addresses, far apart, so that offsets read as they do in a real
+/// snapshot.
+constexpr int64_t kArenaAddress = int64_t{1} << 40;
+constexpr int64_t kSegmentAlign = int64_t{1} << 21;
+
+/// A buffer's stack as PyTorch records it, innermost first: the op that
+/// writes it at its source line, then the entry.
+json framesOf(const json &buffer, const std::string &entry) {
+  json frames = json::array();
+  std::string where = buffer["location"];
+  std::string file = "<zcc plan>";
+  int64_t line = 0;
+  // "file:line:col" or "file:line" (a file name may itself hold colons).
+  auto number = [&](size_t from, size_t to) {
+    return to > from && where.find_first_not_of("0123456789", from) >= to;
+  };
+  size_t last = where.rfind(':');
+  if (last != std::string::npos && last > 0 && number(last + 1, where.size())) {
+    size_t before = where.rfind(':', last - 1);
+    size_t cut =
+        before != std::string::npos && number(before + 1, last) ? before : last;
+    file = where.substr(0, cut);
+    line = std::strtoll(where.c_str() + cut + 1, nullptr, 10);
+  }
+  std::string what = buffer["op"].get<std::string>();
+  if (what.empty())
+    what = buffer["name"].get<std::string>();
+  frames.push_back(
+      {{"filename", file},
+       {"line", line},
+       {"name", what + " [" + buffer["kind"].get<std::string>() + " " +
+                    buffer["type"].get<std::string>() + "]"}});
+  frames.push_back({{"filename", "<zcc plan>"}, {"line", 0}, {"name", entry}});
+  return frames;
+}
+
+json traceEvent(const char *action, int64_t address, int64_t bytes,
+                int64_t time, json frames) {
+  return {{"action", action}, {"addr", address}, {"size", bytes},
+          {"stream", 0},      {"time_us", time}, {"frames", std::move(frames)}};
+}
+
+json segment(int64_t address, int64_t size, json blocks) {
+  int64_t active = 0;
+  for (const json &b : blocks)
+    if (b["state"] == "active_allocated")
+      active += b["size"].get<int64_t>();
+  return {{"device", 0},
+          {"address", address},
+          {"total_size", size},
+          {"allocated_size", active},
+          {"active_size", active},
+          {"requested_size", active},
+          {"stream", 0},
+          {"segment_type", "large"},
+          {"is_expandable", false},
+          {"frames", json::array()},
+          {"blocks", std::move(blocks)}};
+}
+
+json inactiveBlock(int64_t address, int64_t size) {
+  return {{"address", address},
+          {"size", size},
+          {"requested_size", 0},
+          {"state", "inactive"},
+          {"frames", json::array()}};
+}
+
+json torchSnapshotOf(const json &timeline) {
+  int64_t arena = timeline["arena_bytes"];
+  json trace = json::array();
+  int64_t time = 0;
+  if (arena > 0)
+    trace.push_back(
+        traceEvent("segment_alloc", kArenaAddress, arena, time, json::array()));
+  // Every entry in plan order, as one run of each: at each launch the
+  // buffers it starts (by offset), then those whose last use it is.
+  std::map<int64_t, json> persistent; // by offset, from every entry
+  for (const json &entry : timeline["entries"]) {
+    const std::string name = entry["name"];
+    size_t launches = entry["launches"].size();
+    std::vector<std::vector<const json *>> born(launches), dying(launches);
+    for (const json &b : entry["buffers"]) {
+      if (b["region"] == "persistent")
+        persistent.emplace(b["offset"].get<int64_t>(), b);
+      int64_t first = b["first_launch"], last = b["last_launch"];
+      if (b["region"] != "arena" || first < 0)
+        continue;
+      born[first].push_back(&b);
+      dying[last].push_back(&b);
+    }
+    for (size_t i = 0; i < launches; ++i, ++time) {
+      std::stable_sort(born[i].begin(), born[i].end(),
+                       [](const json *a, const json *b) {
+                         return (*a)["offset"] < (*b)["offset"];
+                       });
+      for (const json *b : born[i])
+        trace.push_back(
+            traceEvent("alloc", kArenaAddress + (*b)["offset"].get<int64_t>(),
+                       (*b)["bytes"], time, framesOf(*b, name)));
+      for (const json *b : dying[i])
+        for (const char *action : {"free_requested", "free_completed"})
+          trace.push_back(
+              traceEvent(action, kArenaAddress + (*b)["offset"].get<int64_t>(),
+                         (*b)["bytes"], time, framesOf(*b, name)));
+    }
+  }
+
+  // The state after the step: the arena empty, the persistent tensors held
+  // (allocated before the trace, as parameters are in PyTorch).
+  json segments = json::array();
+  if (arena > 0)
+    segments.push_back(
+        segment(kArenaAddress, arena,
+                json::array({inactiveBlock(kArenaAddress, arena)})));
+  int64_t persistentBytes = timeline["persistent_bytes"];
+  if (persistentBytes > 0) {
+    int64_t base = kArenaAddress + (arena + 2 * kSegmentAlign - 1) /
+                                       kSegmentAlign * kSegmentAlign;
+    json blocks = json::array();
+    int64_t at = 0;
+    for (const auto &[offset, b] : persistent) {
+      if (offset < at)
+        continue; // one tensor seen under two views
+      if (offset > at)
+        blocks.push_back(inactiveBlock(base + at, offset - at));
+      int64_t size = b["bytes"];
+      blocks.push_back({{"address", base + offset},
+                        {"size", size},
+                        {"requested_size", size},
+                        {"state", "active_allocated"},
+                        {"frames", json::array({{{"filename", "<zcc plan>"},
+                                                 {"line", 0},
+                                                 {"name", b["name"]}}})}});
+      at = offset + size;
+    }
+    if (at < persistentBytes)
+      blocks.push_back(inactiveBlock(base + at, persistentBytes - at));
+    segments.push_back(
+        segment(base, std::max(at, persistentBytes), std::move(blocks)));
+  }
+  return {{"segments", std::move(segments)},
+          {"device_traces", json::array({std::move(trace)})}};
+}
+
+} // namespace
+
+std::string zcc::runtime::memoryTimelineJson(const Plan &plan) {
+  return timelineOf(plan).dump(2) + "\n";
+}
+
+std::string zcc::runtime::memoryTimelineHtml(const Plan &plan) {
+  // Inside <script>, "</" could close the element: JSON lets "/" be escaped.
+  std::string data = timelineOf(plan).dump();
+  std::string escaped;
+  escaped.reserve(data.size());
+  for (size_t i = 0; i < data.size(); ++i) {
+    escaped += data[i];
+    if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/')
+      escaped += '\\';
+  }
+  size_t slot = kPage.find(kPageSlot);
+  std::string page(kPage.substr(0, slot));
+  page += escaped;
+  page += kPage.substr(slot + kPageSlot.size());
+  return page;
+}
+
+std::string zcc::runtime::memoryTorchSnapshot(const Plan &plan) {
+  return Pickler().take(torchSnapshotOf(timelineOf(plan)));
 }
