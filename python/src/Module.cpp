@@ -147,11 +147,13 @@ class PySession {
 public:
   PySession(const PyPlan &plan, const std::string &device,
             const std::string &mode, const std::string &precision,
-            uint64_t seed, int threads, int64_t microbatches)
+            uint64_t seed, int threads, int64_t microbatches,
+            double hostMemoryFraction)
       : plan_(plan.plan), microbatches_(microbatches) {
     rt::SessionOptions options;
     options.seed = seed;
     options.threads = threads;
+    options.hostMemoryFraction = hostMemoryFraction;
     if (!rt::parseDeviceKind(device, options.device))
       throw Error("device must be 'cpu', 'cuda' or 'emulator', got '" +
                   device + "'");
@@ -299,7 +301,17 @@ public:
     d["allocations_at_load"] = s.allocationsAtLoad;
     d["allocations_after_load"] = s.allocationsAfterLoad;
     d["bytes_allocated"] = s.bytesAllocated;
+    d["device_bytes"] = s.deviceBytes;
     d["device"] = s.deviceName;
+    nb::dict byKind, byEntry;
+    for (rt::EntryKind kind : {rt::EntryKind::TrainStep,
+                               rt::EntryKind::Microbatch, rt::EntryKind::Apply})
+      byKind[rt::entryKindName(kind)] = rt::runsOf(s, kind);
+    for (const rt::EntryRuns &e : s.entryRuns)
+      byEntry[e.name.c_str()] = e.runs;
+    d["runs_by_kind"] = byKind;
+    d["runs_by_entry"] = byEntry;
+    d["microbatches_since_apply"] = s.microbatchesSinceApply;
     return d;
   }
 
@@ -565,9 +577,9 @@ NB_MODULE(_zcc, m) {
 
   nb::class_<PySession>(m, "Session")
       .def(nb::init<const PyPlan &, const std::string &, const std::string &,
-                    const std::string &, uint64_t, int, int64_t>(),
-           "plan"_a, "device"_a, "mode"_a, "precision"_a, "seed"_a,
-           "threads"_a, "microbatches"_a)
+                    const std::string &, uint64_t, int, int64_t, double>(),
+           "plan"_a, "device"_a, "mode"_a, "precision"_a, "seed"_a, "threads"_a,
+           "microbatches"_a, "host_memory_fraction"_a)
       .def("feeds", &PySession::feeds)
       .def("step", &PySession::step, "arrays"_a)
       .def("read", &PySession::read, "name"_a)

@@ -521,16 +521,19 @@ class Compiled:
         self.plan.save(os.fspath(path))
 
     def session(self, device="cpu", mode="planned", precision="f32", seed=0,
-                threads=0, microbatches=None):
+                threads=0, microbatches=None, host_memory_fraction=0.75):
         """Allocates the plan's memory (the only allocations) and fills the
         parameters from their initializers. `microbatches` (for a step
-        compiled with accumulate=True) is how many batches make one step."""
+        compiled with accumulate=True) is how many batches make one step.
+        On the CPU, a plan needing more than `host_memory_fraction` of the
+        memory the OS reports available fails here, naming the bytes."""
         if microbatches is None:
             microbatches = 1
         if microbatches > 1 and not self._accumulate:
             raise Error("session: microbatches > 1 needs compile(accumulate=True)")
         native = _zcc.Session(self.plan, device, mode, precision, int(seed),
-                              int(threads), int(microbatches))
+                              int(threads), int(microbatches),
+                              float(host_memory_fraction))
         session = Session(native, self._feed_order, self._parameters)
         for name, value in self._values.items():
             session.write(name, value)

@@ -26,6 +26,8 @@ import nanogpt  # noqa: E402
 
 with open(os.path.join(ROOT, "docs", "zcc.memory-v1.schema.json")) as f:
     SCHEMA = json.load(f)
+with open(os.path.join(ROOT, "docs", "zcc.stats-v1.schema.json")) as f:
+    STATS_SCHEMA = json.load(f)
 
 
 def gpt_plan(**kw):
@@ -332,3 +334,78 @@ def test_memory_page_shows_each_entry_of_an_accumulating_plan(tmp_path):
                      if b["region"] == "arena" and b["first_launch"] >= 0}
     assert {e["attrs"]["data-phase"] for e in dom.elements
             if "data-phase" in e["attrs"]} == {"update"}
+
+
+def test_zrun_stats_json_states_capacity_peak_and_runs_per_entry(tmp_path):
+    bin_dir = tools_dir()
+    example = os.path.join(ROOT, "examples", "gpt_block.mlir")
+    plan, memory, stats = (str(tmp_path / n) for n in
+                           ("g.zplan", "memory.json", "stats.json"))
+    subprocess.run([os.path.join(bin_dir, "zcc"), example, "-o", plan,
+                    "--optimizer", "adamw", "--accumulate",
+                    "--memory-json", memory], check=True)
+    run = subprocess.run([os.path.join(bin_dir, "zrun"), plan, "--steps", "3",
+                          "--microbatches", "2", "--stats-json", stats],
+                         check=True, capture_output=True, text=True)
+    with open(stats) as f:
+        s = json.load(f)
+    with open(memory) as f:
+        timeline = json.load(f)
+    jsonschema.validate(s, STATS_SCHEMA)
+    assert s["planned_peak_bytes"] == timeline["arena_bytes"]
+    assert s["arena_capacity_bytes"] == timeline["arena_bytes"]
+    assert s["lower_bound_bytes"] == max(e["lower_bound_bytes"]
+                                         for e in timeline["entries"])
+    assert s["region_bytes"]["persistent"] == timeline["persistent_bytes"]
+    assert s["allocations_at_load"] > 0 and s["allocations_after_load"] == 0
+    assert s["runs_by_kind"] == {"train_step": 0, "microbatch": 6, "apply": 3}
+    assert [(e["kind"], e["runs"]) for e in s["runs_by_entry"]] == \
+        [("microbatch", 6), ("apply", 3)]
+    assert s["microbatches_since_apply"] == 0
+    assert s["entries_run"] == 9
+    assert "entries run" in run.stdout
+
+
+def mem_available():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    pytest.skip("no MemAvailable in /proc/meminfo")
+
+
+def test_a_20_gb_arena_fails_at_load_naming_the_bytes(tmp_path):
+    # A valid plan whose arena is 20 GB (more where the machine has more
+    # available, so that it never fits): zrun stops at load, names each
+    # region's bytes and the bytes available, and runs nothing.
+    bin_dir = tools_dir()
+    target = max(20_000_000_000, mem_available())
+    rows = -(-target // (8192 * 4))
+    wide = f"tensor<{rows}x8192xf32>"
+    source = tmp_path / "big.mlir"
+    source.write_text(f"""func.func @big_loss(
+    %x: tensor<8192xf32> {{zt.name = "x", zt.role = #zt.role<input>}},
+    %w: tensor<8192xf32> {{zt.name = "w", zt.role = #zt.role<parameter>, zt.init = #zt.init<ones>}}) -> tensor<f32> {{
+  %xb = zt.broadcast_in_dim %x, dims = [1] : (tensor<8192xf32>) -> {wide}
+  %wb = zt.broadcast_in_dim %w, dims = [1] : (tensor<8192xf32>) -> {wide}
+  %t = zt.mul %xb, %wb : {wide}
+  %u = zt.tanh %t : {wide}
+  %loss = zt.sum %u, dims = [0, 1] : ({wide}) -> tensor<f32>
+  return %loss : tensor<f32>
+}}
+""")
+    plan, memory = str(tmp_path / "big.zplan"), str(tmp_path / "big.json")
+    subprocess.run([os.path.join(bin_dir, "zcc"), str(source), "-o", plan,
+                    "--optimizer", "sgd", "--memory-json", memory], check=True)
+    with open(memory) as f:
+        arena = json.load(f)["arena_bytes"]
+    assert arena >= target
+    run = subprocess.run([os.path.join(bin_dir, "zrun"), plan, "--steps", "5"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert run.stdout == ""
+    message = run.stderr
+    assert f"bytes of host memory (arena {arena}," in message, message
+    assert "persistent 32768, inputs 32768" in message, message
+    assert "bytes available (MemAvailable in /proc/meminfo)" in message, message
+    assert "nothing was allocated and no step ran" in message, message

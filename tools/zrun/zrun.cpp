@@ -77,6 +77,7 @@ int main(int argc, char **argv) {
                         saveCheckpoint;
   int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0, ordinal = 0,
           threads = 0;
+  double hostMemoryFraction = kDefaultHostMemoryFraction;
   bool trace = false, report = false;
 
   CLI::App app("zrun: train a compiled plan (.zplan): loads and checks it, "
@@ -101,6 +102,10 @@ int main(int argc, char **argv) {
   app.add_option("--threads", threads,
                  "cpu: threads for the kernels (default: one per hardware "
                  "thread); the results do not depend on it");
+  app.add_option("--host-memory-fraction", hostMemoryFraction,
+                 "cpu: the share of the memory the OS reports available "
+                 "that the session may hold (default 0.75); a plan needing "
+                 "more fails at load");
   app.add_option("--data", data,
                  "synthetic (default) or FILE.npz, one array per input");
   app.add_option("--mode", mode, "planned (default), no-reuse or poison");
@@ -117,7 +122,7 @@ int main(int argc, char **argv) {
   app.add_option("--save-checkpoint", saveCheckpoint,
                  "write the parameters (safetensors) after the run");
   app.add_flag("--report", report, "print the plan's memory report first");
-  std::string memoryJson, memoryHtml, memoryTorch;
+  std::string memoryJson, memoryHtml, memoryTorch, statsJson;
   app.add_option("--memory-json", memoryJson,
                  "write the plan's memory timeline here first (JSON, "
                  "zcc.memory/v1: docs/memory.md)");
@@ -125,6 +130,9 @@ int main(int argc, char **argv) {
                  "write the memory timeline drawn as one HTML page here");
   app.add_option("--memory-torch-snapshot", memoryTorch,
                  "write the plan as PyTorch's memory snapshot (pickle) here");
+  app.add_option("--stats-json", statsJson,
+                 "write the session's stats here after the run (JSON, "
+                 "zcc.stats/v1: docs/runtime.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {
@@ -143,6 +151,8 @@ int main(int argc, char **argv) {
     return usage("--seed needs a non-negative integer");
   if (app.count("--threads") && (threads < 1 || threads > 1024))
     return usage("--threads needs a count from 1 to 1024");
+  if (!(hostMemoryFraction > 0 && hostMemoryFraction <= 1))
+    return usage("--host-memory-fraction needs a number in (0, 1]");
   if (ordinal < 0 || ordinal > 1024)
     return usage("--device-ordinal needs a device number");
   if (planPath.empty())
@@ -150,6 +160,7 @@ int main(int argc, char **argv) {
   SessionOptions options;
   options.seed = static_cast<uint64_t>(seed);
   options.threads = static_cast<int>(threads);
+  options.hostMemoryFraction = hostMemoryFraction;
   if (!parseExecutionMode(mode, options.mode))
     return usage("--mode must be planned, no-reuse or poison");
   if (!parsePrecision(precision, options.precision))
@@ -277,5 +288,11 @@ int main(int argc, char **argv) {
     std::printf("  device memory           %" PRIu64 " bytes\n", s.deviceBytes);
   std::printf("  allocations after load  %" PRIu64 "\n",
               s.allocationsAfterLoad);
+  std::string runs;
+  for (const EntryRuns &r : s.entryRuns)
+    runs += (runs.empty() ? "" : ", ") + r.name + " " + std::to_string(r.runs);
+  std::printf("  entries run             %s\n", runs.c_str());
+  if (!statsJson.empty() && !writeFile(statsJson, sessionStatsJson(s)))
+    return 1;
   return 0;
 }

@@ -130,6 +130,13 @@ typedef struct {
   uint64_t allocations_at_load;
   uint64_t allocations_after_load;
   uint64_t bytes_allocated;
+  /* Runs per entry kind; microbatch runs since the last apply (grows without
+   * bound when a step boundary is never driven). */
+  uint64_t train_step_runs;
+  uint64_t microbatch_runs;
+  uint64_t apply_runs;
+  uint64_t microbatches_since_apply;
+  uint64_t device_bytes;
 } zrt_stats;
 
 zrt_status zrt_session_get_stats(const zrt_session *session,

@@ -259,11 +259,24 @@ zrt_status zrt_session_get_stats(const zrt_session *session,
   if (!session || !out_stats)
     return invalidArgument("zrt_session_get_stats: null argument");
   SessionStats s = session->session->stats();
-  *out_stats = {s.arenaCapacity, s.arenaSize,         s.lowerBound,
-                s.noReuseSize,   s.persistentSize,    s.inputSize,
-                s.outputSize,    s.constantSize,      s.stepsRun,
-                s.launchesRun,   s.allocationsAtLoad, s.allocationsAfterLoad,
-                s.bytesAllocated};
+  *out_stats = {s.arenaCapacity,
+                s.arenaSize,
+                s.lowerBound,
+                s.noReuseSize,
+                s.persistentSize,
+                s.inputSize,
+                s.outputSize,
+                s.constantSize,
+                s.stepsRun,
+                s.launchesRun,
+                s.allocationsAtLoad,
+                s.allocationsAfterLoad,
+                s.bytesAllocated,
+                runsOf(s, EntryKind::TrainStep),
+                runsOf(s, EntryKind::Microbatch),
+                runsOf(s, EntryKind::Apply),
+                s.microbatchesSinceApply,
+                s.deviceBytes};
   return nullptr;
 }
 

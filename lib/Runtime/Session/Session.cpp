@@ -14,6 +14,8 @@
 #include "zcc/Runtime/Kernels/Kernels.h"
 #include "zcc/Runtime/IO/SafeTensors.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 #include <limits>
 
@@ -96,6 +98,7 @@ struct EntryState {
   std::vector<uint8_t *> bufferAddress;
   int stepTensor = -1;
   int64_t steps = 0;
+  uint64_t runs = 0; // not reset: what ran in this session
 };
 
 } // namespace
@@ -108,7 +111,7 @@ struct Session::Impl {
   std::unique_ptr<Executor> executor;
   std::vector<EntryState> entries;
   uint64_t allocationsAtLoad = 0;
-  uint64_t stepsRun = 0, launchesRun = 0;
+  uint64_t stepsRun = 0, launchesRun = 0, microbatchesSinceApply = 0;
   /// Per persistent tensor: initialized `given` and not written since.
   std::vector<char> awaitingValue;
   size_t awaiting = 0;
@@ -138,6 +141,10 @@ Status Session::create(std::shared_ptr<const Plan> plan,
                        std::unique_ptr<Session> &out) {
   if (!plan)
     return makeError(StatusCode::InvalidArgument, "no plan");
+  if (!(options.hostMemoryFraction > 0 && options.hostMemoryFraction <= 1))
+    return makeError(StatusCode::InvalidArgument,
+                     "the host memory fraction must be in (0, 1], got ",
+                     options.hostMemoryFraction);
   auto impl = std::make_unique<Impl>();
   impl->plan = plan;
   impl->options = options;
@@ -297,7 +304,12 @@ Status Session::run(int entry) {
   ZRT_RETURN_IF_ERROR(impl->executor->run(entry, state.steps));
   impl->launchesRun += e.launches.size();
   ++state.steps;
+  ++state.runs;
   ++impl->stepsRun;
+  if (e.kind == EntryKind::Microbatch)
+    ++impl->microbatchesSinceApply;
+  else if (e.kind == EntryKind::Apply)
+    impl->microbatchesSinceApply = 0;
   return Status::ok();
 }
 
@@ -496,6 +508,10 @@ SessionStats Session::stats() const {
   s.constantSize = p.constantSize;
   s.stepsRun = impl->stepsRun;
   s.launchesRun = impl->launchesRun;
+  for (size_t i = 0; i < p.entries.size(); ++i)
+    s.entryRuns.push_back(
+        {p.entries[i].name, p.entries[i].kind, impl->entries[i].runs});
+  s.microbatchesSinceApply = impl->microbatchesSinceApply;
   s.allocationsAtLoad = impl->allocationsAtLoad;
   s.allocationsAfterLoad = executor.allocations() - impl->allocationsAtLoad;
   s.bytesAllocated = executor.bytesAllocated();
@@ -503,4 +519,47 @@ SessionStats Session::stats() const {
   s.hostIssueSeconds = executor.issueSeconds();
   s.deviceName = executor.deviceName();
   return s;
+}
+
+uint64_t zcc::runtime::runsOf(const SessionStats &stats, EntryKind kind) {
+  uint64_t runs = 0;
+  for (const EntryRuns &e : stats.entryRuns)
+    if (e.kind == kind)
+      runs += e.runs;
+  return runs;
+}
+
+std::string zcc::runtime::sessionStatsJson(const SessionStats &s) {
+  using json = nlohmann::ordered_json;
+  json entries = json::array();
+  for (const EntryRuns &e : s.entryRuns)
+    entries.push_back(
+        {{"name", e.name}, {"kind", entryKindName(e.kind)}, {"runs", e.runs}});
+  json runsByKind = json::object();
+  for (EntryKind kind :
+       {EntryKind::TrainStep, EntryKind::Microbatch, EntryKind::Apply})
+    runsByKind[entryKindName(kind)] = runsOf(s, kind);
+  json out = {{"schema", "zcc.stats/v1"},
+              {"device", s.deviceName},
+              {"arena_capacity_bytes", s.arenaCapacity},
+              {"planned_peak_bytes", s.arenaSize},
+              {"lower_bound_bytes", s.lowerBound},
+              {"no_reuse_bytes", s.noReuseSize},
+              {"region_bytes",
+               {{"arena", s.arenaCapacity},
+                {"persistent", s.persistentSize},
+                {"input", s.inputSize},
+                {"output", s.outputSize},
+                {"constant", s.constantSize}}},
+              {"allocations_at_load", s.allocationsAtLoad},
+              {"allocations_after_load", s.allocationsAfterLoad},
+              {"bytes_allocated", s.bytesAllocated},
+              {"device_bytes", s.deviceBytes},
+              {"entries_run", s.stepsRun},
+              {"launches_run", s.launchesRun},
+              {"runs_by_kind", std::move(runsByKind)},
+              {"runs_by_entry", std::move(entries)},
+              {"microbatches_since_apply", s.microbatchesSinceApply},
+              {"host_issue_seconds", s.hostIssueSeconds}};
+  return out.dump(2) + "\n";
 }

@@ -115,6 +115,16 @@ TEST(Capture, MlpCompilesToTheSamePlanAsTheExample) {
   EXPECT_NE(runtime::serializePlan(sgd), runtime::serializePlan(captured));
 }
 
+/// Compiles the graph and loads its plan in a one-thread CPU session.
+void compileAndLoad(Graph &g, const CompileOptions &options,
+                    std::shared_ptr<runtime::Plan> &plan,
+                    std::unique_ptr<runtime::Session> &session) {
+  ASSERT_TRUE(g.compile(options, *plan).isOk());
+  runtime::SessionOptions sessionOptions;
+  sessionOptions.threads = 1;
+  ASSERT_TRUE(runtime::Session::create(plan, sessionOptions, session).isOk());
+}
+
 TEST(Capture, CapturedMlpTrainsInProcess) {
   Graph g("mlp_loss");
   captureMlp(g);
@@ -122,11 +132,8 @@ TEST(Capture, CapturedMlpTrainsInProcess) {
   options.optimizer = "adamw";
   options.lr = 0.001;
   auto plan = std::make_shared<runtime::Plan>();
-  ASSERT_TRUE(g.compile(options, *plan).isOk());
   std::unique_ptr<runtime::Session> session;
-  runtime::SessionOptions sessionOptions;
-  sessionOptions.threads = 1;
-  ASSERT_TRUE(runtime::Session::create(plan, sessionOptions, session).isOk());
+  ASSERT_NO_FATAL_FAILURE(compileAndLoad(g, options, plan, session));
   std::unique_ptr<runtime::Trainer> trainer;
   ASSERT_TRUE(runtime::Trainer::create(*session, 1, trainer).isOk());
   std::unique_ptr<runtime::DataSource> data;
@@ -140,6 +147,40 @@ TEST(Capture, CapturedMlpTrainsInProcess) {
       first = loss;
   }
   EXPECT_LT(loss, 0.5 * first) << "first " << first << ", last " << loss;
+}
+
+TEST(Capture, StatsShowAStepBoundaryThatIsNotDriven) {
+  // Microbatches run without their apply: the stats say so, per entry kind.
+  Graph g("mlp_loss");
+  captureMlp(g);
+  CompileOptions options;
+  options.optimizer = "sgd";
+  options.accumulate = true;
+  auto plan = std::make_shared<runtime::Plan>();
+  std::unique_ptr<runtime::Session> session;
+  ASSERT_NO_FATAL_FAILURE(compileAndLoad(g, options, plan, session));
+  int microbatch = -1, apply = -1;
+  for (size_t i = 0; i < plan->entries.size(); ++i)
+    (plan->entries[i].kind == runtime::EntryKind::Apply ? apply : microbatch) =
+        static_cast<int>(i);
+  ASSERT_GE(microbatch, 0);
+  ASSERT_GE(apply, 0);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(session->run(microbatch).isOk());
+  runtime::SessionStats stats = session->stats();
+  EXPECT_EQ(stats.microbatchesSinceApply, 3u);
+  EXPECT_EQ(runtime::runsOf(stats, runtime::EntryKind::Microbatch), 3u);
+  EXPECT_EQ(runtime::runsOf(stats, runtime::EntryKind::Apply), 0u);
+  std::string json = runtime::sessionStatsJson(stats);
+  EXPECT_NE(json.find("\"microbatches_since_apply\": 3"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"apply\": 0"), std::string::npos) << json;
+  ASSERT_TRUE(session->run(apply).isOk());
+  stats = session->stats();
+  EXPECT_EQ(stats.microbatchesSinceApply, 0u);
+  EXPECT_EQ(runtime::runsOf(stats, runtime::EntryKind::Apply), 1u);
+  EXPECT_EQ(stats.entryRuns[microbatch].runs, 3u);
+  EXPECT_EQ(stats.allocationsAfterLoad, 0u);
 }
 
 /// examples/gpt_block.mlir, captured: every kind of op the GPT uses.

@@ -522,6 +522,20 @@ TEST(Session, PlanLargerThanTheMachineFailsAtLoadNamingTheBytes) {
   contains(" bytes available (" + std::string(source));
   contains("nothing was allocated and no step ran");
   EXPECT_FALSE(session);
+
+  // Below what is available but above the share a session may hold.
+  workspace.size = (available / 10 * 8 + align - 1) / align * align;
+  e.arenaSize = workspace.offset + workspace.size;
+  plan->arenaSize = e.arenaSize;
+  s = Session::create(plan, SessionOptions(), session);
+  EXPECT_EQ(s.code(), StatusCode::OutOfMemory) << s.toString();
+  contains("of which a session may hold 75% (");
+  EXPECT_FALSE(session);
+  SessionOptions none;
+  none.hostMemoryFraction = 0;
+  s = Session::create(plan, none, session);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument) << s.toString();
+  EXPECT_FALSE(session);
 }
 
 TEST(Session, F64PrecisionAgreesWithF32) {
@@ -624,6 +638,8 @@ TEST(CApi, TrainsAndReportsErrors) {
   zrt_stats stats;
   ASSERT_EQ(zrt_session_get_stats(session, &stats), nullptr);
   EXPECT_EQ(stats.steps_run, 20u);
+  EXPECT_EQ(stats.train_step_runs, 20u);
+  EXPECT_EQ(stats.microbatch_runs + stats.apply_runs, 0u);
   EXPECT_EQ(stats.allocations_after_load, 0u);
 
   s = zrt_session_run(session, "no_such_entry");

@@ -67,6 +67,9 @@ bool parsePrecision(std::string_view name, Precision &out);
 bool parseDeviceKind(std::string_view name, DeviceKind &out);
 bool parseLaunchMode(std::string_view name, LaunchMode &out);
 
+/// The share of the host's available memory a CPU session may hold.
+inline constexpr double kDefaultHostMemoryFraction = 0.75;
+
 struct SessionOptions {
   ExecutionMode mode = ExecutionMode::Planned;
   Precision precision = Precision::F32;
@@ -81,11 +84,21 @@ struct SessionOptions {
   /// CPU executor: threads for the kernels, the caller's included (0: one
   /// per hardware thread). Results are the same for any number.
   int threads = 0;
+  /// CPU executor: a plan needing more than this fraction of the memory the
+  /// OS reports available fails at load (0 < f <= 1).
+  double hostMemoryFraction = kDefaultHostMemoryFraction;
+};
+
+/// How often one entry of the plan has run.
+struct EntryRuns {
+  std::string name;
+  EntryKind kind = EntryKind::TrainStep;
+  uint64_t runs = 0;
 };
 
 struct SessionStats {
   uint64_t arenaCapacity = 0; // bytes allocated for arena buffers
-  uint64_t arenaSize = 0;     // the plan's arena (largest entry)
+  uint64_t arenaSize = 0;     // the plan's arena (largest entry): its peak
   uint64_t lowerBound = 0;    // largest entry's peak of live arena bytes
   uint64_t noReuseSize = 0;   // largest entry's arena with no reuse
   uint64_t persistentSize = 0;
@@ -94,6 +107,10 @@ struct SessionStats {
   uint64_t constantSize = 0;
   uint64_t stepsRun = 0; // entry runs, all entries
   uint64_t launchesRun = 0;
+  std::vector<EntryRuns> entryRuns; // per entry, in plan order
+  /// Microbatch runs since the last apply: a step boundary that is never
+  /// driven shows here (it grows without bound).
+  uint64_t microbatchesSinceApply = 0;
   uint64_t allocationsAtLoad = 0;
   uint64_t allocationsAfterLoad = 0; // must stay 0
   uint64_t bytesAllocated = 0;
@@ -101,6 +118,11 @@ struct SessionStats {
   double hostIssueSeconds = 0; // CUDA: host time issuing steps, not waiting
   std::string deviceName;   // "cpu", or the device in words
 };
+
+/// Runs of every entry of `kind`.
+uint64_t runsOf(const SessionStats &stats, EntryKind kind);
+/// The stats as versioned JSON (schema "zcc.stats/v1", docs/runtime.md).
+std::string sessionStatsJson(const SessionStats &stats);
 
 /// A tensor of an entry as the caller sees it.
 struct TensorInfo {

@@ -84,6 +84,7 @@ private:
   ExecutionMode mode = ExecutionMode::Planned;
   /// Bytes per byte of the plan: 2 in f64 precision (float elements double).
   uint64_t scale = 1;
+  double hostMemoryFraction = kDefaultHostMemoryFraction;
   CountedAllocator allocator;
   RegionBases regions;
   uint64_t arenaBytes = 0;
@@ -97,6 +98,7 @@ Status CpuExecutor::create(std::shared_ptr<const Plan> p,
                            const SessionOptions &options) {
   plan = std::move(p);
   mode = options.mode;
+  hostMemoryFraction = options.hostMemoryFraction;
   scale = options.precision == Precision::F64 ? 2 : 1;
   threads = std::make_unique<device::HostThreads>(
       options.threads > 0
@@ -116,7 +118,9 @@ Status CpuExecutor::allocateRegions() {
   SessionRegions sizes = sessionRegions(p, mode, align, scale);
   // Everything the session will hold, checked against what the OS reports
   // available before anything is allocated: a plan that cannot fit fails
-  // here, naming the bytes, instead of paging the machine to a halt.
+  // here, naming the bytes, instead of paging the machine to a halt or
+  // being killed mid-step. The session takes at most a fraction of it: the
+  // process needs the rest (the interpreter, data, BLAS, checkpoints).
   auto aligned = [&](uint64_t bytes) {
     return (bytes + align - 1) / align * align;
   };
@@ -128,15 +132,23 @@ Status CpuExecutor::allocateRegions() {
                     aligned(sizes.outputs) + constants;
   uint64_t available = 0;
   const char *source = "";
-  if (availableHostMemory(available, source) && needed > available)
-    return makeError(StatusCode::OutOfMemory, "the plan needs ", needed,
-                     " bytes of host memory (arena ", arena,
-                     noReuse ? " without reuse" : "", ", persistent ",
-                     persistent, ", inputs ", aligned(sizes.inputs),
-                     ", outputs ", aligned(sizes.outputs), ", constants ",
-                     constants, scale == 2 ? "; f64 doubles the floats" : "",
-                     ") and the machine has ", available, " bytes available (",
-                     source, "); nothing was allocated and no step ran");
+  if (availableHostMemory(available, source)) {
+    auto limit = static_cast<uint64_t>(static_cast<double>(available) *
+                                       hostMemoryFraction);
+    if (needed > limit)
+      return makeError(
+          StatusCode::OutOfMemory, "the plan needs ", needed,
+          " bytes of host memory (arena ", arena,
+          noReuse ? " without reuse" : "", ", persistent ", persistent,
+          ", inputs ", aligned(sizes.inputs), ", outputs ",
+          aligned(sizes.outputs), ", constants ", constants,
+          scale == 2 ? "; f64 doubles the floats" : "",
+          ") and the machine has ", available, " bytes available (", source,
+          "), of which a session may hold ",
+          static_cast<int>(hostMemoryFraction * 100 + 0.5), "% (", limit,
+          " bytes; zrun --host-memory-fraction); nothing was allocated and "
+          "no step ran");
+  }
   if (!noReuse) {
     arenaBytes = sizes.arena;
     ZRT_RETURN_IF_ERROR(
