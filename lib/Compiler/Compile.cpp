@@ -12,7 +12,6 @@
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Target/PlanExport.h"
-#include "zcc/Target/PlanExport.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -84,6 +83,10 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
   if (options.matmulWorkspace < runtime::kAutoMatmulWorkspace)
     return makeError(StatusCode::InvalidArgument,
                      "matmul workspace must be a byte count (0 or more)");
+  if (options.memoryBudget < 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "memory budget must be a byte count (0: none), got ",
+                     options.memoryBudget);
   if (options.alignment <= 0 ||
       (options.alignment & (options.alignment - 1)) != 0)
     return makeError(StatusCode::InvalidArgument,
@@ -123,12 +126,19 @@ std::string zcc::producerLine(const CompileOptions &options) {
     os << " matmul-workspace=" << options.matmulWorkspace;
   if (!options.recompute)
     os << " no-recompute";
+  if (options.memoryBudget > 0)
+    os << " memory-budget=" << options.memoryBudget;
   return os.str();
 }
 
-Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
-                          runtime::Plan &out, std::string *plannedIR) {
-  ZRT_RETURN_IF_ERROR(checkCompileOptions(options));
+namespace zcc {
+namespace {
+
+/// One run of the pipeline (zt-remat fitting the live bytes to
+/// `rematBudget`, 0: off), the export and the workspaces, into `out`.
+Status compileOnce(ModuleOp module, const CompileOptions &options,
+                   int64_t rematBudget, runtime::Plan &out,
+                   std::string *plannedIR) {
   MLIRContext &context = *module.getContext();
   DiagnosticCollector diagnostics(context);
   auto failedWith = [&](const char *what) {
@@ -149,6 +159,7 @@ Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
   pipeline.eps = options.eps;
   pipeline.accumulate = options.accumulate;
   pipeline.recompute = options.recompute;
+  pipeline.memoryBudget = rematBudget;
   pipeline.gradScale = options.gradScale;
   pipeline.alignment = options.alignment;
   pipeline.algorithm = options.algorithm;
@@ -175,6 +186,69 @@ Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
                      valid.message());
   out = std::move(*plan);
   return Status::ok();
+}
+
+} // namespace
+} // namespace zcc
+
+Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
+                          runtime::Plan &out, std::string *plannedIR) {
+  ZRT_RETURN_IF_ERROR(checkCompileOptions(options));
+  const int64_t budget = options.memoryBudget;
+  if (budget == 0)
+    return compileOnce(module, options, 0, out, plannedIR);
+  // zt-remat fits the peak of live bytes; the planned arena adds the
+  // workspace (and any gap the planner leaves), so a plan above the budget
+  // is compiled again with the live bytes allowed that much less. Last,
+  // everything that can be recomputed is: that arena fits, or it is the
+  // smallest recomputation reaches.
+  auto attempt = [&](int64_t target, runtime::Plan &plan,
+                     bool &exhausted) -> Status {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    ZRT_RETURN_IF_ERROR(compileOnce(*copy, options, target, plan, plannedIR));
+    exhausted = (*copy)->hasAttr(zt::ZTDialect::kRematExhaustedAttrName);
+    if (static_cast<int64_t>(plan.arenaSize) <= budget) {
+      module.getBodyRegion().takeBody(copy->getBodyRegion());
+      module->setAttrs(copy.get()->getAttrDictionary());
+    }
+    return Status::ok();
+  };
+  int64_t target = budget;
+  runtime::Plan plan;
+  bool exhausted = false;
+  for (int tries = 0; tries < 3 && target > 0 && !exhausted; ++tries) {
+    ZRT_RETURN_IF_ERROR(attempt(target, plan, exhausted));
+    int64_t arena = static_cast<int64_t>(plan.arenaSize);
+    if (arena <= budget) {
+      out = std::move(plan);
+      return Status::ok();
+    }
+    // The live bytes the pass reached are the largest entry's lower bound
+    // without its workspace: ask for them less the overshoot.
+    const runtime::Entry *largest = &plan.entries.front();
+    for (const runtime::Entry &e : plan.entries)
+      if (e.arenaSize > largest->arenaSize)
+        largest = &e;
+    int64_t workspace =
+        largest->workspace >= 0
+            ? static_cast<int64_t>(largest->buffers[largest->workspace].size)
+            : 0;
+    target = std::min(target,
+                      static_cast<int64_t>(largest->lowerBound) - workspace) -
+             (arena - budget);
+  }
+  if (!exhausted)
+    ZRT_RETURN_IF_ERROR(attempt(1, plan, exhausted));
+  if (static_cast<int64_t>(plan.arenaSize) <= budget) {
+    out = std::move(plan);
+    return Status::ok();
+  }
+  return makeError(StatusCode::OutOfMemory, "memory budget ", budget,
+                   " bytes is below the smallest arena recomputation "
+                   "reaches: ",
+                   plan.arenaSize,
+                   " bytes (everything the backward reads that can be "
+                   "computed again is; the rest is live at once)");
 }
 
 Status zcc::compileSource(std::string_view text, std::string_view bufferName,

@@ -304,9 +304,10 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
         launch.outputs.push_back(tensorOf.at(v));
       launch.location = formatLocation(launchOp.getLoc());
       if (auto phase = launchOp->getAttrOfType<StringAttr>("phase"))
-        launch.phase = phase.getValue() == "backward" ? rt::Phase::Backward
-                       : phase.getValue() == "update" ? rt::Phase::Update
-                                                      : rt::Phase::Forward;
+        launch.phase = phase.getValue() == "backward"    ? rt::Phase::Backward
+                       : phase.getValue() == "update"    ? rt::Phase::Update
+                       : phase.getValue() == "recompute" ? rt::Phase::Recompute
+                                                         : rt::Phase::Forward;
       entry.launches.push_back(std::move(launch));
     }
     uint64_t align = std::max<uint64_t>(plan.alignment, 1);

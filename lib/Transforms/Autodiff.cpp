@@ -653,6 +653,7 @@ private:
       if (!keptUntil(operand, at))
         mapping.map(operand, cloneOf(operand.getDefiningOp(), b, at));
     Operation *clone = b.clone(*op, mapping);
+    clone->setAttr(ZTDialect::kRecomputeAttrName, b.getUnitAttr());
     position[clone] = at;
     return clone->getResult(0);
   }

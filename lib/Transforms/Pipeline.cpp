@@ -27,6 +27,12 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
     optimizer.gradScale = options.gradScale;
     pm.addPass(createZTOptimizer(optimizer));
   }
+  if (options.memoryBudget > 0) {
+    ZTRematOptions remat;
+    remat.budget = options.memoryBudget;
+    remat.alignment = options.alignment;
+    pm.addPass(createZTRemat(remat));
+  }
   ZTPlanMemoryOptions plan;
   plan.alignment = options.alignment;
   plan.algorithm = options.algorithm;
@@ -37,6 +43,7 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
 void zcc::registerTrainStepPipeline() {
   PassPipelineRegistration<TrainStepPipelineOptions>(
       "zcc-train-step",
-      "The whole training step: zt-autodiff, zt-optimizer, zt-plan-memory",
+      "The whole training step: zt-autodiff, zt-optimizer, zt-remat (with "
+      "a memory budget), zt-plan-memory",
       buildTrainStepPipeline);
 }

@@ -179,12 +179,15 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
   /// arena bytes it needs.
   /// The part of the step an op belongs to, for the memory timeline:
   /// "update" (the optimizer's updates, every op of an apply entry),
+  /// "recompute" (a forward op copied into the backward),
   /// "backward" (from zt-autodiff's zt.backward_start on), else "" (the
   /// forward).
   static StringRef phaseOf(func::FuncOp fn, const BufferLiveness &live,
                            Operation *op) {
     if (isa<SgdOp, AdamwOp>(op) || entryKind(fn) == "apply")
       return "update";
+    if (op->hasAttr(ZTDialect::kRecomputeAttrName))
+      return "recompute";
     auto start =
         fn->getAttrOfType<IntegerAttr>(ZTDialect::kBackwardStartAttrName);
     if (start && live.getPosition(op) >= start.getInt())

@@ -336,12 +336,15 @@ class Traced:
 
     def compile(self, optimizer="default", accumulate=False, alignment=256,
                 algorithm="auto", matmul_workspace=None, grad_scale=1.0,
-                recompute=True, _plant_in_place_bug=False):
+                recompute=True, memory_budget=None, _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
         gradients become outputs); the default is zcc.adamw(). `recompute`
         computes cheap forward values (elementwise, views, normalizations)
-        again in the backward instead of keeping them (the same bits)."""
+        again in the backward instead of keeping them (the same bits).
+        `memory_budget` (bytes) recomputes more forward values, matrix
+        products included, until the arena fits; a budget no recomputation
+        reaches raises an error naming the smallest arena."""
         options = _zcc.CompileOptions()
         if isinstance(optimizer, str) and optimizer == "default":
             optimizer = adamw()
@@ -359,6 +362,8 @@ class Traced:
         options.algorithm = str(algorithm)
         options.grad_scale = float(grad_scale)
         options.recompute = bool(recompute)
+        if memory_budget is not None:
+            options.memory_budget = int(memory_budget)
         # Tests of the random-program driver only: a wrong plan.
         options.plant_in_place_bug = bool(_plant_in_place_bug)
         if matmul_workspace is not None:

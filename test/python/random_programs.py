@@ -27,6 +27,7 @@ checks, on the compiled plan:
 import argparse
 import collections
 import math
+import re
 import sys
 import time
 
@@ -370,6 +371,28 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     losses = [kept.step(*feeds(prog, s)) for s in range(steps)]
     if (losses, [kept.read(n).tobytes() for n in values]) != runs["planned"]:
         problems.append(f"recompute=False differs: {losses} vs "
+                        f"{runs['planned'][0]}")
+    # ... and under a memory budget (zt-remat recomputes more, matmuls and
+    # chains of ops included: the same bits again). Half the arena is often
+    # below what recomputation reaches: then the error names the smallest
+    # arena, which must itself compile and fit.
+    arena = compiled.memory_analysis()["arena"]
+    try:
+        tight = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
+                               memory_budget=arena // 2)
+    except zcc.Error as e:
+        found = re.search(r"recomputation reaches: (\d+) bytes", str(e))
+        if not found:
+            raise
+        smallest = int(found.group(1))
+        tight = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
+                               memory_budget=smallest)
+        if tight.memory_analysis()["arena"] > smallest:
+            problems.append(f"the smallest arena {smallest} does not fit")
+    session = tight.session(threads=1)
+    losses = [session.step(*feeds(prog, s)) for s in range(steps)]
+    if (losses, [session.read(n).tobytes() for n in values]) != runs["planned"]:
+        problems.append(f"memory budget differs: {losses} vs "
                         f"{runs['planned'][0]}")
 
     # 2. The NumPy reference.

@@ -284,3 +284,34 @@ def test_recompute_gives_the_same_bits_in_less_memory():
     assert runs[True] == runs[False]
     assert runs[True][0][-1] < runs[True][0][0]
     assert arenas[True] < 0.9 * arenas[False], arenas
+
+
+def test_a_memory_budget_gives_the_same_bits_in_less_memory():
+    # zt-remat recomputes matmuls, attention and whole residual chains in the
+    # backward until the arena fits the budget: the same kernels on the same
+    # operands, dropout's masks included, so training is bit-identical.
+    torch.manual_seed(0)
+    model = nanogpt.GPT(dropout=0.1)  # the GPT example
+    data = nanogpt.batches(3, batch=4, sequence=16, vocab=128)
+    x, y = (torch.from_numpy(a) for a in data[0])
+    traced = zcc.from_torch(model, (x,), (y,), loss=nanogpt.lm_loss)
+    free = traced.compile(optimizer=zcc.adamw(lr=1e-3))
+    arena = free.memory_analysis()["arena"]
+    budget = int(0.75 * arena)
+    tight = traced.compile(optimizer=zcc.adamw(lr=1e-3), memory_budget=budget)
+    assert tight.memory_analysis()["arena"] <= budget
+    assert "recomputed" in tight.report() and "matmul" in tight.report()
+    phases = {l["phase"] for l in tight.memory_timeline()["entries"][0]["launches"]}
+    assert "recompute" in phases
+    runs = []
+    for compiled in (free, tight):
+        session = compiled.session()
+        losses = [session.step(*data[s % 3]) for s in range(6)]
+        runs.append((losses, {n: v.tobytes()
+                              for n, v in session.state_dict().items()}))
+    assert runs[0] == runs[1]
+    assert runs[0][0][-1] < runs[0][0][0]
+    # Below what recomputation reaches: an error naming the smallest arena.
+    with pytest.raises(zcc.Error, match=r"memory budget \d+ bytes is below "
+                       r"the smallest arena recomputation reaches: \d+ bytes"):
+        traced.compile(optimizer=zcc.adamw(lr=1e-3), memory_budget=arena // 4)

@@ -59,6 +59,12 @@ cl::opt<bool> recompute("recompute",
                                  "backward instead of keeping them (default "
                                  "on; --recompute=false keeps them)"),
                         cl::init(true), cl::cat(category));
+cl::opt<int64_t> memoryBudget(
+    "memory-budget",
+    cl::desc("Largest arena in bytes (workspace included): forward values "
+             "are recomputed in the backward until the plan fits; an error "
+             "names the smallest arena reachable when it cannot (0: none)"),
+    cl::init(0), cl::cat(category));
 cl::opt<double> gradScale("grad-scale",
                           cl::desc("Scale of the accumulated gradient in "
                                    "the apply entry"),
@@ -129,6 +135,7 @@ int main(int argc, char **argv) {
   options.eps = eps.getValue();
   options.accumulate = accumulate.getValue();
   options.recompute = recompute.getValue();
+  options.memoryBudget = memoryBudget.getValue();
   options.gradScale = gradScale.getValue();
   options.alignment = alignment.getValue();
   options.algorithm = algorithm.getValue();

@@ -33,6 +33,9 @@ struct CompileOptions {
   bool accumulate = false; // microbatch and apply entries
   /// Cheap forward values computed again in the backward (zt-autodiff).
   bool recompute = true;
+  /// Largest arena in bytes, workspace included: forward values are
+  /// recomputed in the backward until the plan fits (zt-remat); 0: none.
+  int64_t memoryBudget = 0;
   double gradScale = 1.0;
   int64_t alignment = 256;
   std::string algorithm = "auto";
@@ -52,6 +55,8 @@ std::string producerLine(const CompileOptions &options);
 /// zplan form) into a plan the runtime accepts. Every diagnostic the passes
 /// emit is collected, with its location, into the returned status; none is
 /// printed. `plannedIR`, when given, receives the planned module's text.
+/// With a memory budget, a plan whose arena stays above it is an error
+/// naming the smallest arena recomputation reaches.
 runtime::Status compileModule(mlir::ModuleOp module,
                               const CompileOptions &options,
                               runtime::Plan &out,

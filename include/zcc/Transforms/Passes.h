@@ -50,6 +50,11 @@ struct TrainStepPipelineOptions
   Option<double> gradScale{*this, "grad-scale",
                            llvm::cl::desc("Gradient scale before the update"),
                            llvm::cl::init(1.0)};
+  Option<int64_t> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("Recompute forward values until the peak of live arena "
+                     "bytes fits (zt-remat; 0: no budget)"),
+      llvm::cl::init(0)};
   Option<int64_t> alignment{*this, "alignment",
                             llvm::cl::desc("Slot offset alignment in bytes"),
                             llvm::cl::init(256)};
@@ -63,7 +68,8 @@ struct TrainStepPipelineOptions
       llvm::cl::init(false)};
 };
 
-/// zt-autodiff, zt-optimizer, zt-plan-memory: a forward + loss module in, a
+/// zt-autodiff, zt-optimizer, zt-remat (with a memory budget),
+/// zt-plan-memory: a forward + loss module in, a
 /// zplan module out. The zcc tool runs it; `zt-opt -zcc-train-step` too.
 void buildTrainStepPipeline(mlir::OpPassManager &pm,
                             const TrainStepPipelineOptions &options);

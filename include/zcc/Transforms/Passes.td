@@ -169,6 +169,57 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def ZTRemat : Pass<"zt-remat", "::mlir::ModuleOp"> {
+  let summary = "Recompute forward values in the backward until the step fits a memory budget";
+  let description = [{
+    For every entry point with a backward (`zt.backward_start`), while the
+    peak of live arena bytes (each buffer rounded up to `alignment`, as the
+    planner places them) is above `budget`: among the forward values live
+    at the peak only because the backward reads them later, the one that
+    frees the most bytes per FLOP of recomputation is computed again just
+    before its first backward use, and its backward uses read the copy.
+    Operands that are no longer live there are recomputed too, back to
+    values that are (arguments, constants, values the step reads later
+    anyway). A choice that would raise the peak somewhere else is undone and
+    not tried again. Copies carry `zt.recompute`; they are the same ops on
+    the same operands, so they compute the same bits, dropout included (its
+    mask comes from its seed and the step counter).
+
+    When nothing is left to recompute and the peak is still above the
+    budget, the module gets `zt.remat_exhausted`: zcc then reports the
+    smallest arena recomputation reaches. `budget = 0` turns the pass off.
+    zcc runs it between zt-optimizer and zt-plan-memory with
+    `--memory-budget`, and compiles again with a smaller budget when the
+    planned arena and its workspace end up above it.
+
+    Before (`budget` below the two saved matmul results):
+
+    ```mlir
+    %h = zt.matmul %x, %w1 ...            // saved for the backward
+    %a = zt.relu %h ...
+    ...                                   // the backward starts
+    %dh = zt.relu_grad %a, %da ...
+    ```
+
+    After:
+
+    ```mlir
+    %h = zt.matmul %x, %w1 ...
+    %a = zt.relu %h ...
+    ...
+    %h2 = zt.matmul %x, %w1 {zt.recompute} ...
+    %a2 = zt.relu %h2 {zt.recompute} ...
+    %dh = zt.relu_grad %a2, %da ...
+    ```
+  }];
+  let options = [
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "Largest peak of live arena bytes (0: no budget)">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"256",
+           "Slot alignment the planner uses, in bytes">
+  ];
+}
+
 def ZTPrintLiveness : Pass<"zt-print-liveness", "::mlir::ModuleOp"> {
   let summary = "Print the zt-liveness analysis: buffers, kinds and lifetimes";
   let description = [{

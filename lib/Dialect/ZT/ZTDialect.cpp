@@ -5,6 +5,7 @@
 #include "FormatNumber.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
@@ -308,6 +309,13 @@ LogicalResult ZTDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name
                              << "' must be a non-negative integer on a "
                                 "function";
+    return success();
+  }
+  if (name == kRecomputeAttrName || name == kRematExhaustedAttrName) {
+    if (!isa<UnitAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a unit attribute";
+    if (name == kRematExhaustedAttrName && !isa<ModuleOp>(op))
+      return op->emitError() << "'" << name << "' is only valid on a module";
     return success();
   }
   if (name != kEntryAttrName)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string_view>
 
@@ -22,6 +23,8 @@ const char *phaseName(Phase phase) {
     return "backward";
   case Phase::Update:
     return "update";
+  case Phase::Recompute:
+    return "recompute";
   }
   return "forward";
 }
@@ -44,6 +47,8 @@ const char *arenaKind(const Entry &entry, size_t buffer, const Use &use) {
   switch (entry.launches[use.writer].phase) {
   case Phase::Update:
     return "optimizer_temporary";
+  case Phase::Recompute:
+    return "recomputed";
   case Phase::Backward:
     return "gradient";
   case Phase::Forward:
@@ -67,7 +72,8 @@ json entryTimeline(const Entry &e) {
           use.writer = at;
           use.tensor = t;
         }
-        if (!side && launch.phase == Phase::Backward)
+        if (!side && (launch.phase == Phase::Backward ||
+                      launch.phase == Phase::Recompute))
           use.readInBackward = true;
       }
   }
@@ -156,14 +162,16 @@ constexpr std::string_view kPage =
 #include "MemoryPage.inc"
     ;
 constexpr std::string_view kPageSlot = "/*ZCC_MEMORY_TIMELINE*/";
+static_assert(kPage.find(kPageSlot) != std::string_view::npos,
+              "MemoryPage.html has no slot for the timeline");
 
 //===----------------------------------------------------------------------===//
 // PyTorch's snapshot
 //===----------------------------------------------------------------------===//
 
 /// Writes a JSON value as a pickle (protocol 2) of dicts, lists, strings,
-/// ints, bools and None: no class references, so `pickle.load` of it runs
-/// no code.
+/// numbers, bools and None: no class references, so `pickle.load` of it
+/// runs no code.
 class Pickler {
 public:
   std::string take(const json &value) {
@@ -213,7 +221,16 @@ private:
         out += 'u';
       }
       return;
-    default: // floats: the snapshot has none
+    case json::value_t::number_float: {
+      double d = v.get<double>();
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      out += 'G'; // BINFLOAT: big-endian
+      for (int i = 7; i >= 0; --i)
+        out += static_cast<char>((bits >> (8 * i)) & 0xff);
+      return;
+    }
+    default: // binary and discarded values do not occur
       out += 'N';
       return;
     }

@@ -2,8 +2,11 @@
 
 #include "zcc/Runtime/Plan/PlanReport.h"
 
+#include "zcc/Runtime/Kernels/Kernels.h"
+
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 using namespace zcc::runtime;
 
@@ -23,7 +26,79 @@ std::string bytes(uint64_t n) {
   return buffer;
 }
 
+/// The recomputing launches of `e`, by kernel and source line.
+std::string recomputeReport(const Entry &e) {
+  struct Group {
+    int launches = 0;
+    double flops = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  double total = 0, extra = 0;
+  int count = 0;
+  for (const Launch &l : e.launches) {
+    double flops = launchFlops(e, l);
+    total += flops;
+    if (l.phase != Phase::Recompute)
+      continue;
+    Group &g = groups[{l.name(), l.location}];
+    ++g.launches;
+    g.flops += flops;
+    extra += flops;
+    ++count;
+  }
+  if (count == 0)
+    return "";
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "  recomputed   %d launches in the backward instead of saving "
+                "their results: %.4g GFLOP, %.1f%% of the step's %.4g GFLOP\n",
+                count, extra / 1e9, total > 0 ? 100.0 * extra / total : 0.0,
+                total / 1e9);
+  std::string out = line;
+  std::vector<std::pair<std::pair<std::string, std::string>, Group>> rows(
+      groups.begin(), groups.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+    return a.second.flops > b.second.flops;
+  });
+  for (size_t i = 0; i < rows.size() && i < 8; ++i) {
+    const auto &[key, g] = rows[i];
+    std::snprintf(line, sizeof(line), "    %-14s x%-4d %10.4g GFLOP  %s\n",
+                  key.first.c_str(), g.launches, g.flops / 1e9,
+                  key.second.empty() ? "(no location)" : key.second.c_str());
+    out += line;
+  }
+  if (rows.size() > 8)
+    out += "    (" + std::to_string(rows.size() - 8) + " more)\n";
+  return out;
+}
+
 } // namespace
+
+double zcc::runtime::launchFlops(const Entry &e, const Launch &l) {
+  auto typeOf = [&](uint32_t t) -> const TensorType & {
+    return e.tensors[t].type;
+  };
+  switch (l.kernel) {
+  case KernelId::Matmul: {
+    const TensorType &lhs = typeOf(l.inputs[0]);
+    int64_t k = lhs.shape[lhs.rank() - (l.params.transposeLhs ? 2 : 1)];
+    return 2.0 * typeOf(l.outputs[0]).numElements() * k;
+  }
+  case KernelId::Attention:
+  case KernelId::AttentionGrad: {
+    AttentionShape s = attentionShape(e, l);
+    double forward =
+        2.0 * s.batch * s.queries * s.keys * (s.head + s.valueHead);
+    return l.kernel == KernelId::Attention ? forward : 2.5 * forward;
+  }
+  default: {
+    double total = 0;
+    for (uint32_t t : l.outputs)
+      total += static_cast<double>(typeOf(t).numElements());
+    return total;
+  }
+  }
+}
 
 std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
   std::string out;
@@ -109,6 +184,7 @@ std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
                     static_cast<long long>(r.last), what.c_str());
       out += line;
     }
+    out += recomputeReport(e);
   }
   out += "persistent region " + bytes(plan.persistentSize) + " in " +
          std::to_string(plan.persistent.size()) + " tensors\n";

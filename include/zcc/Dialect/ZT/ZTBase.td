@@ -62,6 +62,14 @@ def ZT_Dialect : Dialect {
     /// the backward in the body; the ops before it are the forward.
     static constexpr ::llvm::StringLiteral kBackwardStartAttrName =
         "zt.backward_start";
+    /// Unit attribute on an op of the backward: a copy of a forward op,
+    /// computing a value again instead of keeping it (zt-autodiff's cheap
+    /// recomputation, zt-remat).
+    static constexpr ::llvm::StringLiteral kRecomputeAttrName = "zt.recompute";
+    /// Unit attribute on the module (zt-remat): some entry has nothing left
+    /// to recompute and is still above the memory budget.
+    static constexpr ::llvm::StringLiteral kRematExhaustedAttrName =
+        "zt.remat_exhausted";
 
     void registerAttributes();
   }];

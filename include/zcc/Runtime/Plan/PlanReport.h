@@ -13,7 +13,14 @@ namespace zcc::runtime {
 /// input/output bytes; then the persistent and constant regions, and the
 /// `largest` biggest arena buffers with the launch that writes each, its
 /// shape and its lifetime in launch indices.
+/// Then the launches that recompute forward values in the backward
+/// (Phase::Recompute), by kernel and source line, with their FLOPs.
 std::string formatPlanReport(const Plan &plan, int largest = 8);
+
+/// Floating-point operations of one launch of `entry`, as usually counted:
+/// 2MNK per matrix product, 2ST(D+Dv) per attention head (the backward
+/// about 2.5 times that), one per result element for the other kernels.
+double launchFlops(const Entry &entry, const Launch &launch);
 
 } // namespace zcc::runtime
 

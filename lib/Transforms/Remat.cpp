@@ -1,0 +1,319 @@
+//===- Remat.cpp - recompute forward values to fit a memory budget --------===//
+//
+// zt-remat: while a training step's peak of live arena bytes is above the
+// budget, one forward value that is live at the peak only because the
+// backward reads it later is computed again just before its first backward
+// use, from what is still live there (recomputing its operands too where
+// they are gone). The value is chosen by bytes freed per FLOP of
+// recomputation; a choice that would raise the peak elsewhere is undone.
+// The copies are the same ops on the same operands, so they give the same
+// bits (dropout's mask comes from its seed and the step counter).
+//
+//===----------------------------------------------------------------------===//
+
+#include "EntryPoints.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Transforms/BufferLiveness.h"
+#include "zcc/Transforms/Passes.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
+
+namespace zcc {
+#define GEN_PASS_DEF_ZTREMAT
+#include "zcc/Transforms/Passes.h.inc"
+} // namespace zcc
+
+using namespace mlir;
+using namespace zcc;
+using namespace zcc::zt;
+
+namespace {
+
+int64_t elements(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  return shaped && shaped.hasStaticShape() ? shaped.getNumElements() : 1;
+}
+
+/// Floating-point operations of one op, roughly: what recomputing it costs.
+double flopsOf(Operation *op) {
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    auto lhs = cast<ShapedType>(matmul.getLhs().getType());
+    int64_t k = lhs.getDimSize(lhs.getRank() - (matmul.getTransposeLhs() ? 2 : 1));
+    return 2.0 * elements(matmul.getType()) * k;
+  }
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    auto q = cast<ShapedType>(attention.getQuery().getType());
+    auto k = cast<ShapedType>(attention.getKey().getType());
+    auto v = cast<ShapedType>(attention.getValue().getType());
+    double keys = k.getDimSize(k.getRank() - 2);
+    double d = q.getDimSize(q.getRank() - 1), dv = v.getDimSize(v.getRank() - 1);
+    return 2.0 * (q.getNumElements() / d) * keys * (d + dv + 2);
+  }
+  double total = 0;
+  for (Type type : op->getResultTypes())
+    total += elements(type);
+  return std::max(total, 1.0);
+}
+
+/// One step's schedule and lifetimes, with what the pass asks of them.
+class Step {
+public:
+  Step(func::FuncOp fn, BufferLiveness live, int64_t alignment,
+       int64_t backwardStart)
+      : fn(fn), live(std::move(live)), alignment(alignment),
+        backwardStart(backwardStart) {
+    size_t n = this->live.getSchedule().size() + 1;
+    std::vector<int64_t> delta(n + 1, 0);
+    for (const LiveBuffer &b : this->live.getBuffers())
+      if (b.kind == MemoryKind::Arena && b.last > b.first) {
+        delta[b.first] += aligned(b.bytes);
+        delta[b.last] -= aligned(b.bytes);
+      }
+    profile.assign(n, 0);
+    int64_t current = 0;
+    for (size_t p = 0; p < n; ++p)
+      profile[p] = current += delta[p];
+  }
+
+  int64_t aligned(int64_t bytes) const {
+    return (bytes + alignment - 1) / alignment * alignment;
+  }
+  /// The largest live arena bytes, and the first position where they occur.
+  std::pair<int64_t, int64_t> peak() const {
+    auto it = std::max_element(profile.begin(), profile.end());
+    return {*it, it - profile.begin()};
+  }
+  int64_t position(Operation *op) const {
+    return isa<func::ReturnOp>(op)
+               ? static_cast<int64_t>(live.getSchedule().size())
+               : live.getPosition(op);
+  }
+  bool inBackward(Operation *op) const {
+    return position(op) >= backwardStart;
+  }
+  bool isView(Operation *op) const {
+    return isa<ReshapeOp>(op) || live.isBroadcastView(op);
+  }
+  const LiveBuffer &bufferOf(Value v) const {
+    return live.getBuffers()[live.getBufferId(v)];
+  }
+  /// The last position that reads `v`, through views of it too.
+  int64_t lastUse(Value v) const {
+    int64_t last = -1;
+    for (Operation *user : v.getUsers()) {
+      last = std::max(last, position(user));
+      if (isView(user))
+        last = std::max(last, lastUse(user->getResult(0)));
+    }
+    return last;
+  }
+  /// `v` and the forward views of it (transitively).
+  void forwardViews(Value v, SmallVectorImpl<Value> &out) const {
+    out.push_back(v);
+    for (Operation *user : v.getUsers())
+      if (isView(user) && !inBackward(user))
+        forwardViews(user->getResult(0), out);
+  }
+  /// An op the pass may copy: a forward op whose results are arena buffers
+  /// (or views of them), not an optimizer update.
+  bool recomputable(Operation *op) const {
+    if (inBackward(op) || isa<SgdOp, AdamwOp, ConstantOp>(op) ||
+        op->getNumResults() == 0)
+      return false;
+    return llvm::all_of(op->getResults(), [&](Value r) {
+      return isView(op) || bufferOf(r).kind == MemoryKind::Arena;
+    });
+  }
+
+  /// The ops to copy, operands first, so that `v` (one of `forced`) can be
+  /// read at position `at` without keeping anything longer; false when some
+  /// operand cannot be.
+  bool planCopy(Value v, int64_t at, const DenseSet<Value> &forced,
+                llvm::SetVector<Operation *> &ops) const {
+    Operation *def = v.getDefiningOp();
+    if (!forced.contains(v) &&
+        (!def || isa<ConstantOp>(def) || lastUse(v) >= at))
+      return true; // still there
+    if (!def || !recomputable(def))
+      return false;
+    if (ops.contains(def))
+      return true;
+    for (Value operand : def->getOperands())
+      if (!planCopy(operand, at, forced, ops))
+        return false;
+    ops.insert(def);
+    return true;
+  }
+
+  func::FuncOp fn;
+  BufferLiveness live;
+  int64_t alignment;
+  int64_t backwardStart;
+  std::vector<int64_t> profile;
+};
+
+/// A forward value saved for the backward, and how to stop saving it.
+struct Candidate {
+  Value value;
+  SmallVector<Value> forced; // it and its forward views
+  Operation *firstBackwardUser = nullptr;
+  llvm::SetVector<Operation *> ops; // to copy, operands first
+  double flops = 0;
+  int64_t bytes = 0;
+};
+
+/// What one applied candidate changed, to undo it.
+struct Applied {
+  SmallVector<std::pair<OpOperand *, Value>> uses;
+  SmallVector<Operation *> copies;
+
+  void undo() {
+    for (auto [use, value] : uses)
+      use->set(value);
+    for (Operation *op : llvm::reverse(copies))
+      op->erase();
+  }
+};
+
+/// `v`, the value its buffer holds at the peak, as a candidate: live there
+/// only because the backward reads it later (the values written before it
+/// over the same bytes in place die in the forward; those written over it
+/// in the backward come after its first backward use). The other results
+/// of its op come along (attention's output and logsumexp): one copy of
+/// the op gives them all.
+std::optional<Candidate> candidateAt(const Step &step, Value v,
+                                     int64_t peakAt) {
+  Candidate c;
+  c.value = v;
+  for (Value r : v.getDefiningOp()->getResults())
+    step.forwardViews(r, c.forced);
+  int64_t lastForward = step.position(v.getDefiningOp());
+  int64_t firstBackward = INT64_MAX;
+  for (Value w : c.forced)
+    for (Operation *user : w.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        return std::nullopt;
+      if (step.isView(user) && !step.inBackward(user))
+        continue;
+      int64_t at = step.position(user);
+      if (!step.inBackward(user)) {
+        lastForward = std::max(lastForward, at);
+      } else if (at < firstBackward) {
+        firstBackward = at;
+        c.firstBackwardUser = user;
+      }
+    }
+  if (!c.firstBackwardUser || lastForward >= peakAt || firstBackward <= peakAt)
+    return std::nullopt;
+  DenseSet<Value> forced(c.forced.begin(), c.forced.end());
+  for (Value w : c.forced)
+    if (llvm::any_of(w.getUsers(),
+                     [&](Operation *u) { return step.inBackward(u); }) &&
+        !step.planCopy(w, firstBackward, forced, c.ops))
+      return std::nullopt;
+  for (Operation *op : c.ops)
+    c.flops += flopsOf(op);
+  for (Value r : v.getDefiningOp()->getResults()) {
+    const LiveBuffer &buffer = step.bufferOf(r);
+    if (buffer.first <= peakAt && peakAt < buffer.last)
+      c.bytes += step.aligned(buffer.bytes);
+  }
+  return c;
+}
+
+Applied apply(const Step &step, Candidate &c) {
+  Applied applied;
+  OpBuilder b(c.firstBackwardUser);
+  IRMapping mapping;
+  MLIRContext *ctx = c.firstBackwardUser->getContext();
+  for (Operation *op : c.ops) {
+    Operation *copy = b.clone(*op, mapping);
+    copy->setAttr(ZTDialect::kRecomputeAttrName, UnitAttr::get(ctx));
+    applied.copies.push_back(copy);
+  }
+  DenseSet<Operation *> copies(applied.copies.begin(), applied.copies.end());
+  for (Value w : c.forced)
+    for (OpOperand &use : llvm::make_early_inc_range(w.getUses()))
+      if (step.inBackward(use.getOwner()) && !copies.contains(use.getOwner())) {
+        applied.uses.push_back({&use, w});
+        use.set(mapping.lookup(w));
+      }
+  return applied;
+}
+
+struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
+  using ZTRematBase::ZTRematBase;
+
+  void runOnOperation() override {
+    if (budget <= 0)
+      return;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (!entryKind(fn).empty() && failed(fit(fn)))
+        return signalPassFailure();
+  }
+
+  /// Recomputes in `fn` until its peak fits the budget or nothing is left
+  /// to recompute (then the module says so: zcc names the smallest arena).
+
+  LogicalResult fit(func::FuncOp fn) {
+    auto start = fn->getAttrOfType<IntegerAttr>(ZTDialect::kBackwardStartAttrName);
+    if (!start)
+      return success(); // no backward (an apply entry): nothing saved
+    DenseSet<Operation *> refused; // defining ops whose copy raised the peak
+    for (;;) {
+      FailureOr<BufferLiveness> live = BufferLiveness::compute(fn);
+      if (failed(live))
+        return failure();
+      Step step(fn, std::move(*live), alignment, start.getInt());
+      auto [peak, at] = step.peak();
+      if (peak <= budget)
+        return success();
+      // What each arena buffer live at the peak holds there.
+      DenseMap<unsigned, Value> held;
+      for (Operation *op : step.live.getSchedule()) {
+        if (step.position(op) > at)
+          break;
+        if (!step.isView(op))
+          for (Value r : op->getResults())
+            held[step.live.getBufferId(r)] = r;
+      }
+      std::optional<Candidate> best;
+      ArrayRef<LiveBuffer> buffers = step.live.getBuffers();
+      for (unsigned id = 0; id < buffers.size(); ++id) {
+        const LiveBuffer &buffer = buffers[id];
+        Value v = held.lookup(id);
+        if (buffer.kind != MemoryKind::Arena || buffer.first > at ||
+            buffer.last <= at || !v)
+          continue;
+        Operation *def = v.getDefiningOp();
+        if (refused.contains(def) || !step.recomputable(def))
+          continue;
+        std::optional<Candidate> c = candidateAt(step, v, at);
+        // Most bytes per FLOP; the earlier buffer on ties (deterministic).
+        if (c && (!best || c->bytes * best->flops > best->bytes * c->flops))
+          best = std::move(c);
+      }
+      if (!best) {
+        getOperation()->setAttr(ZTDialect::kRematExhaustedAttrName,
+                                UnitAttr::get(fn.getContext()));
+        return success();
+      }
+      Applied applied = apply(step, *best);
+      FailureOr<BufferLiveness> after = BufferLiveness::compute(fn);
+      if (failed(after))
+        return failure();
+      if (Step(fn, std::move(*after), alignment, start.getInt()).peak().first >
+          peak) {
+        applied.undo();
+        refused.insert(best->value.getDefiningOp());
+      }
+    }
+  }
+};
+
+} // namespace
