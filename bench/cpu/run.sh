@@ -33,12 +33,18 @@ trap 'rm -rf "$work"' EXIT
 python3 "$root/bench/gpu/gpt_model.py" "$work/gpt_mid.mlir" --layers 4 --width 256 \
   --heads 4 --seq 128 --batch 8 --vocab 512
 "$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid.zplan" --optimizer adamw --lr 0.001
+# The same model under a memory budget of half its arena (zt-remat).
+mid_arena=$("$build/bin/zcc" "$work/gpt_mid.mlir" --optimizer adamw --lr 0.001 --report |
+  awk '/^  arena/ {print $2; exit}')
+"$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_half.zplan" --optimizer adamw --lr 0.001 \
+  --memory-budget $((mid_arena / 2))
 
 # model | plan | torch_cpu.py arguments
 models=(
   "MLP example (batch 32)|mlp|--model mlp --batch 32"
   "GPT example (2 layers, width 64, batch 2, sequence 16)|gpt_block|--model gpt --batch 2"
   "GPT 4 layers, width 256, batch 8, sequence 128, vocabulary 512|gpt_mid|--model gpt --gpt 4,256,4,128,512 --batch 8"
+  "the same, zcc with --memory-budget of half its arena|gpt_mid_half|--model gpt --gpt 4,256,4,128,512 --batch 8"
 )
 # zcc runs its products on its own kernel threads (BLAS single-threaded);
 # PyTorch gets the same count. OpenBLAS picks its kernels for the CPU, as
@@ -52,6 +58,7 @@ if [ -n "${OPENBLAS_CORETYPE:-}" ] && [ "$keepblas" = 0 ]; then
   unset OPENBLAS_CORETYPE
 fi
 blas=$(OPENBLAS_VERBOSE=2 "$build/bin/zcc-cpu-bench" 2>&1 | sed -n 's/^Core: //p' || true)
+declare -A zcc_ms
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 {
   echo "zcc CPU executor against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') eager, $threads threads, $(nproc) CPUs ($(uname -m)), OpenBLAS ${blas:-?} kernels$blasenv, $rounds rounds of $steps steps alternating, medians"
@@ -68,6 +75,10 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
     done
     z=$(printf '%s\n' "${zs[@]}" | median)
     t=$(printf '%s\n' "${ts[@]}" | median)
+    zcc_ms[$plan]=$z
     echo "| $name | $z | $t | $(awk -v z="$z" -v t="$t" 'BEGIN {printf "%.2f", z / t}') |"
   done
+  echo
+  echo "Half the arena ($((mid_arena / 2)) of $mid_arena bytes) costs the 4-layer GPT" \
+    "$(awk -v a="${zcc_ms[gpt_mid_half]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its step time."
 } | tee "$root/bench/cpu/results.md"

@@ -119,14 +119,29 @@ def torch_peak(config, fused):
         return counter.peak - tokens.nbytes - targets.nbytes, persistent
 
 
-def zcc_memory(config, recompute=True):
+def zcc_traced(config):
     layers, width, heads, sequence, batch, vocab = config
     torch.manual_seed(0)
     model = nanogpt.GPT(vocab, sequence, width, heads, layers)
     tokens = torch.randint(0, vocab, (batch, sequence))
-    traced = zcc.from_torch(model, (tokens,), (tokens,), loss=nanogpt.lm_loss)
-    return traced.compile(optimizer=zcc.adamw(lr=3e-4),
-                          recompute=recompute).memory_analysis()
+    return zcc.from_torch(model, (tokens,), (tokens,), loss=nanogpt.lm_loss)
+
+
+def zcc_memory(config, recompute=True):
+    return zcc_traced(config).compile(optimizer=zcc.adamw(lr=3e-4),
+                                      recompute=recompute).memory_analysis()
+
+
+def zcc_budget(config, fraction, arena):
+    """The arena under a budget of `fraction` of `arena` and the FLOPs it
+    adds, or the smallest arena recomputation reaches (an error)."""
+    try:
+        memory = zcc_traced(config).compile(
+            optimizer=zcc.adamw(lr=3e-4),
+            memory_budget=int(fraction * arena)).memory_analysis()
+    except zcc.Error as e:
+        return None, str(e).split("reaches: ")[1].split(" bytes")[0]
+    return memory, None
 
 
 def xla_memory(config):
@@ -167,6 +182,7 @@ def main():
         "| zcc persistent | PyTorch persistent | zcc total | PyTorch total, SDPA |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    budgets = []
     for config in CONFIGS[:args.largest]:
         start = time.perf_counter()
         memory = zcc_memory(config)
@@ -183,6 +199,34 @@ def main():
             f"{xla_cells[0]} | **{memory['arena'] / sdpa_step:.2f}** | "
             f"{xla_cells[1]} | {mib(memory['persistent'])} | {mib(persistent)} | "
             f"{mib(memory['arena'] + memory['persistent'])} | {mib(sdpa_peak)} |")
+        print(lines[-1], f"({time.perf_counter() - start:.1f} s)", flush=True)
+        budgets.append((config, memory, sdpa_step))
+    lines += [
+        "",
+        "Under a memory budget (`compile(memory_budget=)`, zt-remat: forward "
+        "values recomputed in the backward), as a fraction of the arena above; "
+        "the extra work is the recomputing launches' FLOPs over the step's "
+        "(`memory_analysis()['recomputed_flops']`, with zt-autodiff's own "
+        "cheap recomputation; \"not reached\" names the smallest arena "
+        "recomputation reaches), MiB:",
+        "",
+        "| GPT | arena | at 75% | extra FLOPs | zcc / PyTorch SDPA | at 50% "
+        "| extra FLOPs | zcc / PyTorch SDPA |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for config, memory, sdpa_step in budgets:
+        start = time.perf_counter()
+        cells = []
+        for fraction in (0.75, 0.5):
+            tight, smallest = zcc_budget(config, fraction, memory["arena"])
+            if tight is None:
+                cells += [f"not reached (smallest {mib(int(smallest))})", "-", "-"]
+            else:
+                cells += [mib(tight["arena"]),
+                          f"{100 * tight['recomputed_flops'] / tight['flops']:.1f}%",
+                          f"**{tight['arena'] / sdpa_step:.2f}**"]
+        lines.append(f"| {', '.join(map(str, config))} | {mib(memory['arena'])} | "
+                     + " | ".join(cells) + " |")
         print(lines[-1], f"({time.perf_counter() - start:.1f} s)", flush=True)
     text = "\n".join(lines) + "\n"
     with open(args.out, "w") as out:

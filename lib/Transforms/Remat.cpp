@@ -20,6 +20,7 @@
 #include "zcc/Transforms/BufferLiveness.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
 
 #include <algorithm>
 
@@ -162,6 +163,7 @@ struct Candidate {
   Value value;
   SmallVector<Value> forced; // it and its forward views
   Operation *firstBackwardUser = nullptr;
+  int64_t at = 0;                   // its position
   llvm::SetVector<Operation *> ops; // to copy, operands first
   double flops = 0;
   int64_t bytes = 0;
@@ -186,15 +188,18 @@ struct Applied {
 /// in the backward come after its first backward use). The other results
 /// of its op come along (attention's output and logsumexp): one copy of
 /// the op gives them all.
-std::optional<Candidate> candidateAt(const Step &step, Value v,
-                                     int64_t peakAt) {
-  Candidate c;
-  c.value = v;
-  for (Value r : v.getDefiningOp()->getResults())
-    step.forwardViews(r, c.forced);
-  int64_t lastForward = step.position(v.getDefiningOp());
+/// Where the forward and the backward read `values` (a value and its
+/// forward views): the last forward use (at least `from`) and the first
+/// backward user; nullopt when the step returns one of them.
+struct UseSpan {
+  int64_t lastForward;
   int64_t firstBackward = INT64_MAX;
-  for (Value w : c.forced)
+  Operation *firstBackwardUser = nullptr;
+};
+std::optional<UseSpan> useSpan(const Step &step, ArrayRef<Value> values,
+                               int64_t from) {
+  UseSpan span{from};
+  for (Value w : values)
     for (Operation *user : w.getUsers()) {
       if (isa<func::ReturnOp>(user))
         return std::nullopt;
@@ -202,28 +207,77 @@ std::optional<Candidate> candidateAt(const Step &step, Value v,
         continue;
       int64_t at = step.position(user);
       if (!step.inBackward(user)) {
-        lastForward = std::max(lastForward, at);
-      } else if (at < firstBackward) {
-        firstBackward = at;
-        c.firstBackwardUser = user;
+        span.lastForward = std::max(span.lastForward, at);
+      } else if (at < span.firstBackward) {
+        span.firstBackward = at;
+        span.firstBackwardUser = user;
       }
     }
-  if (!c.firstBackwardUser || lastForward >= peakAt || firstBackward <= peakAt)
+  return span;
+}
+
+std::optional<Candidate> candidateAt(const Step &step, Value v,
+                                     int64_t peakAt) {
+  Candidate c;
+  c.value = v;
+  Operation *def = v.getDefiningOp();
+  for (Value r : def->getResults())
+    step.forwardViews(r, c.forced);
+  std::optional<UseSpan> span = useSpan(step, c.forced, step.position(def));
+  if (!span || !span->firstBackwardUser || span->lastForward >= peakAt ||
+      span->firstBackward <= peakAt)
     return std::nullopt;
+  int64_t at = span->firstBackward;
+  c.at = at;
+  c.firstBackwardUser = span->firstBackwardUser;
   DenseSet<Value> forced(c.forced.begin(), c.forced.end());
+  auto readInBackward = [&](Value w) {
+    return llvm::any_of(w.getUsers(),
+                        [&](Operation *u) { return step.inBackward(u); });
+  };
   for (Value w : c.forced)
-    if (llvm::any_of(w.getUsers(),
-                     [&](Operation *u) { return step.inBackward(u); }) &&
-        !step.planCopy(w, firstBackward, forced, c.ops))
+    if (readInBackward(w) && !step.planCopy(w, at, forced, c.ops))
       return std::nullopt;
+  auto freedAtPeak = [&](Operation *op) {
+    for (Value r : op->getResults()) {
+      const LiveBuffer &buffer = step.bufferOf(r);
+      if (buffer.first <= peakAt && peakAt < buffer.last)
+        c.bytes += step.aligned(buffer.bytes);
+    }
+  };
+  freedAtPeak(def);
   for (Operation *op : c.ops)
     c.flops += flopsOf(op);
-  for (Value r : v.getDefiningOp()->getResults()) {
-    const LiveBuffer &buffer = step.bufferOf(r);
-    if (buffer.first <= peakAt && peakAt < buffer.last)
-      c.bytes += step.aligned(buffer.bytes);
-  }
   return c;
+}
+
+/// Takes `other` into `best` when the copies `best` makes already compute
+/// most of it (a residual block recomputed for its output computes the
+/// q, k and v its attention saved): `other`'s backward uses, all at or after
+/// `best`'s copies, read copies too, for the few ops more it needs, as long
+/// as that frees bytes at no worse a rate than `best` does.
+bool absorb(const Step &step, Candidate &best, const Candidate &other) {
+  if (other.at < best.at || other.value == best.value)
+    return false;
+  llvm::SetVector<Operation *> ops = best.ops;
+  DenseSet<Value> forced(best.forced.begin(), best.forced.end());
+  forced.insert(other.forced.begin(), other.forced.end());
+  for (Value w : other.forced)
+    if (llvm::any_of(w.getUsers(),
+                     [&](Operation *u) { return step.inBackward(u); }) &&
+        !step.planCopy(w, best.at, forced, ops))
+      return false;
+  double extra = 0;
+  for (Operation *op : ops)
+    if (!best.ops.contains(op))
+      extra += flopsOf(op);
+  if (extra * best.bytes > other.bytes * best.flops)
+    return false;
+  best.ops = std::move(ops);
+  best.forced.append(other.forced.begin(), other.forced.end());
+  best.flops += extra;
+  best.bytes += other.bytes;
+  return true;
 }
 
 Applied apply(const Step &step, Candidate &c) {
@@ -260,48 +314,77 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
   /// Recomputes in `fn` until its peak fits the budget or nothing is left
   /// to recompute (then the module says so: zcc names the smallest arena).
 
+  /// The candidates at position `at`: what each arena buffer live there
+  /// holds, when that is a forward value kept only for the backward.
+  static SmallVector<Candidate>
+  candidatesAt(const Step &step, int64_t at,
+               const DenseSet<Operation *> &refused) {
+    DenseMap<unsigned, Value> held;
+    for (Operation *op : step.live.getSchedule()) {
+      if (step.position(op) > at)
+        break;
+      if (!step.isView(op))
+        for (Value r : op->getResults())
+          held[step.live.getBufferId(r)] = r;
+    }
+    SmallVector<Candidate> out;
+    DenseSet<Operation *> seen; // one candidate per op (all its results)
+    ArrayRef<LiveBuffer> buffers = step.live.getBuffers();
+    for (unsigned id = 0; id < buffers.size(); ++id) {
+      const LiveBuffer &buffer = buffers[id];
+      Value v = held.lookup(id);
+      if (buffer.kind != MemoryKind::Arena || buffer.first > at ||
+          buffer.last <= at || !v)
+        continue;
+      Operation *def = v.getDefiningOp();
+      if (refused.contains(def) || !step.recomputable(def) ||
+          !seen.insert(def).second)
+        continue;
+      if (std::optional<Candidate> c = candidateAt(step, v, at))
+        out.push_back(std::move(*c));
+    }
+    return out;
+  }
+
   LogicalResult fit(func::FuncOp fn) {
     auto start = fn->getAttrOfType<IntegerAttr>(ZTDialect::kBackwardStartAttrName);
     if (!start)
       return success(); // no backward (an apply entry): nothing saved
     DenseSet<Operation *> refused; // defining ops whose copy raised the peak
+    int64_t firstPeak = -1, copies = 0;
+    double flops = 0;
+    auto done = [&](int64_t peak) {
+      if (report)
+        llvm::outs() << "zt-remat @" << fn.getSymName() << ": peak "
+                     << firstPeak << " -> " << peak
+                     << " live arena bytes, budget " << budget << "; " << copies
+                     << " ops copied, " << llvm::format("%.4g", flops)
+                     << " FLOPs\n";
+      return success();
+    };
     for (;;) {
       FailureOr<BufferLiveness> live = BufferLiveness::compute(fn);
       if (failed(live))
         return failure();
       Step step(fn, std::move(*live), alignment, start.getInt());
       auto [peak, at] = step.peak();
+      if (firstPeak < 0)
+        firstPeak = peak;
       if (peak <= budget)
-        return success();
-      // What each arena buffer live at the peak holds there.
-      DenseMap<unsigned, Value> held;
-      for (Operation *op : step.live.getSchedule()) {
-        if (step.position(op) > at)
-          break;
-        if (!step.isView(op))
-          for (Value r : op->getResults())
-            held[step.live.getBufferId(r)] = r;
-      }
+        return done(peak);
+      SmallVector<Candidate> candidates = candidatesAt(step, at, refused);
       std::optional<Candidate> best;
-      ArrayRef<LiveBuffer> buffers = step.live.getBuffers();
-      for (unsigned id = 0; id < buffers.size(); ++id) {
-        const LiveBuffer &buffer = buffers[id];
-        Value v = held.lookup(id);
-        if (buffer.kind != MemoryKind::Arena || buffer.first > at ||
-            buffer.last <= at || !v)
-          continue;
-        Operation *def = v.getDefiningOp();
-        if (refused.contains(def) || !step.recomputable(def))
-          continue;
-        std::optional<Candidate> c = candidateAt(step, v, at);
+      for (Candidate &c : candidates)
         // Most bytes per FLOP; the earlier buffer on ties (deterministic).
-        if (c && (!best || c->bytes * best->flops > best->bytes * c->flops))
-          best = std::move(c);
-      }
+        if (!best || c.bytes * best->flops > best->bytes * c.flops)
+          best = c;
+      if (best)
+        for (const Candidate &c : candidates)
+          absorb(step, *best, c);
       if (!best) {
         getOperation()->setAttr(ZTDialect::kRematExhaustedAttrName,
                                 UnitAttr::get(fn.getContext()));
-        return success();
+        return done(peak);
       }
       Applied applied = apply(step, *best);
       FailureOr<BufferLiveness> after = BufferLiveness::compute(fn);
@@ -311,6 +394,9 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
           peak) {
         applied.undo();
         refused.insert(best->value.getDefiningOp());
+      } else {
+        copies += static_cast<int64_t>(best->ops.size());
+        flops += best->flops;
       }
     }
   }

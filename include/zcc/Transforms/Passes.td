@@ -216,7 +216,10 @@ def ZTRemat : Pass<"zt-remat", "::mlir::ModuleOp"> {
     Option<"budget", "budget", "int64_t", /*default=*/"0",
            "Largest peak of live arena bytes (0: no budget)">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"256",
-           "Slot alignment the planner uses, in bytes">
+           "Slot alignment the planner uses, in bytes">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print per entry the peak of live bytes before and after, the ops "
+           "copied and their FLOPs">
   ];
 }
 
