@@ -64,9 +64,8 @@ double flopsOf(Operation *op) {
 /// One step's schedule and lifetimes, with what the pass asks of them.
 class Step {
 public:
-  Step(func::FuncOp fn, BufferLiveness live, int64_t alignment,
-       int64_t backwardStart)
-      : fn(fn), live(std::move(live)), alignment(alignment),
+  Step(BufferLiveness live, int64_t alignment, int64_t backwardStart)
+      : live(std::move(live)), alignment(alignment),
         backwardStart(backwardStart) {
     size_t n = this->live.getSchedule().size() + 1;
     std::vector<int64_t> delta(n + 1, 0);
@@ -151,7 +150,6 @@ public:
     return true;
   }
 
-  func::FuncOp fn;
   BufferLiveness live;
   int64_t alignment;
   int64_t backwardStart;
@@ -182,12 +180,6 @@ struct Applied {
   }
 };
 
-/// `v`, the value its buffer holds at the peak, as a candidate: live there
-/// only because the backward reads it later (the values written before it
-/// over the same bytes in place die in the forward; those written over it
-/// in the backward come after its first backward use). The other results
-/// of its op come along (attention's output and logsumexp): one copy of
-/// the op gives them all.
 /// Where the forward and the backward read `values` (a value and its
 /// forward views): the last forward use (at least `from`) and the first
 /// backward user; nullopt when the step returns one of them.
@@ -216,6 +208,12 @@ std::optional<UseSpan> useSpan(const Step &step, ArrayRef<Value> values,
   return span;
 }
 
+/// `v`, the value its buffer holds at the peak, as a candidate: live there
+/// only because the backward reads it later (the values written before it
+/// over the same bytes in place die in the forward; those written over it
+/// in the backward come after its first backward use). The other results
+/// of its op come along (attention's output and logsumexp): one copy of
+/// the op gives them all.
 std::optional<Candidate> candidateAt(const Step &step, Value v,
                                      int64_t peakAt) {
   Candidate c;
@@ -238,14 +236,11 @@ std::optional<Candidate> candidateAt(const Step &step, Value v,
   for (Value w : c.forced)
     if (readInBackward(w) && !step.planCopy(w, at, forced, c.ops))
       return std::nullopt;
-  auto freedAtPeak = [&](Operation *op) {
-    for (Value r : op->getResults()) {
-      const LiveBuffer &buffer = step.bufferOf(r);
-      if (buffer.first <= peakAt && peakAt < buffer.last)
-        c.bytes += step.aligned(buffer.bytes);
-    }
-  };
-  freedAtPeak(def);
+  for (Value r : def->getResults()) {
+    const LiveBuffer &buffer = step.bufferOf(r);
+    if (buffer.first <= peakAt && peakAt < buffer.last)
+      c.bytes += step.aligned(buffer.bytes);
+  }
   for (Operation *op : c.ops)
     c.flops += flopsOf(op);
   return c;
@@ -311,9 +306,6 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
         return signalPassFailure();
   }
 
-  /// Recomputes in `fn` until its peak fits the budget or nothing is left
-  /// to recompute (then the module says so: zcc names the smallest arena).
-
   /// The candidates at position `at`: what each arena buffer live there
   /// holds, when that is a forward value kept only for the backward.
   static SmallVector<Candidate>
@@ -346,6 +338,8 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
     return out;
   }
 
+  /// Recomputes in `fn` until its peak fits the budget or nothing is left
+  /// to recompute (then the module says so: zcc names the smallest arena).
   LogicalResult fit(func::FuncOp fn) {
     auto start = fn->getAttrOfType<IntegerAttr>(ZTDialect::kBackwardStartAttrName);
     if (!start)
@@ -366,7 +360,7 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
       FailureOr<BufferLiveness> live = BufferLiveness::compute(fn);
       if (failed(live))
         return failure();
-      Step step(fn, std::move(*live), alignment, start.getInt());
+      Step step(std::move(*live), alignment, start.getInt());
       auto [peak, at] = step.peak();
       if (firstPeak < 0)
         firstPeak = peak;
@@ -390,7 +384,7 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
       FailureOr<BufferLiveness> after = BufferLiveness::compute(fn);
       if (failed(after))
         return failure();
-      if (Step(fn, std::move(*after), alignment, start.getInt()).peak().first >
+      if (Step(std::move(*after), alignment, start.getInt()).peak().first >
           peak) {
         applied.undo();
         refused.insert(best->value.getDefiningOp());
