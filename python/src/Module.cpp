@@ -85,13 +85,11 @@ nb::dict memoryAnalysis(const rt::Plan &plan) {
   d["constants"] = plan.constantSize;
   // FLOPs of every launch, and of those recomputing forward values.
   double flops = 0, recomputed = 0;
-  for (const rt::Entry &e : plan.entries)
-    for (const rt::Launch &l : e.launches) {
-      double f = rt::launchFlops(e, l);
-      flops += f;
-      if (l.phase == rt::Phase::Recompute)
-        recomputed += f;
-    }
+  for (const rt::Entry &e : plan.entries) {
+    rt::EntryFlops f = rt::entryFlops(e);
+    flops += f.total;
+    recomputed += f.recomputed;
+  }
   d["flops"] = flops;
   d["recomputed_flops"] = recomputed;
   return d;

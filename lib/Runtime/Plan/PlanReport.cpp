@@ -33,21 +33,17 @@ std::string recomputeReport(const Entry &e) {
     double flops = 0;
   };
   std::map<std::pair<std::string, std::string>, Group> groups;
-  double total = 0, extra = 0;
   int count = 0;
-  for (const Launch &l : e.launches) {
-    double flops = launchFlops(e, l);
-    total += flops;
-    if (l.phase != Phase::Recompute)
-      continue;
-    Group &g = groups[{l.name(), l.location}];
-    ++g.launches;
-    g.flops += flops;
-    extra += flops;
-    ++count;
-  }
+  for (const Launch &l : e.launches)
+    if (l.phase == Phase::Recompute) {
+      Group &g = groups[{l.name(), l.location}];
+      ++g.launches;
+      g.flops += launchFlops(e, l);
+      ++count;
+    }
   if (count == 0)
     return "";
+  auto [total, extra] = entryFlops(e);
   char line[512];
   std::snprintf(line, sizeof(line),
                 "  recomputed   %d launches in the backward instead of saving "
@@ -98,6 +94,17 @@ double zcc::runtime::launchFlops(const Entry &e, const Launch &l) {
     return total;
   }
   }
+}
+
+EntryFlops zcc::runtime::entryFlops(const Entry &e) {
+  EntryFlops out;
+  for (const Launch &l : e.launches) {
+    double flops = launchFlops(e, l);
+    out.total += flops;
+    if (l.phase == Phase::Recompute)
+      out.recomputed += flops;
+  }
+  return out;
 }
 
 std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {

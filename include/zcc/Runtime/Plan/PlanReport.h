@@ -22,6 +22,13 @@ std::string formatPlanReport(const Plan &plan, int largest = 8);
 /// about 2.5 times that), one per result element for the other kernels.
 double launchFlops(const Entry &entry, const Launch &launch);
 
+/// An entry's FLOPs: every launch's, and those of the launches recomputing
+/// forward values (Phase::Recompute).
+struct EntryFlops {
+  double total = 0, recomputed = 0;
+};
+EntryFlops entryFlops(const Entry &entry);
+
 } // namespace zcc::runtime
 
 #endif // ZCC_RUNTIME_PLANREPORT_H
