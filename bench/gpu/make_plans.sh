@@ -29,4 +29,14 @@ python3 "$root/bench/gpu/gpt_model.py" "$out/gpt2_small.mlir" --layers 12 --widt
   --heads 12 --seq 1024 --batch 8 --vocab 50304
 "$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid.zplan" --optimizer adamw --lr 0.001
 "$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small.zplan" --optimizer adamw --lr 0.001
+# GPT-2 small under memory budgets of 75% and 50% of its arena (issue 18:
+# recomputation's extra step time on the GPU).
+"$zcc" "$out/gpt2_small.mlir" -o /dev/null --optimizer adamw --lr 0.001 \
+  --memory-json "$out/gpt2_small.memory.json"
+arena=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["arena_bytes"])' \
+  "$out/gpt2_small.memory.json")
+for pct in 75 50; do
+  "$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_m$pct.zplan" --optimizer adamw \
+    --lr 0.001 --memory-budget $((arena * pct / 100))
+done
 ls -l "$out"/*.zplan

@@ -139,12 +139,14 @@ if [ -f "$plans/gpt2_small.zplan" ]; then
     "$build/bin/zcc-gpu-bench" "$plans/gpt_mid.zplan" --steps 200 --warmup 10
   step "benchmark at real size: GPT 4x256 (batch 8, sequence 128), PyTorch" real-size.md \
     python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 4,256,4,128,512 --batch 8 \
-    --steps 200 --warmup 10
-  step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), zcc" real-size.md \
-    "$build/bin/zcc-gpu-bench" "$plans/gpt2_small.zplan" --steps 20 --warmup 3
+    --steps 200 --warmup 10 --modes eager,graph,eager-bf16,graph-bf16
+  step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), zcc; budgets 75%, 50%" \
+    real-size.md "$build/bin/zcc-gpu-bench" "$plans/gpt2_small.zplan" \
+    $(ls "$plans"/gpt2_small_m75.zplan "$plans"/gpt2_small_m50.zplan 2>/dev/null) \
+    --steps 20 --warmup 3
   step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), PyTorch" real-size.md \
     python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 12,768,12,1024,50304 \
-    --batch 8 --steps 20 --warmup 3
+    --batch 8 --steps 20 --warmup 3 --modes eager,graph,eager-bf16,graph-bf16
 fi
 
 if command -v compute-sanitizer > /dev/null; then

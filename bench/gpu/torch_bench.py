@@ -8,7 +8,10 @@ cross-entropy loss, backward, AdamW update -- two ways:
 
   eager  plain PyTorch eager execution, one Python-issued kernel at a time;
   graph  the whole step captured once with torch.cuda.graph (the documented
-         whole-network capture recipe, AdamW with capturable=True) and replayed.
+         whole-network capture recipe, AdamW with capturable=True) and replayed;
+  eager-bf16, graph-bf16  the same under torch.autocast(bfloat16): matrix
+         products in bf16 on tensor cores, f32 parameters and optimizer (the
+         mixed-precision setup zcc's bf16 is measured against).
 
 For each (model, batch, mode) it reports, over --steps timed steps each
 followed by torch.cuda.synchronize() (zcc also waits for every step):
@@ -222,6 +225,16 @@ def run_one(model, batch, mode, steps, warmup, device):
     plist = list(params.values())
     pool = [make_batch() for _ in range(DATA_POOL)]
 
+    precision = "f32"
+    if mode.endswith("-bf16"):
+        mode, precision = mode[: -len("-bf16")], "bf16"
+        f32_loss = loss_fn
+
+        def loss_fn(batch_):  # noqa: F811 -- the same loss under autocast
+            # No cast cache: a captured graph must recast the updated weights.
+            with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+                return f32_loss(batch_)
+
     if mode == "eager":
         opt = torch.optim.AdamW(plist, **OPTIM_KW)
         last = {}
@@ -284,7 +297,7 @@ def run_one(model, batch, mode, steps, warmup, device):
     final_loss = float(get_loss().item())
     if not math.isfinite(final_loss):
         raise RuntimeError(f"{model} batch {batch} {mode}: non-finite loss {final_loss}")
-    print(f"torch_bench: {model} batch {batch} {mode}: final loss {final_loss:.4f}",
+    print(f"torch_bench: {model} batch {batch} {mode} {precision}: final loss {final_loss:.4f}",
           file=sys.stderr)
 
     return {
@@ -337,7 +350,8 @@ def parse_args(argv):
                     help="comma list of small (model default: MLP 32, GPT 2) "
                     "and large (MLP 512, GPT 32); default both")
     ap.add_argument("--modes", default="eager,graph",
-                    help="comma list of eager and graph; default both")
+                    help="comma list of eager, graph, eager-bf16 and graph-bf16 "
+                    "(autocast); default eager,graph")
     ap.add_argument("--steps", type=int, default=1000, help="timed steps")
     ap.add_argument("--warmup", type=int, default=50, help="untimed steps first")
     ap.add_argument("--device-index", type=int, default=0)
@@ -358,8 +372,8 @@ def parse_args(argv):
             ap.error(f"--sizes: unknown size {s!r} (use small, large)")
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in args.modes:
-        if m not in ("eager", "graph"):
-            ap.error(f"--modes: unknown mode {m!r} (use eager, graph)")
+        if m not in ("eager", "graph", "eager-bf16", "graph-bf16"):
+            ap.error(f"--modes: unknown mode {m!r} (use eager, graph, eager-bf16, graph-bf16)")
     if args.batch is not None and args.batch < 1:
         ap.error("--batch must be positive")
     if args.steps < 1:
