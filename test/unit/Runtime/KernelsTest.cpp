@@ -9,6 +9,7 @@
 
 #include "LaunchCase.h"
 
+#include "zcc/Runtime/Kernels/BFloat16.h"
 #include "zcc/Runtime/Kernels/Kernels.h"
 #include "zcc/Runtime/Kernels/Philox.h"
 
@@ -1799,3 +1800,68 @@ TEST(HostMath, ExpLoopMatchesExpf) {
 }
 
 } // namespace
+
+/// bf16 rounding by another route: the two bf16 neighbours of x (toward
+/// zero, and one ulp further, infinity past the largest), compared in
+/// double, which holds both differences exactly; ties to the even one.
+uint16_t referenceBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if (std::isnan(x))
+    return static_cast<uint16_t>((bits >> 16) | 0x40);
+  uint32_t low = bits & 0xffff0000u, high = low + 0x10000u;
+  auto value = [](uint32_t b) {
+    double sign = (b >> 31) ? -1.0 : 1.0;
+    if (((b >> 23) & 0xff) == 0xff) // one step past the largest finite value
+      return sign * std::ldexp(1.0, 128);
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    return static_cast<double>(f);
+  };
+  if (std::isinf(x))
+    return static_cast<uint16_t>(low >> 16);
+  double dl = std::fabs(static_cast<double>(x) - value(low));
+  double dh = std::fabs(value(high) - static_cast<double>(x));
+  bool up = dh < dl || (dh == dl && ((low >> 16) & 1u));
+  return static_cast<uint16_t>((up ? high : low) >> 16);
+}
+
+TEST(BFloat16, NarrowingRoundsToNearestEven) {
+  // Every sign, exponent and top mantissa bits, with the low half at the
+  // edges that decide rounding (exact, below, at and above the midpoint),
+  // then random patterns.
+  const uint32_t lows[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xffff};
+  std::mt19937 random(7);
+  size_t checked = 0;
+  auto check = [&](uint32_t bits) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    uint16_t got = floatToBf16(x).bits;
+    ASSERT_EQ(got, referenceBf16(x)) << std::hex << "bits 0x" << bits;
+    ++checked;
+  };
+  for (uint32_t high = 0; high < 0x10000; ++high)
+    for (uint32_t low : lows)
+      check(high << 16 | low);
+  for (int i = 0; i < 1000000; ++i)
+    check(static_cast<uint32_t>(random()));
+  EXPECT_EQ(checked, 0x10000u * 6 + 1000000u);
+  // Named cases: overflow to infinity, the largest finite, NaN quiet.
+  EXPECT_EQ(floatToBf16(std::numeric_limits<float>::max()).bits, 0x7f80);
+  EXPECT_EQ(floatToBf16(3.3895313892515355e38f).bits, 0x7f7f);
+  EXPECT_EQ(floatToBf16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(floatToBf16(-0.0f).bits, 0x8000);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(std::nanf("")))));
+}
+
+TEST(BFloat16, WideningIsExact) {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    float f = bf16ToFloat({static_cast<uint16_t>(b)});
+    if (std::isnan(f))
+      continue;
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    ASSERT_EQ(bits, b << 16);
+    ASSERT_EQ(floatToBf16(f).bits, b); // and back, unchanged
+  }
+}
