@@ -83,6 +83,10 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
   if (options.matmulWorkspace < runtime::kAutoMatmulWorkspace)
     return makeError(StatusCode::InvalidArgument,
                      "matmul workspace must be a byte count (0 or more)");
+  if (options.precision != "f32" && options.precision != "bf16")
+    return makeError(StatusCode::InvalidArgument,
+                     "precision must be f32 or bf16, got '", options.precision,
+                     "'");
   if (options.memoryBudget < 0)
     return makeError(StatusCode::InvalidArgument,
                      "memory budget must be a byte count (0: none), got ",
@@ -128,6 +132,8 @@ std::string zcc::producerLine(const CompileOptions &options) {
     os << " no-recompute";
   if (options.memoryBudget > 0)
     os << " memory-budget=" << options.memoryBudget;
+  if (options.precision != "f32")
+    os << " precision=" << options.precision;
   return os.str();
 }
 
@@ -160,6 +166,7 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   pipeline.accumulate = options.accumulate;
   pipeline.recompute = options.recompute;
   pipeline.memoryBudget = rematBudget;
+  pipeline.precision = options.precision;
   pipeline.gradScale = options.gradScale;
   pipeline.alignment = options.alignment;
   pipeline.algorithm = options.algorithm;

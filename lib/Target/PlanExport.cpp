@@ -23,7 +23,10 @@ FailureOr<rt::DType> dtypeOf(Location loc, Type element) {
     return rt::DType::I32;
   if (element.isSignlessInteger(64))
     return rt::DType::I64;
-  return emitError(loc) << "the plan format holds f32, i32 and i64 tensors; "
+  if (element.isBF16())
+    return rt::DType::BF16;
+  return emitError(loc) << "the plan format holds f32, bf16, i32 and i64 "
+                           "tensors; "
                            "got element type "
                         << element;
 }

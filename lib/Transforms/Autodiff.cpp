@@ -77,6 +77,20 @@ private:
     return b.create<AddOp>(loc, lhs.getType(), lhs, rhs);
   }
   Value neg(Value x) { return b.create<NegOp>(loc, x.getType(), x); }
+  /// `x` with `like`'s element type (a zt.convert, made once per value and
+  /// type: a gradient read by two bf16 products is converted once), or `x`
+  /// when it has it.
+  Value convertLike(Value x, Value like) {
+    RankedTensorType type = tensorType(x);
+    Type element = tensorType(like).getElementType();
+    if (type.getElementType() == element)
+      return x;
+    Value &converted = conversions[{x, element}];
+    if (!converted)
+      converted = b.create<ConvertOp>(loc, type.clone(element), x);
+    return converted;
+  }
+  DenseMap<std::pair<Value, Type>, Value> conversions;
   Value mul(Value lhs, Value rhs) {
     return b.create<MulOp>(loc, lhs.getType(), lhs, rhs);
   }
@@ -231,6 +245,9 @@ Value GradientBuilder::concatIfTiling(Value value,
 
 void GradientBuilder::matmulBackward(MatmulOp op, Value grad) {
   Value lhs = op.getLhs(), rhs = op.getRhs();
+  // bf16 operands with an f32 result: the gradient products take bf16 too,
+  // and give the operands' bf16 gradients.
+  grad = convertLike(grad, lhs);
   bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
   int64_t lhsRank = tensorType(lhs).getRank();
   int64_t rhsRank = tensorType(rhs).getRank();
@@ -439,6 +456,10 @@ LogicalResult GradientBuilder::backward(Operation *op,
         matmulBackward(o, dy);
         return success();
       })
+      .Case([&](ConvertOp o) {
+        contribute(o.getOperand(), convertLike(dy, o.getOperand()));
+        return success();
+      })
       .Case([&](AttentionOp o) -> LogicalResult {
         if (resultGrads.size() > 1 && resultGrads[1])
           return o->emitOpError()
@@ -533,14 +554,15 @@ LogicalResult GradientBuilder::backward(Operation *op,
 
 /// Ops whose result costs less to compute again in the backward than to keep
 /// from the forward: elementwise ops, views and copies, broadcasts, dropout
-/// (its mask comes from the seed and the step) and the normalizations (one
-/// row pass over an input the backward keeps anyway).
+/// (its mask comes from the seed and the step), the normalizations (one
+/// row pass over an input the backward keeps anyway) and conversions (a
+/// parameter's bf16 copy is made again for the backward's products).
 bool isCheapToRecompute(Operation *op) {
   if (op->getNumOperands() == 0 || op->getNumResults() != 1)
     return false;
   return op->hasTrait<OpTrait::Elementwise>() ||
          isa<ReshapeOp, TransposeOp, SliceOp, BroadcastInDimOp, DropoutOp,
-             LayerNormOp, RmsNormOp>(op);
+             LayerNormOp, RmsNormOp, ConvertOp>(op);
 }
 
 /// Forward values the backward reads are recomputed just before their first

@@ -8,6 +8,11 @@ using namespace mlir;
 
 void zcc::buildTrainStepPipeline(OpPassManager &pm,
                                  const TrainStepPipelineOptions &options) {
+  if (options.precision != "f32") {
+    ZTMixedPrecisionOptions mixed;
+    mixed.precision = options.precision;
+    pm.addPass(createZTMixedPrecision(mixed));
+  }
   ZTAutodiffOptions autodiff;
   autodiff.accumulate = options.accumulate;
   autodiff.recompute = options.recompute;
@@ -43,7 +48,8 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
 void zcc::registerTrainStepPipeline() {
   PassPipelineRegistration<TrainStepPipelineOptions>(
       "zcc-train-step",
-      "The whole training step: zt-autodiff, zt-optimizer, zt-remat (with "
-      "a memory budget), zt-plan-memory",
+      "The whole training step: zt-mixed-precision (with bf16), "
+      "zt-autodiff, zt-optimizer, zt-remat (with a memory budget), "
+      "zt-plan-memory",
       buildTrainStepPipeline);
 }

@@ -336,7 +336,8 @@ class Traced:
 
     def compile(self, optimizer="default", accumulate=False, alignment=256,
                 algorithm="auto", matmul_workspace=None, grad_scale=1.0,
-                recompute=True, memory_budget=None, _plant_in_place_bug=False):
+                recompute=True, memory_budget=None, precision="f32",
+                _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
         gradients become outputs); the default is zcc.adamw(). `recompute`
@@ -344,7 +345,10 @@ class Traced:
         again in the backward instead of keeping them (the same bits).
         `memory_budget` (bytes) recomputes more forward values, matrix
         products included, until the arena fits; a budget no recomputation
-        reaches raises an error naming the smallest arena."""
+        reaches raises an error naming the smallest arena. `precision`
+        "bf16" runs the matrix products on bf16 operands summed in f32
+        (their saved operands take half the bytes), with f32 parameters,
+        optimizer, loss and normalizations."""
         options = _zcc.CompileOptions()
         if isinstance(optimizer, str) and optimizer == "default":
             optimizer = adamw()
@@ -364,6 +368,7 @@ class Traced:
         options.recompute = bool(recompute)
         if memory_budget is not None:
             options.memory_budget = int(memory_budget)
+        options.precision = str(precision)
         # Tests of the random-program driver only: a wrong plan.
         options.plant_in_place_bug = bool(_plant_in_place_bug)
         if matmul_workspace is not None:
@@ -454,8 +459,10 @@ def sgd(lr, momentum=0.0, nesterov=False, weight_decay=0.0):
                       weight_decay=float(weight_decay))
 
 
-def compile_mlir(text, optimizer="default", accumulate=False, name="<string>"):
-    """Compiles zt text (what `zcc` reads) in process."""
+def compile_mlir(text, optimizer="default", accumulate=False, name="<string>",
+                 precision="f32"):
+    """Compiles zt text (what `zcc` reads) in process; `precision` as in
+    Traced.compile."""
     options = _zcc.CompileOptions()
     if isinstance(optimizer, str) and optimizer == "default":
         optimizer = adamw()
@@ -464,6 +471,7 @@ def compile_mlir(text, optimizer="default", accumulate=False, name="<string>"):
     else:
         optimizer._apply(options)
     options.accumulate = bool(accumulate)
+    options.precision = str(precision)
     plan = _zcc.compile_source(text, name, options)
     return Compiled(plan, None, None, accumulate=bool(accumulate))
 

@@ -21,7 +21,12 @@ checks, on the compiled plan:
      the program's largest gradient);
   4. gradients (the plan compiled with no optimizer) against central finite
      differences of the f64 loss at fixed step (for a few elements, each
-     where the differences at h and 2h agree, so no kink lies in between).
+     where the differences at h and 2h agree, so no kink lies in between);
+  5. bf16 mixed precision (--precision bf16): its planned, no-reuse and
+     poison runs bit-identical, and one step's loss and gradients within 3%
+     (of the largest gradient) of the f64 ones.
+Step 1 also compiles under a memory budget of half the arena (zt-remat):
+the same bits.
 """
 
 import argparse
@@ -343,6 +348,14 @@ def trace(prog):
     return zcc.trace(step, x=x_spec, target=target_spec), values
 
 
+def bf16_rounded(array):
+    """`array` rounded to bf16 (to nearest, ties to even), as f32."""
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
+    bits = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) \
+        & np.uint32(0xFFFF0000)
+    return bits.view(np.float32)
+
+
 def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     """Returns a list of mismatch messages (empty: all agree). `stats`, a
     Counter, counts finite-difference points passed over as unreliable."""
@@ -466,6 +479,47 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
         if not abs(fd[0] - analytic[i]) <= tolerance:
             problems.append(f"d loss / d {name}[{i}]: {analytic[i]!r}, finite "
                             f"differences {fd[0]!r}")
+
+    # 5. bf16 mixed precision (products on bf16 operands, summed in f32):
+    # its three modes give the same bits, and one step's loss and gradients
+    # are the f64 ones' within bf16's error (operands rounded to 8 bits:
+    # 2^-9 relative each; 3% of the largest gradient leaves room for sums
+    # and a softmax or division downstream). A program whose f64 gradients
+    # themselves move by over 1% of the largest when only its parameters are
+    # rounded to bf16 is too sensitive for that bound (large attention
+    # logits, say): its gradients are not compared, and it is counted.
+    mixed = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
+                           precision="bf16", _plant_in_place_bug=plant_bug)
+    runs16 = {}
+    for mode in ("planned", "no-reuse", "poison"):
+        s16 = mixed.session(mode=mode, threads=1)
+        losses = [s16.step(*feeds(prog, s)) for s in range(steps)]
+        runs16[mode] = (losses, [s16.read(n).tobytes() for n in values])
+    for mode in ("no-reuse", "poison"):
+        if runs16[mode] != runs16["planned"]:
+            problems.append(f"bf16 {mode} differs from planned: "
+                            f"{runs16[mode][0]} vs {runs16['planned'][0]}")
+    for name in values:
+        session.write(name, bf16_rounded(values[name]))
+    session.step_count = 0
+    session.step(x, target)
+    sensitivity = max(float(np.abs(session.read(n + ".grad") - wide_grads[n]).max())
+                      for n in values)
+    if sensitivity > 1e-2 * scale:
+        if stats is not None:
+            stats["bf16_sensitive"] += 1
+        return problems
+    grads16 = traced.compile(optimizer=None, algorithm="greedy-best",
+                             precision="bf16").session()
+    loss16 = grads16.step(x, target)
+    if not abs(loss16 - base) <= 3e-2 * max(1.0, abs(base)):
+        problems.append(f"bf16 loss {loss16!r} vs f64 {base!r}")
+    for name in sorted(values):
+        g16 = grads16.read(name + ".grad")
+        if not np.all(np.abs(g16 - wide_grads[name]) <= 3e-2 * scale):
+            problems.append(f"bf16 gradient of {name} differs from f64 by "
+                            f"{float(np.abs(g16 - wide_grads[name]).max())!r} "
+                            f"(scale {scale})")
     return problems
 
 
@@ -489,7 +543,10 @@ def main():
     print(f"{args.count} programs (seeds {args.seed}..{args.seed + args.count - 1}), "
           f"{failures} with mismatches, {time.perf_counter() - start:.1f} s; "
           f"{stats['fd_unreliable']} finite-difference points passed over "
-          "(h and 2h disagree: a kink or extreme curvature nearby)")
+          "(h and 2h disagree: a kink or extreme curvature nearby); "
+          f"{stats['bf16_sensitive']} programs' bf16 gradients not compared "
+          "(rounding the parameters alone to bf16 moves the f64 gradients "
+          "by over 1%)")
     return 1 if failures else 0
 
 

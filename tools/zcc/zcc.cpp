@@ -59,6 +59,12 @@ cl::opt<bool> recompute("recompute",
                                  "backward instead of keeping them (default "
                                  "on; --recompute=false keeps them)"),
                         cl::init(true), cl::cat(category));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("f32 (default), or bf16: matrix products on bf16 operands "
+             "summed in f32, their saved operands stored in bf16, f32 "
+             "parameters, optimizer, loss and normalizations"),
+    cl::init("f32"), cl::cat(category));
 cl::opt<int64_t> memoryBudget(
     "memory-budget",
     cl::desc("Largest arena in bytes (workspace included): forward values "
@@ -136,6 +142,7 @@ int main(int argc, char **argv) {
   options.accumulate = accumulate.getValue();
   options.recompute = recompute.getValue();
   options.memoryBudget = memoryBudget.getValue();
+  options.precision = precision.getValue();
   options.gradScale = gradScale.getValue();
   options.alignment = alignment.getValue();
   options.algorithm = algorithm.getValue();

@@ -36,6 +36,9 @@ struct CompileOptions {
   /// Largest arena in bytes, workspace included: forward values are
   /// recomputed in the backward until the plan fits (zt-remat); 0: none.
   int64_t memoryBudget = 0;
+  /// "f32", or "bf16": matrix products on bf16 operands, summed in f32, with
+  /// f32 master weights (zt-mixed-precision).
+  std::string precision = "f32";
   double gradScale = 1.0;
   int64_t alignment = 256;
   std::string algorithm = "auto";

@@ -50,6 +50,11 @@ struct TrainStepPipelineOptions
   Option<double> gradScale{*this, "grad-scale",
                            llvm::cl::desc("Gradient scale before the update"),
                            llvm::cl::init(1.0)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("f32, or bf16: matrix products on bf16 operands with f32 "
+                     "sums and master weights (zt-mixed-precision)"),
+      llvm::cl::init("f32")};
   Option<int64_t> memoryBudget{
       *this, "memory-budget",
       llvm::cl::desc("Recompute forward values until the peak of live arena "

@@ -28,6 +28,41 @@ def ZTPrintArgRoles : Pass<"zt-print-arg-roles", "::mlir::ModuleOp"> {
   }];
 }
 
+def ZTMixedPrecision : Pass<"zt-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Matrix products on bf16 operands, summed in f32 (bf16 mixed precision)";
+  let description = [{
+    With `precision=bf16`, every f32 `zt.matmul` of every function takes bf16
+    operands: each operand value gets one `zt.convert` to bf16, placed just
+    before the first product that reads it, and the product keeps its f32
+    result (the sum is in f32, and not rounded to bf16 after). Parameters
+    stay f32 (master weights), and so do the loss, normalizations, softmax,
+    attention and the optimizer. It runs before zt-autodiff, whose rules do
+    the rest: the gradient of a conversion converts back, so the backward's
+    products take bf16 operands as well, and each parameter's gradient
+    reaches the optimizer in f32. The saved operands of the products, most of
+    what a step keeps for its backward, take half the bytes. zcc runs it with
+    `--precision bf16`; `precision=f32` (the default) changes nothing.
+
+    Before:
+
+    ```mlir
+    %y = zt.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %0 = zt.convert %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    %1 = zt.convert %w : tensor<8x16xf32> -> tensor<8x16xbf16>
+    %y = zt.matmul %0, %1 : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
+           "f32 (nothing changes) or bf16 (products on bf16 operands)">
+  ];
+}
+
 def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
   let summary = "Append the backward pass to a forward + loss function";
   let description = [{

@@ -425,10 +425,30 @@ LogicalResult MatmulOp::verify() {
                          << lhsK << ", rhs has K = " << rhsK
                          << " (transpose_lhs = " << getTransposeLhs()
                          << ", transpose_rhs = " << getTransposeRhs() << ")";
+  Type operand = lhsType.getElementType();
+  Type result = tensorTypeOf(getResult()).getElementType();
+  if (result != operand && !(operand.isBF16() && result.isF32()))
+    return emitOpError() << "result element type " << result
+                         << " must be the operands' (" << operand
+                         << "), or f32 for bf16 operands";
   SmallVector<int64_t> expected(lhsBatch);
   expected.push_back(m);
   expected.push_back(n);
   return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
+}
+
+//===----------------------------------------------------------------------===//
+// ConvertOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvertOp::verify() {
+  Type from = tensorTypeOf(getOperand()).getElementType();
+  Type to = tensorTypeOf(getResult()).getElementType();
+  auto supported = [](Type t) { return t.isF32() || t.isBF16(); };
+  if (!supported(from) || !supported(to) || from == to)
+    return emitOpError() << "converts f32 to bf16 or bf16 to f32, got " << from
+                         << " to " << to;
+  return success();
 }
 
 /// The shapes zt.attention's operands must have ([B..., S, D], [B..., T, D],

@@ -27,6 +27,7 @@
 #ifndef ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
 #define ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
 
+#include "zcc/Runtime/Kernels/BFloat16.h"
 #include "zcc/Runtime/Kernels/ElementKernels.h"
 #include "zcc/Runtime/Kernels/Philox.h"
 
@@ -234,6 +235,9 @@ ZRT_HOST_DEVICE inline void moveElement(const void *from, int64_t fromIndex,
   if (bytes == 8)
     static_cast<uint64_t *>(to)[toIndex] =
         static_cast<const uint64_t *>(from)[fromIndex];
+  else if (bytes == 2)
+    static_cast<uint16_t *>(to)[toIndex] =
+        static_cast<const uint16_t *>(from)[fromIndex];
   else
     static_cast<uint32_t *>(to)[toIndex] =
         static_cast<const uint32_t *>(from)[fromIndex];
@@ -309,18 +313,34 @@ enum class ElementOp : int32_t {
   MseGrad // lossGrad * 2 / elements * (x - target)
 };
 
+/// An element as the kernels compute with it (T) from its storage (S): the
+/// same type, or bf16 (mixed precision), widened exactly and narrowed to
+/// nearest even.
+template <typename T, typename S> ZRT_HOST_DEVICE inline T loadAs(S s) {
+  if constexpr (std::is_same_v<S, BFloat16>)
+    return static_cast<T>(bf16ToFloat(s));
+  else
+    return static_cast<T>(s);
+}
+template <typename S, typename T> ZRT_HOST_DEVICE inline S storeAs(T v) {
+  if constexpr (std::is_same_v<S, BFloat16>)
+    return floatToBf16(static_cast<float>(v));
+  else
+    return static_cast<S>(v);
+}
+
 /// y = op(a) or op(a, b); an output may be an input's buffer (each element
 /// is read before it is written, by the same thread). An operand may be a
 /// broadcast read through strides (aStrided, bStrided): element i of the
 /// result reads its element aRead.offsetOf(i); such an operand is never an
-/// output's buffer.
-template <typename T> struct Elementwise : Functor {
+/// output's buffer. Elements are stored as S (T, or bf16 computed in T).
+template <typename T, typename S = T> struct Elementwise : Functor {
   static constexpr bool kGrouped = false;
   ElementOp op = ElementOp::Neg;
-  const T *a = nullptr;
-  const T *b = nullptr;
-  const T *lossGrad = nullptr; // mse_grad's scalar
-  T *y = nullptr;
+  const S *a = nullptr;
+  const S *b = nullptr;
+  const T *lossGrad = nullptr; // mse_grad's scalar (f32 operands only)
+  S *y = nullptr;
   T factor = T(1.0);    // scale
   int64_t elements = 0; // mse_grad's divisor
   bool aStrided = false, bStrided = false;
@@ -425,16 +445,16 @@ template <typename T> struct Elementwise : Functor {
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     dispatch(op, [&](auto constant) {
       constexpr ElementOp Op = decltype(constant)::value;
-      T x = a[aStrided ? aRead.offsetOf(i) : i];
+      T x = loadAs<T>(a[aStrided ? aRead.offsetOf(i) : i]);
       T bv = T(0.0);
       if constexpr (readsB(Op))
-        bv = b[bStrided ? bRead.offsetOf(i) : i];
-      y[i] = compute<Op>(x, bv);
+        bv = loadAs<T>(b[bStrided ? bRead.offsetOf(i) : i]);
+      y[i] = storeAs<S>(compute<Op>(x, bv));
     });
   }
 };
 
-/// Every element set to one bit pattern of 4 or 8 bytes (`constant`).
+/// Every element set to one bit pattern of 2, 4 or 8 bytes (`constant`).
 struct Fill : Functor {
   static constexpr bool kGrouped = false;
   void *y = nullptr;
@@ -444,8 +464,28 @@ struct Fill : Functor {
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     if (bytes == 8)
       static_cast<uint64_t *>(y)[i] = bits;
+    else if (bytes == 2)
+      static_cast<uint16_t *>(y)[i] = static_cast<uint16_t>(bits);
     else
       static_cast<uint32_t *>(y)[i] = static_cast<uint32_t>(bits);
+  }
+};
+
+/// y = x between the float type T and bf16: widening is exact, narrowing
+/// rounds to nearest, ties to even (mixed precision's zt.convert).
+template <typename T> struct Convert : Functor {
+  static constexpr bool kGrouped = false;
+  const void *x = nullptr;
+  void *y = nullptr;
+  bool toBf16 = true;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    if (toBf16)
+      static_cast<BFloat16 *>(y)[i] =
+          floatToBf16(static_cast<float>(static_cast<const T *>(x)[i]));
+    else
+      static_cast<T *>(y)[i] =
+          static_cast<T>(bf16ToFloat(static_cast<const BFloat16 *>(x)[i]));
   }
 };
 

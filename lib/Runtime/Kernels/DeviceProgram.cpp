@@ -130,11 +130,13 @@ private:
   /// L, R and C stored with rows of ldl, ldr and ldc elements, items
   /// strideL, strideR and strideC apart. As BLAS sees it (column-major),
   /// C^T = op(R)^T op(L)^T.
-  GemmOf<T> product(const T *l, int64_t ldl, bool transL, const T *r,
-                    int64_t ldr, bool transR, T *c, int64_t ldc, int64_t m,
-                    int64_t n, int64_t k, int64_t batch, int64_t strideL,
-                    int64_t strideR, int64_t strideC, T beta) const {
-    GemmOf<T> g;
+  /// G: GemmOf<T>, or GemmBf16 for bf16 operands (P) into C of type Q.
+  template <typename G = GemmOf<T>, typename P, typename Q>
+  G product(const P *l, int64_t ldl, bool transL, const P *r, int64_t ldr,
+            bool transR, Q *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+            int64_t batch, int64_t strideL, int64_t strideR, int64_t strideC,
+            T beta) const {
+    G g;
     g.transA = transR;
     g.transB = transL;
     g.m = static_cast<int32_t>(n);
@@ -150,7 +152,7 @@ private:
     g.strideA = strideR;
     g.strideB = strideL;
     g.strideC = strideC;
-    g.beta = beta;
+    g.beta = static_cast<decltype(g.beta)>(beta);
     g.workspace = memory.workspace;
     g.workspaceBytes = memory.workspaceBytes - memory.pinnedBytes;
     return g;
@@ -268,7 +270,7 @@ private:
   /// through strides: over the result's dimensions, size-1 ones dropped and
   /// neighbours merged where every strided operand's steps allow (both
   /// reads keep the same dimensions, which the host's row loop needs).
-  void broadcastReads(Elementwise<T> &f) const {
+  template <typename S> void broadcastReads(Elementwise<T, S> &f) const {
     const TensorType &type = outType(0);
     const Tensor *operands[2] = {
         &entry.tensors[launch.inputs[0]],
@@ -307,11 +309,17 @@ private:
   }
 
   void elementwise(ElementOp op) {
-    Elementwise<T> f;
+    if (inType(0).dtype == DType::BF16)
+      return elementwiseOf<BFloat16>(op);
+    elementwiseOf<T>(op);
+  }
+  /// Elements stored as S, computed in T.
+  template <typename S> void elementwiseOf(ElementOp op) {
+    Elementwise<T, S> f;
     f.op = op;
-    f.a = in(0);
-    f.b = launch.inputs.size() > 1 ? in(1) : nullptr;
-    f.y = result(0);
+    f.a = in<S>(0);
+    f.b = launch.inputs.size() > 1 ? in<S>(1) : nullptr;
+    f.y = result<S>(0);
     f.count = outType(0).numElements();
     broadcastReads(f);
     if (op == ElementOp::Scale)
@@ -517,6 +525,7 @@ private:
       Fill f;
       f.y = result<void>(0);
       f.count = batch * m * n;
+      f.bytes = elementBytes<T>(outType(0).dtype);
       push(f);
       return Status::ok();
     }
@@ -525,6 +534,18 @@ private:
                        " is more than cuBLAS takes");
     int64_t ldl = lhs.shape[lhsRank - 1], ldr = rhs.shape[rhsRank - 1];
     bool sharedRhs = rhsRank == 2;
+    if (lhs.dtype == DType::BF16) {
+      bool oneProduct = sharedRhs && !transposeLhs && batch * m <= INT_MAX;
+      GemmBf16 g = product<GemmBf16>(
+          in<BFloat16>(0), ldl, oneProduct ? false : transposeLhs,
+          in<BFloat16>(1), ldr, transposeRhs, result<void>(0), n,
+          oneProduct ? batch * m : m, n, k, oneProduct ? 1 : batch,
+          oneProduct ? 0 : m * k, oneProduct || sharedRhs ? 0 : k * n,
+          oneProduct ? 0 : m * n, T(0));
+      g.cBf16 = outType(0).dtype == DType::BF16;
+      out.push_back(g);
+      return Status::ok();
+    }
     if (sharedRhs && !transposeLhs && batch * m <= INT_MAX) {
       // One [batch * M, K] x [K, N] product, as on the CPU.
       out.push_back(product(in(0), ldl, false, in(1), ldr, transposeRhs,
@@ -826,6 +847,15 @@ template <typename T> Status Builder<T>::build(KernelId id) {
   case KernelId::Copy:
     copy();
     break;
+  case KernelId::Convert: {
+    Convert<T> f;
+    f.x = in<void>(0);
+    f.y = result<void>(0);
+    f.toBf16 = outType(0).dtype == DType::BF16;
+    f.count = outType(0).numElements();
+    push(f);
+    break;
+  }
   case KernelId::SliceGrad:
     sliceGrad();
     break;

@@ -41,6 +41,23 @@ template <typename T> struct GemmOf {
   uint64_t workspaceBytes = 0;
 };
 
+/// GemmOf with bf16 operands accumulated in f32 into an f32 or a bf16 C
+/// (mixed precision): cuBLAS's GemmEx on the GPU; on the host, blocks of the
+/// operands widened to f32 and multiplied by sgemm (HostRun.cpp).
+struct GemmBf16 {
+  bool transA = false, transB = false;
+  int32_t m = 0, n = 0, k = 0;
+  int32_t lda = 1, ldb = 1, ldc = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0;
+  int32_t batch = 1;
+  const BFloat16 *a = nullptr, *b = nullptr;
+  void *c = nullptr;
+  bool cBf16 = false; // C holds bf16 (else f32)
+  float beta = 0.0f;
+  void *workspace = nullptr;
+  uint64_t workspaceBytes = 0;
+};
+
 struct Memset {
   void *data = nullptr;
   uint64_t bytes = 0;
@@ -69,7 +86,8 @@ using StepOf = std::variant<
     LayerNormGradRows<T>, LayerNormGradColumns<T>, RmsNormGradRows<T>,
     RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
     CrossEntropyGradRows<T>, AttentionRows<T>, AttentionGradDelta<T>,
-    AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn, CopyOut>;
+    AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn, CopyOut,
+    Elementwise<T, BFloat16>, Convert<T>, GemmBf16>;
 
 /// The GPU's: f32.
 using Gemm = GemmOf<float>;

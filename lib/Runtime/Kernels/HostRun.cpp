@@ -98,9 +98,17 @@ int64_t gemmPanelWidth(int64_t n) {
   return std::max<int64_t>(width, 32);
 }
 
+/// A bf16 product's blocks on the host: op(A) rows x op(B) columns x the
+/// summed dimension, widened to f32 (scratch: kBlockM * kBlockK +
+/// kBlockK * kBlockN + kBlockM * kBlockN floats per thread).
+constexpr int64_t kBlockM = 256, kBlockN = 256, kBlockK = 512;
+
 struct HostLauncher {
   bool gpuGroups = false;
   HostThreads *threads = nullptr;
+  /// Where bf16 products find their scratch (the threads, even when the
+  /// kernels run on the caller alone).
+  HostThreads *pool = nullptr;
 
   /// fn(begin, end) over [0, n), on the threads when there are some.
   template <typename Fn>
@@ -160,18 +168,21 @@ struct HostLauncher {
   }
 
   /// One loop per op: the switch outside, so the loop can vectorize.
-  template <typename T> void run(const Elementwise<T> &f) const {
+  template <typename T, typename S> void run(const Elementwise<T, S> &f) const {
+    using E = Elementwise<T, S>;
     if (f.aStrided || f.bStrided)
       return broadcastReads(f);
-    Elementwise<T>::dispatch(f.op, [&](auto constant) {
+    E::dispatch(f.op, [&](auto constant) {
       constexpr ElementOp op = decltype(constant)::value;
       forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
-        if constexpr (Elementwise<T>::readsB(op)) {
+        if constexpr (E::readsB(op)) {
           for (int64_t i = begin; i < end; ++i)
-            f.y[i] = f.template compute<op>(f.a[i], f.b[i]);
+            f.y[i] = storeAs<S>(
+                f.template compute<op>(loadAs<T>(f.a[i]), loadAs<T>(f.b[i])));
         } else {
           for (int64_t i = begin; i < end; ++i)
-            f.y[i] = f.template compute<op>(f.a[i], T(0.0));
+            f.y[i] =
+                storeAs<S>(f.template compute<op>(loadAs<T>(f.a[i]), T(0.0)));
         }
       });
     });
@@ -179,7 +190,9 @@ struct HostLauncher {
   /// With an operand read through broadcast strides: rows of the innermost
   /// dimension (both reads share the result's dimensions), one division
   /// per row, and in a row each operand steps by its innermost stride.
-  template <typename T> void broadcastReads(const Elementwise<T> &f) const {
+  template <typename T, typename S>
+  void broadcastReads(const Elementwise<T, S> &f) const {
+    using E = Elementwise<T, S>;
     const StridedShape &shape = f.aStrided ? f.aRead : f.bRead;
     int64_t inner = shape.rank > 0 ? shape.size[shape.rank - 1] : 1;
     if (inner <= 0 || f.count == 0)
@@ -191,21 +204,23 @@ struct HostLauncher {
                         ? f.bRead.stride[f.bRead.rank - 1]
                         : (f.bStrided ? 0 : 1);
     int64_t rows = f.count / inner;
-    Elementwise<T>::dispatch(f.op, [&](auto constant) {
+    E::dispatch(f.op, [&](auto constant) {
       constexpr ElementOp op = decltype(constant)::value;
       int64_t grain = std::max<int64_t>(1, kElementGrain / inner);
       forRange(rows, grain, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
           int64_t first = r * inner;
-          const T *a = f.a + (f.aStrided ? f.aRead.offsetOf(first) : first);
-          T *y = f.y + first;
-          if constexpr (Elementwise<T>::readsB(op)) {
-            const T *b = f.b + (f.bStrided ? f.bRead.offsetOf(first) : first);
+          const S *a = f.a + (f.aStrided ? f.aRead.offsetOf(first) : first);
+          S *y = f.y + first;
+          if constexpr (E::readsB(op)) {
+            const S *b = f.b + (f.bStrided ? f.bRead.offsetOf(first) : first);
             for (int64_t j = 0; j < inner; ++j)
-              y[j] = f.template compute<op>(a[j * aStep], b[j * bStep]);
+              y[j] = storeAs<S>(f.template compute<op>(
+                  loadAs<T>(a[j * aStep]), loadAs<T>(b[j * bStep])));
           } else {
             for (int64_t j = 0; j < inner; ++j)
-              y[j] = f.template compute<op>(a[j * aStep], T(0.0));
+              y[j] = storeAs<S>(
+                  f.template compute<op>(loadAs<T>(a[j * aStep]), T(0.0)));
           }
         }
       });
@@ -346,6 +361,84 @@ struct HostLauncher {
         product(0, p * width, std::min<int64_t>(width, g.n - p * width));
     });
   }
+  /// Blocks of C, each summed over blocks of k in order into f32 scratch
+  /// (sgemm on the widened operands), then stored: the bits do not depend on
+  /// the number of threads, which take the blocks in turn.
+  void run(const GemmBf16 &g) const {
+    int64_t mBlocks = (g.m + kBlockM - 1) / kBlockM;
+    int64_t nBlocks = (g.n + kBlockN - 1) / kBlockN;
+    int64_t blocks = int64_t{g.batch} * mBlocks * nBlocks;
+    auto work = [&](int64_t first, int64_t every, float *scratch) {
+      for (int64_t blk = first; blk < blocks; blk += every) {
+        int64_t item = blk / (mBlocks * nBlocks);
+        int64_t i0 = blk / nBlocks % mBlocks * kBlockM;
+        int64_t j0 = blk % nBlocks * kBlockN;
+        bf16Block(g, item, i0, j0, scratch);
+      }
+    };
+    size_t needed = bf16GemmScratchFloats();
+    if (pool && pool->scratchSize() >= needed) {
+      if (threads && blocks > 1) {
+        int parts = threads->size();
+        threads->parallelFor(parts, 1, [&](int64_t t, int64_t) {
+          work(t, parts, pool->scratch(static_cast<int>(t)));
+        });
+      } else {
+        work(0, 1, pool->scratch(0));
+      }
+      return;
+    }
+    // Executors reserve the scratch at load; this is for direct callers.
+    std::vector<float> scratch(needed);
+    work(0, 1, scratch.data());
+  }
+
+  static void bf16Block(const GemmBf16 &g, int64_t item, int64_t i0, int64_t j0,
+                        float *scratch) {
+    int64_t mb = std::min<int64_t>(kBlockM, g.m - i0);
+    int64_t nb = std::min<int64_t>(kBlockN, g.n - j0);
+    float *ab = scratch, *bb = ab + kBlockM * kBlockK,
+          *cb = bb + kBlockK * kBlockN;
+    const BFloat16 *a = g.a + item * g.strideA;
+    const BFloat16 *b = g.b + item * g.strideB;
+    for (int64_t p0 = 0; p0 < g.k; p0 += kBlockK) {
+      int64_t kb = std::min<int64_t>(kBlockK, g.k - p0);
+      // op(A)[i0 + i, p0 + p] and op(B)[p0 + p, j0 + j], column-major.
+      for (int64_t p = 0; p < kb; ++p)
+        for (int64_t i = 0; i < mb; ++i)
+          ab[i + p * mb] =
+              bf16ToFloat(g.transA ? a[(p0 + p) + (i0 + i) * g.lda]
+                                   : a[(i0 + i) + (p0 + p) * g.lda]);
+      for (int64_t j = 0; j < nb; ++j)
+        for (int64_t p = 0; p < kb; ++p)
+          bb[p + j * kb] =
+              bf16ToFloat(g.transB ? b[(j0 + j) + (p0 + p) * g.ldb]
+                                   : b[(p0 + p) + (j0 + j) * g.ldb]);
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans,
+                  static_cast<int>(mb), static_cast<int>(nb),
+                  static_cast<int>(kb), 1.0f, ab, static_cast<int>(mb), bb,
+                  static_cast<int>(kb), p0 == 0 ? 0.0f : 1.0f, cb,
+                  static_cast<int>(mb));
+    }
+    int64_t c0 = item * g.strideC + i0 + j0 * g.ldc;
+    for (int64_t j = 0; j < nb; ++j)
+      for (int64_t i = 0; i < mb; ++i) {
+        int64_t at = c0 + i + j * g.ldc;
+        float v = cb[i + j * mb];
+        if (g.cBf16) {
+          auto *c = static_cast<BFloat16 *>(g.c);
+          if (g.beta != 0.0f)
+            v += g.beta * bf16ToFloat(c[at]);
+          c[at] = floatToBf16(v);
+        } else {
+          auto *c = static_cast<float *>(g.c);
+          if (g.beta != 0.0f)
+            v += g.beta * c[at];
+          c[at] = v;
+        }
+      }
+  }
+
   void run(const Memset &m) const { std::memset(m.data, m.value, m.bytes); }
   void run(const CopyIn &c) const { std::memcpy(c.device, c.host, c.bytes); }
   void run(const CopyOut &c) const { std::memcpy(c.host, c.device, c.bytes); }
@@ -362,7 +455,7 @@ void zcc::runtime::device::runOnHost(const StepOf<T> *first,
   // the other kernels, and its split of a product may change its bits.
   static const bool blasSingleThreaded = (openblas_set_num_threads(1), true);
   (void)blasSingleThreaded;
-  HostLauncher launcher{gpuGroups, gpuGroups ? nullptr : threads};
+  HostLauncher launcher{gpuGroups, gpuGroups ? nullptr : threads, threads};
   for (const StepOf<T> *step = first; step != last; ++step)
     std::visit(launcher, *step);
 }
@@ -373,6 +466,11 @@ template void zcc::runtime::device::runOnHost<float>(const StepOf<float> *,
 template void zcc::runtime::device::runOnHost<double>(const StepOf<double> *,
                                                       const StepOf<double> *,
                                                       bool, HostThreads *);
+
+size_t zcc::runtime::device::bf16GemmScratchFloats() {
+  return static_cast<size_t>(kBlockM * kBlockK + kBlockK * kBlockN +
+                             kBlockM * kBlockN);
+}
 
 HostThreads::HostThreads(int threads) {
   for (int i = 1; i < threads; ++i)

@@ -40,6 +40,20 @@ public:
 
   int size() const { return static_cast<int>(workers.size()) + 1; }
 
+  /// f32 scratch of `floats` per thread (bf16 products widen blocks of
+  /// their operands into it), made at load.
+  void reserveScratch(size_t floats) {
+    if (floats > scratchPerThread) {
+      scratchPerThread = floats;
+      scratchFloats.assign(floats * static_cast<size_t>(size()), 0.0f);
+    }
+  }
+  size_t scratchSize() const { return scratchPerThread; }
+  float *scratch(int thread) {
+    return scratchFloats.data() +
+           static_cast<size_t>(thread) * scratchPerThread;
+  }
+
   /// fn(begin, end) over [0, n); ranges shorter than `grain` are not worth a
   /// thread's wake-up, so small n runs on the caller alone.
   template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
@@ -72,10 +86,17 @@ private:
   Call call = nullptr;
   const void *context = nullptr;
   int64_t total = 0, parts = 0;
+  std::vector<float> scratchFloats;
+  size_t scratchPerThread = 0;
 };
 
+/// The scratch per thread a bf16 product needs on the host (HostThreads::
+/// reserveScratch): blocks of A, B and C in f32.
+size_t bf16GemmScratchFloats();
+
 /// Runs steps [first, last) in order; each kernel's elements or groups over
-/// `threads` when given.
+/// `threads` when given (with gpuGroups, on the caller alone, but bf16
+/// products still take the threads' scratch).
 template <typename T>
 void runOnHost(const StepOf<T> *first, const StepOf<T> *last,
                bool gpuGroups = false, HostThreads *threads = nullptr);
@@ -86,6 +107,14 @@ extern template void runOnHost<float>(const StepOf<float> *,
 extern template void runOnHost<double>(const StepOf<double> *,
                                        const StepOf<double> *, bool,
                                        HostThreads *);
+
+/// Whether `steps` hold a bf16 product (whose host run needs scratch).
+template <typename S> bool hasBf16Product(const std::vector<S> &steps) {
+  for (const S &step : steps)
+    if (std::holds_alternative<GemmBf16>(step))
+      return true;
+  return false;
+}
 
 /// A recorded data error in the kernel's words, for example
 /// "embedding: index 130 at position [1, 4] is out of range [0, 128)".

@@ -80,7 +80,7 @@ public:
                       entry.tensors.size());
         const TensorType &type = entry.tensors[list[i]].type;
         if (type.dtype != DType::F32 && type.dtype != DType::I32 &&
-            type.dtype != DType::I64)
+            type.dtype != DType::I64 && type.dtype != DType::BF16)
           return fail(what, " #", i, " has an unknown element type (",
                       static_cast<int>(type.dtype), ")");
         if (type.rank() > kMaxKernelRank)
@@ -129,6 +129,15 @@ public:
   Status expectFloat(const char *role, const TensorType &type) const {
     if (type.dtype != DType::F32)
       return fail(role, " must be an f32 tensor, got ", typeString(type));
+    return Status::ok();
+  }
+
+  /// f32, or bf16 for the kernels that also store mixed precision's
+  /// activations (element kernels, products, conversions).
+  Status expectF32OrBf16(const char *role, const TensorType &type) const {
+    if (!isAnyFloat(type.dtype))
+      return fail(role, " must be an f32 or bf16 tensor, got ",
+                  typeString(type));
     return Status::ok();
   }
 
@@ -320,9 +329,10 @@ public:
 //===----------------------------------------------------------------------===//
 
 Status checkElementwise(const LaunchRules &r, size_t arity,
-                        const char *const *roles) {
+                        const char *const *roles, bool bf16 = false) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(arity, 1));
-  ZRT_RETURN_IF_ERROR(r.expectFloat(roles[0], r.input(0)));
+  ZRT_RETURN_IF_ERROR(bf16 ? r.expectF32OrBf16(roles[0], r.input(0))
+                           : r.expectFloat(roles[0], r.input(0)));
   for (size_t i = 1; i < arity; ++i)
     ZRT_RETURN_IF_ERROR(
         r.expectSameType(roles[i], r.input(i), roles[0], r.input(0)));
@@ -351,6 +361,9 @@ Status checkConstant(const LaunchRules &r) {
       return r.fail("value ", LaunchRules::formatNumber(value),
                     " is out of range for i64");
     return Status::ok();
+  case DType::BF16:
+    return r.fail("bf16 constants are not supported (mixed precision "
+                  "converts f32 values)");
   }
   return r.fail("result has an unknown element type");
 }
@@ -444,9 +457,14 @@ Status checkConcat(const LaunchRules &r) {
 Status checkMatmul(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
   const TensorType &lhs = r.input(0), &rhs = r.input(1), &result = r.output(0);
-  ZRT_RETURN_IF_ERROR(r.expectFloat("lhs", lhs));
-  ZRT_RETURN_IF_ERROR(r.expectFloat("rhs", rhs));
-  ZRT_RETURN_IF_ERROR(r.expectFloat("result", result));
+  // f32 products, or bf16 operands accumulated in f32 into an f32 or a bf16
+  // result (mixed precision).
+  ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("lhs", lhs));
+  ZRT_RETURN_IF_ERROR(r.expectSameDType("rhs", rhs, "lhs", lhs));
+  ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("result", result));
+  if (lhs.dtype == DType::F32 && result.dtype != DType::F32)
+    return r.fail("a product of f32 operands must have an f32 result, got ",
+                  typeString(result));
   bool transposeLhs = r.params.transposeLhs;
   bool transposeRhs = r.params.transposeRhs;
   int64_t lhsRank = lhs.rank(), rhsRank = rhs.rank();
@@ -651,16 +669,16 @@ Status checkKernel(const LaunchRules &r) {
   if (std::optional<ElementArity> arity = elementArity(r.id)) {
     switch (*arity) {
     case ElementArity::Unary:
-      return checkElementwise(r, 1, kUnaryRoles);
+      return checkElementwise(r, 1, kUnaryRoles, /*bf16=*/true);
     case ElementArity::Binary:
-      return checkElementwise(r, 2, kBinaryRoles);
+      return checkElementwise(r, 2, kBinaryRoles, /*bf16=*/true);
     case ElementArity::Grad:
-      return checkElementwise(r, 2, kGradRoles);
+      return checkElementwise(r, 2, kGradRoles, /*bf16=*/true);
     }
   }
   switch (r.id) {
   case KernelId::Scale: {
-    ZRT_RETURN_IF_ERROR(checkElementwise(r, 1, kUnaryRoles));
+    ZRT_RETURN_IF_ERROR(checkElementwise(r, 1, kUnaryRoles, /*bf16=*/true));
     double factor = r.params.factor;
     if (!std::isfinite(factor))
       return r.fail("factor must be finite, got ",
@@ -774,6 +792,15 @@ Status checkKernel(const LaunchRules &r) {
                     typeString(from), ") into ", to.numElements(), " (",
                     typeString(to), ")");
     return Status::ok();
+  }
+  case KernelId::Convert: {
+    ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+    const TensorType &from = r.input(0), &to = r.output(0);
+    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("operand", from));
+    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("result", to));
+    if (from.dtype == to.dtype)
+      return r.fail("converts ", typeString(from), " to its own element type");
+    return r.expectShape("result", to, from.shape);
   }
   case KernelId::NumKernels:
     break;

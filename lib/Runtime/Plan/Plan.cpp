@@ -12,6 +12,8 @@ const char *zcc::runtime::dtypeName(DType dtype) {
     return "i32";
   case DType::I64:
     return "i64";
+  case DType::BF16:
+    return "bf16";
   }
   return "?";
 }
@@ -23,6 +25,8 @@ int64_t zcc::runtime::dtypeBytes(DType dtype) {
     return 4;
   case DType::I64:
     return 8;
+  case DType::BF16:
+    return 2;
   }
   return 0;
 }

@@ -30,6 +30,9 @@ Status invalid(const std::string &message) {
 }
 
 Status checkType(const TensorType &type, const std::string &what) {
+  if (dtypeBytes(type.dtype) == 0)
+    return invalid(what + ": unknown element type " +
+                   std::to_string(static_cast<int>(type.dtype)));
   if (type.rank() > kMaxKernelRank)
     return invalid(what + ": rank " + std::to_string(type.rank()) +
                    " is above the limit of " + std::to_string(kMaxKernelRank));
@@ -92,6 +95,11 @@ Status checkPersistent(const Plan &plan) {
     if (!names.insert(t.name).second)
       return invalid(what + " appears twice");
     ZRT_RETURN_IF_ERROR(checkType(t.type, what));
+    if (!isFloat(t.type.dtype) && t.type.dtype != DType::I32 &&
+        t.type.dtype != DType::I64)
+      return invalid(what + " is " + dtypeName(t.type.dtype) +
+                     ": persistent state is f32, i32 or i64 (mixed "
+                     "precision keeps f32 master weights)");
     uint64_t bytes = static_cast<uint64_t>(t.type.bytes());
     if (!within(t.offset, bytes, plan.persistentSize))
       return invalid(what + " at offset " + std::to_string(t.offset) + ", " +
@@ -233,6 +241,12 @@ private:
                        " of " + std::to_string(entry.buffers.size()));
       ZRT_RETURN_IF_ERROR(checkType(t.type, what));
       const Buffer &b = entry.buffers[t.buffer];
+      if (t.type.dtype == DType::BF16 && b.region != Region::Arena)
+        return invalid(what + ": a bf16 tensor in the " +
+                       std::string(regionName(b.region)) +
+                       " region; bf16 tensors live in the arena only (mixed "
+                       "precision keeps inputs, outputs, parameters and "
+                       "optimizer state in f32)");
       if (t.isStrided()) {
         // A broadcast read through strides: an unnamed view whose steps
         // stay within its buffer.

@@ -271,7 +271,7 @@ func.func @matmul_result_shape(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
 
 // -----
 func.func @matmul_dtype(%a: tensor<4x8xf32>, %b: tensor<8x2xbf16>) {
-  // expected-error @+1 {{all of {lhs, rhs, result} have same element type}}
+  // expected-error @+1 {{all of {lhs, rhs} have same element type}}
   %0 = zt.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xbf16>) -> tensor<4x2xf32>
   return
 }
@@ -697,3 +697,32 @@ func.func @attention_grad_lse(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: 
   %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %l, %y, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>, tensor<2x8x3xf32>, tensor<2x6xf32>, tensor<2x8x3xf32>) -> (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>)
   return
 }
+
+// -----
+func.func @convert_same_type(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{converts f32 to bf16 or bf16 to f32, got 'f32' to 'f32'}}
+  %0 = zt.convert %a : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @convert_shape(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{requires the same shape for all operands and results}}
+  %0 = zt.convert %a : tensor<4x8xf32> -> tensor<8x4xbf16>
+  return
+}
+
+// -----
+func.func @matmul_bf16_into_f16(%a: tensor<4x8xbf16>, %b: tensor<8x2xbf16>) {
+  // expected-error @+1 {{result element type 'f16' must be the operands' ('bf16'), or f32 for bf16 operands}}
+  %0 = zt.matmul %a, %b : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf16>
+  return
+}
+
+// -----
+func.func @matmul_f32_into_bf16(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
+  // expected-error @+1 {{result element type 'bf16' must be the operands' ('f32'), or f32 for bf16 operands}}
+  %0 = zt.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xbf16>
+  return
+}
+

@@ -241,3 +241,17 @@ func.func @backward_ops(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %g: tensor<8x
   %16 = zt.mse_grad %x, %dy, %dl : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
   return
 }
+
+// Mixed precision: conversions, and bf16 products into f32 or bf16.
+// CHECK-LABEL: func.func @bf16
+func.func @bf16(%x: tensor<4x8xf32>, %w: tensor<8x2xbf16>) -> (tensor<4x2xf32>, tensor<4x2xbf16>, tensor<8x2xf32>) {
+  // CHECK: %[[XB:.+]] = zt.convert %{{.+}} : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %xb = zt.convert %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+  // CHECK: zt.matmul %[[XB]], %{{.+}} : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+  %y = zt.matmul %xb, %w : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+  // CHECK: zt.matmul %[[XB]], %{{.+}} : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xbf16>
+  %yb = zt.matmul %xb, %w : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xbf16>
+  // CHECK: zt.convert %{{.+}} : tensor<8x2xbf16> -> tensor<8x2xf32>
+  %wf = zt.convert %w : tensor<8x2xbf16> -> tensor<8x2xf32>
+  return %y, %yb, %wf : tensor<4x2xf32>, tensor<4x2xbf16>, tensor<8x2xf32>
+}

@@ -114,6 +114,9 @@ std::vector<uint8_t> packValues(const TensorType &type,
     if (type.dtype == DType::F32) {
       float v = static_cast<float>(values[i]);
       std::memcpy(bytes.data() + 4 * i, &v, 4);
+    } else if (type.dtype == DType::BF16) {
+      BFloat16 v = floatToBf16(static_cast<float>(values[i]));
+      std::memcpy(bytes.data() + 2 * i, &v.bits, 2);
     } else if (type.dtype == DType::I32) {
       int32_t v = static_cast<int32_t>(values[i]);
       std::memcpy(bytes.data() + 4 * i, &v, 4);
@@ -133,6 +136,10 @@ std::vector<double> unpackValues(const TensorType &type,
       float v;
       std::memcpy(&v, bytes.data() + 4 * i, 4);
       values[i] = v;
+    } else if (type.dtype == DType::BF16) {
+      BFloat16 v;
+      std::memcpy(&v.bits, bytes.data() + 2 * i, 2);
+      values[i] = bf16ToFloat(v);
     } else if (type.dtype == DType::I32) {
       int32_t v;
       std::memcpy(&v, bytes.data() + 4 * i, 4);
@@ -383,6 +390,47 @@ class Conformance : public ::testing::TestWithParam<Target> {};
 
 TEST_P(Conformance, EveryKernelMatchesTheCpuExecutor) {
   checkCases(GetParam(), everyKernel());
+}
+
+// bf16 kernels against the CPU executor's f32 run: conversions and one-
+// operation element kernels bit for bit (one rounding of the same f32
+// value); products of bf16 operands (exact in f32) differ only in the order
+// of their f32 sums, by at most (16 + 2k) u max(1, |cpu|), and other element
+// kernels by the f32 rule's 16 u, plus one bf16 rounding (2^-8 |cpu|) when
+// the result is stored in bf16.
+TEST_P(Conformance, Bf16KernelsMatchTheCpuExecutor) {
+  for (LaunchCase c : bf16Kernels()) {
+    SCOPED_TRACE(c.kernel + " " + typeString(c.entry.tensors[0].type));
+    ASSERT_TRUE(c.run<float>().isOk());
+    std::vector<std::vector<double>> device;
+    Status status = runOnDevice(GetParam(), c, device);
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    bool product = c.kernel == "matmul";
+    bool exact = GetParam().bitExact || c.kernel == "convert" ||
+                 c.kernel == "add" || c.kernel == "scale";
+    int64_t k = product ? reductionLength(c) : 0;
+    ASSERT_EQ(device.size(), c.results.size());
+    for (size_t o = 0; o < device.size(); ++o) {
+      bool bf16Out =
+          c.entry.tensors[c.launch().outputs[o]].type.dtype == DType::BF16;
+      int bad = 0;
+      for (size_t i = 0; i < device[o].size(); ++i) {
+        double cpu = c.results[o][i], dev = device[o][i];
+        bool ok;
+        if (exact || std::isnan(cpu)) {
+          ok = sameBits(dev, cpu);
+        } else {
+          double tolerance =
+              (16 + 2 * k) * kUnit * std::max(1.0, std::fabs(cpu)) +
+              (bf16Out ? std::fabs(cpu) / 256 : 0);
+          ok = std::fabs(dev - cpu) <= tolerance;
+        }
+        if (!ok && ++bad <= 3)
+          ADD_FAILURE() << "output " << o << " element " << i << ": device "
+                        << dev << ", cpu " << cpu;
+      }
+    }
+  }
 }
 
 TEST_P(Conformance, WideRowsNaNAndLargeProductsMatchTheCpuExecutor) {

@@ -101,7 +101,7 @@ TEST(KernelRules, Elementwise) {
 
   LaunchCase dtype("exp");
   dtype.typedInput(DType::I32, {4}).typedOutput(DType::I32, {4});
-  expectRejected(dtype, "operand must be an f32 tensor, got 4xi32");
+  expectRejected(dtype, "operand must be an f32 or bf16 tensor, got 4xi32");
 
   LaunchCase shape("mul");
   shape.input({2, 3}).input({3, 2}).output({2, 3});
@@ -304,7 +304,7 @@ TEST(KernelRules, Matmul) {
   expectRejected(result, "expected result shape [8, 5], got 5x8xf32");
   LaunchCase dtype("matmul");
   dtype.input({8, 16}).typedInput(DType::I64, {16, 5}).output({8, 5});
-  expectRejected(dtype, "rhs must be an f32 tensor");
+  expectRejected(dtype, "rhs element type i64 must match lhs element type f32");
 }
 
 TEST(KernelRules, Attention) {
@@ -1864,4 +1864,153 @@ TEST(BFloat16, WideningIsExact) {
     ASSERT_EQ(bits, b << 16);
     ASSERT_EQ(floatToBf16(f).bits, b); // and back, unchanged
   }
+}
+
+TEST(KernelRules, Bf16OnlyWhereMixedPrecisionUsesIt) {
+  const DType bf = DType::BF16;
+  LaunchCase same("convert");
+  same.input({3, 5}).output({3, 5});
+  expectRejected(same, "converts 3x5xf32 to its own element type");
+  LaunchCase shape("convert");
+  shape.input({3, 5}).typedOutput(bf, {5, 3});
+  expectRejected(shape, "expected result shape [3, 5], got 5x3xbf16");
+  LaunchCase mixed("matmul");
+  mixed.typedInput(bf, {8, 16}).input({16, 5}).output({8, 5});
+  expectRejected(mixed,
+                 "rhs element type f32 must match lhs element type bf16");
+  LaunchCase narrow("matmul");
+  narrow.input({8, 16}).input({16, 5}).typedOutput(bf, {8, 5});
+  expectRejected(narrow,
+                 "a product of f32 operands must have an f32 result, got "
+                 "8x5xbf16");
+  LaunchCase both("matmul");
+  both.typedInput(bf, {8, 16}).typedInput(bf, {16, 5}).typedOutput(bf, {8, 5});
+  expectAccepted(both);
+  LaunchCase softmax("softmax");
+  softmax.typedInput(bf, {2, 3})
+      .typedOutput(bf, {2, 3})
+      .param(intParam("axis", 1));
+  expectRejected(softmax, "operand must be an f32 tensor, got 2x3xbf16");
+  LaunchCase add("add");
+  add.typedInput(bf, {2, 3}).input({2, 3}).typedOutput(bf, {2, 3});
+  expectRejected(add, "rhs type 2x3xf32 must match lhs type 2x3xbf16");
+  LaunchCase constant("constant");
+  constant.typedOutput(bf, {2}).param(floatParam("value", 1));
+  expectRejected(constant, "bf16 constants are not supported");
+}
+
+namespace {
+
+/// Row-major op(L) op(R) in double, for a matmul case's shapes and flags
+/// (R shared when it has rank 2), from the values as the kernel sees them.
+std::vector<double> naiveProduct(const LaunchCase &c,
+                                 const std::vector<double> &l,
+                                 const std::vector<double> &r) {
+  const TensorType &lt = c.entry.tensors[c.launch().inputs[0]].type;
+  const TensorType &rt = c.entry.tensors[c.launch().inputs[1]].type;
+  bool tl = c.findParam("transpose_lhs"), tr = c.findParam("transpose_rhs");
+  size_t lr = lt.shape.size(), rr = rt.shape.size();
+  int64_t m = lt.shape[lr - (tl ? 1 : 2)], k = lt.shape[lr - (tl ? 2 : 1)];
+  int64_t n = rt.shape[rr - (tr ? 2 : 1)];
+  int64_t batch = elementCount(lt.shape) / (m * k);
+  bool shared = rr == 2;
+  std::vector<double> out(static_cast<size_t>(batch * m * n));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double a = l[b * m * k + (tl ? p * m + i : i * k + p)];
+          double w = r[(shared ? 0 : b * k * n) + (tr ? j * k + p : p * n + j)];
+          sum += a * w;
+        }
+        out[b * m * n + i * n + j] = sum;
+      }
+  return out;
+}
+
+std::vector<double> roundedToBf16(const std::vector<double> &values) {
+  std::vector<double> out;
+  for (double v : values)
+    out.push_back(bf16ToFloat(floatToBf16(static_cast<float>(v))));
+  return out;
+}
+
+} // namespace
+
+// The host's bf16 products (blocks widened to f32, sgemm) against a double
+// loop over the same bf16 values: an f32 result within f32 summation error,
+// a bf16 one that rounding of it (one bf16 unit, 2^-8 relative).
+TEST(Bf16Kernels, ProductsMatchADoubleLoopOverTheBf16Values) {
+  int products = 0;
+  for (LaunchCase c : bf16Kernels()) {
+    if (c.kernel != "matmul")
+      continue;
+    SCOPED_TRACE(typeString(c.entry.tensors[0].type) + " x " +
+                 typeString(c.entry.tensors[1].type));
+    ASSERT_TRUE(c.run<float>().isOk());
+    std::vector<double> ref =
+        naiveProduct(c, roundedToBf16(c.values[c.launch().inputs[0]]),
+                     roundedToBf16(c.values[c.launch().inputs[1]]));
+    bool bf16Out =
+        c.entry.tensors[c.launch().outputs[0]].type.dtype == DType::BF16;
+    ASSERT_EQ(c.result().size(), ref.size());
+    int bad = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      double tolerance = 1e-5 * std::max(1.0, std::fabs(ref[i])) +
+                         (bf16Out ? std::fabs(ref[i]) / 256 : 0);
+      if (std::fabs(c.result()[i] - ref[i]) > tolerance && ++bad <= 3)
+        ADD_FAILURE() << "element " << i << ": " << c.result()[i]
+                      << ", reference " << ref[i];
+      if (bf16Out) // stored as bf16: exactly representable
+        EXPECT_EQ(c.result()[i],
+                  bf16ToFloat(floatToBf16(static_cast<float>(c.result()[i]))));
+    }
+    ++products;
+  }
+  EXPECT_EQ(products, 9);
+}
+
+// Conversions and bf16 element kernels round once, to nearest even, the
+// f32 result of the f32 formula on the widened operands.
+TEST(Bf16Kernels, ConversionsAndElementKernelsRoundTheF32ResultOnce) {
+  for (LaunchCase c : bf16Kernels()) {
+    if (c.kernel == "matmul")
+      continue;
+    SCOPED_TRACE(c.kernel + " " + typeString(c.entry.tensors[0].type));
+    ASSERT_TRUE(c.run<float>().isOk());
+    const TensorType &in = c.entry.tensors[c.launch().inputs[0]].type;
+    std::vector<double> a = c.values[c.launch().inputs[0]];
+    if (in.dtype == DType::BF16)
+      a = roundedToBf16(a);
+    for (size_t i = 0; i < c.result().size(); ++i) {
+      float x = static_cast<float>(a[i]), expected;
+      if (c.kernel == "convert")
+        expected = in.dtype == DType::BF16 ? x // widening is exact
+                                           : bf16ToFloat(floatToBf16(x));
+      else if (c.kernel == "add")
+        expected = bf16ToFloat(
+            floatToBf16(x + static_cast<float>(roundedToBf16(
+                                c.values[c.launch().inputs[1]])[i])));
+      else if (c.kernel == "gelu")
+        expected = bf16ToFloat(floatToBf16(device::geluOf(x)));
+      else
+        expected = bf16ToFloat(floatToBf16(x * 3.0f));
+      if (std::isnan(expected))
+        EXPECT_TRUE(std::isnan(c.result()[i])) << "element " << i;
+      else
+        EXPECT_EQ(c.result()[i], expected) << "element " << i;
+    }
+  }
+  // The named rounding cases: ties go to the even neighbour, overflow to
+  // infinity, a subnormal to the nearest subnormal bf16.
+  LaunchCase edges = bf16Kernels()[2];
+  ASSERT_TRUE(edges.run<float>().isOk());
+  EXPECT_EQ(edges.result()[0], 1.0);
+  EXPECT_EQ(edges.result()[1], 1.0 + 2.0 / 128);
+  EXPECT_EQ(edges.result()[2], -(1.0 + 2.0 / 128));
+  EXPECT_TRUE(std::isinf(edges.result()[3]));
+  EXPECT_TRUE(std::isinf(edges.result()[4]) && edges.result()[4] < 0);
+  EXPECT_TRUE(std::isnan(edges.result()[5]));
+  EXPECT_EQ(edges.result()[7], 0.0);
 }

@@ -12,6 +12,7 @@
 
 #include "Kernels/HostRun.h"
 
+#include "zcc/Runtime/Kernels/BFloat16.h"
 #include "zcc/Runtime/Kernels/Kernels.h"
 #include "zcc/Runtime/Kernels/Philox.h"
 
@@ -307,6 +308,8 @@ private:
     int64_t count = type.numElements();
     if (type.dtype == DType::F32)
       store<T>(bytes, count, data);
+    else if (type.dtype == DType::BF16)
+      storeBf16(bytes, count, data);
     else if (type.dtype == DType::I32)
       store<int32_t>(bytes, count, data);
     else
@@ -319,11 +322,90 @@ private:
                                     const std::vector<unsigned char> &bytes) {
     if (type.dtype == DType::F32)
       return load<T>(bytes);
+    if (type.dtype == DType::BF16)
+      return loadBf16(bytes);
     if (type.dtype == DType::I32)
       return load<int32_t>(bytes);
     return load<int64_t>(bytes);
   }
+
+public:
+  /// bf16 tensors: values rounded to bf16 (to nearest even) and back.
+  static void storeBf16(std::vector<unsigned char> &bytes, int64_t count,
+                        const std::vector<double> &data) {
+    bytes.assign(static_cast<size_t>(count) * 2, 0);
+    for (size_t i = 0; i < data.size() && i < static_cast<size_t>(count); ++i) {
+      BFloat16 value = floatToBf16(static_cast<float>(data[i]));
+      std::memcpy(bytes.data() + i * 2, &value.bits, 2);
+    }
+  }
+  static std::vector<double> loadBf16(const std::vector<unsigned char> &bytes) {
+    std::vector<double> data(bytes.size() / 2);
+    for (size_t i = 0; i < data.size(); ++i) {
+      BFloat16 value;
+      std::memcpy(&value.bits, bytes.data() + i * 2, 2);
+      data[i] = bf16ToFloat(value);
+    }
+    return data;
+  }
 };
+
+/// The bf16 kernels (mixed precision): conversions both ways, products of
+/// bf16 operands into f32 and bf16 results, plain and transposed, batched,
+/// with a shared weight, and larger than the host's 256 x 256 x 512 blocks;
+/// element kernels on bf16. Run in f32 only (f64 sessions refuse bf16).
+inline std::vector<LaunchCase> bf16Kernels() {
+  std::vector<LaunchCase> cases;
+  auto add = [&](const char *kernel) -> LaunchCase & {
+    cases.emplace_back(kernel);
+    return cases.back();
+  };
+  const DType bf = DType::BF16, f32 = DType::F32;
+  add("convert").input({3, 5}).typedOutput(bf, {3, 5});
+  add("convert").typedInput(bf, {3, 5}).output({3, 5});
+  // Rounding edges: halfway cases (ties to even), overflow, NaN, tiny.
+  add("convert")
+      .input({8},
+             {1.0 + 1.0 / 256, 1.0 + 3.0 / 256, -(1.0 + 1.0 / 128 + 1.0 / 256),
+              3.4e38, -3.4e38, std::nan(""), 1e-40, 0.0})
+      .typedOutput(bf, {8});
+  for (DType out : {f32, bf}) {
+    add("matmul")
+        .typedInput(bf, {2, 3, 4})
+        .typedInput(bf, {4, 5})
+        .typedOutput(out, {2, 3, 5});
+    add("matmul")
+        .typedInput(bf, {3, 7, 4})
+        .typedInput(bf, {3, 6, 4})
+        .typedOutput(out, {3, 7, 6})
+        .param(unitParam("transpose_rhs"));
+    add("matmul")
+        .typedInput(bf, {2, 4, 7})
+        .typedInput(bf, {2, 4, 6})
+        .typedOutput(out, {2, 7, 6})
+        .param(unitParam("transpose_lhs"));
+    add("matmul")
+        .typedInput(bf, {300, 600})
+        .typedInput(bf, {270, 600})
+        .typedOutput(out, {300, 270})
+        .param(unitParam("transpose_rhs"));
+  }
+  add("matmul")
+      .typedInput(bf, {520, 40})
+      .typedInput(bf, {520, 33})
+      .typedOutput(f32, {40, 33})
+      .param(unitParam("transpose_lhs"));
+  add("add")
+      .typedInput(bf, {4, 5})
+      .typedInput(bf, {4, 5})
+      .typedOutput(bf, {4, 5});
+  add("gelu").typedInput(bf, {4, 5}).typedOutput(bf, {4, 5});
+  add("scale")
+      .typedInput(bf, {2, 3})
+      .typedOutput(bf, {2, 3})
+      .param(floatParam("factor", 3));
+  return cases;
+}
 
 inline void expectNear(const std::vector<double> &actual,
                        const std::vector<double> &expected, double tolerance) {
@@ -500,6 +582,7 @@ inline std::vector<LaunchCase> everyKernel() {
       .param(floatParam("lr", 1e-3))
       .stateOptimizerParams();
   add("copy").input({2, 3}).output({6});
+  add("convert").input({2, 3}).typedOutput(DType::BF16, {2, 3});
   return cases;
 }
 

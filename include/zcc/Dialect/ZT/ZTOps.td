@@ -252,7 +252,7 @@ def ZT_MaxOp : ZT_ReduceOp<"max", "maximum">;
 //===----------------------------------------------------------------------===//
 
 def ZT_MatmulOp : ZT_Op<"matmul", [Pure,
-    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+    AllElementTypesMatch<["lhs", "rhs"]>]> {
   let summary = "batched matrix product with transpose flags";
   let description = [{
     The last two dimensions of each operand are the matrix; the ones before
@@ -261,6 +261,10 @@ def ZT_MatmulOp : ZT_Op<"matmul", [Pure,
     entry); the result is `[B..., M, N]`:
     `result[b, m, n] = sum_k op(lhs)[b, m, k] * op(rhs)[b, k, n]`, where
     `op` transposes the last two dimensions when its flag is set.
+
+    The result has the operands' element type; bf16 operands may also give
+    an f32 result (mixed precision: products are summed in f32 either way,
+    and an f32 result is not rounded to bf16).
 
     ```mlir
     %y = zt.matmul %x, %w : (tensor<32x784xf32>, tensor<784x128xf32>) -> tensor<32x128xf32>
@@ -481,6 +485,24 @@ def ZT_DropoutOp : ZT_Op<"dropout", [Pure,
 // earlier) and the incoming gradient, so the backward never materialises a
 // Jacobian-sized intermediate.
 //===----------------------------------------------------------------------===//
+
+def ZT_ConvertOp : ZT_Op<"convert", [Pure, SameOperandsAndResultShape]> {
+  let summary = "convert between f32 and bf16";
+  let description = [{
+    `result[i] = operand[i]` in the result's element type: f32 to bf16
+    rounds to nearest, ties to even (NaN stays NaN); bf16 to f32 is exact.
+    `zt-mixed-precision` places these around the matrix products; the
+    gradient of a conversion is the conversion back.
+
+    ```mlir
+    %h = zt.convert %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
+  let hasVerifier = 1;
+}
 
 def ZT_ScaleOp : ZT_Op<"scale", [Pure, SameOperandsAndResultType,
                                   Elementwise]> {

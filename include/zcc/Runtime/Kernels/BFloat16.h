@@ -24,16 +24,32 @@ struct BFloat16 {
   uint16_t bits = 0;
 };
 
-ZRT_HOST_DEVICE inline float bf16ToFloat(BFloat16 x) {
-  uint32_t bits = static_cast<uint32_t>(x.bits) << 16;
+ZRT_HOST_DEVICE inline float bitsToFloat(uint32_t bits) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(bits);
+#else
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
+#endif
+}
+
+ZRT_HOST_DEVICE inline uint32_t floatToBits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+#endif
+}
+
+ZRT_HOST_DEVICE inline float bf16ToFloat(BFloat16 x) {
+  return bitsToFloat(static_cast<uint32_t>(x.bits) << 16);
 }
 
 ZRT_HOST_DEVICE inline BFloat16 floatToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
+  uint32_t bits = floatToBits(f);
   if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
     return {static_cast<uint16_t>((bits >> 16) | 0x0040u)}; // quiet NaN
   // Adding 0x7fff plus the lowest kept bit rounds to nearest, ties to even;

@@ -61,7 +61,8 @@ namespace zcc::runtime {
   X(MseGrad, "mse_grad")                                                       \
   X(Sgd, "sgd")                                                                \
   X(Adamw, "adamw")                                                            \
-  X(Copy, "copy")
+  X(Copy, "copy")                                                              \
+  X(Convert, "convert")
 
 enum class KernelId : uint16_t {
 #define ZRT_KERNEL_ENUM(id, ...) id,

@@ -33,7 +33,12 @@ using InitKind = fb::InitKind;
 
 const char *dtypeName(DType dtype);
 int64_t dtypeBytes(DType dtype);
+/// f32: the element type of every float tensor a session reads or writes.
 inline bool isFloat(DType dtype) { return dtype == DType::F32; }
+/// Either float type (f32, or bf16 in the arena).
+inline bool isAnyFloat(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::BF16;
+}
 /// "arena", "persistent", "input", "output", "constant".
 const char *regionName(Region region);
 const char *entryKindName(EntryKind kind);

@@ -21,8 +21,9 @@ using namespace zcc::runtime;
 
 namespace {
 
-/// Quiet NaN in every float element, whichever of f32/f64 the bytes hold;
-/// integer elements get a pattern that is out of range as an index.
+/// Quiet NaN in every float element, whichever of f32/f64/bf16 the bytes
+/// hold (0x7fc07fc0 is NaN as one f32 and as two bf16); integer elements
+/// get a pattern that is out of range as an index.
 void poisonBytes(uint8_t *data, size_t bytes, bool wide) {
   if (wide) {
     const uint64_t nan = 0x7ff8000000000000ull;
@@ -32,7 +33,7 @@ void poisonBytes(uint8_t *data, size_t bytes, bool wide) {
     std::memset(data + i, 0xff, bytes - i);
     return;
   }
-  const uint32_t nan = 0x7fc00000u;
+  const uint32_t nan = 0x7fc07fc0u;
   size_t i = 0;
   for (; i + 4 <= bytes; i += 4)
     std::memcpy(data + i, &nan, 4);
@@ -100,14 +101,28 @@ Status CpuExecutor::create(std::shared_ptr<const Plan> p,
   mode = options.mode;
   hostMemoryFraction = options.hostMemoryFraction;
   scale = options.precision == Precision::F64 ? 2 : 1;
+  if (wide())
+    for (const Entry &e : plan->entries)
+      for (const Tensor &t : e.tensors)
+        if (t.type.dtype == DType::BF16)
+          return makeError(
+              StatusCode::InvalidArgument,
+              "precision f64 runs an f32 plan in f64, and this plan stores "
+              "bf16 (entry '",
+              e.name, "', tensor ", typeString(t.type),
+              "; compiled with --precision bf16): run it in f32, or compile "
+              "the model without --precision bf16 for an f64 reference");
   threads = std::make_unique<device::HostThreads>(
       options.threads > 0
           ? options.threads
           : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   ZRT_RETURN_IF_ERROR(allocateRegions());
   entries.resize(plan->entries.size());
-  for (size_t i = 0; i < entries.size(); ++i)
+  for (size_t i = 0; i < entries.size(); ++i) {
     ZRT_RETURN_IF_ERROR(prepareEntry(i));
+    if (device::hasBf16Product(entries[i].steps32))
+      threads->reserveScratch(device::bf16GemmScratchFloats());
+  }
   fillConstants();
   return Status::ok();
 }

@@ -130,14 +130,19 @@ struct CudaLauncher {
     note(cudaGetLastError(), "kernel launch");
   }
 
-  void operator()(const Gemm &g) {
+  /// cuBLAS on the step's stream with the entry's workspace.
+  void useStream(void *workspace, uint64_t workspaceBytes) {
     if (blasStream != stream) {
       // cublasSetStream drops the user workspace: give it back at once.
       note(cublasSetStream(blas, stream), "cublasSetStream");
-      note(cublasSetWorkspace(blas, g.workspace, g.workspaceBytes),
+      note(cublasSetWorkspace(blas, workspace, workspaceBytes),
            "cublasSetWorkspace");
       blasStream = stream;
     }
+  }
+
+  void operator()(const Gemm &g) {
+    useStream(g.workspace, g.workspaceBytes);
     const float one = 1.0f, beta = g.beta;
     cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -150,6 +155,20 @@ struct CudaLauncher {
                                      g.lda, g.strideA, g.b, g.ldb, g.strideB,
                                      &beta, g.c, g.ldc, g.strideC, g.batch),
            "cublasSgemmStridedBatched");
+  }
+  /// bf16 operands on the tensor cores, accumulated in f32.
+  void operator()(const GemmBf16 &g) {
+    useStream(g.workspace, g.workspaceBytes);
+    const float one = 1.0f, beta = g.beta;
+    cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cudaDataType_t ctype = g.cBf16 ? CUDA_R_16BF : CUDA_R_32F;
+    note(cublasGemmStridedBatchedEx(
+             blas, ta, tb, g.m, g.n, g.k, &one, g.a, CUDA_R_16BF, g.lda,
+             g.strideA, g.b, CUDA_R_16BF, g.ldb, g.strideB, &beta, g.c, ctype,
+             g.ldc, g.strideC, g.batch, CUBLAS_COMPUTE_32F,
+             CUBLAS_GEMM_DEFAULT),
+         "cublasGemmStridedBatchedEx (bf16)");
   }
   void operator()(const Memset &m) {
     if (m.bytes)
@@ -347,6 +366,9 @@ public:
       if (const auto *g = std::get_if<Gemm>(&step)) {
         p.workspace = g->workspace;
         p.workspaceBytes = g->workspaceBytes;
+      } else if (const auto *h = std::get_if<GemmBf16>(&step)) {
+        p.workspace = h->workspace;
+        p.workspaceBytes = h->workspaceBytes;
       }
     if (mode == LaunchMode::Eager)
       return Status::ok();

@@ -54,12 +54,14 @@ public:
                  const StepOrder &) override {
     if (programs.size() <= entry)
       programs.resize(entry + 1);
+    if (hasBf16Product(steps))
+      scratch.reserveScratch(bf16GemmScratchFloats());
     programs[entry] = std::move(steps);
     return Status::ok();
   }
   Status run(size_t entry) override {
     const std::vector<Step> &steps = programs[entry];
-    runOnHost(steps.data(), steps.data() + steps.size(), gpuGroups);
+    runOnHost(steps.data(), steps.data() + steps.size(), gpuGroups, &scratch);
     return Status::ok();
   }
   uint64_t allocations() const override { return allocator.count(); }
@@ -68,6 +70,8 @@ public:
 
 private:
   bool gpuGroups;
+  /// One thread: the scratch of bf16 products.
+  HostThreads scratch{1};
   CountedAllocator allocator;
   std::vector<std::vector<Step>> programs;
   uint64_t device = 0;
