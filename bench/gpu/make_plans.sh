@@ -29,6 +29,13 @@ python3 "$root/bench/gpu/gpt_model.py" "$out/gpt2_small.mlir" --layers 12 --widt
   --heads 12 --seq 1024 --batch 8 --vocab 50304
 "$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid.zplan" --optimizer adamw --lr 0.001
 "$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small.zplan" --optimizer adamw --lr 0.001
+# bf16 mixed precision (issue 18): the GPT example, 4x256 and GPT-2 small.
+"$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block_bf16.zplan" --optimizer adamw --lr 0.001 \
+  --precision bf16
+"$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid_bf16.zplan" --optimizer adamw --lr 0.001 \
+  --precision bf16
+"$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_bf16.zplan" --optimizer adamw \
+  --lr 0.001 --precision bf16
 # GPT-2 small under memory budgets of 75% and 50% of its arena (issue 18:
 # recomputation's extra step time on the GPU).
 "$zcc" "$out/gpt2_small.mlir" -o /dev/null --optimizer adamw --lr 0.001 \

@@ -117,14 +117,16 @@ step "conformance: CUDA (graph and eager) against the CPU" conformance.txt \
   env ZCC_PLANS_DIR="$plans" "$build/bin/zcc-cuda-conformance-tests"
 step "conformance: the emulator against the CPU" conformance.txt \
   env ZCC_PLANS_DIR="$plans" "$build/bin/zcc-conformance-tests" --gtest_brief=1
-for model in mlp gpt_block; do
+for model in mlp gpt_block gpt_block_bf16; do
   step "traces: $model graph/eager/no-reuse/poison, 50 steps" zrun.txt \
     compare_traces "$plans/$model.zplan" 50
 done
-for launch in graph eager; do
-  step "zrun gpt_block --launch $launch, 200 steps" zrun.txt \
-    "$build/bin/zrun" "$plans/gpt_block.zplan" --device cuda --launch $launch \
-    --steps 200 --print-every 50
+for plan in gpt_block gpt_block_bf16; do
+  for launch in graph eager; do
+    step "zrun $plan --launch $launch, 200 steps" zrun.txt \
+      "$build/bin/zrun" "$plans/$plan.zplan" --device cuda --launch $launch \
+      --steps 200 --print-every 20
+  done
 done
 
 step "benchmark: graph replay against eager launch, 1000 steps" zcc.md \
@@ -136,13 +138,15 @@ step "PyTorch eager and torch.cuda.graph, the same models" torch.md \
 # GPT-2 small.
 if [ -f "$plans/gpt2_small.zplan" ]; then
   step "benchmark at real size: GPT 4x256 (batch 8, sequence 128), zcc" real-size.md \
-    "$build/bin/zcc-gpu-bench" "$plans/gpt_mid.zplan" --steps 200 --warmup 10
+    "$build/bin/zcc-gpu-bench" "$plans/gpt_mid.zplan" \
+    $(ls "$plans"/gpt_mid_bf16.zplan 2>/dev/null) --steps 200 --warmup 10
   step "benchmark at real size: GPT 4x256 (batch 8, sequence 128), PyTorch" real-size.md \
     python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 4,256,4,128,512 --batch 8 \
     --steps 200 --warmup 10 --modes eager,graph,eager-bf16,graph-bf16
   step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), zcc; budgets 75%, 50%" \
     real-size.md "$build/bin/zcc-gpu-bench" "$plans/gpt2_small.zplan" \
-    $(ls "$plans"/gpt2_small_m75.zplan "$plans"/gpt2_small_m50.zplan 2>/dev/null) \
+    $(ls "$plans"/gpt2_small_m75.zplan "$plans"/gpt2_small_m50.zplan \
+         "$plans"/gpt2_small_bf16.zplan 2>/dev/null) \
     --steps 20 --warmup 3
   step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), PyTorch" real-size.md \
     python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 12,768,12,1024,50304 \
@@ -158,6 +162,11 @@ if command -v compute-sanitizer > /dev/null; then
   step "compute-sanitizer memcheck: gpt_block, graph, 3 steps" sanitizer.txt \
     compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$build/bin/zrun" "$plans/gpt_block.zplan" --device cuda --launch graph --steps 3
+  for tool in memcheck initcheck; do
+    step "compute-sanitizer $tool: gpt_block bf16, eager, 3 steps" sanitizer.txt \
+      compute-sanitizer --tool $tool --error-exitcode 9 \
+      "$build/bin/zrun" "$plans/gpt_block_bf16.zplan" --device cuda --launch eager --steps 3
+  done
 else
   summary+=("| compute-sanitizer | not installed: skipped | 0 | |")
 fi
