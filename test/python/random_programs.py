@@ -356,6 +356,22 @@ def bf16_rounded(array):
     return bits.view(np.float32)
 
 
+def mode_runs(compiled, prog, values, steps, problems, what):
+    """Runs `compiled` planned, no-reuse and poison for `steps` steps and
+    returns {mode: (losses, final parameter bytes)}; a mode that differs
+    from planned is a problem."""
+    runs = {}
+    for mode in ("planned", "no-reuse", "poison"):
+        session = compiled.session(mode=mode, threads=1)
+        losses = [session.step(*feeds(prog, s)) for s in range(steps)]
+        runs[mode] = (losses, [session.read(n).tobytes() for n in values])
+    for mode in ("no-reuse", "poison"):
+        if runs[mode] != runs["planned"]:
+            problems.append(f"{what}{mode} differs from planned: "
+                            f"{runs[mode][0]} vs {runs['planned'][0]}")
+    return runs
+
+
 def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     """Returns a list of mismatch messages (empty: all agree). `stats`, a
     Counter, counts finite-difference points passed over as unreliable."""
@@ -368,15 +384,7 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     has_dropout = any(op[0] == "dropout" for op in prog["code"])
 
     # 1. The three modes, bit for bit.
-    runs = {}
-    for mode in ("planned", "no-reuse", "poison"):
-        session = compiled.session(mode=mode, threads=1)
-        losses = [session.step(*feeds(prog, s)) for s in range(steps)]
-        runs[mode] = (losses, [session.read(n).tobytes() for n in values])
-    for mode in ("no-reuse", "poison"):
-        if runs[mode] != runs["planned"]:
-            problems.append(f"{mode} differs from planned: {runs[mode][0]} "
-                            f"vs {runs['planned'][0]}")
+    runs = mode_runs(compiled, prog, values, steps, problems, "")
     # ... and without zt-autodiff's recomputation (the same bits: a
     # recomputed value is the same kernel on the same operands).
     kept = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
@@ -490,15 +498,7 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     # logits, say): its gradients are not compared, and it is counted.
     mixed = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
                            precision="bf16", _plant_in_place_bug=plant_bug)
-    runs16 = {}
-    for mode in ("planned", "no-reuse", "poison"):
-        s16 = mixed.session(mode=mode, threads=1)
-        losses = [s16.step(*feeds(prog, s)) for s in range(steps)]
-        runs16[mode] = (losses, [s16.read(n).tobytes() for n in values])
-    for mode in ("no-reuse", "poison"):
-        if runs16[mode] != runs16["planned"]:
-            problems.append(f"bf16 {mode} differs from planned: "
-                            f"{runs16[mode][0]} vs {runs16['planned'][0]}")
+    mode_runs(mixed, prog, values, steps, problems, "bf16 ")
     for name in values:
         session.write(name, bf16_rounded(values[name]))
     session.step_count = 0

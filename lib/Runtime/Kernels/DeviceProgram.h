@@ -23,39 +23,36 @@
 
 namespace zcc::runtime::device {
 
-/// A batch of column-major products C = op(A) op(B) with BLAS's (and
-/// cuBLAS's) meaning of every field; a row-major matmul is mapped onto it by
-/// gemmFor (C^T = op(B)^T op(A)^T).
-template <typename T> struct GemmOf {
+/// The shape of a batch of column-major products C = op(A) op(B), with
+/// BLAS's (and cuBLAS's) meaning of every field; a row-major matmul is
+/// mapped onto it by Builder::product (C^T = op(B)^T op(A)^T).
+struct GemmShape {
   bool transA = false, transB = false;
   int32_t m = 0, n = 0, k = 0;
   int32_t lda = 1, ldb = 1, ldc = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0;
   int32_t batch = 1;
-  const T *a = nullptr, *b = nullptr;
-  T *c = nullptr;
-  /// C = op(A) op(B) + beta C: 0 or 1 (attention_grad sums its blocks).
-  T beta = T(0.0);
   /// The entry's workspace, given to cuBLAS.
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;
 };
 
-/// GemmOf with bf16 operands accumulated in f32 into an f32 or a bf16 C
+/// Products of T.
+template <typename T> struct GemmOf : GemmShape {
+  const T *a = nullptr, *b = nullptr;
+  T *c = nullptr;
+  /// C = op(A) op(B) + beta C: 0 or 1 (attention_grad sums its blocks).
+  T beta = T(0.0);
+};
+
+/// Products of bf16 operands accumulated in f32 into an f32 or a bf16 C
 /// (mixed precision): cuBLAS's GemmEx on the GPU; on the host, blocks of the
 /// operands widened to f32 and multiplied by sgemm (HostRun.cpp).
-struct GemmBf16 {
-  bool transA = false, transB = false;
-  int32_t m = 0, n = 0, k = 0;
-  int32_t lda = 1, ldb = 1, ldc = 1;
-  int64_t strideA = 0, strideB = 0, strideC = 0;
-  int32_t batch = 1;
+struct GemmBf16 : GemmShape {
   const BFloat16 *a = nullptr, *b = nullptr;
   void *c = nullptr;
   bool cBf16 = false; // C holds bf16 (else f32)
   float beta = 0.0f;
-  void *workspace = nullptr;
-  uint64_t workspaceBytes = 0;
 };
 
 struct Memset {
@@ -88,6 +85,13 @@ using StepOf = std::variant<
     CrossEntropyGradRows<T>, AttentionRows<T>, AttentionGradDelta<T>,
     AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn, CopyOut,
     Elementwise<T, BFloat16>, Convert<T>, GemmBf16>;
+
+/// The product a step runs (either kind), or null.
+template <typename T> const GemmShape *productOf(const StepOf<T> &step) {
+  if (const auto *g = std::get_if<GemmOf<T>>(&step))
+    return g;
+  return std::get_if<GemmBf16>(&step);
+}
 
 /// The GPU's: f32.
 using Gemm = GemmOf<float>;

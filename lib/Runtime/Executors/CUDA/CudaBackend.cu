@@ -363,12 +363,9 @@ public:
     EntryProgram &p = programs[entry];
     p.steps = std::move(steps);
     for (const Step &step : p.steps)
-      if (const auto *g = std::get_if<Gemm>(&step)) {
+      if (const GemmShape *g = productOf(step)) {
         p.workspace = g->workspace;
         p.workspaceBytes = g->workspaceBytes;
-      } else if (const auto *h = std::get_if<GemmBf16>(&step)) {
-        p.workspace = h->workspace;
-        p.workspaceBytes = h->workspaceBytes;
       }
     if (mode == LaunchMode::Eager)
       return Status::ok();

@@ -182,8 +182,7 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
     // cuBLAS and the kernels' scratch share the entry's workspace.
     bool usesWorkspace = false;
     for (size_t k = first; k < steps.size(); ++k)
-      usesWorkspace |= std::holds_alternative<Gemm>(steps[k]) ||
-                       std::holds_alternative<GemmBf16>(steps[k]);
+      usesWorkspace |= productOf(steps[k]) != nullptr;
     usesWorkspace |= kernelScratchBytes(e, launch) > 0;
     if (usesWorkspace && memory.workspace)
       a.writes.push_back(span(memory.workspace, memory.workspaceBytes));
