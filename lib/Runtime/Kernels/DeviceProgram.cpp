@@ -534,27 +534,25 @@ private:
                        " is more than cuBLAS takes");
     int64_t ldl = lhs.shape[lhsRank - 1], ldr = rhs.shape[rhsRank - 1];
     bool sharedRhs = rhsRank == 2;
+    // A weight shared by untransposed items: one [batch * M, K] x [K, N]
+    // product, as on the CPU; else one product per item.
+    bool one = sharedRhs && !transposeLhs && batch * m <= INT_MAX;
+    bool transL = one ? false : transposeLhs;
+    int64_t rows = one ? batch * m : m, items = one ? 1 : batch;
+    int64_t strideL = one ? 0 : m * k, strideC = one ? 0 : m * n;
+    int64_t strideR = one || sharedRhs ? 0 : k * n;
     if (lhs.dtype == DType::BF16) {
-      bool oneProduct = sharedRhs && !transposeLhs && batch * m <= INT_MAX;
-      GemmBf16 g = product<GemmBf16>(
-          in<BFloat16>(0), ldl, oneProduct ? false : transposeLhs,
-          in<BFloat16>(1), ldr, transposeRhs, result<void>(0), n,
-          oneProduct ? batch * m : m, n, k, oneProduct ? 1 : batch,
-          oneProduct ? 0 : m * k, oneProduct || sharedRhs ? 0 : k * n,
-          oneProduct ? 0 : m * n, T(0));
+      GemmBf16 g =
+          product<GemmBf16>(in<BFloat16>(0), ldl, transL, in<BFloat16>(1), ldr,
+                            transposeRhs, result<void>(0), n, rows, n, k, items,
+                            strideL, strideR, strideC, T(0));
       g.cBf16 = outType(0).dtype == DType::BF16;
       out.push_back(g);
-      return Status::ok();
+    } else {
+      out.push_back(product(in(0), ldl, transL, in(1), ldr, transposeRhs,
+                            result(0), n, rows, n, k, items, strideL, strideR,
+                            strideC, T(0)));
     }
-    if (sharedRhs && !transposeLhs && batch * m <= INT_MAX) {
-      // One [batch * M, K] x [K, N] product, as on the CPU.
-      out.push_back(product(in(0), ldl, false, in(1), ldr, transposeRhs,
-                            result(0), n, batch * m, n, k, 1, 0, 0, 0, T(0)));
-      return Status::ok();
-    }
-    out.push_back(product(in(0), ldl, transposeLhs, in(1), ldr, transposeRhs,
-                          result(0), n, m, n, k, batch, m * k,
-                          sharedRhs ? 0 : k * n, m * n, T(0)));
     return Status::ok();
   }
 
