@@ -38,6 +38,9 @@ mid_arena=$("$build/bin/zcc" "$work/gpt_mid.mlir" --optimizer adamw --lr 0.001 -
   awk '/^  arena/ {print $2; exit}')
 "$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_half.zplan" --optimizer adamw --lr 0.001 \
   --memory-budget $((mid_arena / 2))
+# And in bf16 mixed precision (zt-mixed-precision), against PyTorch's autocast.
+"$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_bf16.zplan" --optimizer adamw --lr 0.001 \
+  --precision bf16
 
 # model | plan | torch_cpu.py arguments
 models=(
@@ -45,6 +48,7 @@ models=(
   "GPT example (2 layers, width 64, batch 2, sequence 16)|gpt_block|--model gpt --batch 2"
   "GPT 4 layers, width 256, batch 8, sequence 128, vocabulary 512|gpt_mid|--model gpt --gpt 4,256,4,128,512 --batch 8"
   "the same, zcc with --memory-budget of half its arena|gpt_mid_half|--model gpt --gpt 4,256,4,128,512 --batch 8"
+  "the same in bf16: zcc --precision bf16, PyTorch autocast bf16|gpt_mid_bf16|--model gpt --gpt 4,256,4,128,512 --batch 8 --autocast-bf16"
 )
 # zcc runs its products on its own kernel threads (BLAS single-threaded);
 # PyTorch gets the same count. OpenBLAS picks its kernels for the CPU, as
@@ -81,4 +85,6 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   echo
   echo "Half the arena ($((mid_arena / 2)) of $mid_arena bytes) costs the 4-layer GPT" \
     "$(awk -v a="${zcc_ms[gpt_mid_half]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its step time."
+  echo "bf16 takes the 4-layer GPT" \
+    "$(awk -v a="${zcc_ms[gpt_mid_bf16]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its f32 step time."
 } | tee "$root/bench/cpu/results.md"

@@ -4,7 +4,10 @@ builds them op for op): times full training steps (forward, mean
 cross-entropy, backward, AdamW) and prints `ms_per_step MEDIAN`.
 
     torch_cpu.py --model mlp|gpt [--gpt L,D,H,T,V[,F]] --batch B
-                 [--steps N] [--warmup W] [--threads T]
+                 [--steps N] [--warmup W] [--threads T] [--autocast-bf16]
+
+--autocast-bf16 runs the loss under torch.autocast("cpu", bfloat16), the
+peer of zcc --precision bf16.
 """
 import argparse
 import os
@@ -25,6 +28,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--autocast-bf16", action="store_true")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -36,6 +40,13 @@ def main():
     torch.manual_seed(0)
     device = torch.device("cpu")
     params, loss_fn, make_batch = models.BUILDERS[a.model](a.batch, device)
+    if a.autocast_bf16:
+        f32_loss = loss_fn
+
+        def loss_fn(batch):  # the same loss under autocast
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return f32_loss(batch)
+
     opt = torch.optim.AdamW(list(params.values()), **models.OPTIM_KW)
     batch = make_batch()
     times = []
