@@ -534,11 +534,12 @@ struct ConcatPart : Functor {
 };
 
 /// The gradient of a strided slice: each result element is the gradient at
-/// its place in the slice, or 0 where the slice did not take it.
-template <typename T> struct SliceGrad : Functor {
+/// its place in the slice, or 0 where the slice did not take it. Stored as S
+/// (T, or bf16).
+template <typename T, typename S = T> struct SliceGrad : Functor {
   static constexpr bool kGrouped = false;
-  const T *grad = nullptr;
-  T *y = nullptr;
+  const S *grad = nullptr;
+  S *y = nullptr;
   int32_t rank = 0;
   int64_t shape[kMaxRank] = {}; // the result's
   int64_t start[kMaxRank] = {};
@@ -560,7 +561,7 @@ template <typename T> struct SliceGrad : Functor {
       }
       offset += relative / step[d] * gradStride[d];
     }
-    y[i] = taken ? grad[offset] : T(0.0);
+    y[i] = taken ? grad[offset] : storeAs<S>(T(0.0));
   }
 };
 
@@ -624,11 +625,11 @@ template <typename T> struct EmbeddingGrad : Functor {
   }
 };
 
-template <typename T> struct Dropout : Functor {
+template <typename T, typename S = T> struct Dropout : Functor {
   static constexpr bool kGrouped = false;
-  const T *x = nullptr;
+  const S *x = nullptr; // stored as S (T, or bf16), computed in T
   const int64_t *step = nullptr;
-  T *y = nullptr;
+  S *y = nullptr;
   uint64_t seed = 0;
   double rate = 0;
   T keepProbability = T(1.0);
@@ -646,9 +647,9 @@ template <typename T> struct Dropout : Functor {
     int64_t first = 4 * b;
     int64_t n = elements - first < 4 ? elements - first : 4;
     for (int64_t j = 0; j < n; ++j)
-      y[first + j] = block.words[j] >= threshold
-                         ? x[first + j] / keepProbability
-                         : T(0.0);
+      y[first + j] = storeAs<S>(block.words[j] >= threshold
+                                    ? loadAs<T>(x[first + j]) / keepProbability
+                                    : T(0.0));
   }
 };
 
@@ -715,12 +716,14 @@ template <typename T> struct Adamw : Functor {
 
 /// sum, mean or max over some dimensions: one group per result element,
 /// striding over its reduced elements in row-major order.
-template <typename T> struct Reduce : Functor {
+/// Summed in T, stored as S (T, or bf16: the bias gradients of mixed
+/// precision's bf16 activations).
+template <typename T, typename S = T> struct Reduce : Functor {
   static constexpr bool kGrouped = true;
   enum Kind : int32_t { SumKind, MeanKind, MaxKind };
   Kind kind = SumKind;
-  const T *x = nullptr;
-  T *y = nullptr;
+  const S *x = nullptr;
+  S *y = nullptr;
   StridedShape kept;    // result position -> operand offset
   StridedShape reduced; // reduced position -> offset within the row
   int64_t reducedCount = 0;
@@ -740,11 +743,11 @@ template <typename T> struct Reduce : Functor {
     int64_t base = kept.offsetOf(o);
     T acc = identity();
     for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
-      acc = combine(acc, x[base + reduced.offsetOf(j)]);
+      acc = combine(acc, loadAs<T>(x[base + reduced.offsetOf(j)]));
     acc = kind == MaxKind ? group.reduce(acc, MaxKeepNaN())
                           : group.reduce(acc, Sum());
     if (group.lane == 0)
-      y[o] = finish(acc);
+      y[o] = storeAs<S>(finish(acc));
   }
 };
 
@@ -1041,24 +1044,25 @@ template <typename T> struct RmsNormGradColumns : Functor {
 };
 
 /// A row's maximum (NaN ignored) and sum of exp(x - max).
-template <typename T, typename G>
-ZRT_HOST_DEVICE inline void rowExpSum(const T *row, int64_t size, G &group,
+/// A row stored as S (T, or bf16), in T.
+template <typename T, typename S, typename G>
+ZRT_HOST_DEVICE inline void rowExpSum(const S *row, int64_t size, G &group,
                                       T &max, T &sum) {
   T m = -INFINITY;
   for (int64_t c = group.lane; c < size; c += group.lanes)
-    m = maxSkipNaN(m, row[c]);
+    m = maxSkipNaN(m, loadAs<T>(row[c]));
   max = group.reduce(m, MaxSkipNaN());
   T s = T(0.0);
   for (int64_t c = group.lane; c < size; c += group.lanes)
-    s += fExp(row[c] - max);
+    s += fExp(loadAs<T>(row[c]) - max);
   sum = group.reduce(s, Sum());
 }
 
 /// softmax_cross_entropy, rows: each row's loss into the workspace (NaN for
-/// a bad label, which is recorded).
-template <typename T> struct CrossEntropyRows : Functor {
+/// a bad label, which is recorded). Logits stored as S (T, or bf16).
+template <typename T, typename S = T> struct CrossEntropyRows : Functor {
   static constexpr bool kGrouped = true;
-  const T *logits = nullptr;
+  const S *logits = nullptr;
   const void *labels = nullptr;
   bool wideLabels = false;
   T *losses = nullptr; // 1 per row, in the workspace
@@ -1070,7 +1074,7 @@ template <typename T> struct CrossEntropyRows : Functor {
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
     int64_t label = readIndex(labels, wideLabels, r);
     bool bad = label < 0 || label >= classes;
-    const T *row = logits + r * classes;
+    const S *row = logits + r * classes;
     T max, sum;
     rowExpSum(row, classes, group, max, sum);
     if (group.lane != 0)
@@ -1080,7 +1084,7 @@ template <typename T> struct CrossEntropyRows : Functor {
       losses[r] = NAN;
       return;
     }
-    losses[r] = max + fLog(sum) - row[label];
+    losses[r] = max + fLog(sum) - loadAs<T>(row[label]);
   }
 };
 
@@ -1105,13 +1109,15 @@ template <typename T> struct MeanOf : Functor {
   }
 };
 
-template <typename T> struct CrossEntropyGradRows : Functor {
+/// Logits and their gradient stored as S (T, or bf16); the loss's gradient
+/// is a T.
+template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
   static constexpr bool kGrouped = true;
-  const T *logits = nullptr;
+  const S *logits = nullptr;
   const void *labels = nullptr;
   bool wideLabels = false;
   const T *lossGrad = nullptr;
-  T *dx = nullptr;
+  S *dx = nullptr;
   int64_t classes = 0;
   T rowCount = T(1.0);
   DeviceError *error = nullptr;
@@ -1122,15 +1128,15 @@ template <typename T> struct CrossEntropyGradRows : Functor {
     int64_t label = readIndex(labels, wideLabels, r);
     if ((label < 0 || label >= classes) && group.lane == 0)
       recordError(error, launch, 1, 1, r, label, classes);
-    const T *row = logits + r * classes;
-    T *out = dx + r * classes;
+    const S *row = logits + r * classes;
+    S *out = dx + r * classes;
     T max, sum;
     rowExpSum(row, classes, group, max, sum);
     T g = *lossGrad;
     for (int64_t c = group.lane; c < classes; c += group.lanes) {
-      T p = fExp(row[c] - max) / sum;
+      T p = fExp(loadAs<T>(row[c]) - max) / sum;
       T onehot = c == label ? T(1.0) : T(0.0);
-      out[c] = g * (p - onehot) / rowCount;
+      out[c] = storeAs<S>(g * (p - onehot) / rowCount);
     }
   }
 };

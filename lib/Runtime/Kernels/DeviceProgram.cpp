@@ -348,6 +348,8 @@ private:
         std::memcpy(&bits, &v, 4);
         f.bits = bits;
       }
+    } else if (type.dtype == DType::BF16) {
+      f.bits = floatToBf16(static_cast<float>(value)).bits;
     } else if (type.dtype == DType::I32) {
       f.bits = static_cast<uint32_t>(static_cast<int32_t>(value));
     } else {
@@ -448,12 +450,27 @@ private:
     }
   }
 
+  template <typename S> struct Storage {
+    using type = S;
+  };
+  /// Kernels whose float operands are stored as T, or as bf16 (computed in
+  /// T): build(Storage<S>) for the launch's storage.
+  template <typename Fn> void byStorage(DType dtype, Fn &&build) {
+    if (dtype == DType::BF16)
+      build(Storage<BFloat16>());
+    else
+      build(Storage<T>());
+  }
+
   void sliceGrad() {
+    byStorage(outType(0).dtype, [&](auto s) { sliceGradOf<typename decltype(s)::type>(); });
+  }
+  template <typename S> void sliceGradOf() {
     const TensorType &grad = inType(0);
     const TensorType &type = outType(0);
-    SliceGrad<T> f;
-    f.grad = in(0);
-    f.y = result(0);
+    SliceGrad<T, S> f;
+    f.grad = in<S>(0);
+    f.y = result<S>(0);
     f.count = type.numElements();
     f.rank = static_cast<int32_t>(type.rank());
     const std::vector<int64_t> &starts = launch.params.startIndices;
@@ -489,11 +506,14 @@ private:
     simplify(reduced);
   }
 
-  void reduce(typename Reduce<T>::Kind kind) {
-    Reduce<T> f;
-    f.kind = kind;
-    f.x = in(0);
-    f.y = result(0);
+  void reduce(int32_t kind) {
+    byStorage(outType(0).dtype, [&](auto s) { reduceOf<typename decltype(s)::type>(kind); });
+  }
+  template <typename S> void reduceOf(int32_t kind) {
+    Reduce<T, S> f;
+    f.kind = static_cast<typename Reduce<T, S>::Kind>(kind);
+    f.x = in<S>(0);
+    f.y = result<S>(0);
     f.count = outType(0).numElements();
     reductionShapes(inType(0), f.kept, f.reduced, f.reducedCount);
     push(f, f.reducedCount);
@@ -700,8 +720,13 @@ private:
   Status crossEntropy() {
     T *losses = nullptr;
     ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), losses));
-    CrossEntropyRows<T> rows;
-    rows.logits = in(0);
+    byStorage(inType(0).dtype,
+              [&](auto s) { crossEntropyOf<typename decltype(s)::type>(losses); });
+    return Status::ok();
+  }
+  template <typename S> void crossEntropyOf(T *losses) {
+    CrossEntropyRows<T, S> rows;
+    rows.logits = in<S>(0);
     rows.labels = in<void>(1);
     rows.wideLabels = wideIndex(1);
     rows.losses = losses;
@@ -717,16 +742,18 @@ private:
     mean.divisor = static_cast<T>(rows.count);
     mean.count = 1;
     push(mean, rows.count);
-    return Status::ok();
   }
 
   void crossEntropyGrad() {
-    CrossEntropyGradRows<T> f;
-    f.logits = in(0);
+    byStorage(inType(0).dtype, [&](auto s) { crossEntropyGradOf<typename decltype(s)::type>(); });
+  }
+  template <typename S> void crossEntropyGradOf() {
+    CrossEntropyGradRows<T, S> f;
+    f.logits = in<S>(0);
     f.labels = in<void>(1);
     f.wideLabels = wideIndex(1);
     f.lossGrad = in(2);
-    f.dx = result(0);
+    f.dx = result<S>(0);
     f.classes = inType(0).shape.back();
     f.count = inType(1).numElements();
     f.rowCount = static_cast<T>(f.count);
@@ -747,11 +774,14 @@ private:
   }
 
   void dropout() {
+    byStorage(outType(0).dtype, [&](auto s) { dropoutOf<typename decltype(s)::type>(); });
+  }
+  template <typename S> void dropoutOf() {
     double rate = launch.params.rate;
-    Dropout<T> f;
-    f.x = in(0);
+    Dropout<T, S> f;
+    f.x = in<S>(0);
     f.step = in<int64_t>(1);
-    f.y = result(0);
+    f.y = result<S>(0);
     f.seed = static_cast<uint64_t>(launch.params.seed);
     f.rate = rate;
     f.keepProbability = static_cast<T>(1.0 - rate);

@@ -84,7 +84,9 @@ using StepOf = std::variant<
     RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
     CrossEntropyGradRows<T>, AttentionRows<T>, AttentionGradDelta<T>,
     AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn, CopyOut,
-    Elementwise<T, BFloat16>, Convert<T>, GemmBf16>;
+    Elementwise<T, BFloat16>, Convert<T>, GemmBf16, SliceGrad<T, BFloat16>,
+    Dropout<T, BFloat16>, Reduce<T, BFloat16>, CrossEntropyRows<T, BFloat16>,
+    CrossEntropyGradRows<T, BFloat16>>;
 
 /// The product a step runs (either kind), or null.
 template <typename T> const GemmShape *productOf(const StepOf<T> &step) {

@@ -228,26 +228,32 @@ struct HostLauncher {
   }
 
   /// Sums over the leading dimension of a [rows, columns] operand (bias
-  /// gradients) row by row into the outputs: each output still sums its
-  /// column in row order, as one lane does, without striding through memory.
-  template <typename T> void run(const Reduce<T> &f) const {
+  /// gradients) row by row, a block of columns at a time: each output still
+  /// sums its column in row order, as one lane does, without striding
+  /// through memory.
+  template <typename T, typename S> void run(const Reduce<T, S> &f) const {
     bool columns = f.kept.rank == 1 && f.kept.stride[0] == 1 &&
                    f.reduced.rank == 1 && f.reduced.stride[0] == f.count;
     if (!columns || gpuGroups)
       return groups(f);
     // Columns split over the threads; each still sums its rows in order.
+    constexpr int64_t kBlock = 256;
     int64_t grain = std::max<int64_t>(
         1, kElementGrain / std::max<int64_t>(f.reducedCount, 1));
     forRange(f.count, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t o = begin; o < end; ++o)
-        f.y[o] = f.identity();
-      for (int64_t r = 0; r < f.reducedCount; ++r) {
-        const T *row = f.x + r * f.count;
-        for (int64_t o = begin; o < end; ++o)
-          f.y[o] = f.combine(f.y[o], row[o]);
+      T acc[kBlock];
+      for (int64_t first = begin; first < end; first += kBlock) {
+        int64_t n = std::min(kBlock, end - first);
+        for (int64_t j = 0; j < n; ++j)
+          acc[j] = f.identity();
+        for (int64_t r = 0; r < f.reducedCount; ++r) {
+          const S *row = f.x + r * f.count + first;
+          for (int64_t j = 0; j < n; ++j)
+            acc[j] = f.combine(acc[j], loadAs<T>(row[j]));
+        }
+        for (int64_t j = 0; j < n; ++j)
+          f.y[first + j] = storeAs<S>(f.finish(acc[j]));
       }
-      for (int64_t o = begin; o < end; ++o)
-        f.y[o] = f.finish(f.y[o]);
     });
   }
   template <typename T> void run(const LayerNormGradColumns<T> &f) const {
@@ -292,6 +298,8 @@ struct HostLauncher {
   void run(const StridedCopy &f) const {
     if (f.bytes == 8)
       stridedCopy<uint64_t>(f);
+    else if (f.bytes == 2)
+      stridedCopy<uint16_t>(f);
     else
       stridedCopy<uint32_t>(f);
   }

@@ -304,7 +304,7 @@ public:
   /// `logits` [N..., C] and integer `labels` [N...].
   Status expectLogitsAndLabels(const TensorType &logits,
                                const TensorType &labels) const {
-    ZRT_RETURN_IF_ERROR(expectFloat("logits", logits));
+    ZRT_RETURN_IF_ERROR(expectF32OrBf16("logits", logits));
     ZRT_RETURN_IF_ERROR(expectIndex("labels", labels));
     if (logits.rank() < 1)
       return fail("logits must have a class dimension, got ",
@@ -361,9 +361,11 @@ Status checkConstant(const LaunchRules &r) {
       return r.fail("value ", LaunchRules::formatNumber(value),
                     " is out of range for i64");
     return Status::ok();
-  case DType::BF16:
-    return r.fail("bf16 constants are not supported (mixed precision "
-                  "converts f32 values)");
+  case DType::BF16: // rounded to the nearest bf16, as zt.convert does
+    if (std::isfinite(value) && std::fabs(value) > FLT_MAX)
+      return r.fail("value ", LaunchRules::formatNumber(value),
+                    " is out of range for bf16");
+    return Status::ok();
   }
   return r.fail("result has an unknown element type");
 }
@@ -700,8 +702,9 @@ Status checkKernel(const LaunchRules &r) {
     return r.expectSliceRanges(r.input(0), "result", r.output(0));
   case KernelId::SliceGrad:
     ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
-    ZRT_RETURN_IF_ERROR(r.expectFloat("grad", r.input(0)));
-    ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
+    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("grad", r.input(0)));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameDType("result", r.output(0), "grad", r.input(0)));
     // The ranges index the result (the forward slice's operand).
     return r.expectSliceRanges(r.output(0), "grad", r.input(0));
   case KernelId::Concat:
@@ -710,8 +713,9 @@ Status checkKernel(const LaunchRules &r) {
   case KernelId::Mean:
   case KernelId::Max:
     ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
-    ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
-    ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
+    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("operand", r.input(0)));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameDType("result", r.output(0), "operand", r.input(0)));
     return r.expectReduction(r.input(0), "result", r.output(0));
   case KernelId::MaxGrad:
     ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
@@ -773,7 +777,7 @@ Status checkKernel(const LaunchRules &r) {
     return r.expectSameType("result", r.output(0), "prediction", r.input(0));
   case KernelId::Dropout: {
     ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
-    ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
+    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("operand", r.input(0)));
     ZRT_RETURN_IF_ERROR(r.expectStep("step", r.input(1)));
     ZRT_RETURN_IF_ERROR(
         r.expectSameType("result", r.output(0), "operand", r.input(0)));

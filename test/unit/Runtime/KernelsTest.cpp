@@ -1896,7 +1896,25 @@ TEST(KernelRules, Bf16OnlyWhereMixedPrecisionUsesIt) {
   expectRejected(add, "rhs type 2x3xf32 must match lhs type 2x3xbf16");
   LaunchCase constant("constant");
   constant.typedOutput(bf, {2}).param(floatParam("value", 1));
-  expectRejected(constant, "bf16 constants are not supported");
+  expectAccepted(constant);
+  LaunchCase huge("constant");
+  huge.typedOutput(bf, {2}).param(floatParam("value", 1e39));
+  expectRejected(huge, "value 1e+39 is out of range for bf16");
+  // The loss reads bf16 logits and gives an f32 loss; its gradient is bf16.
+  LaunchCase loss("softmax_cross_entropy");
+  loss.typedInput(bf, {4, 3}).typedInput(DType::I32, {4}).output({});
+  expectAccepted(loss);
+  LaunchCase bf16Loss("softmax_cross_entropy");
+  bf16Loss.typedInput(bf, {4, 3}).typedInput(DType::I32, {4}).typedOutput(bf, {});
+  expectRejected(bf16Loss, "result must be a rank-0 f32 tensor, got bf16");
+  LaunchCase lossGrad("softmax_cross_entropy_grad");
+  lossGrad.typedInput(bf, {4, 3}).typedInput(DType::I32, {4}).input({})
+      .output({4, 3});
+  expectRejected(lossGrad, "result type 4x3xf32 must match logits type 4x3xbf16");
+  LaunchCase sum("sum");
+  sum.typedInput(bf, {4, 3}).output({3}).param(intsParam("dims", {0}));
+  expectRejected(sum, "result element type f32 must match operand element "
+                      "type bf16");
 }
 
 namespace {
@@ -1975,7 +1993,8 @@ TEST(Bf16Kernels, ProductsMatchADoubleLoopOverTheBf16Values) {
 // f32 result of the f32 formula on the widened operands.
 TEST(Bf16Kernels, ConversionsAndElementKernelsRoundTheF32ResultOnce) {
   for (LaunchCase c : bf16Kernels()) {
-    if (c.kernel == "matmul")
+    if (c.kernel != "convert" && c.kernel != "add" && c.kernel != "gelu" &&
+        c.kernel != "scale")
       continue;
     SCOPED_TRACE(c.kernel + " " + typeString(c.entry.tensors[0].type));
     ASSERT_TRUE(c.run<float>().isOk());
@@ -2013,4 +2032,41 @@ TEST(Bf16Kernels, ConversionsAndElementKernelsRoundTheF32ResultOnce) {
   EXPECT_TRUE(std::isinf(edges.result()[4]) && edges.result()[4] < 0);
   EXPECT_TRUE(std::isnan(edges.result()[5]));
   EXPECT_EQ(edges.result()[7], 0.0);
+}
+
+// The kernels bf16 activations pass through (moves, dropout, sums, the loss)
+// give what the f32 kernel gives on the widened values, rounded once to
+// bf16 where the result is stored in bf16: the storage changes nothing else.
+TEST(Bf16Kernels, StorageKernelsMatchTheF32KernelOnTheWidenedValues) {
+  int checked = 0;
+  for (LaunchCase c : bf16Kernels()) {
+    if (c.kernel == "convert" || c.kernel == "add" || c.kernel == "gelu" ||
+        c.kernel == "scale" || c.kernel == "matmul")
+      continue;
+    SCOPED_TRACE(c.kernel + " " + typeString(c.entry.tensors[0].type));
+    LaunchCase twin = c;
+    for (size_t t = 0; t < twin.entry.tensors.size(); ++t)
+      if (twin.entry.tensors[t].type.dtype == DType::BF16) {
+        twin.entry.tensors[t].type.dtype = DType::F32;
+        twin.values[t] = roundedToBf16(twin.values[t]);
+      }
+    ASSERT_TRUE(c.run<float>().isOk());
+    ASSERT_TRUE(twin.run<float>().isOk());
+    for (size_t o = 0; o < c.results.size(); ++o) {
+      bool bf16Out =
+          c.entry.tensors[c.launch().outputs[o]].type.dtype == DType::BF16;
+      std::vector<double> expected =
+          bf16Out ? roundedToBf16(twin.results[o]) : twin.results[o];
+      ASSERT_EQ(c.results[o].size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(c.results[o][i], expected[i]) << "output " << o << " element " << i;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12);
+  // The moves really moved 2-byte elements: a transpose's corner.
+  LaunchCase t = bf16Kernels()[15];
+  ASSERT_EQ(t.kernel, "transpose");
+  ASSERT_TRUE(t.run<float>().isOk());
+  EXPECT_EQ(t.result()[1], roundedToBf16(t.values[0])[5]); // [0,0,1] = x[0,1,0]
 }

@@ -404,6 +404,60 @@ inline std::vector<LaunchCase> bf16Kernels() {
       .typedInput(bf, {2, 3})
       .typedOutput(bf, {2, 3})
       .param(floatParam("factor", 3));
+  // What bf16 activations pass through: moves (2-byte elements), dropout,
+  // bias-gradient sums, the loss on bf16 logits, zeros.
+  add("transpose")
+      .typedInput(bf, {2, 3, 5})
+      .typedOutput(bf, {5, 2, 3})
+      .param(intsParam("permutation", {2, 0, 1}));
+  add("broadcast_in_dim")
+      .typedInput(bf, {3})
+      .typedOutput(bf, {4, 3})
+      .param(intsParam("broadcast_dimensions", {1}));
+  add("slice")
+      .typedInput(bf, {4, 5})
+      .typedOutput(bf, {2, 2})
+      .param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  add("concat")
+      .typedInput(bf, {2, 2})
+      .typedInput(bf, {2, 1})
+      .typedOutput(bf, {2, 3})
+      .param(intParam("dimension", 1));
+  add("copy").typedInput(bf, {7}).typedOutput(bf, {7});
+  add("slice_grad")
+      .typedInput(bf, {2, 2})
+      .typedOutput(bf, {4, 5})
+      .param(intsParam("start_indices", {1, 0}))
+      .param(intsParam("limit_indices", {4, 5}))
+      .param(intsParam("strides", {2, 3}));
+  add("constant").typedOutput(bf, {3}).param(floatParam("value", 1.0 / 3));
+  add("dropout")
+      .typedInput(bf, {10})
+      .typedInput(DType::I64, {}, {3})
+      .typedOutput(bf, {10})
+      .param(floatParam("rate", 0.5))
+      .param(intParam("seed", 1));
+  // A bias gradient's rows (the host's column blocks, more than one) and a
+  // general reduction.
+  add("sum")
+      .typedInput(bf, {70, 300})
+      .typedOutput(bf, {300})
+      .param(intsParam("dims", {0}));
+  add("sum")
+      .typedInput(bf, {2, 3, 4})
+      .typedOutput(bf, {3})
+      .param(intsParam("dims", {0, 2}));
+  add("softmax_cross_entropy")
+      .typedInput(bf, {3, 40})
+      .typedInput(DType::I64, {3}, {3, 0, 39})
+      .output({});
+  add("softmax_cross_entropy_grad")
+      .typedInput(bf, {3, 40})
+      .typedInput(DType::I64, {3}, {3, 0, 39})
+      .input({}, {1})
+      .typedOutput(bf, {3, 40});
   return cases;
 }
 
