@@ -1,14 +1,19 @@
-//===- MixedPrecision.cpp - bf16 matrix products with f32 master weights --===//
+//===- MixedPrecision.cpp - bf16 activations with f32 master weights ------===//
 //
-// zt-mixed-precision{precision=bf16}: every f32 matrix product takes bf16
-// operands (one zt.convert per value, just before its first product) and
-// keeps its f32 result, summed in f32. Parameters, the loss, the
-// normalizations, softmax and the optimizer stay f32. Running before
-// zt-autodiff, it leaves the rest to the gradient rules: a conversion's
-// gradient converts back, so the backward's products run in bf16 too and
-// every parameter's gradient reaches the optimizer in f32. The products'
-// saved operands are what a training step keeps most of, and they are
-// stored in half the bytes.
+// zt-mixed-precision{precision=bf16}: the matrix products read bf16 operands
+// and write bf16 results (summed in f32), and bf16 then flows through the
+// ops that lose nothing by storing their result in bf16: element ops whose
+// rounding is harmless (add, sub, mul, scale, the activations), dropout and
+// the data moves (reshape, transpose, slice, broadcast, concat). Everything
+// else reads f32: a bf16 operand gets one zt.convert back before it. So the
+// normalizations, softmax, attention, reductions, exp/log/sqrt/div, the
+// embedding and the residual stream stay f32, as under PyTorch's autocast;
+// the loss reads bf16 logits directly and computes in f32. A bias added to
+// a bf16 product is broadcast from its bf16 copy. Parameters stay f32
+// (master weights): each gets one bf16 copy per step. Running before
+// zt-autodiff, it leaves the rest to the gradient rules: a gradient has its
+// value's type, and a conversion's gradient converts back, so every
+// parameter's gradient reaches the optimizer in f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +22,7 @@
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace zcc {
 #define GEN_PASS_DEF_ZTMIXEDPRECISION
@@ -28,6 +34,142 @@ using namespace zcc;
 using namespace zcc::zt;
 
 namespace {
+
+Type elementOf(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type ? type.getElementType() : Type();
+}
+bool isBf16(Value v) {
+  Type e = elementOf(v);
+  return e && e.isBF16();
+}
+bool isF32(Value v) {
+  Type e = elementOf(v);
+  return e && e.isF32();
+}
+
+/// Ops that compute in f32 and store their result in the operands' type:
+/// bf16 in, bf16 out, each result rounded once.
+bool storesLikeOperands(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, NegOp, TanhOp, SigmoidOp, ReluOp, GeluOp,
+             GeluErfOp, SiluOp, ScaleOp, DropoutOp, ReshapeOp, TransposeOp,
+             SliceOp, BroadcastInDimOp, ConcatOp>(op);
+}
+
+class Rewriter {
+public:
+  explicit Rewriter(func::FuncOp func) : func(func) {}
+
+  void run() {
+    SmallVector<Operation *> ops;
+    for (Operation &op : func.getBody().front())
+      ops.push_back(&op);
+    for (Operation *op : ops)
+      rewrite(op);
+    for (BroadcastInDimOp dead : replacedBroadcasts)
+      if (dead->use_empty())
+        dead->erase();
+  }
+
+private:
+  void rewrite(Operation *op) {
+    if (auto product = dyn_cast<MatmulOp>(op)) {
+      if (!isF32(product.getLhs()) && !isBf16(product.getLhs()))
+        return;
+      for (unsigned i = 0; i < 2; ++i)
+        op->setOperand(i, bf16Of(op->getOperand(i), op));
+      setElement(product.getResult(), bf16());
+      return;
+    }
+    if (isa<SoftmaxCrossEntropyOp>(op))
+      return; // bf16 logits are read directly, the loss is f32
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      auto results = func.getFunctionType().getResults();
+      for (auto [i, v] : llvm::enumerate(op->getOperands()))
+        if (isBf16(v) && v.getType() != results[i])
+          op->setOperand(i, f32Of(v, op));
+      return;
+    }
+    bool anyBf16 = llvm::any_of(op->getOperands(), isBf16);
+    if (!anyBf16)
+      return;
+    if (!storesLikeOperands(op)) {
+      toF32(op);
+      return;
+    }
+    // A binary op or concat with f32 operands beside bf16 ones: a
+    // broadcast (a bias, a constant) comes in bf16; anything else makes the
+    // op f32 (the residual stream adds bf16 branches into f32).
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      if (!isF32(v))
+        continue;
+      auto broadcast = v.getDefiningOp<BroadcastInDimOp>();
+      if (!broadcast || !isF32(broadcast.getOperand())) {
+        toF32(op);
+        return;
+      }
+    }
+    for (OpOperand &use : op->getOpOperands())
+      if (isF32(use.get()))
+        use.set(bf16Broadcast(use.get().getDefiningOp<BroadcastInDimOp>(), op));
+    for (Value result : op->getResults())
+      if (isF32(result))
+        setElement(result, bf16());
+  }
+
+  void toF32(Operation *op) {
+    for (OpOperand &use : op->getOpOperands())
+      if (isBf16(use.get()))
+        use.set(f32Of(use.get(), op));
+  }
+
+  Type bf16() { return BFloat16Type::get(func.getContext()); }
+  static void setElement(Value v, Type element) {
+    v.setType(cast<RankedTensorType>(v.getType()).clone(element));
+  }
+
+  /// `v` in bf16: itself, or its one conversion (placed before the first op
+  /// that needs it, which comes before every later one).
+  Value bf16Of(Value v, Operation *before) {
+    if (isBf16(v))
+      return v;
+    return converted(v, bf16(), before);
+  }
+  Value f32Of(Value v, Operation *before) {
+    return converted(v, Float32Type::get(func.getContext()), before);
+  }
+  Value converted(Value v, Type element, Operation *before) {
+    Value &copy = conversions[{v, element}];
+    if (!copy) {
+      OpBuilder b(before);
+      copy = b.create<ConvertOp>(
+          v.getLoc(), cast<RankedTensorType>(v.getType()).clone(element), v);
+    }
+    return copy;
+  }
+
+  /// The broadcast of the operand's bf16 copy (converting the small source,
+  /// not the broadcast result), made once per broadcast.
+  Value bf16Broadcast(BroadcastInDimOp broadcast, Operation *before) {
+    Value &copy = bf16Broadcasts[broadcast];
+    if (!copy) {
+      Value source = bf16Of(broadcast.getOperand(), before);
+      OpBuilder b(before);
+      copy = b.create<BroadcastInDimOp>(
+          broadcast.getLoc(),
+          cast<RankedTensorType>(broadcast.getType()).clone(bf16()), source,
+          broadcast.getBroadcastDimensionsAttr());
+      replacedBroadcasts.push_back(broadcast);
+    }
+    return copy;
+  }
+
+  func::FuncOp func;
+  DenseMap<std::pair<Value, Type>, Value> conversions;
+  DenseMap<Operation *, Value> bf16Broadcasts;
+  SmallVector<BroadcastInDimOp> replacedBroadcasts;
+};
 
 struct MixedPrecisionPass
     : public zcc::impl::ZTMixedPrecisionBase<MixedPrecisionPass> {
@@ -42,27 +184,9 @@ struct MixedPrecisionPass
           << precision << "'";
       return signalPassFailure();
     }
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
-      // A value's bf16 copy, made once before its first product: a weight
-      // or an activation read by several products is converted once.
-      DenseMap<Value, Value> converted;
-      func.walk([&](MatmulOp op) {
-        auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
-        if (!lhsType.getElementType().isF32())
-          return;
-        OpBuilder b(op);
-        for (unsigned i = 0; i < 2; ++i) {
-          Value operand = op->getOperand(i);
-          Value &copy = converted[operand];
-          if (!copy) {
-            auto type = cast<RankedTensorType>(operand.getType());
-            copy = b.create<ConvertOp>(op.getLoc(), type.clone(b.getBF16Type()),
-                                       operand);
-          }
-          op->setOperand(i, copy);
-        }
-      });
-    }
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal())
+        Rewriter(func).run();
   }
 };
 

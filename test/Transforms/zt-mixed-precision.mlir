@@ -1,47 +1,71 @@
-// zt-mixed-precision: with bf16, every f32 product reads bf16 copies of its
-// operands (one per value, before its first product) and keeps its f32
-// result; zt-autodiff then gives bf16 products in the backward and f32
-// gradients for the parameters.
+// zt-mixed-precision: with bf16, the products read bf16 operands (one
+// conversion per value, before its first use) and write bf16 results; bf16
+// flows through element ops, dropout and moves; everything else reads f32
+// through a conversion back; the loss reads bf16 logits. zt-autodiff then
+// gives bf16 gradients of bf16 values and f32 gradients for the parameters.
 // RUN: zt-opt %s -zt-mixed-precision=precision=bf16 | FileCheck %s
 // RUN: zt-opt %s -zt-mixed-precision=precision=bf16 -zt-autodiff | FileCheck %s --check-prefix=GRAD
 // RUN: zt-opt %s -zt-mixed-precision=precision=f32 | FileCheck %s --check-prefix=F32
 // RUN: not zt-opt %s -zt-mixed-precision=precision=f16 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: zt-mixed-precision: precision must be f32 or bf16, got 'f16'
 // F32-NOT: zt.convert
+// F32-NOT: bf16
 
 // CHECK-LABEL: func.func @mlp
 // CHECK: %[[X:.+]] = zt.convert %arg0 : tensor<8x16xf32> -> tensor<8x16xbf16>
 // CHECK-NEXT: %[[W1:.+]] = zt.convert %arg2 : tensor<16x16xf32> -> tensor<16x16xbf16>
-// CHECK-NEXT: %[[H:.+]] = zt.matmul %[[X]], %[[W1]] : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xf32>
-// CHECK-NEXT: %[[A:.+]] = zt.tanh %[[H]] : tensor<8x16xf32>
-// The activation read by two products is converted once.
-// CHECK-NEXT: %[[AB:.+]] = zt.convert %[[A]] : tensor<8x16xf32> -> tensor<8x16xbf16>
+// CHECK-NEXT: %[[H:.+]] = zt.matmul %[[X]], %[[W1]] : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+// The activation stays bf16; the two products read it without a copy.
+// CHECK-NEXT: %[[A:.+]] = zt.tanh %[[H]] : tensor<8x16xbf16>
 // CHECK-NEXT: %[[W2:.+]] = zt.convert %arg3 : tensor<16x16xf32> -> tensor<16x16xbf16>
-// CHECK-NEXT: zt.matmul %[[AB]], %[[W2]] : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xf32>
+// CHECK-NEXT: %[[Y:.+]] = zt.matmul %[[A]], %[[W2]] : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
 // CHECK-NEXT: %[[W3:.+]] = zt.convert %arg4 : tensor<16x16xf32> -> tensor<16x16xbf16>
-// CHECK-NEXT: zt.matmul %[[AB]], %[[W3]] : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xf32>
-// CHECK-NOT: zt.convert
-// CHECK: return
+// CHECK-NEXT: %[[Z:.+]] = zt.matmul %[[A]], %[[W3]] : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
+// CHECK-NEXT: %[[S:.+]] = zt.add %[[Y]], %[[Z]] : tensor<8x16xbf16>
+// The loss is f32: its operand is converted back.
+// CHECK-NEXT: %[[SF:.+]] = zt.convert %[[S]] : tensor<8x16xbf16> -> tensor<8x16xf32>
+// CHECK-NEXT: zt.mse %[[SF]], %arg1
 
-// The backward: the incoming f32 gradient is converted for the products,
-// whose results are bf16 gradients of bf16 values; the two reaching the
-// shared activation add in bf16; converting back gives f32 gradients (the
-// parameters', and the tanh's input).
-// Parameters' bf16 copies are made again for the backward (zt.recompute),
-// and the incoming gradient is converted once for both products.
-// GRAD-LABEL: func.func @mlp
-// GRAD: zt.mse_grad
-// GRAD-NEXT: %[[DY:.+]] = zt.convert %{{.+}} : tensor<8x16xf32> -> tensor<8x16xbf16>
-// GRAD-NEXT: %[[W3:.+]] = zt.convert %arg4 {zt.recompute} : tensor<16x16xf32> -> tensor<16x16xbf16>
-// GRAD-NEXT: %[[D1:.+]] = zt.matmul %[[DY]], %[[W3]] {transpose_rhs} : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
-// GRAD: zt.matmul %{{.+}}, %[[DY]] {transpose_lhs} : (tensor<8x16xbf16>, tensor<8x16xbf16>) -> tensor<16x16xbf16>
-// GRAD-NOT: = zt.convert %{{[0-9]+}} : tensor<8x16xf32> -> tensor<8x16xbf16>
-// GRAD: %[[D2:.+]] = zt.matmul %[[DY]], %{{.+}} {transpose_rhs} : (tensor<8x16xbf16>, tensor<16x16xbf16>) -> tensor<8x16xbf16>
-// GRAD: zt.add %[[D1]], %[[D2]] : tensor<8x16xbf16>
-// GRAD: zt.convert %{{.+}} : tensor<8x16xbf16> -> tensor<8x16xf32>
-// GRAD: zt.tanh_grad %{{.+}}, %{{.+}} : tensor<8x16xf32>
-// GRAD: zt.convert %{{.+}} : tensor<16x16xbf16> -> tensor<16x16xf32>
-// GRAD: return %{{.+}} : tensor<f32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
+// CHECK-LABEL: func.func @block
+// CHECK: %[[N:.+]] = zt.layer_norm %arg0
+// CHECK-NEXT: %[[NB:.+]] = zt.convert %[[N]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[WB:.+]] = zt.convert %arg4
+// CHECK-NEXT: %[[P:.+]] = zt.matmul %[[NB]], %[[WB]] : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// The bias is broadcast from its bf16 copy; the f32 broadcast is gone.
+// CHECK-NEXT: %[[BB:.+]] = zt.convert %arg5 : tensor<8xf32> -> tensor<8xbf16>
+// CHECK-NEXT: %[[BIAS:.+]] = zt.broadcast_in_dim %[[BB]], dims = [1] : (tensor<8xbf16>) -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[PB:.+]] = zt.add %[[P]], %[[BIAS]] : tensor<4x8xbf16>
+// CHECK-NEXT: %[[ACT:.+]] = zt.gelu %[[PB]] : tensor<4x8xbf16>
+// exp reads f32, and the residual adds in f32; one conversion serves both.
+// CHECK-NEXT: %[[ACTF:.+]] = zt.convert %[[ACT]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[E:.+]] = zt.exp %[[ACTF]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[R:.+]] = zt.add %arg0, %[[E]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[R2:.+]] = zt.add %[[R]], %[[ACTF]] : tensor<4x8xf32>
+// CHECK-NEXT: %[[R2B:.+]] = zt.convert %[[R2]]
+// CHECK-NEXT: %[[HB:.+]] = zt.convert %arg6
+// CHECK-NEXT: %[[L:.+]] = zt.matmul %[[R2B]], %[[HB]] : (tensor<4x8xbf16>, tensor<8x10xbf16>) -> tensor<4x10xbf16>
+// The loss reads the bf16 logits directly.
+// CHECK-NEXT: zt.softmax_cross_entropy %[[L]], %arg1 : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<f32>
+// CHECK-NOT: zt.broadcast_in_dim %arg5
+
+// A bf16 value the function returns as f32 is converted back.
+// CHECK-LABEL: func.func @returns
+// CHECK: %[[P:.+]] = zt.matmul {{.+}} -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[PF:.+]] = zt.convert %[[P]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK-NEXT: return %[[PF]] : tensor<4x8xf32>
+
+// The backward: the logits' gradient is bf16, the products' gradients are
+// bf16, a bias's gradient sums in bf16 and converts back, and every
+// parameter's gradient leaves in f32.
+// GRAD-LABEL: func.func @block
+// GRAD: %[[DL:.+]] = zt.softmax_cross_entropy_grad %{{.+}}, %arg1, %{{.+}} : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xbf16>
+// GRAD: zt.matmul %[[DL]], %{{.+}} {transpose_rhs} : (tensor<4x10xbf16>, tensor<8x10xbf16>) -> tensor<4x8xbf16>
+// GRAD: %[[DACT:.+]] = zt.gelu_grad %{{.+}}, %{{.+}} : tensor<4x8xbf16>
+// GRAD-NEXT: %[[DB:.+]] = zt.sum %[[DACT]], dims = [0] : (tensor<4x8xbf16>) -> tensor<8xbf16>
+// GRAD-NEXT: %[[DBF:.+]] = zt.convert %[[DB]] : tensor<8xbf16> -> tensor<8xf32>
+// GRAD: zt.layer_norm_grad %arg0, %arg2, %{{.+}} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+// GRAD: return %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[DBF]], %{{.+}} : tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x10xf32>
+
 func.func @mlp(%x: tensor<8x16xf32> {zt.name = "x", zt.role = #zt.role<input>},
                %t: tensor<8x16xf32> {zt.name = "t", zt.role = #zt.role<label>},
                %w1: tensor<16x16xf32> {zt.name = "w1", zt.role = #zt.role<parameter>, zt.init = #zt.init<normal(mean = 0.0, std = 0.1)>},
@@ -54,4 +78,29 @@ func.func @mlp(%x: tensor<8x16xf32> {zt.name = "x", zt.role = #zt.role<input>},
   %s = zt.add %y, %z : tensor<8x16xf32>
   %l = zt.mse %s, %t : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<f32>
   return %l : tensor<f32>
+}
+
+func.func @block(%x: tensor<4x8xf32> {zt.name = "x", zt.role = #zt.role<input>},
+                 %labels: tensor<4xi32> {zt.name = "labels", zt.role = #zt.role<label>},
+                 %g: tensor<8xf32> {zt.name = "g", zt.role = #zt.role<parameter>, zt.init = #zt.init<ones>},
+                 %beta: tensor<8xf32> {zt.name = "beta", zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+                 %w: tensor<8x8xf32> {zt.name = "w", zt.role = #zt.role<parameter>, zt.init = #zt.init<normal(mean = 0.0, std = 0.1)>},
+                 %b: tensor<8xf32> {zt.name = "b", zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+                 %head: tensor<8x10xf32> {zt.name = "head", zt.role = #zt.role<parameter>, zt.init = #zt.init<normal(mean = 0.0, std = 0.1)>}) -> tensor<f32> {
+  %n = zt.layer_norm %x, %g, %beta, eps = 1.0e-5 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %p = zt.matmul %n, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %bias = zt.broadcast_in_dim %b, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  %pb = zt.add %p, %bias : tensor<4x8xf32>
+  %act = zt.gelu %pb : tensor<4x8xf32>
+  %e = zt.exp %act : tensor<4x8xf32>
+  %r = zt.add %x, %e : tensor<4x8xf32>
+  %r2 = zt.add %r, %act : tensor<4x8xf32>
+  %logits = zt.matmul %r2, %head : (tensor<4x8xf32>, tensor<8x10xf32>) -> tensor<4x10xf32>
+  %loss = zt.softmax_cross_entropy %logits, %labels : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+func.func @returns(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %p = zt.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %p : tensor<4x8xf32>
 }

@@ -29,24 +29,34 @@ def ZTPrintArgRoles : Pass<"zt-print-arg-roles", "::mlir::ModuleOp"> {
 }
 
 def ZTMixedPrecision : Pass<"zt-mixed-precision", "::mlir::ModuleOp"> {
-  let summary = "Matrix products on bf16 operands, summed in f32 (bf16 mixed precision)";
+  let summary = "bf16 activations: products, element ops and moves store bf16 (bf16 mixed precision)";
   let description = [{
-    With `precision=bf16`, every f32 `zt.matmul` of every function takes bf16
-    operands: each operand value gets one `zt.convert` to bf16, placed just
-    before the first product that reads it, and the product keeps its f32
-    result (the sum is in f32, and not rounded to bf16 after). Parameters
-    stay f32 (master weights), and so do the loss, normalizations, softmax,
-    attention and the optimizer. It runs before zt-autodiff, whose rules do
-    the rest: the gradient of a conversion converts back, so the backward's
-    products take bf16 operands as well, and each parameter's gradient
-    reaches the optimizer in f32. The saved operands of the products, most of
-    what a step keeps for its backward, take half the bytes. zcc runs it with
+    With `precision=bf16`, every f32 `zt.matmul` of every function reads bf16
+    operands and writes a bf16 result (summed in f32, rounded once). bf16
+    then flows through the ops that store their result in their operands'
+    type: add, sub, mul, scale, the activations (tanh, sigmoid, relu, GELU,
+    SiLU, neg), dropout, reshape, transpose, slice, broadcast and concat.
+    Every other op reads f32, through one `zt.convert` back per value:
+    normalizations, softmax, attention, reductions, exp, log, sqrt, rsqrt,
+    div, the embedding, mse. `zt.softmax_cross_entropy` reads bf16 logits
+    directly and computes the loss in f32. A binary op with a bf16 operand
+    and an f32 one stays bf16 when the f32 one is a broadcast (a bias: it is
+    broadcast from the source's bf16 copy instead); otherwise it is f32 (the
+    residual stream adds bf16 branches into f32). Parameters stay f32
+    (master weights): each gets one bf16 copy, before its first product.
+
+    It runs before zt-autodiff, whose rules do the rest: a gradient has its
+    value's type and a conversion's gradient converts back, so the
+    backward's products, activation gradients and bias sums run on bf16, and
+    each parameter's gradient reaches the optimizer in f32. zcc runs it with
     `--precision bf16`; `precision=f32` (the default) changes nothing.
 
     Before:
 
     ```mlir
     %y = zt.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %a = zt.gelu %y : tensor<4x16xf32>
+    %n = zt.layer_norm %a, %g, %b, eps = 1.0e-5 : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
     ```
 
     After:
@@ -54,12 +64,15 @@ def ZTMixedPrecision : Pass<"zt-mixed-precision", "::mlir::ModuleOp"> {
     ```mlir
     %0 = zt.convert %x : tensor<4x8xf32> -> tensor<4x8xbf16>
     %1 = zt.convert %w : tensor<8x16xf32> -> tensor<8x16xbf16>
-    %y = zt.matmul %0, %1 : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+    %y = zt.matmul %0, %1 : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+    %a = zt.gelu %y : tensor<4x16xbf16>
+    %2 = zt.convert %a : tensor<4x16xbf16> -> tensor<4x16xf32>
+    %n = zt.layer_norm %2, %g, %b, eps = 1.0e-5 : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
     ```
   }];
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
-           "f32 (nothing changes) or bf16 (products on bf16 operands)">
+           "f32 (nothing changes) or bf16 (bf16 activations, f32 master weights)">
   ];
 }
 

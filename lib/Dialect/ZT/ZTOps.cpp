@@ -634,11 +634,31 @@ static LogicalResult verifyLogitsAndLabels(Operation *op, Value logits,
   return success();
 }
 
+/// The loss's element type for these logits: theirs, or f32 for bf16
+/// logits (mixed precision computes the loss in f32).
+static LogicalResult verifyLossElement(Operation *op, Value logits,
+                                       StringRef role, Type loss) {
+  Type element = cast<RankedTensorType>(logits.getType()).getElementType();
+  Type expected =
+      element.isBF16() ? Float32Type::get(op->getContext()) : element;
+  Type actual = cast<RankedTensorType>(loss).getElementType();
+  if (actual != expected)
+    return op->emitOpError() << role << " must have element type " << expected
+                             << " for " << element << " logits, got " << actual;
+  return success();
+}
+
 LogicalResult SoftmaxCrossEntropyOp::verify() {
+  if (failed(verifyLossElement(*this, getLogits(), "result",
+                               getResult().getType())))
+    return failure();
   return verifyLogitsAndLabels(*this, getLogits(), getLabels());
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  if (failed(verifyLossElement(*this, getLogits(), "loss_grad",
+                               getLossGrad().getType())))
+    return failure();
   return verifyLogitsAndLabels(*this, getLogits(), getLabels());
 }
 

@@ -530,8 +530,24 @@ func.func @embedding_dtype(%t: tensor<10x4xf32>, %i: tensor<3xi32>) {
 
 // -----
 func.func @cross_entropy_dtype(%l: tensor<4x10xf16>, %y: tensor<4xi32>) {
-  // expected-error @+1 {{all of {logits, result} have same element type}}
+  // expected-error @+1 {{result must have element type 'f16' for 'f16' logits, got 'f32'}}
   %0 = zt.softmax_cross_entropy %l, %y : (tensor<4x10xf16>, tensor<4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_bf16_loss(%l: tensor<4x10xbf16>, %y: tensor<4xi32>) {
+  // expected-error @+1 {{result must have element type 'f32' for 'bf16' logits, got 'bf16'}}
+  %0 = zt.softmax_cross_entropy %l, %y : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<bf16>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_bf16_loss_grad(%l: tensor<4x10xbf16>, %y: tensor<4xi32>, %dl: tensor<bf16>) {
+  // expected-error @+1 {{loss_grad must have element type 'f32' for 'bf16' logits, got 'bf16'}}
+  %0 = zt.softmax_cross_entropy_grad %l, %y, %dl : (tensor<4x10xbf16>, tensor<4xi32>, tensor<bf16>) -> tensor<4x10xbf16>
   return
 }
 

@@ -255,3 +255,13 @@ func.func @bf16(%x: tensor<4x8xf32>, %w: tensor<8x2xbf16>) -> (tensor<4x2xf32>, 
   %wf = zt.convert %w : tensor<8x2xbf16> -> tensor<8x2xf32>
   return %y, %yb, %wf : tensor<4x2xf32>, tensor<4x2xbf16>, tensor<8x2xf32>
 }
+
+// The loss reads bf16 logits and gives an f32 loss; its gradient is bf16.
+// CHECK-LABEL: func.func @bf16_loss
+func.func @bf16_loss(%l: tensor<4x10xbf16>, %y: tensor<4xi32>) -> (tensor<f32>, tensor<4x10xbf16>) {
+  // CHECK: zt.softmax_cross_entropy %{{.+}}, %{{.+}} : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<f32>
+  %loss = zt.softmax_cross_entropy %l, %y : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<f32>
+  // CHECK: zt.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xbf16>
+  %g = zt.softmax_cross_entropy_grad %l, %y, %loss : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xbf16>
+  return %loss, %g : tensor<f32>, tensor<4x10xbf16>
+}

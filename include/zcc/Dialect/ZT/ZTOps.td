@@ -412,15 +412,15 @@ def ZT_EmbeddingOp : ZT_Op<"embedding", [Pure,
 // Losses
 //===----------------------------------------------------------------------===//
 
-def ZT_SoftmaxCrossEntropyOp : ZT_Op<"softmax_cross_entropy", [Pure,
-    AllElementTypesMatch<["logits", "result"]>]> {
+def ZT_SoftmaxCrossEntropyOp : ZT_Op<"softmax_cross_entropy", [Pure]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
     `logits` is `[N..., C]`, `labels` an integer tensor of shape `[N...]`
     with class ids in `[0, C)`. The result is the rank-0 batch mean over all
     `N...` rows of `-log_softmax(logits)[row, labels[row]]`, computed as
     `logsumexp(row) - row[label]` with the row maximum subtracted first, so
-    it never overflows.
+    it never overflows. The result has the logits' element type, except that
+    bf16 logits (mixed precision) give an f32 loss, computed in f32.
 
     ```mlir
     %loss = zt.softmax_cross_entropy %logits, %labels : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
@@ -722,13 +722,13 @@ def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure,
 }
 
 def ZT_SoftmaxCrossEntropyGradOp : ZT_Op<"softmax_cross_entropy_grad", [Pure,
-    AllTypesMatch<["logits", "result"]>,
-    AllElementTypesMatch<["logits", "loss_grad"]>]> {
+    AllTypesMatch<["logits", "result"]>]> {
   let summary = "gradient of zt.softmax_cross_entropy";
   let description = [{
     `result[row, c] = loss_grad * (softmax(logits[row])[c] - (c == labels[row])) / rows`,
     with `rows` the number of label positions. The probabilities are
-    recomputed from the logits, so the forward stores none.
+    recomputed from the logits, so the forward stores none. `loss_grad` has
+    the loss's element type (f32 for bf16 logits).
 
     ```mlir
     %dl = zt.softmax_cross_entropy_grad %logits, %labels, %dloss : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
