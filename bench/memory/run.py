@@ -241,9 +241,9 @@ def main():
         "torch.bfloat16): matrix products and attention in bf16, their "
         "results and what they save bf16; parameters, gradients and AdamW "
         "state f32), SDPA, the same live-tensor measure, MiB, against zcc's "
-        "arena in f32 and with `compile(precision=\"bf16\")` (products on "
-        "bf16 operands summed in f32, their saved operands bf16; the rest "
-        "f32):",
+        "arena in f32 and with `compile(precision=\"bf16\")` (products, "
+        "the element ops, dropout and moves after them and the logits in "
+        "bf16; residual stream, normalizations and attention f32):",
         "",
         "| GPT | PyTorch step, SDPA | PyTorch step, SDPA, autocast bf16 "
         "| autocast / f32 | zcc f32 arena | zcc bf16 arena "
