@@ -41,6 +41,15 @@ def losses(output):
             for m in re.finditer(r"^step (\d+)/\d+ loss (\S+)", output, re.M)}
 
 
+def assert_within_two_percent(curves):
+    """bf16's loss within 2% of f32's at every 20th of 200 steps."""
+    assert sorted(curves["f32"]) == list(range(20, 201, 20))
+    gaps = {s: abs(curves["bf16"][s] - curves["f32"][s]) / curves["f32"][s]
+            for s in curves["f32"]}
+    print("relative loss gap per 20 steps:", gaps)
+    assert max(gaps.values()) < 0.02, gaps
+
+
 def test_bf16_gpt_trains_within_two_percent_of_f32(tmp_path):
     f32_plan, f32_memory = compile_plan(tmp_path, "f32")
     bf16_plan, bf16_memory = compile_plan(tmp_path, "bf16", "--precision", "bf16")
@@ -55,11 +64,7 @@ def test_bf16_gpt_trains_within_two_percent_of_f32(tmp_path):
         run = zrun(plan, "--steps", "200", "--print-every", "20")
         assert run.returncode == 0, run.stderr
         curves[name] = losses(run.stdout)
-    assert sorted(curves["f32"]) == list(range(20, 201, 20))
-    gaps = {s: abs(curves["bf16"][s] - curves["f32"][s]) / curves["f32"][s]
-            for s in curves["f32"]}
-    print("relative loss gap per 20 steps:", gaps)
-    assert max(gaps.values()) < 0.02, gaps
+    assert_within_two_percent(curves)
     # It trained (4.88 -> about 0.44), and bf16 really changed the numbers.
     assert curves["bf16"][200] < 0.2 * 4.88
     assert curves["bf16"] != curves["f32"]
@@ -98,11 +103,7 @@ def test_bf16_four_layer_gpt_trains_within_two_percent_of_f32(tmp_path):
         run = zrun(plan, "--steps", "200", "--print-every", "20", "--data", data)
         assert run.returncode == 0, run.stderr
         curves[precision] = losses(run.stdout)
-    assert sorted(curves["f32"]) == list(range(20, 201, 20))
-    gaps = {s: abs(curves["bf16"][s] - curves["f32"][s]) / curves["f32"][s]
-            for s in curves["f32"]}
-    print("relative loss gap per 20 steps:", gaps)
-    assert max(gaps.values()) < 0.02, gaps
+    assert_within_two_percent(curves)
     # It learned most of the language (log 512 = 6.24 at the start, 1.13 the
     # floor), and bf16 changed the numbers.
     assert curves["bf16"][200] < 1.6
