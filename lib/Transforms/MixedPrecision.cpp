@@ -66,9 +66,11 @@ public:
       ops.push_back(&op);
     for (Operation *op : ops)
       rewrite(op);
-    for (BroadcastInDimOp dead : replacedBroadcasts)
-      if (dead->use_empty())
-        dead->erase();
+    // The f32 broadcasts a bf16 one replaced, once nothing else reads them
+    // (erasing in any order gives the same IR).
+    for (auto &[replaced, copy] : bf16Broadcasts)
+      if (replaced->use_empty())
+        replaced->erase();
   }
 
 private:
@@ -160,7 +162,6 @@ private:
           broadcast.getLoc(),
           cast<RankedTensorType>(broadcast.getType()).clone(bf16()), source,
           broadcast.getBroadcastDimensionsAttr());
-      replacedBroadcasts.push_back(broadcast);
     }
     return copy;
   }
@@ -168,7 +169,6 @@ private:
   func::FuncOp func;
   DenseMap<std::pair<Value, Type>, Value> conversions;
   DenseMap<Operation *, Value> bf16Broadcasts;
-  SmallVector<BroadcastInDimOp> replacedBroadcasts;
 };
 
 struct MixedPrecisionPass

@@ -716,12 +716,13 @@ template <typename T> struct Adamw : Functor {
 
 /// sum, mean or max over some dimensions: one group per result element,
 /// striding over its reduced elements in row-major order.
+enum class ReduceKind : int32_t { Sum, Mean, Max };
+
 /// Summed in T, stored as S (T, or bf16: the bias gradients of mixed
 /// precision's bf16 activations).
 template <typename T, typename S = T> struct Reduce : Functor {
   static constexpr bool kGrouped = true;
-  enum Kind : int32_t { SumKind, MeanKind, MaxKind };
-  Kind kind = SumKind;
+  ReduceKind kind = ReduceKind::Sum;
   const S *x = nullptr;
   S *y = nullptr;
   StridedShape kept;    // result position -> operand offset
@@ -729,13 +730,13 @@ template <typename T, typename S = T> struct Reduce : Functor {
   int64_t reducedCount = 0;
 
   ZRT_HOST_DEVICE T identity() const {
-    return kind == MaxKind ? T(-INFINITY) : T(0.0);
+    return kind == ReduceKind::Max ? T(-INFINITY) : T(0.0);
   }
   ZRT_HOST_DEVICE T combine(T acc, T value) const {
-    return kind == MaxKind ? maxKeepNaN(acc, value) : acc + value;
+    return kind == ReduceKind::Max ? maxKeepNaN(acc, value) : acc + value;
   }
   ZRT_HOST_DEVICE T finish(T acc) const {
-    return kind == MeanKind ? acc / static_cast<T>(reducedCount) : acc;
+    return kind == ReduceKind::Mean ? acc / static_cast<T>(reducedCount) : acc;
   }
 
   template <typename G>
@@ -744,8 +745,8 @@ template <typename T, typename S = T> struct Reduce : Functor {
     T acc = identity();
     for (int64_t j = group.lane; j < reducedCount; j += group.lanes)
       acc = combine(acc, loadAs<T>(x[base + reduced.offsetOf(j)]));
-    acc = kind == MaxKind ? group.reduce(acc, MaxKeepNaN())
-                          : group.reduce(acc, Sum());
+    acc = kind == ReduceKind::Max ? group.reduce(acc, MaxKeepNaN())
+                                  : group.reduce(acc, Sum());
     if (group.lane == 0)
       y[o] = storeAs<S>(finish(acc));
   }

@@ -308,10 +308,19 @@ private:
     f.bRead = reads[1];
   }
 
+  template <typename S> struct Storage { using type = S; };
+  /// Kernels whose float operands are stored as T, or as bf16 (computed in
+  /// T): build(Storage<S>) for the launch's storage.
+  template <typename Fn> void byStorage(DType dtype, Fn &&build) {
+    if (dtype == DType::BF16)
+      build(Storage<BFloat16>());
+    else
+      build(Storage<T>());
+  }
+
   void elementwise(ElementOp op) {
-    if (inType(0).dtype == DType::BF16)
-      return elementwiseOf<BFloat16>(op);
-    elementwiseOf<T>(op);
+    byStorage(inType(0).dtype,
+              [&](auto s) { elementwiseOf<typename decltype(s)::type>(op); });
   }
   /// Elements stored as S, computed in T.
   template <typename S> void elementwiseOf(ElementOp op) {
@@ -450,20 +459,9 @@ private:
     }
   }
 
-  template <typename S> struct Storage {
-    using type = S;
-  };
-  /// Kernels whose float operands are stored as T, or as bf16 (computed in
-  /// T): build(Storage<S>) for the launch's storage.
-  template <typename Fn> void byStorage(DType dtype, Fn &&build) {
-    if (dtype == DType::BF16)
-      build(Storage<BFloat16>());
-    else
-      build(Storage<T>());
-  }
-
   void sliceGrad() {
-    byStorage(outType(0).dtype, [&](auto s) { sliceGradOf<typename decltype(s)::type>(); });
+    byStorage(outType(0).dtype,
+              [&](auto s) { sliceGradOf<typename decltype(s)::type>(); });
   }
   template <typename S> void sliceGradOf() {
     const TensorType &grad = inType(0);
@@ -506,12 +504,13 @@ private:
     simplify(reduced);
   }
 
-  void reduce(int32_t kind) {
-    byStorage(outType(0).dtype, [&](auto s) { reduceOf<typename decltype(s)::type>(kind); });
+  void reduce(ReduceKind kind) {
+    byStorage(outType(0).dtype,
+              [&](auto s) { reduceOf<typename decltype(s)::type>(kind); });
   }
-  template <typename S> void reduceOf(int32_t kind) {
+  template <typename S> void reduceOf(ReduceKind kind) {
     Reduce<T, S> f;
-    f.kind = static_cast<typename Reduce<T, S>::Kind>(kind);
+    f.kind = kind;
     f.x = in<S>(0);
     f.y = result<S>(0);
     f.count = outType(0).numElements();
@@ -720,8 +719,9 @@ private:
   Status crossEntropy() {
     T *losses = nullptr;
     ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), losses));
-    byStorage(inType(0).dtype,
-              [&](auto s) { crossEntropyOf<typename decltype(s)::type>(losses); });
+    byStorage(inType(0).dtype, [&](auto s) {
+      crossEntropyOf<typename decltype(s)::type>(losses);
+    });
     return Status::ok();
   }
   template <typename S> void crossEntropyOf(T *losses) {
@@ -745,7 +745,9 @@ private:
   }
 
   void crossEntropyGrad() {
-    byStorage(inType(0).dtype, [&](auto s) { crossEntropyGradOf<typename decltype(s)::type>(); });
+    byStorage(inType(0).dtype, [&](auto s) {
+      crossEntropyGradOf<typename decltype(s)::type>();
+    });
   }
   template <typename S> void crossEntropyGradOf() {
     CrossEntropyGradRows<T, S> f;
@@ -774,7 +776,8 @@ private:
   }
 
   void dropout() {
-    byStorage(outType(0).dtype, [&](auto s) { dropoutOf<typename decltype(s)::type>(); });
+    byStorage(outType(0).dtype,
+              [&](auto s) { dropoutOf<typename decltype(s)::type>(); });
   }
   template <typename S> void dropoutOf() {
     double rate = launch.params.rate;
@@ -888,13 +891,13 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     sliceGrad();
     break;
   case KernelId::Sum:
-    reduce(Reduce<T>::SumKind);
+    reduce(ReduceKind::Sum);
     break;
   case KernelId::Mean:
-    reduce(Reduce<T>::MeanKind);
+    reduce(ReduceKind::Mean);
     break;
   case KernelId::Max:
-    reduce(Reduce<T>::MaxKind);
+    reduce(ReduceKind::Max);
     break;
   case KernelId::MaxGrad:
     maxGrad();

@@ -1905,12 +1905,17 @@ TEST(KernelRules, Bf16OnlyWhereMixedPrecisionUsesIt) {
   loss.typedInput(bf, {4, 3}).typedInput(DType::I32, {4}).output({});
   expectAccepted(loss);
   LaunchCase bf16Loss("softmax_cross_entropy");
-  bf16Loss.typedInput(bf, {4, 3}).typedInput(DType::I32, {4}).typedOutput(bf, {});
+  bf16Loss.typedInput(bf, {4, 3})
+      .typedInput(DType::I32, {4})
+      .typedOutput(bf, {});
   expectRejected(bf16Loss, "result must be a rank-0 f32 tensor, got bf16");
   LaunchCase lossGrad("softmax_cross_entropy_grad");
-  lossGrad.typedInput(bf, {4, 3}).typedInput(DType::I32, {4}).input({})
+  lossGrad.typedInput(bf, {4, 3})
+      .typedInput(DType::I32, {4})
+      .input({})
       .output({4, 3});
-  expectRejected(lossGrad, "result type 4x3xf32 must match logits type 4x3xbf16");
+  expectRejected(lossGrad,
+                 "result type 4x3xf32 must match logits type 4x3xbf16");
   LaunchCase sum("sum");
   sum.typedInput(bf, {4, 3}).output({3}).param(intsParam("dims", {0}));
   expectRejected(sum, "result element type f32 must match operand element "
@@ -2059,7 +2064,8 @@ TEST(Bf16Kernels, StorageKernelsMatchTheF32KernelOnTheWidenedValues) {
           bf16Out ? roundedToBf16(twin.results[o]) : twin.results[o];
       ASSERT_EQ(c.results[o].size(), expected.size());
       for (size_t i = 0; i < expected.size(); ++i)
-        EXPECT_EQ(c.results[o][i], expected[i]) << "output " << o << " element " << i;
+        EXPECT_EQ(c.results[o][i], expected[i])
+            << "output " << o << " element " << i;
     }
     ++checked;
   }
