@@ -91,6 +91,12 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
     return makeError(StatusCode::InvalidArgument,
                      "memory budget must be a byte count (0: none), got ",
                      options.memoryBudget);
+  if (!options.rematProblem.empty() && options.memoryBudget == 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "the recompute problem (remat-problem '",
+                     options.rematProblem,
+                     "') needs a memory budget: without one nothing is "
+                     "recomputed");
   if (options.alignment <= 0 ||
       (options.alignment & (options.alignment - 1)) != 0)
     return makeError(StatusCode::InvalidArgument,
@@ -166,6 +172,7 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   pipeline.accumulate = options.accumulate;
   pipeline.recompute = options.recompute;
   pipeline.memoryBudget = rematBudget;
+  pipeline.rematProblem = options.rematProblem;
   pipeline.precision = options.precision;
   pipeline.gradScale = options.gradScale;
   pipeline.alignment = options.alignment;

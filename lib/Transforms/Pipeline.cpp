@@ -36,6 +36,7 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
     ZTRematOptions remat;
     remat.budget = options.memoryBudget;
     remat.alignment = options.alignment;
+    remat.problemFile = options.rematProblem;
     pm.addPass(createZTRemat(remat));
   }
   ZTPlanMemoryOptions plan;

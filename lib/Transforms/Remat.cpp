@@ -17,12 +17,18 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Target/PlanExport.h"
 #include "zcc/Transforms/BufferLiveness.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace zcc {
 #define GEN_PASS_DEF_ZTREMAT
@@ -32,6 +38,7 @@ namespace zcc {
 using namespace mlir;
 using namespace zcc;
 using namespace zcc::zt;
+namespace json = llvm::json;
 
 namespace {
 
@@ -154,6 +161,167 @@ public:
   int64_t alignment;
   int64_t backwardStart;
   std::vector<int64_t> profile;
+};
+
+/// The recompute problem of one entry, before any copy, as a 0/1 covering
+/// program whose optimum is a lower bound on the FLOPs of every set of
+/// forward ops copied into the backward of this schedule
+/// (docs/passes.md#how-close-to-optimal). x_o = 1 when op o is copied at
+/// least once, at the cost of its FLOPs. A position whose live bytes exceed
+/// the budget by d needs the saved values of copied ops to free at least d
+/// there. An op whose operand the backward no longer holds (read only in
+/// the forward) needs that operand's op copied too. Relaxed, so the bound
+/// stays valid: the copies' own bytes are left out, each op is paid once,
+/// and a value may be freed between any two of its backward uses.
+class Problem {
+public:
+  Problem(const Step &step, int64_t budget) : budget(budget) {
+    ArrayRef<Operation *> schedule = step.live.getSchedule();
+    for (Operation *op : schedule)
+      if (step.recomputable(op)) {
+        index[op] = static_cast<int>(ops.size());
+        ops.push_back(op);
+      }
+    for (Operation *op : ops)
+      needs.push_back(needsOf(step, op));
+
+    // Each position over the budget becomes a row; rows with the same
+    // cover keep the largest deficit (first position, deterministic).
+    std::map<std::vector<std::pair<int, int64_t>>, std::pair<int64_t, int64_t>>
+        rows;
+    DenseMap<unsigned, Value> held; // buffer -> value it holds at `p`
+    ArrayRef<LiveBuffer> buffers = step.live.getBuffers();
+    for (size_t p = 0; p < step.profile.size(); ++p) {
+      if (p < schedule.size() && !step.isView(schedule[p]))
+        for (Value r : schedule[p]->getResults())
+          held[step.live.getBufferId(r)] = r;
+      int64_t deficit = step.profile[p] - budget;
+      if (deficit <= 0)
+        continue;
+      std::map<int, int64_t> cover;
+      for (unsigned id = 0; id < buffers.size(); ++id) {
+        const LiveBuffer &b = buffers[id];
+        Value v = held.lookup(id);
+        if (b.kind != MemoryKind::Arena || b.first > static_cast<int64_t>(p) ||
+            b.last <= static_cast<int64_t>(p) || !v)
+          continue;
+        auto it = index.find(v.getDefiningOp());
+        if (it != index.end() && freeableAt(step, v, p))
+          cover[it->second] += step.aligned(b.bytes);
+      }
+      int64_t covered = 0;
+      for (auto [op, bytes] : cover)
+        covered += bytes;
+      if (covered < deficit)
+        reachable = false;
+      auto &row = rows[{cover.begin(), cover.end()}];
+      if (deficit > row.first)
+        row = {deficit, static_cast<int64_t>(p)};
+    }
+    for (auto &[cover, row] : rows)
+      this->rows.push_back({row.second, row.first, cover});
+    llvm::sort(this->rows, [](const Row &a, const Row &b) {
+      return a.position < b.position;
+    });
+  }
+
+  /// What the pass chose: every op copied (each counted once here), and
+  /// its own FLOPs count (copies of one op in several chains each paid).
+  void chose(const llvm::SetVector<Operation *> &copied) {
+    for (Operation *op : copied)
+      chosen.insert(index.lookup(op));
+  }
+
+  json::Value toJSON(StringRef entry, double passFlops, int64_t firstPeak,
+                     int64_t peak, bool exhausted) const {
+    json::Array opsOut, rowsOut;
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      json::Array needed;
+      for (int j : needs[i])
+        if (j >= 0)
+          needed.push_back(j);
+      opsOut.push_back(
+          json::Object{{"op", op->getName().getStringRef()},
+                       {"loc", formatLocation(op->getLoc())},
+                       {"flops", flopsOf(op)},
+                       {"needs", std::move(needed)},
+                       {"blocked", llvm::is_contained(needs[i], -1)}});
+    }
+    for (const Row &row : rows) {
+      json::Array cover;
+      for (auto [op, bytes] : row.cover)
+        cover.push_back(json::Array{op, bytes});
+      rowsOut.push_back(json::Object{{"position", row.position},
+                                     {"deficit", row.deficit},
+                                     {"cover", std::move(cover)}});
+    }
+    json::Array chosenOut;
+    for (int i : chosen)
+      chosenOut.push_back(i);
+    return json::Object{{"entry", entry},
+                        {"budget", budget},
+                        {"peak", firstPeak},
+                        {"reachable", reachable},
+                        {"ops", std::move(opsOut)},
+                        {"rows", std::move(rowsOut)},
+                        {"zcc", json::Object{{"flops", passFlops},
+                                             {"ops", std::move(chosenOut)},
+                                             {"peak", peak},
+                                             {"exhausted", exhausted}}}};
+  }
+
+private:
+  struct Row {
+    int64_t position;
+    int64_t deficit;
+    std::vector<std::pair<int, int64_t>> cover;
+  };
+
+  /// The ops `op`'s copy needs copied too (-1: one that cannot be): those
+  /// of operands read only in the forward.
+  SmallVector<int> needsOf(const Step &step, Operation *op) const {
+    SmallVector<int> out;
+    for (Value u : op->getOperands()) {
+      Operation *def = u.getDefiningOp();
+      if (!def || isa<ConstantOp>(def) || step.lastUse(u) >= step.backwardStart)
+        continue;
+      out.push_back(index.count(def) ? index.lookup(def) : -1);
+    }
+    return out;
+  }
+
+  /// Whether a copy could stand in for `v` at position `p`: the forward is
+  /// done reading it, the step does not return it, the backward reads it
+  /// later and not at `p` itself.
+  static bool freeableAt(const Step &step, Value v, size_t p) {
+    SmallVector<Value> views;
+    step.forwardViews(v, views);
+    int64_t at = static_cast<int64_t>(p);
+    int64_t lastForward = step.position(v.getDefiningOp()), lastBackward = -1;
+    for (Value w : views)
+      for (Operation *user : w.getUsers()) {
+        if (isa<func::ReturnOp>(user))
+          return false;
+        if (step.isView(user) && !step.inBackward(user))
+          continue;
+        int64_t q = step.position(user);
+        if (q == at)
+          return false;
+        if (step.inBackward(user))
+          lastBackward = std::max(lastBackward, q);
+        else
+          lastForward = std::max(lastForward, q);
+      }
+    return lastForward < at && at < lastBackward;
+  }
+
+  int64_t budget;
+  bool reachable = true;
+  std::vector<Operation *> ops;
+  DenseMap<Operation *, int> index;
+  std::vector<SmallVector<int>> needs;
+  std::vector<Row> rows;
+  std::set<int> chosen;
 };
 
 /// A forward value saved for the backward, and how to stop saving it.
@@ -301,9 +469,26 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
   void runOnOperation() override {
     if (budget <= 0)
       return;
+    json::Array problems;
     for (auto fn : getOperation().getOps<func::FuncOp>())
-      if (!entryKind(fn).empty() && failed(fit(fn)))
+      if (!entryKind(fn).empty() && failed(fit(fn, problems)))
         return signalPassFailure();
+    if (!problemFile.empty() && failed(writeProblems(std::move(problems))))
+      return signalPassFailure();
+  }
+
+  LogicalResult writeProblems(json::Array problems) {
+    std::error_code error;
+    llvm::raw_fd_ostream os(problemFile, error, llvm::sys::fs::OF_Text);
+    if (error)
+      return getOperation().emitError()
+             << "cannot write the recompute problem to '" << problemFile
+             << "': " << error.message();
+    json::Object root{{"format", "zcc.remat-problem/v1"},
+                      {"alignment", static_cast<int64_t>(alignment)},
+                      {"entries", std::move(problems)}};
+    os << llvm::formatv("{0:1}", json::Value(std::move(root))) << "\n";
+    return success();
   }
 
   /// The candidates at position `at`: what each arena buffer live there
@@ -340,14 +525,22 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
 
   /// Recomputes in `fn` until its peak fits the budget or nothing is left
   /// to recompute (then the module says so: zcc names the smallest arena).
-  LogicalResult fit(func::FuncOp fn) {
+  LogicalResult fit(func::FuncOp fn, json::Array &problems) {
     auto start = fn->getAttrOfType<IntegerAttr>(ZTDialect::kBackwardStartAttrName);
     if (!start)
       return success(); // no backward (an apply entry): nothing saved
     DenseSet<Operation *> refused; // defining ops whose copy raised the peak
     int64_t firstPeak = -1, copies = 0;
     double flops = 0;
+    std::optional<Problem> problem;
+    llvm::SetVector<Operation *> copied; // originals, for the problem
     auto done = [&](int64_t peak) {
+      if (problem) {
+        problem->chose(copied);
+        problems.push_back(problem->toJSON(
+            fn.getSymName(), flops, firstPeak, peak,
+            getOperation()->hasAttr(ZTDialect::kRematExhaustedAttrName)));
+      }
       if (report)
         llvm::outs() << "zt-remat @" << fn.getSymName() << ": peak "
                      << firstPeak << " -> " << peak
@@ -362,8 +555,11 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
         return failure();
       Step step(std::move(*live), alignment, start.getInt());
       auto [peak, at] = step.peak();
-      if (firstPeak < 0)
+      if (firstPeak < 0) {
         firstPeak = peak;
+        if (!problemFile.empty())
+          problem.emplace(step, budget);
+      }
       if (peak <= budget)
         return done(peak);
       SmallVector<Candidate> candidates = candidatesAt(step, at, refused);
@@ -391,6 +587,7 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
       } else {
         copies += static_cast<int64_t>(best->ops.size());
         flops += best->flops;
+        copied.insert(best->ops.begin(), best->ops.end());
       }
     }
   }

@@ -523,6 +523,7 @@ NB_MODULE(_zcc, m) {
       .def_rw("accumulate", &zcc::CompileOptions::accumulate)
       .def_rw("recompute", &zcc::CompileOptions::recompute)
       .def_rw("memory_budget", &zcc::CompileOptions::memoryBudget)
+      .def_rw("remat_problem", &zcc::CompileOptions::rematProblem)
       .def_rw("precision", &zcc::CompileOptions::precision)
       .def_rw("grad_scale", &zcc::CompileOptions::gradScale)
       .def_rw("alignment", &zcc::CompileOptions::alignment)

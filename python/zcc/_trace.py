@@ -337,7 +337,7 @@ class Traced:
     def compile(self, optimizer="default", accumulate=False, alignment=256,
                 algorithm="auto", matmul_workspace=None, grad_scale=1.0,
                 recompute=True, memory_budget=None, precision="f32",
-                _plant_in_place_bug=False):
+                remat_problem=None, _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
         gradients become outputs); the default is zcc.adamw(). `recompute`
@@ -348,7 +348,9 @@ class Traced:
         reaches raises an error naming the smallest arena. `precision`
         "bf16" runs the matrix products on bf16 operands summed in f32
         (their saved operands take half the bytes), with f32 parameters,
-        optimizer, loss and normalizations."""
+        optimizer, loss and normalizations. `remat_problem` (a path), with
+        a memory budget, writes zt-remat's problem and choice there
+        (zcc.remat-problem/v1; bench/memory/remat_bound.py bounds it)."""
         options = _zcc.CompileOptions()
         if isinstance(optimizer, str) and optimizer == "default":
             optimizer = adamw()
@@ -368,6 +370,8 @@ class Traced:
         options.recompute = bool(recompute)
         if memory_budget is not None:
             options.memory_budget = int(memory_budget)
+        if remat_problem is not None:
+            options.remat_problem = str(remat_problem)
         options.precision = str(precision)
         # Tests of the random-program driver only: a wrong plan.
         options.plant_in_place_bug = bool(_plant_in_place_bug)

@@ -8,6 +8,47 @@
 // RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=budget=10000 | FileCheck %s --check-prefix=EXHAUSTED
 // RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat="budget=70000 report=true" -o /dev/null | FileCheck %s --check-prefix=REPORT
 // REPORT: zt-remat @mlp: peak 81920 -> 65536 live arena bytes, budget 70000; 2 ops copied, 5.284e+05 FLOPs
+// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat="budget=70000 problem-file=%t.json" -o /dev/null
+// RUN: FileCheck %s --check-prefix=PROBLEM < %t.json
+
+// The recompute problem (bench/memory/remat_bound.py bounds it): the five
+// forward ops, each with its FLOPs and the ops its copy needs (a tanh, its
+// matmul: the matmul's result is written over in place); one position over
+// the budget by 11920 bytes, which only the first tanh's saved 16 KiB can
+// free (the second tanh's is read right at the start of the backward);
+// zt-remat's choice, the first matmul and tanh.
+// PROBLEM: "alignment": 256,
+// PROBLEM: "budget": 70000,
+// PROBLEM: "flops": 524288,
+// PROBLEM-NEXT: "loc": "{{.*}}zt-remat.mlir:[[#MATMUL:]]:9",
+// PROBLEM-NEXT: "needs": [],
+// PROBLEM-NEXT: "op": "zt.matmul"
+// PROBLEM: "flops": 4096,
+// PROBLEM-NEXT: "loc": "{{.*}}zt-remat.mlir:[[#MATMUL+1]]:9",
+// PROBLEM-NEXT: "needs": [
+// PROBLEM-NEXT: 0
+// PROBLEM-NEXT: ],
+// PROBLEM-NEXT: "op": "zt.tanh"
+// PROBLEM: "peak": 81920,
+// PROBLEM-NEXT: "reachable": true,
+// PROBLEM-NEXT: "rows": [
+// PROBLEM-NEXT: {
+// PROBLEM-NEXT: "cover": [
+// PROBLEM-NEXT: [
+// PROBLEM-NEXT: 1,
+// PROBLEM-NEXT: 16384
+// PROBLEM-NEXT: ]
+// PROBLEM-NEXT: ],
+// PROBLEM-NEXT: "deficit": 11920,
+// PROBLEM: "zcc": {
+// PROBLEM-NEXT: "exhausted": false,
+// PROBLEM-NEXT: "flops": 528384,
+// PROBLEM-NEXT: "ops": [
+// PROBLEM-NEXT: 0,
+// PROBLEM-NEXT: 1
+// PROBLEM-NEXT: ],
+// PROBLEM-NEXT: "peak": 65536
+// PROBLEM: "format": "zcc.remat-problem/v1"
 
 // Above the peak (81920 bytes: five 16 KiB values at the start of the
 // backward), nothing is recomputed.

@@ -26,19 +26,27 @@ checks, on the compiled plan:
      poison runs bit-identical, and one step's loss and gradients within 3%
      (of the largest gradient) of the f64 ones.
 Step 1 also compiles under a memory budget of half the arena (zt-remat):
-the same bits.
+the same bits; and zt-remat's choice must be a feasible point of the
+covering program whose optimum bounds every recompute set's FLOPs from below
+(bench/memory/remat_bound.py), its FLOPs at or above that bound.
 """
 
 import argparse
 import collections
 import math
+import os
 import re
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 import zcc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "bench", "memory"))
+import remat_bound  # noqa: E402  (zt-remat's lower bound)
 
 UNARY = ["relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "neg",
          "exp_tanh", "log_sq1", "sqrt_sq1", "rsqrt_sq1"]
@@ -372,6 +380,23 @@ def mode_runs(compiled, prog, values, steps, problems, what):
     return runs
 
 
+def remat_bound_problems(problem):
+    """zt-remat's choice against the lower bound's program: a feasible point
+    (or the bound's model is wrong), at or above its optimum."""
+    out = []
+    for entry in problem["entries"]:
+        wrong = remat_bound.violations(entry)
+        if wrong:
+            out.append(f"zt-remat's choice breaks the bound's program: {wrong[:3]}")
+        if wrong or entry["zcc"]["exhausted"]:
+            continue
+        solved = remat_bound.solve(entry, time_limit=10)
+        if solved is None or solved["bound"] > entry["zcc"]["flops"] * (1 + 1e-9):
+            out.append(f"remat bound {solved} above zt-remat's "
+                       f"{entry['zcc']['flops']} FLOPs")
+    return out
+
+
 def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     """Returns a list of mismatch messages (empty: all agree). `stats`, a
     Counter, counts finite-difference points passed over as unreliable."""
@@ -398,18 +423,24 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     # below what recomputation reaches: then the error names the smallest
     # arena, which must itself compile and fit.
     arena = compiled.memory_analysis()["arena"]
-    try:
-        tight = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
-                               memory_budget=arena // 2)
-    except zcc.Error as e:
-        found = re.search(r"recomputation reaches: (\d+) bytes", str(e))
-        if not found:
-            raise
-        smallest = int(found.group(1))
-        tight = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
-                               memory_budget=smallest)
-        if tight.memory_analysis()["arena"] > smallest:
-            problems.append(f"the smallest arena {smallest} does not fit")
+    with tempfile.TemporaryDirectory() as tmp:
+        problem = os.path.join(tmp, "remat.json")
+        try:
+            tight = traced.compile(optimizer=zcc.adamw(lr=1e-2),
+                                   algorithm="greedy-best",
+                                   memory_budget=arena // 2,
+                                   remat_problem=problem)
+        except zcc.Error as e:
+            found = re.search(r"recomputation reaches: (\d+) bytes", str(e))
+            if not found:
+                raise
+            smallest = int(found.group(1))
+            tight = traced.compile(optimizer=zcc.adamw(lr=1e-2),
+                                   algorithm="greedy-best",
+                                   memory_budget=smallest, remat_problem=problem)
+            if tight.memory_analysis()["arena"] > smallest:
+                problems.append(f"the smallest arena {smallest} does not fit")
+        problems += remat_bound_problems(remat_bound.load(problem))
     session = tight.session(threads=1)
     losses = [session.step(*feeds(prog, s)) for s in range(steps)]
     if (losses, [session.read(n).tobytes() for n in values]) != runs["planned"]:

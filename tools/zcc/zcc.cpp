@@ -71,6 +71,12 @@ cl::opt<int64_t> memoryBudget(
              "are recomputed in the backward until the plan fits; an error "
              "names the smallest arena reachable when it cannot (0: none)"),
     cl::init(0), cl::cat(category));
+cl::opt<std::string> rematProblem(
+    "remat-problem",
+    cl::desc("With --memory-budget: also write the recompute problem and "
+             "the choice made here (JSON, zcc.remat-problem/v1; "
+             "bench/memory/remat_bound.py solves it for a lower bound)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 cl::opt<double> gradScale("grad-scale",
                           cl::desc("Scale of the accumulated gradient in "
                                    "the apply entry"),
@@ -142,6 +148,7 @@ int main(int argc, char **argv) {
   options.accumulate = accumulate.getValue();
   options.recompute = recompute.getValue();
   options.memoryBudget = memoryBudget.getValue();
+  options.rematProblem = rematProblem.getValue();
   options.precision = precision.getValue();
   options.gradScale = gradScale.getValue();
   options.alignment = alignment.getValue();

@@ -36,6 +36,10 @@ struct CompileOptions {
   /// Largest arena in bytes, workspace included: forward values are
   /// recomputed in the backward until the plan fits (zt-remat); 0: none.
   int64_t memoryBudget = 0;
+  /// With a memory budget: zt-remat's problem and choice are written here
+  /// (JSON, zcc.remat-problem/v1: a lower bound on the recompute FLOPs,
+  /// docs/passes.md#how-close-to-optimal); empty: not written.
+  std::string rematProblem;
   /// "f32", or "bf16": matrix products on bf16 operands, summed in f32, with
   /// f32 master weights (zt-mixed-precision).
   std::string precision = "f32";

@@ -60,6 +60,11 @@ struct TrainStepPipelineOptions
       llvm::cl::desc("Recompute forward values until the peak of live arena "
                      "bytes fits (zt-remat; 0: no budget)"),
       llvm::cl::init(0)};
+  Option<std::string> rematProblem{
+      *this, "remat-problem",
+      llvm::cl::desc("With a memory budget: also write the recompute problem "
+                     "and zt-remat's choice here (zcc.remat-problem/v1)"),
+      llvm::cl::init("")};
   Option<int64_t> alignment{*this, "alignment",
                             llvm::cl::desc("Slot offset alignment in bytes"),
                             llvm::cl::init(256)};

@@ -267,7 +267,11 @@ def ZTRemat : Pass<"zt-remat", "::mlir::ModuleOp"> {
            "Slot alignment the planner uses, in bytes">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Print per entry the peak of live bytes before and after, the ops "
-           "copied and their FLOPs">
+           "copied and their FLOPs">,
+    Option<"problemFile", "problem-file", "std::string", /*default=*/"",
+           "Also write each entry's recompute problem here (JSON, "
+           "zcc.remat-problem/v1): a covering program whose optimum bounds "
+           "the FLOPs of any recompute set from below, with the pass's choice">
   ];
 }
 
