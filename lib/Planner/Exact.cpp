@@ -3,17 +3,21 @@
 // Decides whether every buffer fits under a capacity, after MiniMalloc
 // (Moffitt, ASPLOS'23):
 //
-// - Canonical plans. Any plan can be rebuilt by taking its buffers in offset
-//   order and putting each at its candidate: the lowest feasible offset above
-//   the placed buffers it overlaps in time, and no lower than the previous
-//   placement. So the search only chooses which buffer comes next; offsets
-//   follow. Each unplaced buffer carries its candidate, which only rises.
+// - Canonical plans. Any plan pushed down until no buffer can move has each
+//   buffer at its candidate (the lowest feasible offset above the buffers
+//   below it that it overlaps in time); taken in (offset, rank) order, each
+//   is at its candidate when placed. So the search only chooses which buffer
+//   comes next, at or above the last offset and in rank order at the same
+//   offset; offsets follow. Each unplaced buffer carries its candidate, which
+//   only rises. Dominance by height: no buffer goes at or above the top an
+//   unplaced buffer would have at its candidate (that one could sit lower).
 // - Cross-section inference. In every time section, the unplaced buffers that
 //   cover it must stack above the lowest of their candidates: if that floor
 //   plus their total size exceeds the capacity, the state is dead. Raising
 //   the level to a buffer's candidate lifts every section to it, so only
 //   buffers with candidate <= capacity - (largest section demand) can go next.
-// - Dominance. Two unplaced buffers with the same lifetime, size, alignment
+// - Interchangeable buffers. Two unplaced buffers with the same lifetime, size,
+// alignment
 //   and candidate are interchangeable: only the first is tried. Failed states
 //   (the unplaced buffers and their candidates) are remembered, so a state
 //   reached again by another order is not searched twice.
@@ -123,13 +127,14 @@ public:
 
   /// One search that gives up after `nodeLimit` expansions. Failed states
   /// are kept across runs: a state is only remembered once fully refuted.
-  ExactStatus run(SkylineRank rank, uint64_t nodeLimit,
-                  std::vector<int64_t> &offsets) {
+  /// `ranked` (the movable buffers, best first) breaks ties in the branch
+  /// order; `ranking` names it in the refuted states.
+  ExactStatus run(const std::vector<uint32_t> &ranked, uint64_t ranking,
+                  uint64_t nodeLimit, std::vector<int64_t> &offsets) {
     if (sections.fixedTop() > capacity)
       return ExactStatus::Infeasible;
     rankOf.assign(buffers.size(), 0);
-    std::vector<uint32_t> ranked =
-        detail::rankBuffers(buffers, sections.movable(), rank);
+    rankSalt = mix(ranking + 1) << 1;
     for (uint32_t r = 0; r < ranked.size(); ++r)
       rankOf[ranked[r]] = r;
     std::vector<Item> items;
@@ -142,7 +147,7 @@ public:
     result = &offsets;
     stopAt = nodes + nodeLimit;
     aborted = false;
-    if (solve(items.data(), items.data() + items.size()))
+    if (solve(items.data(), items.data() + items.size(), 0, -1))
       return ExactStatus::Found;
     return aborted ? ExactStatus::OutOfTime : ExactStatus::Infeasible;
   }
@@ -154,24 +159,40 @@ private:
   int64_t size(const Item &item) const { return buffers[item.buffer].size; }
 
   /// Items are sorted by first section; solves each time-separated group.
-  bool solve(const Item *begin, const Item *end) {
+  /// `level` is the last placement's offset and `lastRank` its buffer's
+  /// rank, or -1 when placements at `level` may come in any order.
+  bool solve(const Item *begin, const Item *end, int64_t level,
+             int64_t lastRank) {
     while (begin != end) {
       const Item *split = begin;
       int32_t reach = sections.last(split->buffer);
       for (++split; split != end && sections.first(split->buffer) < reach;
            ++split)
         reach = std::max(reach, sections.last(split->buffer));
-      if (!solveGroup(begin, split))
+      if (!solveGroup(begin, split, level, lastRank))
         return false;
       begin = split;
     }
     return true;
   }
 
-  bool solveGroup(const Item *begin, const Item *end) {
+  bool solveGroup(const Item *begin, const Item *end, int64_t level,
+                  int64_t lastRank) {
     const size_t n = end - begin;
+    // Whether `item` may come next, at its candidate: offsets never fall,
+    // and placements at one offset (disjoint in time, so they commute) come
+    // in rank order. A buffer below the level waits for a placement that
+    // overlaps it to lift it; until then it sits at the level at best.
+    auto eligible = [&](const Item &item) {
+      return item.candidate > level ||
+             (item.candidate == level &&
+              static_cast<int64_t>(rankOf[item.buffer]) > lastRank);
+    };
+    auto lifted = [&](const Item &item) {
+      return std::max(item.candidate, level);
+    };
     if (n == 1) {
-      if (begin->candidate + size(*begin) > capacity)
+      if (!eligible(*begin) || begin->candidate + size(*begin) > capacity)
         return false;
       (*result)[begin->buffer] = begin->candidate;
       return true;
@@ -183,13 +204,23 @@ private:
       return false;
     }
 
-    // Branch order: lowest candidate first, then rank.
+    // Branch order: lowest (lifted) candidate first, then rank.
     std::vector<uint32_t> order(n);
     std::iota(order.begin(), order.end(), 0u);
     std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-      return std::make_pair(begin[x].candidate, rankOf[begin[x].buffer]) <
-             std::make_pair(begin[y].candidate, rankOf[begin[y].buffer]);
+      return std::make_pair(lifted(begin[x]), rankOf[begin[x].buffer]) <
+             std::make_pair(lifted(begin[y]), rankOf[begin[y].buffer]);
     });
+
+    // Dominance: a plan whose buffers all sit as low as they can (any plan
+    // can be pushed down into one) never puts a buffer at or above the top
+    // another unplaced buffer would have at its candidate: that buffer's
+    // bytes there stay free for good, so it could sit lower.
+    int64_t minHeight = INT64_MAX;
+    for (const Item *item = begin; item != end; ++item)
+      minHeight = std::min(minHeight, item->candidate + size(*item));
+    if (minHeight <= level)
+      return false;
 
     // Cross-section inference over the group's span of sections.
     const int32_t spanBegin = sections.first(begin->buffer);
@@ -218,13 +249,13 @@ private:
       int32_t stop = sections.last(item.buffer) - spanBegin;
       for (int32_t t = findUnpainted(sections.first(item.buffer) - spanBegin);
            t < stop; t = findUnpainted(t + 1)) {
-        floor[t] = item.candidate;
+        floor[t] = lifted(item);
         next[t] = t + 1;
       }
     }
     // Sections whose demand exactly fills them from the lowest level up are
     // tight (used below); the peak demand bounds the levels worth trying.
-    const int64_t lowest = begin[order[0]].candidate;
+    const int64_t lowest = lifted(begin[order[0]]);
     std::vector<char> tight(span, 0);
     bool anyTight = false;
     int64_t live = 0, peakDemand = 0;
@@ -244,57 +275,34 @@ private:
       int32_t from = sections.first(item.buffer) - spanBegin;
       int32_t to = sections.last(item.buffer) - spanBegin;
       stack.add(from, to, size(item));
-      if (item.candidate + stack.max(from, to) > capacity)
+      if (lifted(item) + stack.max(from, to) > capacity)
         return false;
     }
 
-    StateKey key = hashState(begin, end);
+    StateKey key = hashState(begin, end, level, lastRank);
     if (failed.count(key))
       return false;
 
-    // A tight section has no byte to spare: some buffer must sit exactly at
-    // the level there. Buffers at one level are disjoint in time, and
-    // placements at one level commute, so: no disjoint choice covering every
-    // tight section means a dead state; otherwise branch only on the buffers
-    // covering the tight section that has the fewest of them.
+    // A tight section has no byte to spare: some buffer that may go at the
+    // lowest level now must sit there. Buffers at one level are disjoint in
+    // time, so no disjoint choice of them covering every tight section
+    // means a dead state. (Branching only on the buffers covering one tight
+    // section would be sound too, but it breaks the rank order at the level,
+    // and the rank order prunes far more on MiniMalloc's hard instances.)
     if (anyTight) {
-      std::vector<int32_t> cover(span + 1, 0);
       std::vector<char> reach(span + 1, 0);
       reach[0] = 1;
       const Item *cursor = begin;
       for (int32_t t = 0; t < span; ++t) {
         for (; cursor != end && sections.first(cursor->buffer) - spanBegin == t;
-             ++cursor) {
-          if (cursor->candidate != lowest)
-            continue;
-          int32_t stop = sections.last(cursor->buffer) - spanBegin;
-          ++cover[t];
-          --cover[stop];
-          if (reach[t])
-            reach[stop] = 1;
-        }
+             ++cursor)
+          if (reach[t] && cursor->candidate == lowest && eligible(*cursor))
+            reach[sections.last(cursor->buffer) - spanBegin] = 1;
         if (reach[t] && !tight[t])
           reach[t + 1] = 1;
       }
       if (!reach[span])
         return false;
-      int32_t pick = -1, fewest = 0, covering = 0;
-      for (int32_t t = 0; t < span; ++t) {
-        covering += cover[t];
-        if (tight[t] && (pick < 0 || covering < fewest)) {
-          pick = t;
-          fewest = covering;
-        }
-      }
-      order.erase(std::remove_if(
-                      order.begin(), order.end(),
-                      [&](uint32_t k) {
-                        const Item &item = begin[k];
-                        return item.candidate != lowest ||
-                               sections.first(item.buffer) - spanBegin > pick ||
-                               sections.last(item.buffer) - spanBegin <= pick;
-                      }),
-                  order.end());
     }
 
     std::vector<Item> child;
@@ -302,33 +310,35 @@ private:
     const Item *previous = nullptr;
     for (uint32_t k : order) {
       const Item &chosen = begin[k];
-      // Every other section rises to the chosen level: past this point the
-      // peak section cannot fit, and candidates only grow along `order`.
-      if (chosen.candidate + peakDemand > capacity)
+      if (!eligible(chosen))
+        continue;
+      // Eligible buffers come in candidate order: past either limit, every
+      // later one is past it too. Every other section rises to the chosen
+      // level, so the peak section must fit above it.
+      if (chosen.candidate >= minHeight ||
+          chosen.candidate + peakDemand > capacity)
         break;
       if (previous && interchangeable(*previous, chosen))
         continue;
       previous = &chosen;
-      const int64_t level = chosen.candidate;
-      const int64_t top = level + size(chosen);
+      const int64_t at = chosen.candidate;
+      const int64_t top = at + size(chosen);
       bool dead = false;
       child.clear();
       for (const Item *item = begin; item != end && !dead; ++item) {
         if (item == &chosen)
           continue;
-        int64_t from = std::max(item->candidate, level);
-        if (sections.overlap(item->buffer, chosen.buffer))
-          from = std::max(from, top);
-        int64_t candidate = from == item->candidate
-                                ? from
-                                : sections.lowestFeasible(item->buffer, from);
-        dead = candidate + size(*item) > capacity;
+        int64_t candidate = item->candidate;
+        if (sections.overlap(item->buffer, chosen.buffer) && candidate < top)
+          candidate = sections.lowestFeasible(item->buffer, top);
+        dead = std::max(candidate, at) + size(*item) > capacity;
         child.push_back({item->buffer, candidate});
       }
       if (dead)
         continue;
-      if (solve(child.data(), child.data() + child.size())) {
-        (*result)[chosen.buffer] = level;
+      if (solve(child.data(), child.data() + child.size(), at,
+                rankOf[chosen.buffer])) {
+        (*result)[chosen.buffer] = at;
         return true;
       }
       if (aborted)
@@ -346,8 +356,13 @@ private:
            a.upper == b.upper && a.size == b.size && a.alignment == b.alignment;
   }
 
-  StateKey hashState(const Item *begin, const Item *end) const {
-    StateKey key{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
+  /// The unplaced buffers, their candidates, the level and the rank order
+  /// in force there (under this run's ranking).
+  StateKey hashState(const Item *begin, const Item *end, int64_t level,
+                     int64_t lastRank) const {
+    StateKey key{0x243f6a8885a308d3ULL ^ mix(static_cast<uint64_t>(level)),
+                 0x13198a2e03707344ULL ^
+                     mix(static_cast<uint64_t>(lastRank) + rankSalt)};
     for (const Item *item = begin; item != end; ++item) {
       uint64_t h =
           mix(item->buffer ^ mix(static_cast<uint64_t>(item->candidate)));
@@ -364,12 +379,37 @@ private:
   const int64_t capacity;
   const Clock::time_point deadline;
   std::vector<uint32_t> rankOf;
+  uint64_t rankSalt = 0; // which ranking rankOf holds (in refuted states)
   AddMaxTree stack; // scratch, rebuilt at every node
   std::unordered_set<StateKey, StateKeyHash> failed;
   std::vector<int64_t> *result = nullptr;
   uint64_t nodes = 0, stopAt = 0;
   bool aborted = false;
 };
+
+/// Movable buffers by the most bytes live at once over their lifetime (the
+/// busiest section they cover), then by lifetime, size and index: the
+/// buffers of the most crowded sections come first, where a tight plan has
+/// the least room (MiniMalloc's "total" preordering).
+std::vector<uint32_t> rankByCongestion(const Problem &problem,
+                                       const detail::Sections &sections) {
+  AddMaxTree demand;
+  demand.reset(sections.count());
+  const std::vector<uint32_t> &movable = sections.movable();
+  for (uint32_t i : movable)
+    demand.add(sections.first(i), sections.last(i), problem.buffers[i].size);
+  std::vector<std::tuple<int64_t, int64_t, int64_t, uint32_t>> keys;
+  for (uint32_t i : movable) {
+    const BufferRequest &b = problem.buffers[i];
+    keys.emplace_back(-demand.max(sections.first(i), sections.last(i)),
+                      -(b.upper - b.lower), -b.size, i);
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<uint32_t> ranked;
+  for (const auto &key : keys)
+    ranked.push_back(std::get<3>(key));
+  return ranked;
+}
 
 constexpr size_t kBaseStackBytes = size_t{16} << 20;
 constexpr size_t kStackBytesPerBuffer = 1024;
@@ -414,14 +454,20 @@ ExactStatus planExact(const Problem &problem, int64_t capacity,
         // Restarts with a growing node budget, cycling through the
         // buffer rankings: search times are heavy-tailed, and an
         // order that stalls is often solved at once by another.
-        const SkylineRank ranks[] = {SkylineRank::Lifetime, SkylineRank::Size,
-                                     SkylineRank::Area};
+        std::vector<std::vector<uint32_t>> rankings = {
+            rankByCongestion(problem, sections)};
+        for (SkylineRank rank :
+             {SkylineRank::Lifetime, SkylineRank::Size, SkylineRank::Area})
+          rankings.push_back(
+              detail::rankBuffers(problem.buffers, sections.movable(), rank));
+        const uint64_t count = rankings.size();
         for (uint64_t attempt = 0;; ++attempt) {
           // Enough for a few descents to start with.
           uint64_t base = 1024 + 4 * sections.movable().size();
-          uint64_t budget = base << std::min<uint64_t>(attempt / 3, 40);
+          uint64_t budget = base << std::min<uint64_t>(attempt / count, 40);
           budget = std::min(budget, nodeLimit - search.nodeCount());
-          status = search.run(ranks[attempt % 3], budget, offsets);
+          status = search.run(rankings[attempt % count], attempt % count,
+                              budget, offsets);
           if (status != ExactStatus::OutOfTime || search.pastDeadline() ||
               search.nodeCount() >= nodeLimit)
             break;
