@@ -163,6 +163,39 @@ public:
   std::vector<int64_t> profile;
 };
 
+/// Where the forward and the backward read `values` (a value and its
+/// forward views): the last forward use (at least `from`), the first
+/// backward user and every backward position; nullopt when the step
+/// returns one of them.
+struct UseSpan {
+  int64_t lastForward;
+  int64_t firstBackward = INT64_MAX;
+  Operation *firstBackwardUser = nullptr;
+  SmallVector<int64_t, 4> backward;
+};
+std::optional<UseSpan> useSpan(const Step &step, ArrayRef<Value> values,
+                               int64_t from) {
+  UseSpan span{from};
+  for (Value w : values)
+    for (Operation *user : w.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        return std::nullopt;
+      if (step.isView(user) && !step.inBackward(user))
+        continue;
+      int64_t at = step.position(user);
+      if (!step.inBackward(user)) {
+        span.lastForward = std::max(span.lastForward, at);
+        continue;
+      }
+      span.backward.push_back(at);
+      if (at < span.firstBackward) {
+        span.firstBackward = at;
+        span.firstBackwardUser = user;
+      }
+    }
+  return span;
+}
+
 /// The recompute problem of one entry, before any copy, as a 0/1 covering
 /// program whose optimum is a lower bound on the FLOPs of every set of
 /// forward ops copied into the backward of this schedule
@@ -293,26 +326,18 @@ private:
   /// Whether a copy could stand in for `v` at position `p`: the forward is
   /// done reading it, the step does not return it, the backward reads it
   /// later and not at `p` itself.
-  static bool freeableAt(const Step &step, Value v, size_t p) {
-    SmallVector<Value> views;
-    step.forwardViews(v, views);
+  bool freeableAt(const Step &step, Value v, size_t p) {
+    auto [it, inserted] = spans.try_emplace(v);
+    if (inserted) {
+      SmallVector<Value> views;
+      step.forwardViews(v, views);
+      it->second = useSpan(step, views, step.position(v.getDefiningOp()));
+    }
+    const std::optional<UseSpan> &span = it->second;
     int64_t at = static_cast<int64_t>(p);
-    int64_t lastForward = step.position(v.getDefiningOp()), lastBackward = -1;
-    for (Value w : views)
-      for (Operation *user : w.getUsers()) {
-        if (isa<func::ReturnOp>(user))
-          return false;
-        if (step.isView(user) && !step.inBackward(user))
-          continue;
-        int64_t q = step.position(user);
-        if (q == at)
-          return false;
-        if (step.inBackward(user))
-          lastBackward = std::max(lastBackward, q);
-        else
-          lastForward = std::max(lastForward, q);
-      }
-    return lastForward < at && at < lastBackward;
+    return span && span->lastForward < at && !span->backward.empty() &&
+           at < *llvm::max_element(span->backward) &&
+           !llvm::is_contained(span->backward, at);
   }
 
   int64_t budget;
@@ -322,6 +347,7 @@ private:
   std::vector<SmallVector<int>> needs;
   std::vector<Row> rows;
   std::set<int> chosen;
+  DenseMap<Value, std::optional<UseSpan>> spans; // freeableAt's, per value
 };
 
 /// A forward value saved for the backward, and how to stop saving it.
@@ -347,34 +373,6 @@ struct Applied {
       op->erase();
   }
 };
-
-/// Where the forward and the backward read `values` (a value and its
-/// forward views): the last forward use (at least `from`) and the first
-/// backward user; nullopt when the step returns one of them.
-struct UseSpan {
-  int64_t lastForward;
-  int64_t firstBackward = INT64_MAX;
-  Operation *firstBackwardUser = nullptr;
-};
-std::optional<UseSpan> useSpan(const Step &step, ArrayRef<Value> values,
-                               int64_t from) {
-  UseSpan span{from};
-  for (Value w : values)
-    for (Operation *user : w.getUsers()) {
-      if (isa<func::ReturnOp>(user))
-        return std::nullopt;
-      if (step.isView(user) && !step.inBackward(user))
-        continue;
-      int64_t at = step.position(user);
-      if (!step.inBackward(user)) {
-        span.lastForward = std::max(span.lastForward, at);
-      } else if (at < span.firstBackward) {
-        span.firstBackward = at;
-        span.firstBackwardUser = user;
-      }
-    }
-  return span;
-}
 
 /// `v`, the value its buffer holds at the peak, as a candidate: live there
 /// only because the backward reads it later (the values written before it
