@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <string>
 #include <utility>
 
@@ -18,45 +19,89 @@ using Clock = std::chrono::steady_clock;
 /// exact search is the better use of the time.
 constexpr uint64_t kMaxRestarts = 1024;
 
-PlanOutcome finish(const PlanOptions &options, int64_t lowerBound, Plan plan,
-                   std::string producedBy) {
-  PlanOutcome outcome;
-  outcome.lowerBound = lowerBound;
-  outcome.reachedLowerBound = plan.arenaSize == lowerBound;
-  outcome.optimal = outcome.reachedLowerBound;
-  outcome.found = !options.capacity || plan.arenaSize <= *options.capacity;
-  outcome.provenInfeasible = options.capacity && *options.capacity < lowerBound;
-  outcome.plan = std::move(plan);
-  outcome.producedBy = std::move(producedBy);
-  return outcome;
+/// Every canonical plan's offsets, and so its arena, are multiples of this:
+/// sums of sizes and pre-placed ends, rounded up to alignments that either
+/// divide it or are multiples of it. A capacity is only worth trying at a
+/// multiple of it.
+int64_t planGranule(const Problem &problem) {
+  int64_t granule = 0;
+  for (const BufferRequest &b : problem.buffers) {
+    if (b.size == 0)
+      continue;
+    granule = std::gcd(granule, b.size);
+    if (b.fixedOffset)
+      granule = std::gcd(granule, *b.fixedOffset);
+  }
+  for (const BufferRequest &b : problem.buffers)
+    if (b.size != 0 && granule % b.alignment != 0)
+      granule = std::gcd(granule, b.alignment);
+  return std::max<int64_t>(granule, 1);
 }
 
-PlanOutcome runGreedySize(const Problem &problem, const PlanOptions &options) {
-  return finish(options, computeLowerBound(problem),
-                planGreedy(problem, GreedyOrder::Size, GreedyFit::BestFit),
-                "greedy-size");
+int64_t roundDown(int64_t value, int64_t granule) {
+  return value / granule * granule;
 }
 
-PlanOutcome runGreedyBest(const Problem &problem, const PlanOptions &options) {
-  const int64_t lowerBound = computeLowerBound(problem);
-  std::string producedBy;
-  Plan best = planGreedyBest(problem, lowerBound, producedBy);
-  return finish(options, lowerBound, std::move(best), std::move(producedBy));
-}
-
-/// The best heuristic plan so far and what made it.
+/// The best plan so far, what made it, and when each improvement came.
 struct Incumbent {
+  Clock::time_point start = Clock::now();
   Plan plan;
   std::string producedBy;
+  std::vector<PlanOutcome::Improvement> improvements;
   bool have = false;
   void offer(Plan candidate, std::string name) {
     if (have && candidate.arenaSize >= plan.arenaSize)
       return;
+    improvements.push_back(
+        {std::chrono::duration<double>(Clock::now() - start).count(),
+         candidate.arenaSize, name});
     plan = std::move(candidate);
     producedBy = std::move(name);
     have = true;
   }
 };
+
+/// `provenBound`: every arena below it is proven infeasible.
+PlanOutcome finish(const PlanOptions &options, int64_t lowerBound,
+                   int64_t provenBound, Incumbent best) {
+  PlanOutcome outcome;
+  outcome.lowerBound = lowerBound;
+  outcome.provenBound = std::max(provenBound, lowerBound);
+  outcome.reachedLowerBound = best.plan.arenaSize == lowerBound;
+  outcome.optimal = best.plan.arenaSize <= outcome.provenBound;
+  outcome.found = !options.capacity || best.plan.arenaSize <= *options.capacity;
+  outcome.provenInfeasible =
+      options.capacity && *options.capacity < outcome.provenBound;
+  outcome.plan = std::move(best.plan);
+  outcome.producedBy = std::move(best.producedBy);
+  outcome.improvements = std::move(best.improvements);
+  return outcome;
+}
+
+/// The lower bound and the smallest arena it allows (a granule multiple).
+struct Bounds {
+  int64_t lower, granule, proven;
+  explicit Bounds(const Problem &problem)
+      : lower(computeLowerBound(problem)), granule(planGranule(problem)),
+        proven(roundDown(lower + granule - 1, granule)) {}
+};
+
+PlanOutcome runGreedySize(const Problem &problem, const PlanOptions &options) {
+  Bounds bounds(problem);
+  Incumbent best;
+  best.offer(planGreedy(problem, GreedyOrder::Size, GreedyFit::BestFit),
+             "greedy-size");
+  return finish(options, bounds.lower, bounds.proven, std::move(best));
+}
+
+PlanOutcome runGreedyBest(const Problem &problem, const PlanOptions &options) {
+  Bounds bounds(problem);
+  Incumbent best;
+  std::string producedBy;
+  Plan plan = planGreedyBest(problem, bounds.proven, producedBy);
+  best.offer(std::move(plan), std::move(producedBy));
+  return finish(options, bounds.lower, bounds.proven, std::move(best));
+}
 
 /// Area first: on the real sets it is the best single rank (G_1 and Y_1 at
 /// the bound, S_1 at 1.0018).
@@ -73,11 +118,10 @@ void runSkylines(const Problem &problem, int64_t stopAt, Incumbent &best) {
 }
 
 PlanOutcome runSkyline(const Problem &problem, const PlanOptions &options) {
-  const int64_t lowerBound = computeLowerBound(problem);
+  Bounds bounds(problem);
   Incumbent best;
-  runSkylines(problem, lowerBound, best);
-  return finish(options, lowerBound, std::move(best.plan),
-                std::move(best.producedBy));
+  runSkylines(problem, bounds.proven, best);
+  return finish(options, bounds.lower, bounds.proven, std::move(best));
 }
 
 uint64_t nodeBudget(const PlanOptions &options) {
@@ -90,67 +134,69 @@ double secondsSince(Clock::time_point start) {
 
 /// Improves `best` with the exact search until the time limit. With a
 /// capacity, one feasibility search for it (unless `best` already fits).
-/// Otherwise the capacity goes down from the incumbent: first straight to the
-/// lower bound, then by bisection between what was proven infeasible and the
-/// best plan found. Each search gets half the time and nodes left, the last
-/// all of them.
+/// Otherwise the capacity goes down from the incumbent, anytime: probes of
+/// a node budget each, first at the proven bound, then bisecting between it
+/// and the best plan. A probe that runs out of budget sends the next one
+/// above it; once no capacity is left to try under this budget, the budget
+/// grows fourfold and the bisection starts again from the proven bound. So
+/// plans improve early, and proofs come with the larger budgets.
 PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
-                        Clock::time_point start, int64_t lowerBound,
-                        Incumbent best, uint64_t nodesLeft) {
+                        const Bounds &bounds, Incumbent best,
+                        uint64_t nodesLeft) {
   auto remaining = [&] {
-    return options.timeLimitSeconds - secondsSince(start);
+    return options.timeLimitSeconds - secondsSince(best.start);
   };
-  auto improve = [&](int64_t capacity, bool last) {
+  const int64_t granule = bounds.granule;
+  int64_t proven = bounds.proven; // every arena below is infeasible
+  auto probe = [&](int64_t capacity, uint64_t budget) {
     Plan plan;
     uint64_t nodes = 0;
-    double seconds = last ? remaining() : remaining() / 2;
-    ExactStatus status = planExact(problem, capacity, seconds, plan, &nodes,
-                                   last ? nodesLeft : nodesLeft / 2 + 1);
+    ExactStatus status = planExact(problem, capacity, remaining(), plan, &nodes,
+                                   std::min(budget, nodesLeft));
     nodesLeft -= std::min(nodes, nodesLeft);
     if (status == ExactStatus::Found)
       best.offer(std::move(plan), "exact");
+    else if (status == ExactStatus::Infeasible)
+      proven = std::max(proven, roundDown(capacity, granule) + granule);
     return status;
   };
   if (options.capacity) {
-    bool infeasible =
-        best.plan.arenaSize > *options.capacity &&
-        improve(*options.capacity, /*last=*/true) == ExactStatus::Infeasible;
-    PlanOutcome outcome = finish(options, lowerBound, std::move(best.plan),
-                                 std::move(best.producedBy));
-    outcome.provenInfeasible = outcome.provenInfeasible || infeasible;
-    return outcome;
+    if (best.plan.arenaSize > *options.capacity)
+      probe(*options.capacity, UINT64_MAX);
+    return finish(options, bounds.lower, proven, std::move(best));
   }
-  int64_t low = lowerBound, high = best.plan.arenaSize;
-  bool first = true, skipped = false;
-  while (low < high && remaining() > 0 && nodesLeft > 0) {
-    int64_t target = first ? low : low + (high - 1 - low) / 2;
-    first = false;
-    ExactStatus status = improve(target, /*last=*/target == high - 1);
-    if (status == ExactStatus::Found)
-      high = best.plan.arenaSize;
-    else if (status == ExactStatus::Infeasible)
-      low = target + 1;
-    else if (remaining() <= 0 || nodesLeft == 0)
-      break;
-    else {
-      // This attempt's share ran out: look above it, but prove nothing.
-      skipped = true;
-      low = target + 1;
+  uint64_t budget = 4096 + 16 * problem.buffers.size();
+  int64_t from = proven; // the lowest capacity worth a probe at this budget
+  bool atBound = true;   // this budget's first probe goes to the bound
+  while (proven < best.plan.arenaSize && remaining() > 0 && nodesLeft > 0) {
+    const int64_t high = best.plan.arenaSize - granule; // to beat
+    if (from > high) {
+      budget = budget > UINT64_MAX / 4 ? UINT64_MAX : budget * 4;
+      from = proven;
+      atBound = true;
+      continue;
     }
+    // The bound itself first: where the optimum sits on it, the tight
+    // sections prune so much that it is often solved faster than any
+    // capacity a little above it.
+    int64_t target =
+        atBound ? from : from + roundDown((high - from) / 2, granule);
+    uint64_t share = atBound && budget <= UINT64_MAX / 2 ? 2 * budget : budget;
+    atBound = false;
+    if (probe(target, share) == ExactStatus::OutOfTime)
+      from = target + granule;
+    else
+      from = std::max(from, proven);
   }
-  PlanOutcome outcome = finish(options, lowerBound, std::move(best.plan),
-                               std::move(best.producedBy));
-  outcome.optimal = outcome.optimal || (low >= high && !skipped);
-  return outcome;
+  return finish(options, bounds.lower, proven, std::move(best));
 }
 
 PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
-  auto start = Clock::now();
-  const int64_t lowerBound = computeLowerBound(problem);
+  Bounds bounds(problem);
   Incumbent best;
   // A skyline descent, as a starting plan.
   best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
-  return searchExact(problem, options, start, lowerBound, std::move(best),
+  return searchExact(problem, options, bounds, std::move(best),
                      nodeBudget(options));
 }
 
@@ -181,10 +227,10 @@ uint64_t runRestarts(const Problem &problem, int64_t goal, double seconds,
 }
 
 PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
-  auto start = Clock::now();
-  const int64_t lowerBound = computeLowerBound(problem);
-  const int64_t goal =
-      options.capacity ? std::max(*options.capacity, lowerBound) : lowerBound;
+  Bounds bounds(problem);
+  const int64_t goal = options.capacity
+                           ? std::max(*options.capacity, bounds.proven)
+                           : bounds.proven;
   uint64_t nodesLeft = nodeBudget(options);
   Incumbent best;
   runSkylines(problem, goal, best);
@@ -193,15 +239,14 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
                            nodesLeft / 2, best);
   if (best.plan.arenaSize > goal) {
     std::string name;
-    Plan plan = planGreedyBest(problem, goal, name,
-                               options.timeLimitSeconds - secondsSince(start));
+    Plan plan =
+        planGreedyBest(problem, goal, name,
+                       options.timeLimitSeconds - secondsSince(best.start));
     best.offer(std::move(plan), std::move(name));
   }
   if (best.plan.arenaSize <= goal)
-    return finish(options, lowerBound, std::move(best.plan),
-                  std::move(best.producedBy));
-  return searchExact(problem, options, start, lowerBound, std::move(best),
-                     nodesLeft);
+    return finish(options, bounds.lower, bounds.proven, std::move(best));
+  return searchExact(problem, options, bounds, std::move(best), nodesLeft);
 }
 
 } // namespace

@@ -23,13 +23,17 @@ namespace {
 const char *kUsage =
     "usage: zcc-plan IN.csv [-o OUT.csv] [--algorithm NAME] [--capacity "
     "BYTES]\n"
-    "                [--time-limit SECONDS] [--node-limit NODES]\n"
+    "                [--time-limit SECONDS] [--node-limit NODES] "
+    "[--minimize]\n"
     "       zcc-plan --list-algorithms\n"
     "Reads id,lower,upper,size[,alignment] rows (header-named, any order) and\n"
     "writes them with an offset column (to OUT.csv, or stdout). One summary\n"
     "line goes to stdout (stderr when the plan goes to stdout).\n"
     "  --algorithm NAME    default: auto (see --list-algorithms)\n"
     "  --capacity BYTES    exit 1 unless the plan fits in BYTES\n"
+    "  --minimize          search for the smallest arena for the whole time\n"
+    "                      limit (the default without --capacity) and print\n"
+    "                      each improvement and the bound proven on the way\n"
     "  --time-limit SECS   search budget (default 10); when it cuts the "
     "search\n"
     "                      short, the best plan so far is used\n"
@@ -55,6 +59,7 @@ int main(int argc, char **argv) {
   std::string inputPath, outputPath,
       algorithmName = plannerAlgorithms()[0].name;
   PlanOptions options;
+  bool minimize = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::optional<std::string> {
@@ -70,6 +75,10 @@ int main(int argc, char **argv) {
       for (const PlannerAlgorithm &algorithm : plannerAlgorithms())
         std::printf("%-12s %s\n", algorithm.name, algorithm.summary);
       return 0;
+    }
+    if (arg == "--minimize") {
+      minimize = true;
+      continue;
     }
     if (arg == "-o" || arg == "--algorithm" || arg == "--capacity" ||
         arg == "--time-limit" || arg == "--node-limit") {
@@ -109,6 +118,9 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return usageError("no input file");
+  if (minimize && options.capacity)
+    return usageError("--minimize and --capacity exclude each other: a "
+                      "capacity stops the search at the first plan within it");
   const PlannerAlgorithm *algorithm = findPlannerAlgorithm(algorithmName);
   if (!algorithm) {
     std::string names;
@@ -147,17 +159,25 @@ int main(int argc, char **argv) {
     return 3;
   }
   const PlanOutcome &outcome = run.outcome;
+  if (minimize) {
+    for (const PlanOutcome::Improvement &step : outcome.improvements)
+      std::fprintf(stderr, "improved: arena=%lld after %.3fs (%s)\n",
+                   static_cast<long long>(step.arenaSize), step.seconds,
+                   step.producedBy.c_str());
+  }
   int64_t bound = outcome.lowerBound;
   double ratio =
       bound > 0 ? static_cast<double>(outcome.plan.arenaSize) / bound : 1.0;
   char summary[512];
   std::snprintf(summary, sizeof(summary),
                 "buffers=%zu lower_bound=%lld arena=%lld ratio=%.4f "
-                "optimal=%s algorithm=%s produced_by=%s time=%.3fs",
+                "optimal=%s algorithm=%s produced_by=%s time=%.3fs "
+                "proven_bound=%lld",
                 input.problem.buffers.size(), static_cast<long long>(bound),
                 static_cast<long long>(outcome.plan.arenaSize), ratio,
                 outcome.optimal ? "proven" : "unknown", algorithm->name,
-                outcome.producedBy.c_str(), run.seconds);
+                outcome.producedBy.c_str(), run.seconds,
+                static_cast<long long>(outcome.provenBound));
 
   if (!outcome.found) {
     if (outcome.provenInfeasible)

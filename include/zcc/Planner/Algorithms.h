@@ -47,6 +47,19 @@ struct PlanOutcome {
   /// The algorithm that produced `plan` (for composite algorithms, the inner
   /// one, e.g. "greedy-best/size/best-fit").
   std::string producedBy;
+  /// Every arena below this many bytes is proven infeasible: the lower bound
+  /// (rounded up to the granule every plan's arena is a multiple of), or more
+  /// where the exact search refuted a capacity. `optimal` means the arena
+  /// equals it.
+  int64_t provenBound = 0;
+  /// Each time the best plan improved: seconds since the start, its arena and
+  /// what produced it (the last is `plan`).
+  struct Improvement {
+    double seconds = 0;
+    int64_t arenaSize = 0;
+    std::string producedBy;
+  };
+  std::vector<Improvement> improvements;
 };
 
 using PlannerFunction = PlanOutcome (*)(const Problem &, const PlanOptions &);

@@ -1,6 +1,7 @@
 //===- PlannerTest.cpp - planner library: bound, checker, algorithms ------===//
 
 #include "zcc/Planner/Algorithms.h"
+#include "zcc/Planner/CsvFormat.h"
 #include "zcc/Planner/Generators.h"
 #include "zcc/Planner/PlanChecker.h"
 #include "zcc/Planner/Problem.h"
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <fstream>
 #include <string>
 #include <tuple>
 
@@ -319,12 +321,34 @@ TEST(Exact, MatchesBruteForceOptimum) {
       ASSERT_EQ(checkPlan(p, outcome.plan.offsets, outcome.plan.arenaSize), "")
           << algorithm.name << " seed " << seed;
       ASSERT_GE(outcome.plan.arenaSize, optimum) << algorithm.name;
+      // The bound proven is sound, and the improvements lead to the plan.
+      EXPECT_LE(outcome.provenBound, optimum) << algorithm.name;
+      EXPECT_EQ(outcome.optimal, outcome.plan.arenaSize <= outcome.provenBound);
+      ASSERT_FALSE(outcome.improvements.empty()) << algorithm.name;
+      EXPECT_EQ(outcome.improvements.back().arenaSize, outcome.plan.arenaSize);
+      EXPECT_EQ(outcome.improvements.back().producedBy, outcome.producedBy);
+      for (size_t k = 1; k < outcome.improvements.size(); ++k) {
+        EXPECT_LT(outcome.improvements[k].arenaSize,
+                  outcome.improvements[k - 1].arenaSize);
+        EXPECT_GE(outcome.improvements[k].seconds,
+                  outcome.improvements[k - 1].seconds);
+      }
       if (std::string(algorithm.name) == "exact" ||
           std::string(algorithm.name) == "auto") {
         EXPECT_EQ(outcome.plan.arenaSize, optimum)
             << algorithm.name << " seed " << seed;
         EXPECT_TRUE(outcome.optimal) << algorithm.name << " seed " << seed;
+        EXPECT_EQ(outcome.provenBound, optimum)
+            << algorithm.name << " seed " << seed;
       }
+    }
+    // One byte under the optimum: refuted, and the refutation is the bound.
+    if (optimum > 0) {
+      PlanOptions tight = searchOptions();
+      tight.capacity = optimum - 1;
+      PlanOutcome outcome = findPlannerAlgorithm("exact")->run(p, tight);
+      EXPECT_TRUE(outcome.provenInfeasible) << "seed " << seed;
+      EXPECT_EQ(outcome.provenBound, optimum) << "seed " << seed;
     }
     Plan plan;
     EXPECT_EQ(planExact(p, optimum, 60, plan), ExactStatus::Found)
@@ -391,6 +415,51 @@ TEST(Exact, OutOfBudgetReturnsTheBestPlanSoFar) {
             ExactStatus::OutOfTime);
   options.capacity = 1 << 20;
   EXPECT_FALSE(findPlannerAlgorithm("auto")->run(p, options).found);
+}
+
+// Sizes that are multiples of 1 KiB make every arena one: a capacity a byte
+// under 3 KiB is refuted as 2 KiB would be, and proves 3 KiB optimal.
+TEST(Exact, CapacitiesBetweenGranulesAreRefutedWholeGranules) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 1024), buffer(1, 1, 3, 2048),
+               buffer(2, 2, 4, 1024)};
+  PlanOptions options = searchOptions();
+  options.capacity = 3071;
+  PlanOutcome outcome = findPlannerAlgorithm("exact")->run(p, options);
+  EXPECT_TRUE(outcome.provenInfeasible);
+  EXPECT_EQ(outcome.provenBound, 3072);
+  options.capacity.reset();
+  outcome = findPlannerAlgorithm("exact")->run(p, options);
+  EXPECT_EQ(outcome.plan.arenaSize, 3072);
+  EXPECT_TRUE(outcome.optimal);
+}
+
+// MiniMalloc's eleven hard instances (../shared/bench/planner/challenging)
+// fit their best known capacity within a node budget (the same plans on
+// every machine; each needs under 150,000 nodes), and D and J fit 1,039,360
+// bytes, below the best known before this planner.
+TEST(Exact, SolvesMiniMallocsChallengingSet) {
+  const std::string dir = ZCC_CHALLENGING_DIR;
+  const std::pair<char, int64_t> cases[] = {
+      {'A', 1 << 20}, {'B', 1 << 20}, {'C', 1 << 20}, {'D', 1 << 20},
+      {'E', 1 << 20}, {'F', 1 << 20}, {'G', 1 << 20}, {'H', 1 << 20},
+      {'I', 1 << 20}, {'J', 1 << 20}, {'K', 1 << 20}, {'D', 1039360},
+      {'J', 1039360}};
+  for (const auto &[letter, capacity] : cases) {
+    const std::string path = dir + "/" + letter + ".1048576.csv";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "cannot read " << path
+                    << " (the shared data beside the project)";
+    CsvProblem csv;
+    std::string error;
+    ASSERT_TRUE(readProblemCsv(in, csv, error)) << path << ": " << error;
+    Plan plan;
+    uint64_t nodes = 0;
+    ASSERT_EQ(planExact(csv.problem, capacity, 600, plan, &nodes, 1000000),
+              ExactStatus::Found)
+        << letter << " at " << capacity << " after " << nodes << " nodes";
+    EXPECT_EQ(checkPlan(csv.problem, plan.offsets, capacity), "") << letter;
+  }
 }
 
 TEST(Skyline, FillsTheLowestLevelFirst) {
