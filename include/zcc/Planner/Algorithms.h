@@ -41,8 +41,8 @@ struct PlanOutcome {
   /// do better).
   int64_t lowerBound = 0;
   bool reachedLowerBound = false;
-  /// Proven minimal: the arena equals the lower bound, or the exact search
-  /// showed that one byte less is infeasible.
+  /// Proven minimal: the arena is at most `provenBound` (it equals the lower
+  /// bound, or the exact search refuted every smaller arena).
   bool optimal = false;
   /// The algorithm that produced `plan` (for composite algorithms, the inner
   /// one, e.g. "greedy-best/size/best-fit").
