@@ -61,23 +61,6 @@ struct Incumbent {
   }
 };
 
-/// `provenBound`: every arena below it is proven infeasible.
-PlanOutcome finish(const PlanOptions &options, int64_t lowerBound,
-                   int64_t provenBound, Incumbent best) {
-  PlanOutcome outcome;
-  outcome.lowerBound = lowerBound;
-  outcome.provenBound = std::max(provenBound, lowerBound);
-  outcome.reachedLowerBound = best.plan.arenaSize == lowerBound;
-  outcome.optimal = best.plan.arenaSize <= outcome.provenBound;
-  outcome.found = !options.capacity || best.plan.arenaSize <= *options.capacity;
-  outcome.provenInfeasible =
-      options.capacity && *options.capacity < outcome.provenBound;
-  outcome.plan = std::move(best.plan);
-  outcome.producedBy = std::move(best.producedBy);
-  outcome.improvements = std::move(best.improvements);
-  return outcome;
-}
-
 /// The lower bound and the smallest arena it allows (a granule multiple).
 struct Bounds {
   int64_t lower, granule, proven;
@@ -86,12 +69,29 @@ struct Bounds {
         proven(roundDown(lower + granule - 1, granule)) {}
 };
 
+/// `proven`: every arena below it is proven infeasible (at least
+/// bounds.proven).
+PlanOutcome finish(const PlanOptions &options, const Bounds &bounds,
+                   Incumbent best, int64_t proven) {
+  PlanOutcome outcome;
+  outcome.lowerBound = bounds.lower;
+  outcome.provenBound = proven;
+  outcome.reachedLowerBound = best.plan.arenaSize == bounds.lower;
+  outcome.optimal = best.plan.arenaSize <= proven;
+  outcome.found = !options.capacity || best.plan.arenaSize <= *options.capacity;
+  outcome.provenInfeasible = options.capacity && *options.capacity < proven;
+  outcome.plan = std::move(best.plan);
+  outcome.producedBy = std::move(best.producedBy);
+  outcome.improvements = std::move(best.improvements);
+  return outcome;
+}
+
 PlanOutcome runGreedySize(const Problem &problem, const PlanOptions &options) {
   Bounds bounds(problem);
   Incumbent best;
   best.offer(planGreedy(problem, GreedyOrder::Size, GreedyFit::BestFit),
              "greedy-size");
-  return finish(options, bounds.lower, bounds.proven, std::move(best));
+  return finish(options, bounds, std::move(best), bounds.proven);
 }
 
 PlanOutcome runGreedyBest(const Problem &problem, const PlanOptions &options) {
@@ -100,7 +100,7 @@ PlanOutcome runGreedyBest(const Problem &problem, const PlanOptions &options) {
   std::string producedBy;
   Plan plan = planGreedyBest(problem, bounds.proven, producedBy);
   best.offer(std::move(plan), std::move(producedBy));
-  return finish(options, bounds.lower, bounds.proven, std::move(best));
+  return finish(options, bounds, std::move(best), bounds.proven);
 }
 
 /// Area first: on the real sets it is the best single rank (G_1 and Y_1 at
@@ -121,7 +121,7 @@ PlanOutcome runSkyline(const Problem &problem, const PlanOptions &options) {
   Bounds bounds(problem);
   Incumbent best;
   runSkylines(problem, bounds.proven, best);
-  return finish(options, bounds.lower, bounds.proven, std::move(best));
+  return finish(options, bounds, std::move(best), bounds.proven);
 }
 
 uint64_t nodeBudget(const PlanOptions &options) {
@@ -163,7 +163,7 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
   if (options.capacity) {
     if (best.plan.arenaSize > *options.capacity)
       probe(*options.capacity, UINT64_MAX);
-    return finish(options, bounds.lower, proven, std::move(best));
+    return finish(options, bounds, std::move(best), proven);
   }
   uint64_t budget = 4096 + 16 * problem.buffers.size();
   int64_t from = proven; // the lowest capacity worth a probe at this budget
@@ -188,7 +188,7 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
     else
       from = std::max(from, proven);
   }
-  return finish(options, bounds.lower, proven, std::move(best));
+  return finish(options, bounds, std::move(best), proven);
 }
 
 PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
@@ -245,7 +245,7 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
     best.offer(std::move(plan), std::move(name));
   }
   if (best.plan.arenaSize <= goal)
-    return finish(options, bounds.lower, bounds.proven, std::move(best));
+    return finish(options, bounds, std::move(best), bounds.proven);
   return searchExact(problem, options, bounds, std::move(best), nodesLeft);
 }
 
