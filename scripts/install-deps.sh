@@ -15,6 +15,8 @@ packages=(
   libzip-dev
   # Command lines of the tools (zrun).
   libcli11-dev
+  # Data-parallel training on the CPU (mpirun -np N zrun; docs/distributed.md).
+  libopenmpi-dev openmpi-bin
   # The zcc Python package: headers for its module, a venv for its build
   # and test dependencies (scripts/python-env.sh).
   python3-dev python3-venv

@@ -27,6 +27,18 @@ config.substitutions.append(
     ("%expect-exit", "%s %s" % (sys.executable, os.path.join(config.test_source_root, "tools", "expect_exit.py")))
 )
 
+# Data-parallel tests (`REQUIRES: mpi`) run zrun under mpirun: zrun built
+# with MPI (scripts/install-deps.sh installs Open MPI, so CI has it). The
+# drivers they run are test/tools/distributed/*.py.
+import shutil
+
+if getattr(config, "zcc_mpi", False) and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    # Two ranks on a two-core CI machine, which may run the tests as root.
+    for name in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+                 "OMPI_MCA_rmaps_base_oversubscribe"):
+        config.environment[name] = "1"
+
 # Tests that need a GPU say `REQUIRES: cuda`; the feature is set only when
 # zcc-cuda-info finds a device a kernel runs on, so elsewhere they are reported
 # UNSUPPORTED (skipped), never passed.

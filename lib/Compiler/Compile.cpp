@@ -97,6 +97,15 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
                      options.rematProblem,
                      "') needs a memory budget: without one nothing is "
                      "recomputed");
+  if (options.dataParallel && options.optimizer == "none")
+    return makeError(StatusCode::InvalidArgument,
+                     "data parallel needs an optimizer in the plan (sgd or "
+                     "adamw): the gradients are averaged over the ranks "
+                     "before the update");
+  if (options.bucketBytes < 1)
+    return makeError(StatusCode::InvalidArgument,
+                     "bucket size must be at least 1 byte, got ",
+                     options.bucketBytes);
   if (options.alignment <= 0 ||
       (options.alignment & (options.alignment - 1)) != 0)
     return makeError(StatusCode::InvalidArgument,
@@ -140,6 +149,8 @@ std::string zcc::producerLine(const CompileOptions &options) {
     os << " memory-budget=" << options.memoryBudget;
   if (options.precision != "f32")
     os << " precision=" << options.precision;
+  if (options.dataParallel)
+    os << " data-parallel bucket-bytes=" << options.bucketBytes;
   return os.str();
 }
 
@@ -175,6 +186,8 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   pipeline.rematProblem = options.rematProblem;
   pipeline.precision = options.precision;
   pipeline.gradScale = options.gradScale;
+  pipeline.dataParallel = options.dataParallel;
+  pipeline.bucketBytes = options.bucketBytes;
   pipeline.alignment = options.alignment;
   pipeline.algorithm = options.algorithm;
   pipeline.plantInPlaceBug = options.plantInPlaceBug;

@@ -30,6 +30,8 @@ StringRef zcc::stringifyMemoryKind(MemoryKind kind) {
     return "output";
   case MemoryKind::Constant:
     return "constant";
+  case MemoryKind::ArenaPart:
+    return "arena-part";
   }
   llvm_unreachable("unknown MemoryKind");
 }
@@ -79,9 +81,9 @@ static bool repeatsForElementKernels(BroadcastInDimOp op) {
   });
 }
 
-FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
-                                                  bool inPlace,
-                                                  bool plantBug) {
+FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
+                                                  bool plantBug,
+                                                  int64_t alignment) {
   BufferLiveness live;
   if (!fn.getBody().hasOneBlock())
     return fn.emitOpError() << "liveness needs a single-block function";
@@ -177,6 +179,16 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
   llvm::DenseSet<unsigned> returned;
   for (Value value : ret.getOperands())
     returned.insert(live.bufferOf.lookup(value));
+  // A bucket's operands and results keep buffers of their own: an operand
+  // becomes its part of the bucket, and a result is the part.
+  llvm::DenseSet<unsigned> bucketValues;
+  for (Operation *op : live.schedule)
+    if (isa<AllReduceOp>(op)) {
+      for (Value v : op->getOperands())
+        bucketValues.insert(live.bufferOf.lookup(v));
+      for (Value v : op->getResults())
+        bucketValues.insert(live.bufferOf.lookup(v));
+    }
   for (Operation *op :
        inPlace ? ArrayRef<Operation *>(live.schedule) : ArrayRef<Operation *>()) {
     if (isView(op) || op->getNumResults() != 1)
@@ -188,13 +200,14 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
     unsigned r = live.bufferOf.lookup(op->getResult(0));
     LiveBuffer &result = live.buffers[r];
     int64_t pos = live.positionOf[op];
-    if (result.kind != MemoryKind::Arena || returned.contains(r))
+    if (result.kind != MemoryKind::Arena || returned.contains(r) ||
+        bucketValues.contains(r))
       continue;
     for (Value operand : op->getOperands()) {
       unsigned o = live.bufferOf.lookup(operand);
       LiveBuffer &source = live.buffers[o];
       if (o == r || source.kind != MemoryKind::Arena || merged[o] ||
-          returned.contains(o) ||
+          returned.contains(o) || bucketValues.contains(o) ||
           (plantBug ? lastRead[o] < pos : lastRead[o] != pos) ||
           source.bytes != result.bytes)
         continue;
@@ -211,6 +224,49 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
       merged[r] = true;
       break;
     }
+  }
+
+  // Buckets: each zt.all_reduce's results become parts of one arena
+  // buffer, side by side, so the runtime reduces them with one call. An
+  // operand that dies at the reduction and is an arena buffer of its own
+  // becomes its part (the gradient is computed in the bucket, as PyTorch
+  // DDP's gradient_as_bucket_view); any other is copied in by the kernel.
+  for (Operation *op : live.schedule) {
+    auto reduce = dyn_cast<AllReduceOp>(op);
+    if (!reduce)
+      continue;
+    int64_t pos = live.positionOf[op];
+    LiveBuffer bucket;
+    bucket.first = pos;
+    bucket.last = pos + 1;
+    unsigned id = addBuffer(bucket);
+    merged.push_back(false);
+    lastRead.push_back(-1);
+    int64_t offset = 0;
+    for (auto [in, out] : llvm::zip(reduce.getInputs(), reduce.getResults())) {
+      unsigned part = live.bufferOf.lookup(out);
+      unsigned o = live.bufferOf.lookup(in);
+      const LiveBuffer &source = live.buffers[o];
+      if (source.kind == MemoryKind::Arena && source.parts.empty() &&
+          !merged[o] && !returned.contains(o) && lastRead[o] == pos &&
+          source.bytes == live.buffers[part].bytes) {
+        for (auto &[v, b] : live.bufferOf)
+          if (b == part)
+            b = o;
+        live.buffers[o].last =
+            std::max(live.buffers[o].last, live.buffers[part].last);
+        lastRead[o] = std::max(lastRead[o], lastRead[part]);
+        merged[part] = true;
+        part = o;
+      }
+      LiveBuffer &p = live.buffers[part];
+      p.kind = MemoryKind::ArenaPart;
+      p.bucket = static_cast<int>(id);
+      p.bucketOffset = offset;
+      offset += (p.bytes + alignment - 1) / alignment * alignment;
+      live.buffers[id].parts.push_back(part);
+    }
+    live.buffers[id].bytes = offset;
   }
 
   // Results: computed in place where that is safe, else copied at the
@@ -289,6 +345,13 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
   // Buffers copied at the return live until it.
   for (unsigned b : copies)
     live.buffers[b].last = std::max(live.buffers[b].last, returnPosition + 1);
+  // A bucket lives from its first part's first write to its last part's
+  // last read.
+  for (LiveBuffer &bucket : live.buffers)
+    for (unsigned part : bucket.parts) {
+      bucket.first = std::min(bucket.first, live.buffers[part].first);
+      bucket.last = std::max(bucket.last, live.buffers[part].last);
+    }
 
   // Drop the buffers orphaned by in-place updates, renumbering the rest.
   SmallVector<int> newId(live.buffers.size(), -1);
@@ -302,6 +365,12 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn,
   live.buffers = std::move(kept);
   for (auto &[v, b] : live.bufferOf)
     b = newId[b];
+  for (LiveBuffer &buffer : live.buffers) {
+    if (buffer.bucket >= 0)
+      buffer.bucket = newId[buffer.bucket];
+    for (unsigned &part : buffer.parts)
+      part = newId[part];
+  }
   for (ResultPlacement &placement : live.results) {
     placement.buffer = newId[placement.buffer];
     if (placement.copyFrom)

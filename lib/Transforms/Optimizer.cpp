@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Transforms/BufferLiveness.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -133,6 +134,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return fail("weight-decay", weightDecay, ">= 0");
     if (!finite(gradScale) || gradScale <= 0)
       return fail("grad-scale", gradScale, "> 0");
+    if (bucketBytes < 1)
+      return fail("bucket-bytes", static_cast<double>(bucketBytes), ">= 1");
     if (optimizer == "sgd") {
       if (!finite(momentum) || momentum < 0 || momentum >= 1)
         return fail("momentum", momentum, ">= 0 and < 1");
@@ -234,6 +237,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
              << "returns no parameter gradient to apply (zt-optimizer runs "
                 "once, after zt-autodiff)";
     OpBuilder b(ret);
+    if (dataParallel)
+      averageOverRanks(b, fn, gradients, /*inProductionOrder=*/true);
     for (auto [param, grad] : gradients) {
       // Each update goes right after its gradient and the parameter's last
       // read, so a gradient dies as soon as it is computed instead of all of
@@ -248,6 +253,73 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     }
     sig.finish(b);
     return success();
+  }
+
+  /// Replaces each gradient of `gradients` by its mean over the ranks:
+  /// gradients in buckets of about bucket-bytes, each bucket one
+  /// zt.all_reduce placed right after the last gradient it holds, so the
+  /// reduction of one bucket overlaps the computing of the next. Buckets
+  /// follow the order the gradients are computed in (`inProductionOrder`;
+  /// the backward yields them in reverse, as PyTorch DDP's buckets), or the
+  /// list's order (an apply entry's accumulators, all there from its start).
+  void averageOverRanks(OpBuilder &b, func::FuncOp fn,
+                        SmallVector<std::pair<BlockArgument, Value>> &gradients,
+                        bool inProductionOrder) {
+    // Each distinct value once, in the order it becomes available.
+    SmallVector<Value> order;
+    llvm::DenseMap<Value, Value> reduced;
+    for (auto &entry : gradients)
+      if (reduced.try_emplace(entry.second, Value()).second)
+        order.push_back(entry.second);
+    auto position = [](Value v) -> Operation * { return v.getDefiningOp(); };
+    if (inProductionOrder)
+      llvm::stable_sort(order, [&](Value x, Value y) {
+        Operation *a = position(x), *c = position(y);
+        if (!a || !c)
+          return !a && c; // arguments first
+        return a->isBeforeInBlock(c);
+      });
+    Block &body = fn.getBody().front();
+    // Buckets of arguments only (accumulators) go first, in their order.
+    Operation *lastOfArguments = nullptr;
+    auto flush = [&](ArrayRef<Value> bucket) {
+      if (bucket.empty())
+        return;
+      Operation *last = nullptr;
+      for (Value v : bucket)
+        if (Operation *def = position(v))
+          if (!last || last->isBeforeInBlock(def))
+            last = def;
+      if (last)
+        b.setInsertionPointAfter(last);
+      else if (lastOfArguments)
+        b.setInsertionPointAfter(lastOfArguments);
+      else
+        b.setInsertionPointToStart(&body);
+      SmallVector<Type> types;
+      for (Value v : bucket)
+        types.push_back(v.getType());
+      auto op =
+          b.create<AllReduceOp>(fn.getLoc(), types, bucket, b.getUnitAttr());
+      if (!last)
+        lastOfArguments = op;
+      for (auto [from, to] : llvm::zip(bucket, op.getResults()))
+        reduced[from] = to;
+    };
+    SmallVector<Value> bucket;
+    int64_t bytes = 0;
+    for (Value v : order) {
+      bucket.push_back(v);
+      bytes += zcc::tensorBytes(v.getType());
+      if (bytes >= bucketBytes) {
+        flush(bucket);
+        bucket.clear();
+        bytes = 0;
+      }
+    }
+    flush(bucket);
+    for (auto &entry : gradients)
+      entry.second = reduced.lookup(entry.second);
   }
 
   /// The latest op before `ret` that defines `grad` or reads `param`
@@ -316,8 +388,16 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       args.push_back({p, a});
     }
     b.setInsertionPoint(body->getTerminator());
+    // The updates read the accumulators, averaged over the ranks when data
+    // parallel; the zeroing below still names the accumulators themselves.
+    SmallVector<std::pair<BlockArgument, Value>> updates;
     for (auto [param, acc] : args)
-      if (failed(emitUpdate(b, sig, param, acc)))
+      updates.push_back({param, acc});
+    if (dataParallel)
+      averageOverRanks(b, apply, updates, /*inProductionOrder=*/false);
+    b.setInsertionPoint(body->getTerminator());
+    for (auto [param, grad] : updates)
+      if (failed(emitUpdate(b, sig, param, grad)))
         return failure();
     // Zeroing comes last, after every read of the accumulators.
     for (auto [param, acc] : args) {

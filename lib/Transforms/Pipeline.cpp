@@ -30,6 +30,8 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
     optimizer.beta2 = options.beta2;
     optimizer.eps = options.eps;
     optimizer.gradScale = options.gradScale;
+    optimizer.dataParallel = options.dataParallel;
+    optimizer.bucketBytes = options.bucketBytes;
     pm.addPass(createZTOptimizer(optimizer));
   }
   if (options.memoryBudget > 0) {

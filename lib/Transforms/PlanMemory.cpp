@@ -121,7 +121,7 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
     std::vector<BufferLiveness> analyses;
     for (func::FuncOp fn : entries) {
       FailureOr<BufferLiveness> live =
-          BufferLiveness::compute(fn, inPlace, plantInPlaceBug);
+          BufferLiveness::compute(fn, inPlace, plantInPlaceBug, alignment);
       if (failed(live))
         return signalPassFailure();
       analyses.push_back(std::move(*live));
@@ -236,6 +236,10 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
     int64_t inputSize = 0, outputSize = 0;
     SmallVector<Value> slots(buffers.size());
     for (auto [id, buffer] : llvm::enumerate(buffers)) {
+      // A bucket is placed by the planner but is no tensor's slot: its parts
+      // are, side by side at its offset.
+      if (!buffer.parts.empty())
+        continue;
       Type type;
       if (buffer.root)
         type = buffer.root.getType();
@@ -248,7 +252,17 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
       if (!buffer.name.empty())
         name = b.getStringAttr(buffer.name);
       Attribute init;
+      int64_t size = buffer.bytes;
       switch (buffer.kind) {
+      case MemoryKind::ArenaPart:
+        // Sized to the next part, so that a bucket's parts tile it and the
+        // runtime finds them one contiguous range.
+        region = zplan::Region::Arena;
+        offset = plan.offsets[requestOf[buffer.bucket]] + buffer.bucketOffset;
+        size = planner::alignUp(buffer.bytes, alignment);
+        liveAttr = b.getDenseI64ArrayAttr({buffer.first, buffer.last});
+        name = slotName(buffer.root);
+        break;
       case MemoryKind::Arena:
         region = zplan::Region::Arena;
         offset = plan.offsets[requestOf[id]];
@@ -281,7 +295,7 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
         break;
       }
       slots[id] = b.create<zplan::SlotOp>(fn.getLoc(), memrefOf(type), region,
-                                          offset, buffer.bytes, liveAttr, name,
+                                          offset, size, liveAttr, name,
                                           slotRole(fn, buffer), init);
     }
 

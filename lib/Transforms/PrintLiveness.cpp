@@ -47,8 +47,16 @@ struct ZTPrintLivenessPass
     os << "  buffers:\n";
     for (auto [id, buffer] : llvm::enumerate(buffers)) {
       os << "    #" << id << " " << stringifyMemoryKind(buffer.kind);
-      if (buffer.kind == MemoryKind::Arena)
+      if (buffer.kind == MemoryKind::Arena ||
+          buffer.kind == MemoryKind::ArenaPart)
         os << " [" << buffer.first << ", " << buffer.last << ")";
+      if (buffer.kind == MemoryKind::ArenaPart)
+        os << " in #" << buffer.bucket << " at " << buffer.bucketOffset;
+      if (!buffer.parts.empty()) {
+        os << " bucket of";
+        for (unsigned part : buffer.parts)
+          os << " #" << part;
+      }
       if (!buffer.name.empty())
         os << " \"" << buffer.name << "\"";
       os << " " << buffer.bytes << " bytes";

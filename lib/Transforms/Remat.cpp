@@ -548,7 +548,8 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
       return success();
     };
     for (;;) {
-      FailureOr<BufferLiveness> live = BufferLiveness::compute(fn);
+      FailureOr<BufferLiveness> live =
+          BufferLiveness::compute(fn, true, false, alignment);
       if (failed(live))
         return failure();
       Step step(std::move(*live), alignment, start.getInt());
@@ -575,7 +576,8 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
         return done(peak);
       }
       Applied applied = apply(step, *best);
-      FailureOr<BufferLiveness> after = BufferLiveness::compute(fn);
+      FailureOr<BufferLiveness> after =
+          BufferLiveness::compute(fn, true, false, alignment);
       if (failed(after))
         return failure();
       if (Step(std::move(*after), alignment, start.getInt()).peak().first >

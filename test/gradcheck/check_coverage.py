@@ -7,8 +7,9 @@ The op list comes from ZTOps.td, so an op added there without a case here
 fails. Every forward op must appear as `zt.<name>` in the body of some
 GRADCHECK_DIR/*.mlir file; every fused backward op (`*_grad`) must appear in
 `zt-opt -zt-autodiff` of those files (zt-opt from PATH), since only then does
-a gradient check run it. scale (emitted for mean) and the optimizer updates
-(sgd, adamw) are not forward ops of a loss and are not required.
+a gradient check run it. scale (emitted for mean), the optimizer updates
+(sgd, adamw) and the data-parallel reduction (all_reduce) are not forward ops
+of a loss and are not required.
 """
 import glob
 import os
@@ -16,7 +17,7 @@ import re
 import subprocess
 import sys
 
-NOT_FORWARD = {"scale", "sgd", "adamw"}
+NOT_FORWARD = {"scale", "sgd", "adamw", "all_reduce"}
 # bf16 rounding has no finite-difference derivative: convert's rule (the
 # conversion back) is checked against the f32 program's gradients instead
 # (test/python/test_mixed_precision.py, random_programs.py --precision bf16).

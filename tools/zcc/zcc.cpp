@@ -81,6 +81,16 @@ cl::opt<double> gradScale("grad-scale",
                           cl::desc("Scale of the accumulated gradient in "
                                    "the apply entry"),
                           cl::init(1.0), cl::cat(category));
+cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Average the gradients over the ranks of a data-parallel job "
+             "(mpirun -np N zrun ...; the world size is chosen at run time) "
+             "before the updates, in buckets"),
+    cl::cat(category));
+cl::opt<double> bucketMb("bucket-mb",
+                         cl::desc("With --data-parallel: MiB of gradients "
+                                  "per bucket (default 25, as PyTorch DDP)"),
+                         cl::init(25.0), cl::cat(category));
 cl::opt<int64_t> alignment("alignment", cl::desc("Slot alignment in bytes"),
                            cl::init(256), cl::cat(category));
 cl::opt<std::string> algorithm("algorithm", cl::desc("Planner algorithm"),
@@ -151,6 +161,12 @@ int main(int argc, char **argv) {
   options.rematProblem = rematProblem.getValue();
   options.precision = precision.getValue();
   options.gradScale = gradScale.getValue();
+  options.dataParallel = dataParallel.getValue();
+  if (!(bucketMb > 0 && bucketMb <= 1 << 20))
+    return fail("--bucket-mb must be a positive number of MiB, got " +
+                std::to_string(bucketMb.getValue()));
+  options.bucketBytes =
+      std::max<int64_t>(1, static_cast<int64_t>(bucketMb * (1 << 20)));
   options.alignment = alignment.getValue();
   options.algorithm = algorithm.getValue();
   options.matmulWorkspace = matmulWorkspace.getValue();

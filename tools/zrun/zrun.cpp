@@ -2,11 +2,14 @@
 //
 //   zrun MODEL.zplan [--steps N] [--device cpu|cuda|emulator] [--seed S]
 //        [--data synthetic|FILE.npz] [--mode planned|no-reuse|poison] ...
+//   mpirun -np N zrun MODEL.zplan ...   (a plan compiled --data-parallel)
 //
 // Loads and verifies the plan, allocates its regions once, then runs steps:
 // one line per step with the loss (a progress line every so often on long
 // runs), then the session's stats, including the allocation count after
-// load. Exit status: 0 ok, 1 a runtime error, 2 bad usage.
+// load. Exit status: 0 ok, 1 a runtime error, 2 bad usage. Started by an
+// MPI launcher, each process is one rank of a data-parallel job: rank 0
+// prints and writes checkpoints, every rank reads its share of each batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,10 @@
 #include "zcc/Runtime/Plan/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Session/Trainer.h"
+
+#ifdef ZCC_HAVE_MPI
+#include "zcc/Runtime/Distributed/MpiCommunicator.h"
+#endif
 
 #include <CLI/CLI.hpp>
 
@@ -32,16 +39,27 @@ using namespace zcc::runtime;
 
 namespace {
 
-int usage(const std::string &message) {
-  std::fprintf(stderr, "zrun: error: %s\n(zrun --help lists the options)\n",
-               message.c_str());
-  return 2;
+#ifdef ZCC_HAVE_MPI
+/// The data-parallel job this process is a rank of, if any.
+std::shared_ptr<MpiCommunicator> job;
+#endif
+
+/// An error on one rank of a job ends every rank: the others would wait for
+/// it in their next collective.
+[[noreturn]] void endJob(const std::string &message, int code) {
+#ifdef ZCC_HAVE_MPI
+  if (job && job->size() > 1)
+    job->abortJob(message, code);
+#endif
+  std::fprintf(stderr, "zrun: error: %s\n", message.c_str());
+  std::exit(code);
 }
 
-int fail(const Status &status) {
-  std::fprintf(stderr, "zrun: error: %s\n", status.toString().c_str());
-  return 1;
+int usage(const std::string &message) {
+  endJob(message + "\n(zrun --help lists the options)", 2);
 }
+
+int fail(const Status &status) { endJob(status.toString(), 1); }
 
 /// Writes `text` to `path` whole, or says why not.
 bool writeFile(const std::string &path, const std::string &text) {
@@ -67,6 +85,15 @@ uint64_t persistentHash(const Session &session) {
     hash *= 0x100000001b3ull;
   }
   return hash;
+}
+
+/// Rows of one batch: the first dimension of the entry's first input (or
+/// label), 1 for a scalar.
+int64_t planBatchRows(const Entry &e) {
+  for (const Tensor &t : e.tensors)
+    if (t.role == TensorRole::Input || t.role == TensorRole::Label)
+      return t.type.shape.empty() ? 1 : t.type.shape[0];
+  return 1;
 }
 
 } // namespace
@@ -122,6 +149,15 @@ int main(int argc, char **argv) {
   app.add_option("--save-checkpoint", saveCheckpoint,
                  "write the parameters (safetensors) after the run");
   app.add_flag("--report", report, "print the plan's memory report first");
+  double collectiveTimeout = 300;
+  int64_t globalBatch = 0;
+  app.add_option("--collective-timeout", collectiveTimeout,
+                 "data parallel: seconds a rank waits in a collective before "
+                 "it names the ranks that did not come and ends the job "
+                 "(default 300)");
+  app.add_option("--global-batch", globalBatch,
+                 "data parallel: the rows of one step over all ranks; checked "
+                 "against the world size and the plan's batch at load");
   std::string memoryJson, memoryHtml, memoryTorch, statsJson;
   app.add_option("--memory-json", memoryJson,
                  "write the plan's memory timeline here first (JSON, "
@@ -157,6 +193,37 @@ int main(int argc, char **argv) {
     return usage("--device-ordinal needs a device number");
   if (planPath.empty())
     return usage("no plan file given");
+  if (!(collectiveTimeout > 0))
+    return usage("--collective-timeout needs a number of seconds > 0");
+  if (app.count("--global-batch") && globalBatch < 1)
+    return usage("--global-batch needs a row count >= 1");
+  int rank = 0, world = 1;
+  std::shared_ptr<Communicator> communicator;
+#ifdef ZCC_HAVE_MPI
+  if (MpiCommunicator::launchedByMpi()) {
+    MpiCommunicator::Options mpiOptions;
+    mpiOptions.timeoutSeconds = collectiveTimeout;
+    if (Status s = MpiCommunicator::create(mpiOptions, job); !s.isOk())
+      return fail(s);
+    communicator = job;
+    rank = job->rank();
+    world = job->size();
+    // Rank 0 speaks for the job; the others print only their errors.
+    if (rank != 0 && !std::freopen("/dev/null", "w", stdout))
+      return fail(makeError(StatusCode::ExecutionError, "cannot silence rank ",
+                            rank, "'s output"));
+  }
+#endif
+  if (app.count("--global-batch") && !communicator)
+    return usage("--global-batch is for data-parallel jobs (mpirun -np N "
+                 "zrun ...), and this zrun was not started by MPI" +
+                 std::string(
+#ifdef ZCC_HAVE_MPI
+                     ""
+#else
+                     " (it is built without MPI)"
+#endif
+                     ));
   SessionOptions options;
   options.seed = static_cast<uint64_t>(seed);
   options.threads = static_cast<int>(threads);
@@ -166,6 +233,7 @@ int main(int argc, char **argv) {
   if (!parsePrecision(precision, options.precision))
     return usage("--precision must be f32 or f64");
   options.deviceOrdinal = static_cast<int>(ordinal);
+  options.communicator = communicator;
   if (!parseDeviceKind(device, options.device))
     return usage("--device must be cpu, cuda or emulator");
   if (!parseLaunchMode(launch, options.launch))
@@ -183,7 +251,7 @@ int main(int argc, char **argv) {
        {std::pair<std::string, Writer>{memoryJson, memoryTimelineJson},
         {memoryHtml, memoryTimelineHtml},
         {memoryTorch, memoryTorchSnapshot}})
-    if (!path.empty() && !writeFile(path, write(*plan)))
+    if (!path.empty() && rank == 0 && !writeFile(path, write(*plan)))
       return 1;
   std::unique_ptr<Session> session;
   if (Status s = Session::create(plan, options, session); !s.isOk()) {
@@ -201,14 +269,31 @@ int main(int argc, char **argv) {
   int entry = trainer->entry();
   const Entry &e = plan->entries[entry];
 
+  if (globalBatch > 0) {
+    int64_t rows = planBatchRows(e);
+    if (globalBatch % world != 0)
+      return fail(makeError(StatusCode::InvalidArgument, "the global batch of ",
+                            globalBatch, " rows does not divide among ", world,
+                            " ranks"));
+    if (rows != globalBatch / world)
+      return fail(makeError(
+          StatusCode::InvalidArgument, "the global batch of ", globalBatch,
+          " rows over ", world, " ranks is ", globalBatch / world,
+          " rows per rank, and the plan's batch is ", rows,
+          " rows: compile the model at batch ", globalBatch / world,
+          " (each rank runs the plan on its own share)"));
+  }
   std::unique_ptr<DataSource> source;
   if (Status s = makeDataSource(*session, entry, data, seed, source); !s.isOk())
     return fail(s);
+  source = shardDataSource(std::move(source), rank, world);
   std::printf("plan %s: entry '%s', %zu launches, arena %" PRIu64
               " bytes; mode %s, precision %s, seed %" PRId64 "\n",
               planPath.c_str(), e.name.c_str(), e.launches.size(),
               plan->arenaSize, executionModeName(options.mode),
               precision.c_str(), seed);
+  if (communicator)
+    std::printf("data parallel: %s\n", communicator->describe().c_str());
   if (options.device != DeviceKind::Cpu)
     std::printf("device: %s%s\n", session->stats().deviceName.c_str(),
                 options.device == DeviceKind::Cuda
@@ -224,8 +309,15 @@ int main(int argc, char **argv) {
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 1; step <= steps; ++step) {
     double value = 0;
+#ifdef ZCC_HAVE_MPI
+    if (job)
+      job->setContext("step " + std::to_string(step));
+#endif
     if (Status s = trainer->step(*source, value); !s.isOk())
       return fail(s);
+    // The job's loss: the mean of the ranks' (each its own share's mean).
+    if (communicator)
+      communicator->allReduce(&value, 1, CollectiveType::F64, true);
     if (step == 1)
       firstLoss = value;
     lastLoss = value;
@@ -259,7 +351,8 @@ int main(int argc, char **argv) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  if (!saveCheckpoint.empty())
+  // The ranks hold the same parameters: rank 0 writes them.
+  if (!saveCheckpoint.empty() && rank == 0)
     if (Status s = session->saveCheckpoint(saveCheckpoint); !s.isOk())
       return fail(s);
 
@@ -292,7 +385,12 @@ int main(int argc, char **argv) {
   for (const EntryRuns &r : s.entryRuns)
     runs += (runs.empty() ? "" : ", ") + r.name + " " + std::to_string(r.runs);
   std::printf("  entries run             %s\n", runs.c_str());
-  if (!statsJson.empty() && !writeFile(statsJson, sessionStatsJson(s)))
+  if (communicator)
+    std::printf(
+        "  ranks                   %d, %" PRIu64 " collectives on each (%s)\n",
+        world, communicator->collectives(), communicator->describe().c_str());
+  if (!statsJson.empty() && rank == 0 &&
+      !writeFile(statsJson, sessionStatsJson(s)))
     return 1;
   return 0;
 }

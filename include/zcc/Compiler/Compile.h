@@ -44,6 +44,10 @@ struct CompileOptions {
   /// f32 master weights (zt-mixed-precision).
   std::string precision = "f32";
   double gradScale = 1.0;
+  /// Gradients averaged over the ranks of a data-parallel job before the
+  /// updates, in buckets of about `bucketBytes` (docs/distributed.md).
+  bool dataParallel = false;
+  int64_t bucketBytes = 25 << 20;
   int64_t alignment = 256;
   std::string algorithm = "auto";
   int64_t matmulWorkspace = runtime::kAutoMatmulWorkspace;

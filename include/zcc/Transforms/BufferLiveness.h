@@ -36,6 +36,10 @@ enum class MemoryKind {
   Output,
   /// Non-splat compile-time tensors: read-only data loaded with the plan.
   Constant,
+  /// A part of an arena buffer: one tensor of a gradient bucket
+  /// (zt.all_reduce), placed at a fixed offset in its bucket, which the
+  /// planner places as a whole so the bucket is one contiguous range.
+  ArenaPart,
 };
 
 llvm::StringRef stringifyMemoryKind(MemoryKind kind);
@@ -57,6 +61,13 @@ struct LiveBuffer {
   int argIndex = -1;
   /// Output buffers: the function result.
   int resultIndex = -1;
+  /// ArenaPart: the bucket (an Arena buffer) it lies in, and where.
+  int bucket = -1;
+  int64_t bucketOffset = 0;
+  /// A bucket: its parts, in the zt.all_reduce's operand order, each at an
+  /// offset aligned to the analysis's alignment. A bucket has no root: no
+  /// value is the whole of it.
+  llvm::SmallVector<unsigned> parts;
 };
 
 /// Where a function result ends up, and whether it gets there by a copy at
@@ -78,9 +89,11 @@ public:
   /// place (runtime::kernelAllowsInPlace).
   /// `plantBug` (tests of the differential driver only) also writes over
   /// operands that are read again later.
+  /// `alignment`: where a bucket's parts start (the plan's alignment).
   static mlir::FailureOr<BufferLiveness> compute(mlir::func::FuncOp fn,
                                                  bool inPlace = true,
-                                                 bool plantBug = false);
+                                                 bool plantBug = false,
+                                                 int64_t alignment = 1);
 
   /// Buffers in a deterministic order: arguments, then op results in
   /// schedule order, then output slots filled by copies.

@@ -50,6 +50,15 @@ struct TrainStepPipelineOptions
   Option<double> gradScale{*this, "grad-scale",
                            llvm::cl::desc("Gradient scale before the update"),
                            llvm::cl::init(1.0)};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Average the gradients over the ranks of a "
+                     "data-parallel job, in buckets (zt.all_reduce)"),
+      llvm::cl::init(false)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Data-parallel: bytes of gradients per bucket"),
+      llvm::cl::init(26214400)};
   Option<std::string> precision{
       *this, "precision",
       llvm::cl::desc("f32, or bf16: matrix products on bf16 operands with f32 "

@@ -193,6 +193,13 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     }
     ```
 
+    With `data-parallel`, the gradients are averaged over the ranks of the job
+    first: they are grouped in the order the step produces them into buckets
+    of about `bucket-bytes`, each bucket is one `zt.all_reduce {mean}` placed
+    right after its last gradient (so it overlaps the rest of the backward),
+    and each update follows its bucket. In an apply entry the accumulators
+    are averaged, in the same buckets, before the updates.
+
     Out-of-range options are an error naming the option.
   }];
   let options = [
@@ -213,7 +220,13 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
            "AdamW denominator term (> 0)">,
     Option<"gradScale", "grad-scale", "double", /*default=*/"1.0",
            "Gradients are multiplied by this before the update (1/K to "
-           "average K accumulated microbatches)">
+           "average K accumulated microbatches)">,
+    Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
+           "Average the gradients over the ranks of a data-parallel job "
+           "(zt.all_reduce with mean) before the updates, in buckets">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Data-parallel: a bucket closes once its gradients reach this "
+           "many bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb)">
   ];
 }
 

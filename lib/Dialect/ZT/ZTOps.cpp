@@ -707,6 +707,24 @@ LogicalResult SgdOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one operand (a bucket of one or "
+                            "more tensors)";
+  if (getInputs().size() != getResults().size())
+    return emitOpError() << "has " << getInputs().size() << " operands and "
+                         << getResults().size()
+                         << " results; each operand needs its result";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(getInputs(), getResults()))) {
+    auto [in, out] = pair;
+    if (in.getType() != out.getType())
+      return emitOpError() << "result #" << i << " type " << out.getType()
+                           << " must match operand #" << i << " type "
+                           << in.getType();
+  }
+  return success();
+}
+
 LogicalResult AdamwOp::verify() {
   Type paramType = getParam().getType();
   std::pair<StringRef, Value> sameAsParam[] = {

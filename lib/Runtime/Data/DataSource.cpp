@@ -171,3 +171,36 @@ Status zcc::runtime::makeDataSource(const Session &session, int entry,
   }
   return makeNpzSource(session, entry, spec, out);
 }
+
+namespace {
+
+/// Rank `rank` of `size`: the job's batch b is the file's (or the task's)
+/// batches b*size .. b*size+size-1, one per rank, so N ranks at batch B see
+/// exactly the rows one rank at batch N*B would.
+class ShardSource final : public DataSource {
+public:
+  ShardSource(std::unique_ptr<DataSource> inner, int rank, int size)
+      : inner(std::move(inner)), rank(rank), size(size) {}
+  void fill(Session &session, int64_t batch) const override {
+    inner->fill(session, batch * size + rank);
+  }
+  std::string describe() const override {
+    return inner->describe() + "; rank " + std::to_string(rank) + " of " +
+           std::to_string(size) + " reads batch b*" + std::to_string(size) +
+           "+" + std::to_string(rank);
+  }
+
+private:
+  std::unique_ptr<DataSource> inner;
+  int rank, size;
+};
+
+} // namespace
+
+std::unique_ptr<DataSource>
+zcc::runtime::shardDataSource(std::unique_ptr<DataSource> inner, int rank,
+                              int size) {
+  if (size <= 1)
+    return inner;
+  return std::make_unique<ShardSource>(std::move(inner), rank, size);
+}

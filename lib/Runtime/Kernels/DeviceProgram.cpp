@@ -437,6 +437,51 @@ private:
     push(f);
   }
 
+  /// Inputs not already in their outputs' bytes are copied in; then each
+  /// run of outputs that lie end to end (a bucket's parts, as the planner
+  /// placed them) is reduced with one collective call.
+  void allReduce() {
+    size_t n = launch.inputs.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (address(launch.inputs[i]) == address(launch.outputs[i]))
+        continue;
+      StridedCopy f;
+      f.x = in<void>(i);
+      f.y = result<void>(i);
+      f.bytes = elementBytes<T>(inType(i).dtype);
+      f.count = inType(i).numElements();
+      f.source.rank = 1;
+      f.source.size[0] = std::max<int64_t>(f.count, 1);
+      f.source.stride[0] = 1;
+      push(f);
+    }
+    // Bytes per plan byte: 2 when f32 elements are held as doubles.
+    uint64_t scale = sizeof(T) / 4;
+    auto *begin = static_cast<uint8_t *>(address(launch.outputs[0]));
+    uint8_t *end = begin;
+    auto flush = [&] {
+      Collective c;
+      c.data = begin;
+      c.count = static_cast<uint64_t>(end - begin) / sizeof(T);
+      c.wide = sizeof(T) == 8;
+      c.mean = launch.params.mean;
+      c.communicator = memory.communicator;
+      if (c.count > 0)
+        out.push_back(c);
+    };
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t t = launch.outputs[i];
+      auto *at = static_cast<uint8_t *>(address(t));
+      if (at != end) {
+        flush();
+        begin = at;
+      }
+      // The whole buffer: a part's padding up to the next part is its own.
+      end = at + entry.buffers[entry.tensors[t].buffer].size * scale;
+    }
+    flush();
+  }
+
   void concat() {
     const TensorType &type = outType(0);
     size_t dim = static_cast<size_t>(launch.params.dimension);
@@ -952,6 +997,9 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     break;
   case KernelId::Adamw:
     adamw();
+    break;
+  case KernelId::AllReduce:
+    allReduce();
     break;
   case KernelId::NumKernels:
     return makeError(StatusCode::InvalidArgument, "no such kernel");

@@ -15,6 +15,7 @@
 #include "Kernels/DeviceKernels.h"
 
 #include "zcc/Runtime/Plan/Plan.h"
+#include "zcc/Runtime/Session/Communicator.h"
 #include "zcc/Runtime/Status.h"
 
 #include <cstdint>
@@ -73,6 +74,19 @@ struct CopyOut { // device to host (pinned staging)
   uint64_t bytes = 0;
 };
 
+/// A bucket's reduction over the ranks of a data-parallel job (all_reduce):
+/// `count` elements at `data`, f32 or the CPU's f64 (`wide`), summed in
+/// place over the ranks, divided by their number with `mean`. The host runs
+/// it through `communicator` (MPI); the CUDA executor through NCCL on the
+/// step's stream. No communicator: a job of one rank, nothing to do.
+struct Collective {
+  void *data = nullptr;
+  uint64_t count = 0;
+  bool wide = false;
+  bool mean = false;
+  Communicator *communicator = nullptr;
+};
+
 /// An entry's steps with float tensors held as T: float for plans run in
 /// their f32, double for the CPU executor's f64 reference precision.
 template <typename T>
@@ -86,7 +100,7 @@ using StepOf = std::variant<
     AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn, CopyOut,
     Elementwise<T, BFloat16>, Convert<T>, GemmBf16, SliceGrad<T, BFloat16>,
     Dropout<T, BFloat16>, Reduce<T, BFloat16>, CrossEntropyRows<T, BFloat16>,
-    CrossEntropyGradRows<T, BFloat16>>;
+    CrossEntropyGradRows<T, BFloat16>, Collective>;
 
 /// The product a step runs (either kind), or null.
 template <typename T> const GemmShape *productOf(const StepOf<T> &step) {
@@ -109,6 +123,8 @@ struct EntryMemory {
   /// in the executor's element size).
   uint64_t pinnedBytes = 0;
   DeviceError *error = nullptr;
+  /// The data-parallel job's ranks (all_reduce), or null for one rank.
+  Communicator *communicator = nullptr;
 };
 
 /// Appends the steps of launch `index` of `entry` (already validated).

@@ -450,6 +450,12 @@ struct HostLauncher {
   void run(const Memset &m) const { std::memset(m.data, m.value, m.bytes); }
   void run(const CopyIn &c) const { std::memcpy(c.device, c.host, c.bytes); }
   void run(const CopyOut &c) const { std::memcpy(c.host, c.device, c.bytes); }
+  void run(const Collective &c) const {
+    if (c.communicator)
+      c.communicator->allReduce(
+          c.data, c.count, c.wide ? CollectiveType::F64 : CollectiveType::F32,
+          c.mean);
+  }
 };
 
 } // namespace

@@ -664,6 +664,23 @@ Status checkAdamw(const LaunchRules &r) {
   return r.expectRange("weight_decay", weightDecay, 0.0, true, std::nullopt);
 }
 
+/// A bucket: output i is input i reduced over the ranks, in place or
+/// copied in first (the loader allows an input in the bytes of its own
+/// output only: PlanValidator).
+Status checkAllReduce(const LaunchRules &r) {
+  if (r.numInputs() == 0 || r.numInputs() != r.numOutputs())
+    return r.fail("expected as many outputs as inputs (at least one), got ",
+                  r.numInputs(), " and ", r.numOutputs());
+  for (size_t i = 0; i < r.numInputs(); ++i) {
+    std::string role = "input #" + std::to_string(i);
+    ZRT_RETURN_IF_ERROR(r.expectFloat(role.c_str(), r.input(i)));
+    std::string result = "output #" + std::to_string(i);
+    ZRT_RETURN_IF_ERROR(r.expectSameType(result.c_str(), r.output(i),
+                                         role.c_str(), r.input(i)));
+  }
+  return Status::ok();
+}
+
 Status checkKernel(const LaunchRules &r) {
   static const char *const kBinaryRoles[] = {"lhs", "rhs"};
   static const char *const kUnaryRoles[] = {"operand"};
@@ -787,6 +804,8 @@ Status checkKernel(const LaunchRules &r) {
     return checkSgd(r);
   case KernelId::Adamw:
     return checkAdamw(r);
+  case KernelId::AllReduce:
+    return checkAllReduce(r);
   case KernelId::Copy: {
     ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
     const TensorType &from = r.input(0), &to = r.output(0);
@@ -824,6 +843,7 @@ bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
   case KernelId::SoftmaxCrossEntropyGrad:
   case KernelId::Sgd:
   case KernelId::Adamw:
+  case KernelId::AllReduce:
   case KernelId::Copy:
     return true;
   default:

@@ -330,9 +330,12 @@ private:
           if (!out.overlaps(in))
             continue;
           // Read through strides, an element is read after others are
-          // written: never in place.
+          // written: never in place. A bucket's input is reduced in place
+          // of its own output only: copying another input in first would
+          // overwrite it.
           if (out == in && kernelAllowsInPlace(launch.kernel) &&
-              !entry.tensors[launch.inputs[k]].isStrided())
+              !entry.tensors[launch.inputs[k]].isStrided() &&
+              (launch.kernel != KernelId::AllReduce || k == o))
             continue;
           return invalid(what + ": output " + std::to_string(o) +
                          " overlaps input " + std::to_string(k) +

@@ -10,9 +10,10 @@
 
 #include "Executors/Executor.h"
 #include "Session/Initializers.h"
-#include "zcc/Runtime/Session/HostTensor.h"
-#include "zcc/Runtime/Kernels/Kernels.h"
 #include "zcc/Runtime/IO/SafeTensors.h"
+#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Session/HostTensor.h"
 
 #include <nlohmann/json.hpp>
 
@@ -145,6 +146,8 @@ Status Session::create(std::shared_ptr<const Plan> plan,
     return makeError(StatusCode::InvalidArgument,
                      "the host memory fraction must be in (0, 1], got ",
                      options.hostMemoryFraction);
+  if (Communicator *comm = options.communicator.get())
+    ZRT_RETURN_IF_ERROR(checkDataParallel(*plan, *comm));
   auto impl = std::make_unique<Impl>();
   impl->plan = plan;
   impl->options = options;
@@ -165,6 +168,35 @@ Status Session::create(std::shared_ptr<const Plan> plan,
   impl->allocationsAtLoad = impl->executor->allocations();
   out.reset(new Session(std::move(impl)));
   out->initialize(options.seed);
+  // Every rank starts from rank 0's parameters, as PyTorch DDP does: the
+  // same seed gives the same values today, and this keeps it so for any
+  // initializer.
+  if (Communicator *comm = options.communicator.get()) {
+    Impl &i = *out->impl;
+    i.executor->beforeHostWrite();
+    comm->broadcast(i.executor->hostRegions().persistent,
+                    plan->persistentSize * i.scale);
+  }
+  return Status::ok();
+}
+
+Status zcc::runtime::checkDataParallel(const Plan &plan, Communicator &comm) {
+  std::vector<uint8_t> bytes = serializePlan(plan);
+  ZRT_RETURN_IF_ERROR(
+      comm.checkSame(fnv1a64(bytes.data(), bytes.size()),
+                     "plan (a hash of its bytes; every rank must load the "
+                     "same .zplan)"));
+  bool reduces = false;
+  for (const Entry &e : plan.entries)
+    for (const Launch &l : e.launches)
+      reduces |= l.kernel == KernelId::AllReduce;
+  if (comm.size() > 1 && !reduces)
+    return makeError(StatusCode::InvalidArgument,
+                     "the plan was compiled "
+                     "without --data-parallel, so its ",
+                     comm.size(),
+                     " ranks would each train a model of their own; compile "
+                     "it with zcc --data-parallel");
   return Status::ok();
 }
 

@@ -742,3 +742,24 @@ func.func @matmul_f32_into_bf16(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
   return
 }
 
+
+// -----
+func.func @all_reduce_empty() {
+  // expected-error @+1 {{needs at least one operand (a bucket of one or more tensors)}}
+  zt.all_reduce {mean} : () -> ()
+  return
+}
+
+// -----
+func.func @all_reduce_counts(%a: tensor<4xf32>) {
+  // expected-error @+1 {{has 1 operands and 2 results; each operand needs its result}}
+  %0:2 = zt.all_reduce %a : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @all_reduce_type(%a: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{result #1 type 'tensor<4xf32>' must match operand #1 type 'tensor<2xf32>'}}
+  %0:2 = zt.all_reduce %a, %b : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}

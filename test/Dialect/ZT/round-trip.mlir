@@ -158,6 +158,15 @@ func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %buf: tensor<10xf3
   return %0, %1, %2, %3, %4, %5 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>
 }
 
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  // CHECK: zt.all_reduce %{{.+}}, %{{.+}} {mean} : (tensor<8x4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+  %0:2 = zt.all_reduce %a, %b {mean} : (tensor<8x4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+  // CHECK: zt.all_reduce %{{.+}} : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = zt.all_reduce %b : (tensor<4xf32>) -> tensor<4xf32>
+  return %0#0, %0#1, %1 : tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @argument_roles
 // CHECK-SAME: {zt.role = #zt.role<input>}
 // CHECK-SAME: {zt.role = #zt.role<label>}

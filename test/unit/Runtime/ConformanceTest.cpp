@@ -63,7 +63,8 @@ std::vector<Target> targets() {
     Target t;
     t.name = std::string("cuda-") + launchModeName(mode);
     t.backend = [mode](std::unique_ptr<Backend> &out) {
-      return createCudaBackend(0, mode, out);
+      // No NCCL communicator: all_reduce is one rank's (identity).
+      return createCudaBackend(0, mode, false, nullptr, out);
     };
     t.options.device = DeviceKind::Cuda;
     t.options.launch = mode;
@@ -677,7 +678,8 @@ INSTANTIATE_TEST_SUITE_P(Devices, Conformance, ::testing::ValuesIn(targets()),
 /// Exits 77 (ctest: skipped) when no CUDA device can run the kernels.
 int main(int argc, char **argv) {
   std::unique_ptr<Backend> backend;
-  Status status = createCudaBackend(0, LaunchMode::Eager, backend);
+  Status status =
+      createCudaBackend(0, LaunchMode::Eager, false, nullptr, backend);
   if (!status.isOk()) {
     std::printf("SKIPPED: no CUDA device for the conformance suite: %s\n",
                 status.toString().c_str());

@@ -635,6 +635,14 @@ inline std::vector<LaunchCase> everyKernel() {
       .outputInPlace(3)
       .param(floatParam("lr", 1e-3))
       .stateOptimizerParams();
+  // One part reduced in place, one copied in first (one rank: the mean is
+  // the value itself).
+  add("all_reduce")
+      .input({2, 3})
+      .input({4})
+      .outputInPlace(0)
+      .output({4})
+      .param(unitParam("mean"));
   add("copy").input({2, 3}).output({6});
   add("convert").input({2, 3}).typedOutput(DType::BF16, {2, 3});
   return cases;

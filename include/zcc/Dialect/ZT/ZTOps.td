@@ -831,4 +831,34 @@ def ZT_AdamwOp : ZT_Op<"adamw", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives (data-parallel training)
+//===----------------------------------------------------------------------===//
+
+def ZT_AllReduceOp : ZT_Op<"all_reduce"> {
+  let summary = "sum (or mean) of each operand over the ranks of a data-parallel job";
+  let description = [{
+    Result `i` is operand `i` summed element by element over every rank of
+    the job, divided by the number of ranks with `mean`. One op is one
+    bucket: the plan places its results side by side in one arena buffer,
+    so that the runtime reduces the bucket with one collective call (MPI
+    on the CPU, NCCL on a GPU); an operand that dies here is computed in
+    its place. With one rank it is the identity. `zt-optimizer` with
+    `data-parallel` adds these ops; they have no gradient.
+
+    The op communicates, so it is not `Pure`: it is never folded, merged or
+    removed.
+
+    ```mlir
+    %r:2 = zt.all_reduce %g0, %g1 {mean} : (tensor<8x4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<ZT_FloatTensor>:$inputs, UnitAttr:$mean);
+  let results = (outs Variadic<ZT_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ZCC_DIALECT_ZT_ZTOPS_TD

@@ -27,6 +27,11 @@ Status makeDataSource(const Session &session, int entry,
                       const std::string &spec, uint64_t seed,
                       std::unique_ptr<DataSource> &out);
 
+/// The share of rank `rank` of a data-parallel job of `size` ranks: its
+/// batch b is `inner`'s batch b * size + rank (docs/distributed.md).
+std::unique_ptr<DataSource> shardDataSource(std::unique_ptr<DataSource> inner,
+                                            int rank, int size);
+
 } // namespace zcc::runtime
 
 #endif // ZCC_RUNTIME_DATASOURCE_H

@@ -61,6 +61,7 @@ namespace zcc::runtime {
   X(MseGrad, "mse_grad")                                                       \
   X(Sgd, "sgd")                                                                \
   X(Adamw, "adamw")                                                            \
+  X(AllReduce, "all_reduce")                                                   \
   X(Copy, "copy")                                                              \
   X(Convert, "convert")
 
@@ -126,7 +127,8 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Adamw, "beta1", Float, beta1)                                              \
   X(Adamw, "beta2", Float, beta2)                                              \
   X(Adamw, "eps", Float, eps)                                                  \
-  X(Adamw, "weight_decay", Float, weightDecay)
+  X(Adamw, "weight_decay", Float, weightDecay)                                 \
+  X(AllReduce, "mean", Unit, mean)
 
 /// A launch's parameters, typed. Each kernel uses the members its rows of
 /// ZRT_KERNEL_PARAM_LIST name; the others keep these zero values.
@@ -136,7 +138,7 @@ struct LaunchParams {
   double scale = 0;
   int64_t dimension = 0, axis = 0, seed = 0;
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
-  bool nesterov = false, causal = false;
+  bool nesterov = false, causal = false, mean = false;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
 

@@ -13,6 +13,7 @@
 #define ZCC_RUNTIME_SESSION_H
 
 #include "zcc/Runtime/Plan/Plan.h"
+#include "zcc/Runtime/Session/Communicator.h"
 #include "zcc/Runtime/Status.h"
 
 #include <cstdint>
@@ -87,6 +88,11 @@ struct SessionOptions {
   /// CPU executor: a plan needing more than this fraction of the memory the
   /// OS reports available fails at load (0 < f <= 1).
   double hostMemoryFraction = kDefaultHostMemoryFraction;
+  /// The ranks of a data-parallel job (docs/distributed.md): a plan's
+  /// all_reduce launches reduce over them, and the session checks at load
+  /// that every rank runs the same plan and starts from rank 0's
+  /// parameters. Null: a job of one rank.
+  std::shared_ptr<Communicator> communicator;
 };
 
 /// How often one entry of the plan has run.
@@ -197,6 +203,11 @@ private:
   Status writeAs(const TensorInfo &tensor, const From *in, size_t count);
   std::unique_ptr<Impl> impl;
 };
+
+/// What a data-parallel session checks at load, on every rank together:
+/// the same plan everywhere (a hash of its bytes), and one that averages
+/// its gradients when there are several ranks.
+Status checkDataParallel(const Plan &plan, Communicator &comm);
 
 } // namespace zcc::runtime
 

@@ -93,6 +93,7 @@ private:
   device::DeviceError *error = nullptr;
   std::unique_ptr<device::HostThreads> threads;
   std::vector<PreparedEntry> entries;
+  std::shared_ptr<Communicator> communicator;
 };
 
 Status CpuExecutor::create(std::shared_ptr<const Plan> p,
@@ -100,6 +101,7 @@ Status CpuExecutor::create(std::shared_ptr<const Plan> p,
   plan = std::move(p);
   mode = options.mode;
   hostMemoryFraction = options.hostMemoryFraction;
+  communicator = options.communicator;
   scale = options.precision == Precision::F64 ? 2 : 1;
   if (wide())
     for (const Entry &e : plan->entries)
@@ -211,6 +213,7 @@ Status CpuExecutor::prepareEntry(size_t index) {
   PreparedEntry &prepared = entries[index];
   device::EntryMemory memory;
   memory.error = error;
+  memory.communicator = communicator.get();
   memory.buffers.resize(e.buffers.size());
   for (size_t b = 0; b < e.buffers.size(); ++b) {
     const Buffer &buffer = e.buffers[b];

@@ -5,7 +5,9 @@
 // cudaGraphLaunch and a wait. In eager mode the same launches are issued one
 // by one every step instead, for comparison. Matmuls go to cuBLAS with the
 // entry's planned workspace (cublasSetWorkspace), so cuBLAS allocates
-// nothing during capture or replay.
+// nothing during capture or replay. A data-parallel plan's bucket
+// reductions are NCCL all-reduces captured in the same graph (NCCL supports
+// capture since 2.9.6), on a communicator made at load.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,9 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#ifdef ZCC_HAVE_NCCL
+#include <nccl.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -186,6 +191,28 @@ struct CudaLauncher {
                            stream),
            "cudaMemcpyAsync (outputs)");
   }
+  void operator()(const Collective &c) {
+#ifdef ZCC_HAVE_NCCL
+    if (nccl) {
+      // ncclAvg: the sum over the ranks divided by their number.
+      ncclResult_t r = ncclAllReduce(c.data, c.data, c.count,
+                                     c.wide ? ncclDouble : ncclFloat,
+                                     c.mean ? ncclAvg : ncclSum, nccl, stream);
+      if (r != ncclSuccess && error.empty())
+        error = std::string("ncclAllReduce: ") + ncclGetErrorString(r);
+      return;
+    }
+#endif
+    // No communicator: one rank, whose sum and mean are the values already
+    // in place. Several ranks without NCCL fail at load (openNccl).
+    if (c.communicator && c.communicator->size() > 1 && error.empty())
+      error = "all_reduce over " + std::to_string(c.communicator->size()) +
+              " ranks without an NCCL communicator";
+  }
+
+#ifdef ZCC_HAVE_NCCL
+  ncclComm_t nccl = nullptr;
+#endif
 };
 
 //===----------------------------------------------------------------------===//
@@ -228,6 +255,10 @@ public:
     }
     if (blas)
       cublasDestroy(blas);
+#ifdef ZCC_HAVE_NCCL
+    if (nccl)
+      ncclCommDestroy(nccl);
+#endif
     for (cudaStream_t branch : branches)
       cudaStreamDestroy(branch);
     if (stream)
@@ -236,6 +267,43 @@ public:
       cudaFree(p);
     for (void *p : hostBlocks)
       cudaFreeHost(p);
+  }
+
+  /// The NCCL communicator of the job's ranks (`comm`, or this process
+  /// alone): rank 0's unique id goes to the others through `comm`.
+  Status openNccl(Communicator *comm) {
+#ifdef ZCC_HAVE_NCCL
+    int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;
+    ncclUniqueId id{};
+    if (rank == 0) {
+      ncclResult_t r = ncclGetUniqueId(&id);
+      if (r != ncclSuccess)
+        return makeError(StatusCode::ExecutionError, "ncclGetUniqueId: ",
+                         ncclGetErrorString(r));
+    }
+    if (comm)
+      comm->broadcast(&id, sizeof(id));
+    ncclResult_t r = ncclCommInitRank(&nccl, ranks, id, rank);
+    if (r != ncclSuccess)
+      return makeError(StatusCode::ExecutionError, "ncclCommInitRank (rank ",
+                       rank, " of ", ranks, "): ", ncclGetErrorString(r));
+    int version = 0;
+    ncclGetVersion(&version);
+    deviceName += ", NCCL " + std::to_string(version / 10000) + "." +
+                  std::to_string(version / 100 % 100) + "." +
+                  std::to_string(version % 100) + " over " +
+                  std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+    return Status::ok();
+#else
+    // One rank needs no communication; several need NCCL.
+    if (!comm || comm->size() == 1)
+      return Status::ok();
+    return makeError(StatusCode::Unsupported,
+                     "this plan reduces gradients over the ", comm->size(),
+                     " ranks of a data-parallel job, and this runtime's CUDA "
+                     "executor was built without NCCL (configure where "
+                     "nccl.h and libnccl are found, or -DNCCL_ROOT=)");
+#endif
   }
 
   Status open() {
@@ -378,7 +446,7 @@ public:
                "cudaEventCreate");
     ZRT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
              "cudaStreamBeginCapture");
-    CudaLauncher launcher{stream, blas, {}, stream};
+    CudaLauncher launcher = makeLauncher();
     captureBranches(p, order, launcher);
     cudaError_t ended = cudaStreamEndCapture(stream, &p.graph);
     if (!launcher.error.empty())
@@ -401,7 +469,7 @@ public:
       ZRT_CUDA(cudaGraphLaunch(p.exec, stream), "cudaGraphLaunch");
     } else {
       ZRT_RETURN_IF_ERROR(useWorkspace(p));
-      CudaLauncher launcher{stream, blas, {}, stream};
+      CudaLauncher launcher = makeLauncher();
       runSteps(p.steps, launcher);
       if (!launcher.error.empty())
         return makeError(StatusCode::ExecutionError, launcher.error);
@@ -471,6 +539,14 @@ private:
     launcher.stream = stream;
   }
 
+  CudaLauncher makeLauncher() {
+    CudaLauncher launcher{stream, blas, {}, stream};
+#ifdef ZCC_HAVE_NCCL
+    launcher.nccl = nccl;
+#endif
+    return launcher;
+  }
+
   Status useWorkspace(const EntryProgram &p) {
     cublasStatus_t status =
         cublasSetWorkspace(blas, p.workspace, p.workspaceBytes);
@@ -486,6 +562,9 @@ private:
   cudaStream_t stream = nullptr;
   std::vector<cudaStream_t> branches; // graph capture's other streams
   cublasHandle_t blas = nullptr;
+#ifdef ZCC_HAVE_NCCL
+  ncclComm_t nccl = nullptr;
+#endif
   std::vector<EntryProgram> programs;
   std::vector<void *> deviceBlocks, hostBlocks;
   uint64_t count = 0, allocated = 0, device = 0;
@@ -495,9 +574,13 @@ private:
 } // namespace
 
 Status zcc::runtime::device::createCudaBackend(int ordinal, LaunchMode launch,
+                                               bool collectives,
+                                               Communicator *comm,
                                                std::unique_ptr<Backend> &out) {
   auto backend = std::make_unique<CudaBackend>(ordinal, launch);
   ZRT_RETURN_IF_ERROR(backend->open());
+  if (collectives)
+    ZRT_RETURN_IF_ERROR(backend->openNccl(comm));
   out = std::move(backend);
   return Status::ok();
 }

@@ -2,8 +2,9 @@
 
 #include "Executors/Device/DeviceExecutor.h"
 
-zcc::runtime::Status zcc::runtime::device::createCudaBackend(
-    int, LaunchMode, std::unique_ptr<Backend> &) {
+zcc::runtime::Status
+zcc::runtime::device::createCudaBackend(int, LaunchMode, bool, Communicator *,
+                                        std::unique_ptr<Backend> &) {
   return makeError(StatusCode::Unsupported,
                    "this zcc runtime was built without CUDA (configure with "
                    "-DZCC_ENABLE_CUDA=ON where nvcc is installed)");

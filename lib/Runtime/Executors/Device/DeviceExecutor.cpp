@@ -37,9 +37,15 @@ Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
                      "CPU executor's");
   std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor());
   executor->plan = std::move(plan);
+  executor->communicator = options.communicator;
   if (options.device == DeviceKind::Cuda) {
-    ZRT_RETURN_IF_ERROR(createCudaBackend(options.deviceOrdinal, options.launch,
-                                          executor->backend));
+    bool collectives = false;
+    for (const Entry &e : executor->plan->entries)
+      for (const Launch &l : e.launches)
+        collectives |= l.kernel == KernelId::AllReduce;
+    ZRT_RETURN_IF_ERROR(
+        createCudaBackend(options.deviceOrdinal, options.launch, collectives,
+                          options.communicator.get(), executor->backend));
   } else {
     executor->backend = createEmulatorBackend(options.emulateGpuGroups);
   }
@@ -118,6 +124,7 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
   const Entry &e = plan->entries[index];
   EntryMemory memory;
   memory.error = error;
+  memory.communicator = communicator.get();
   memory.buffers.resize(e.buffers.size());
   for (size_t b = 0; b < e.buffers.size(); ++b) {
     const Buffer &buffer = e.buffers[b];

@@ -65,9 +65,11 @@ public:
 std::unique_ptr<Backend> createEmulatorBackend(bool gpuGroups = false);
 
 /// CUDA device `ordinal`; fails with the reason when there is no usable
-/// device or driver, or when the runtime was built without CUDA.
-Status createCudaBackend(int ordinal, LaunchMode launch,
-                         std::unique_ptr<Backend> &out);
+/// device or driver, or when the runtime was built without CUDA. With
+/// `collectives` (a plan with all_reduce launches) it also joins the NCCL
+/// communicator of `comm`'s ranks (of this process alone when null).
+Status createCudaBackend(int ordinal, LaunchMode launch, bool collectives,
+                         Communicator *comm, std::unique_ptr<Backend> &out);
 
 /// The persistent tensors live on the device with a host mirror: which side
 /// is newer is tracked, and copies happen only when the other side looks.
@@ -114,6 +116,7 @@ private:
   bool mirrorStale = false; // the device has newer persistent values
   bool deviceStale = false; // the mirror has newer persistent values
   Status mirrorError;       // a failed download, reported by run()
+  std::shared_ptr<Communicator> communicator;
 };
 
 } // namespace zcc::runtime::device

@@ -1,0 +1,83 @@
+//===- MpiCommunicator.h - a data-parallel job over MPI ---------*- C++ -*-===//
+//
+// The Communicator of a job started by `mpirun -np N zrun ...`: MPI's
+// collectives on a duplicate of MPI_COMM_WORLD (docs/distributed.md). Each
+// collective is issued non-blocking and waited for with a deadline, so a
+// rank that hangs or dies cannot stall the others silently: past the
+// deadline a rank asks every other where it is, waits a short grace for
+// the answers, names the ranks that did not answer (or that are elsewhere),
+// and ends the job (MPI_Abort).
+//
+// A separate library (ZCCRuntimeMPI): the runtime itself links no MPI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_RUNTIME_DISTRIBUTED_MPICOMMUNICATOR_H
+#define ZCC_RUNTIME_DISTRIBUTED_MPICOMMUNICATOR_H
+
+#include "zcc/Runtime/Session/Communicator.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zcc::runtime {
+
+class MpiCommunicator final : public Communicator {
+public:
+  struct Options {
+    /// A collective not complete after this long ends the job.
+    double timeoutSeconds = 300;
+    /// How long a rank that timed out waits for the others' answers.
+    double graceSeconds = 5;
+  };
+
+  /// Whether an MPI launcher (mpirun, mpiexec) started this process: its
+  /// environment names the job's size.
+  static bool launchedByMpi();
+
+  /// Initializes MPI (unless the program already did) and joins the job.
+  static Status create(const Options &options,
+                       std::shared_ptr<MpiCommunicator> &out);
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void allReduce(void *data, uint64_t count, CollectiveType type,
+                 bool mean) override;
+  void broadcast(void *data, uint64_t bytes) override;
+  Status checkSame(uint64_t value, const std::string &what) override;
+  uint64_t collectives() const override { return sequence; }
+  std::string describe() const override;
+
+  /// What the job is doing ("step 12"), named when a collective times out.
+  void setContext(std::string text) { context = std::move(text); }
+
+  /// Prints `message` as this rank's error and ends every rank of the job:
+  /// for an error on one rank, which would leave the others waiting.
+  [[noreturn]] void abortJob(const std::string &message, int code = 1);
+
+private:
+  MpiCommunicator() = default;
+  /// Waits for `request` (an MPI_Request) until the deadline, answering the
+  /// other ranks' questions meanwhile.
+  void wait(void *request, const char *what);
+  void serviceControl();
+  [[noreturn]] void timedOut(const char *what);
+
+  Options options;
+  /// MPI_Comm handles, as integers or pointers depending on the MPI.
+  struct Handles;
+  std::unique_ptr<Handles> handles;
+  int rank_ = 0, size_ = 1;
+  bool initializedHere = false;
+  /// Collectives started by this rank: the number of the one waited for.
+  uint64_t sequence = 0;
+  /// Per rank, the collective it last said it was at (-1: no word).
+  std::vector<int64_t> heard;
+  std::string context;
+};
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_DISTRIBUTED_MPICOMMUNICATOR_H

@@ -1,0 +1,54 @@
+//===- Communicator.h - the ranks of a data-parallel job --------*- C++ -*-===//
+//
+// What a session needs from a distributed engine to run a data-parallel
+// plan (docs/distributed.md): its rank and the job's size, the reduction of
+// a gradient bucket (zt.all_reduce), and a few collectives at load (the plan
+// check, the parameters broadcast). The runtime does not depend on any
+// engine: MPI's implementation (MpiCommunicator.h) is a separate library,
+// and a session with no communicator is a job of one rank.
+//
+// Collectives are fatal when they fail: a rank that dies or hangs leaves
+// the others nothing to do but stop, so an implementation reports which
+// rank and which collective, and ends the job, instead of returning.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_RUNTIME_SESSION_COMMUNICATOR_H
+#define ZCC_RUNTIME_SESSION_COMMUNICATOR_H
+
+#include "zcc/Runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace zcc::runtime {
+
+/// The element types a bucket holds: f32, or f64 when the CPU executor runs
+/// an f32 plan in its f64 reference precision.
+enum class CollectiveType { F32, F64 };
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// `count` elements at `data` become their sum over the ranks (every rank
+  /// gets the same bits), divided by size() with `mean`. Blocking.
+  virtual void allReduce(void *data, uint64_t count, CollectiveType type,
+                         bool mean) = 0;
+  /// Rank 0's `bytes` at `data` replace every other rank's.
+  virtual void broadcast(void *data, uint64_t bytes) = 0;
+  /// Fails unless every rank gives the same `value`; the message names the
+  /// ranks that differ from rank 0, and `what` says what was compared.
+  virtual Status checkSame(uint64_t value, const std::string &what) = 0;
+  /// Collectives run so far (a bucket reduction counts once per call).
+  virtual uint64_t collectives() const = 0;
+  /// "MPI (Open MPI 4.1.4), 2 ranks": for messages and stats.
+  virtual std::string describe() const = 0;
+};
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_SESSION_COMMUNICATOR_H

@@ -1,0 +1,236 @@
+//===- MpiCommunicator.cpp - a data-parallel job over MPI -----------------===//
+
+#include "zcc/Runtime/Distributed/MpiCommunicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+using namespace zcc::runtime;
+
+struct MpiCommunicator::Handles {
+  MPI_Comm data = MPI_COMM_NULL;    // the collectives
+  MPI_Comm control = MPI_COMM_NULL; // "where are you" after a timeout
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Control messages: {collective number, 1 for a question / 0 an answer}.
+constexpr int kControlTag = 7;
+
+/// MPI counts are ints: larger buffers go in chunks of this many elements,
+/// the same chunks on every rank and every step.
+constexpr uint64_t kChunk = uint64_t{1} << 30;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+} // namespace
+
+bool MpiCommunicator::launchedByMpi() {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+    if (std::getenv(name))
+      return true;
+  return false;
+}
+
+Status MpiCommunicator::create(const Options &options,
+                               std::shared_ptr<MpiCommunicator> &out) {
+  std::shared_ptr<MpiCommunicator> comm(new MpiCommunicator());
+  comm->options = options;
+  comm->handles = std::make_unique<Handles>();
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    // Only the main thread calls MPI; the kernels' threads never do.
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) !=
+        MPI_SUCCESS)
+      return makeError(StatusCode::ExecutionError,
+                       "MPI_Init_thread failed: cannot join the MPI job");
+    comm->initializedHere = true;
+  }
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm->handles->data);
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm->handles->control);
+  MPI_Comm_rank(comm->handles->data, &comm->rank_);
+  MPI_Comm_size(comm->handles->data, &comm->size_);
+  comm->heard.assign(comm->size_, -1);
+  out = std::move(comm);
+  return Status::ok();
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  if (!handles)
+    return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return;
+  MPI_Comm_free(&handles->control);
+  MPI_Comm_free(&handles->data);
+  if (initializedHere)
+    MPI_Finalize();
+}
+
+std::string MpiCommunicator::describe() const {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  std::string name(version, static_cast<size_t>(std::max(length, 0)));
+  name = name.substr(0, name.find_first_of(",\n"));
+  return "MPI (" + name + "), " + std::to_string(size_) + " ranks";
+}
+
+void MpiCommunicator::allReduce(void *data, uint64_t count, CollectiveType type,
+                                bool mean) {
+  bool wide = type == CollectiveType::F64;
+  MPI_Datatype datatype = wide ? MPI_DOUBLE : MPI_FLOAT;
+  size_t element = wide ? 8 : 4;
+  if (size_ > 1)
+    for (uint64_t at = 0; at < count; at += kChunk) {
+      ++sequence;
+      MPI_Request request;
+      MPI_Iallreduce(MPI_IN_PLACE, static_cast<char *>(data) + at * element,
+                     static_cast<int>(std::min(kChunk, count - at)), datatype,
+                     MPI_SUM, handles->data, &request);
+      wait(&request, "all_reduce");
+    }
+  if (!mean || size_ == 1)
+    return;
+  if (wide) {
+    auto *v = static_cast<double *>(data);
+    for (uint64_t i = 0; i < count; ++i)
+      v[i] /= static_cast<double>(size_);
+  } else {
+    auto *v = static_cast<float *>(data);
+    for (uint64_t i = 0; i < count; ++i)
+      v[i] /= static_cast<float>(size_);
+  }
+}
+
+void MpiCommunicator::broadcast(void *data, uint64_t bytes) {
+  if (size_ == 1)
+    return;
+  for (uint64_t at = 0; at < bytes; at += kChunk) {
+    ++sequence;
+    MPI_Request request;
+    MPI_Ibcast(static_cast<char *>(data) + at,
+               static_cast<int>(std::min(kChunk, bytes - at)), MPI_BYTE, 0,
+               handles->data, &request);
+    wait(&request, "broadcast");
+  }
+}
+
+Status MpiCommunicator::checkSame(uint64_t value, const std::string &what) {
+  std::vector<unsigned long long> all(static_cast<size_t>(size_));
+  unsigned long long mine = value;
+  ++sequence;
+  MPI_Request request;
+  MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1,
+                 MPI_UNSIGNED_LONG_LONG, handles->data, &request);
+  wait(&request, "allgather");
+  std::string differ;
+  for (int r = 1; r < size_; ++r)
+    if (all[r] != all[0])
+      differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  if (differ.empty())
+    return Status::ok();
+  return makeError(StatusCode::InvalidArgument, "rank(s) ", differ,
+                   " of the job have another ", what, " than rank 0");
+}
+
+void MpiCommunicator::wait(void *request, const char *what) {
+  auto *req = static_cast<MPI_Request *>(request);
+  Clock::time_point start = Clock::now();
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (done)
+      return;
+    serviceControl();
+    if (secondsSince(start) > options.timeoutSeconds)
+      timedOut(what);
+    // Spin briefly (a collective of a small bucket is quick), then sleep so
+    // a waiting rank does not take the core another rank computes on.
+    if (polls > 200)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+void MpiCommunicator::serviceControl() {
+  for (;;) {
+    int pending = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kControlTag, handles->control, &pending,
+               &status);
+    if (!pending)
+      return;
+    long long message[2] = {0, 0};
+    MPI_Recv(message, 2, MPI_LONG_LONG, status.MPI_SOURCE, kControlTag,
+             handles->control, MPI_STATUS_IGNORE);
+    heard[status.MPI_SOURCE] = message[0];
+    if (message[1] == 1) {
+      // Answer where this rank is; a two-number message goes out eagerly.
+      long long answer[2] = {static_cast<long long>(sequence), 0};
+      MPI_Send(answer, 2, MPI_LONG_LONG, status.MPI_SOURCE, kControlTag,
+               handles->control);
+    }
+  }
+}
+
+void MpiCommunicator::timedOut(const char *what) {
+  long long question[2] = {static_cast<long long>(sequence), 1};
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_)
+      MPI_Send(question, 2, MPI_LONG_LONG, r, kControlTag, handles->control);
+  Clock::time_point start = Clock::now();
+  while (secondsSince(start) < options.graceSeconds) {
+    serviceControl();
+    bool all = true;
+    for (int r = 0; r < size_; ++r)
+      all &= r == rank_ || heard[r] >= 0;
+    if (all)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::ostringstream os;
+  os << what << " (collective #" << sequence
+     << (context.empty() ? "" : ", " + context) << ") did not complete within "
+     << options.timeoutSeconds << " s (--collective-timeout):";
+  bool any = false;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_)
+      continue;
+    if (heard[r] < 0) {
+      os << " rank " << r << " did not answer within " << options.graceSeconds
+         << " s (it died or hangs);";
+      any = true;
+    } else if (static_cast<uint64_t>(heard[r]) != sequence) {
+      os << " rank " << r << " is at collective #" << heard[r] << ";";
+      any = true;
+    }
+  }
+  if (!any)
+    os << " every rank is waiting in it (an MPI or network failure?);";
+  os << " ending the job";
+  abortJob(os.str());
+}
+
+void MpiCommunicator::abortJob(const std::string &message, int code) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "zrun: error: rank %d of %d: %s\n", rank_, size_,
+               message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}

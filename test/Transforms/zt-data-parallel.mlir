@@ -1,0 +1,40 @@
+// zt-optimizer with data-parallel: the gradients are averaged over the ranks
+// before the updates, in buckets filled in the order the backward produces
+// them (last layer first), each bucket one zt.all_reduce {mean} right after
+// its last gradient and before its updates, so a bucket's reduction overlaps
+// the rest of the backward.
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true bucket-bytes=2000" | FileCheck %s
+// CHECK-LABEL: func.func @mlp_loss
+// CHECK: %[[DB3:.+]] = zt.sum %{{.+}}, dims = [0] : (tensor<32x10xf32>) -> tensor<10xf32>
+// CHECK: %[[DW3:.+]] = zt.matmul %{{.+}} {transpose_lhs} : (tensor<32x128xf32>, tensor<32x10xf32>) -> tensor<128x10xf32>
+// CHECK-NEXT: %[[R3:.+]]:2 = zt.all_reduce %[[DB3]], %[[DW3]] {mean} : (tensor<10xf32>, tensor<128x10xf32>) -> (tensor<10xf32>, tensor<128x10xf32>)
+// CHECK-NEXT: zt.sgd %{{.+}}, %[[R3]]#0
+// CHECK-NEXT: zt.sgd %{{.+}}, %[[R3]]#1
+// CHECK: zt.all_reduce {{.+}} : (tensor<128xf32>, tensor<256x128xf32>)
+// CHECK: zt.all_reduce {{.+}} : (tensor<256xf32>, tensor<784x256xf32>)
+// CHECK-NOT: zt.all_reduce
+// CHECK: return
+
+// One bucket when it is big enough for every gradient (the default 25 MiB).
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true" | FileCheck %s --check-prefix=ONE
+// ONE-COUNT-1: zt.all_reduce
+// ONE-NOT: zt.all_reduce
+
+// A bucket is one arena buffer whose parts are its gradients, side by side:
+// each gradient is computed in its part (the reduction is in place), and
+// the bucket lives from its first part's write to its last part's read.
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true bucket-bytes=2000" -zt-print-liveness | FileCheck %s --check-prefix=LIVE
+// LIVE: #[[B:[0-9]+]] arena-part [14, 19) in #[[BUCKET:[0-9]+]] at 0 40 bytes: zt.sum at 14
+// LIVE: #[[W:[0-9]+]] arena-part [16, 20) in #[[BUCKET]] at 40 5120 bytes: zt.matmul at 16
+// LIVE: #[[BUCKET]] arena [14, 20) bucket of #[[B]] #[[W]] 5160 bytes
+// LIVE: 17 zt.all_reduce (#[[B]], #[[W]]) -> (#[[B]], #[[W]])
+
+// Accumulation: the apply entry averages the accumulators, in buckets,
+// before its updates; the microbatch entry communicates nothing.
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff="accumulate=true" -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true bucket-bytes=300000" | FileCheck %s --check-prefix=ACC
+// ACC-LABEL: func.func @mlp_loss(
+// ACC-NOT: zt.all_reduce
+// ACC-LABEL: func.func @mlp_loss_apply(
+// ACC: zt.all_reduce {{.+}} {mean} : (tensor<784x256xf32>)
+// ACC-NEXT: zt.all_reduce {{.+}} {mean} : (tensor<256xf32>, tensor<256x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>)
+// ACC: zt.sgd

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Data-parallel training against one rank (docs/distributed.md).
+
+usage: data_parallel.py EXAMPLES_DIR WORK_DIR
+
+Trains the GPT example for 20 AdamW steps three ways on the same rows of one
+.npz file: one rank at batch 4, and twice two ranks at batch 2 each (mpirun
+--oversubscribe). Prints the largest parameter difference between one and two
+ranks against its tolerance, and whether the two 2-rank runs are bit for bit
+the same (traces and checkpoints). Needs zcc, zrun and mpirun on PATH.
+Exit status 1 when a check fails.
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import zipfile
+
+STEPS = 20
+LR = 1e-3
+ROWS = 64  # examples in the file; a step takes 4 of them
+
+
+def run(cmd, **kw):
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if proc.returncode != 0:
+        sys.exit("failed (%d): %s\n%s%s" % (proc.returncode, " ".join(cmd),
+                                            proc.stdout, proc.stderr))
+    return proc.stdout
+
+
+def write_data(path):
+    """Tokens, and targets a fixed function of each token (learnable)."""
+    state = 12345
+    tokens = []
+    for _ in range(ROWS * 16):
+        state = (state * 1103515245 + 12345) % (1 << 31)
+        tokens.append(state % 128)
+    targets = [(7 * t + 3) % 128 for t in tokens]
+    with zipfile.ZipFile(path, "w") as z:
+        for name, values in (("tokens", tokens), ("targets", targets)):
+            header = ("{'descr': '<i4', 'fortran_order': False, "
+                      "'shape': (%d, 16), }" % ROWS)
+            header += " " * (63 - (len(header) + 10) % 64) + "\n"
+            z.writestr(name + ".npy",
+                       b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) +
+                       header.encode() +
+                       b"".join(struct.pack("<i", v) for v in values))
+
+
+def read_safetensors(path):
+    """{name: list of floats} of an f32 safetensors file."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (size,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + size])
+    data = blob[8 + size:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", (name, info["dtype"])
+        begin, end = info["data_offsets"]
+        out[name] = struct.unpack("<%df" % ((end - begin) // 4), data[begin:end])
+    return out
+
+
+def main():
+    examples, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    source = open(os.path.join(examples, "gpt_block.mlir")).read()
+    # Without dropout: its masks follow each element's place in the rank's
+    # own batch, so one rank at batch 4 and two at batch 2 would drop other
+    # elements (as PyTorch DDP's would).
+    source, dropouts = re.subn(r"rate = 0\.1,", "rate = 0.0,", source)
+    assert dropouts == 4, dropouts
+    with open(os.path.join(work, "gpt2.mlir"), "w") as f:
+        f.write(source)
+    # The example at batch 4: every batch dimension is its leading 2.
+    batch4 = source.replace("tensor<2x", "tensor<4x").replace("[0:2,", "[0:4,")
+    with open(os.path.join(work, "gpt4.mlir"), "w") as f:
+        f.write(batch4)
+    data = os.path.join(work, "rows.npz")
+    write_data(data)
+    common = ["--optimizer", "adamw", "--lr", str(LR)]
+    one = os.path.join(work, "one.zplan")
+    two = os.path.join(work, "two.zplan")
+    run(["zcc", os.path.join(work, "gpt4.mlir"), "-o", one] + common)
+    run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", two,
+         "--data-parallel", "--bucket-mb", "0.05"] + common)
+    train = ["--data", data, "--steps", str(STEPS), "--trace"]
+    checkpoints = {}
+    traces = {}
+    for precision in ("f32", "f64"):
+        ck = os.path.join(work, "one-%s.safetensors" % precision)
+        run(["zrun", one, "--precision", precision, "--save-checkpoint", ck] +
+            train)
+        checkpoints[("one", precision)] = ck
+        for attempt in ("a", "b"):
+            ck = os.path.join(work, "two-%s-%s.safetensors" % (precision,
+                                                              attempt))
+            out = run(["mpirun", "-np", "2", "zrun", two, "--precision",
+                       precision, "--save-checkpoint", ck] + train, env=env)
+            traces[(precision, attempt)] = [
+                l for l in out.splitlines() if l.startswith("step ")]
+            checkpoints[("two", precision, attempt)] = ck
+        print("ranks 2: %s: collective count line: %s" % (precision, [
+            l.strip() for l in out.splitlines() if "collectives" in l][0]))
+
+    ok = True
+    for precision in ("f32", "f64"):
+        same = traces[(precision, "a")] == traces[(precision, "b")] and len(
+            traces[(precision, "a")]) == STEPS
+        blobs = [open(checkpoints[("two", precision, x)], "rb").read()
+                 for x in "ab"]
+        print("two 2-rank runs, %s: traces %s, checkpoints %s" % (
+            precision, "identical" if same else "DIFFER",
+            "identical" if blobs[0] == blobs[1] else "DIFFER"))
+        ok &= same and blobs[0] == blobs[1]
+
+    # One rank at batch 4 against two at batch 2: the same rows, the same
+    # mean gradient up to f32 rounding (a mean of two means of 32 losses
+    # against one mean of 64), carried through 20 AdamW steps.
+    for precision, tolerance in (("f32", 2e-4), ("f64", 1e-6)):
+        a = read_safetensors(checkpoints[("one", precision)])
+        b = read_safetensors(checkpoints[("two", precision, "a")])
+        assert a.keys() == b.keys()
+        worst, where = 0.0, ""
+        for name in sorted(a):
+            for x, y in zip(a[name], b[name]):
+                if abs(x - y) > worst:
+                    worst, where = abs(x - y), name
+        print("one rank at batch 4 vs two at batch 2, %s: %d tensors, max "
+              "|difference| %.3g (%s), tolerance %g: %s" % (
+                  precision, len(a), worst, where, tolerance,
+                  "ok" if worst <= tolerance else "FAIL"))
+        ok &= worst <= tolerance
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
