@@ -102,6 +102,19 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
                      "data parallel needs an optimizer in the plan (sgd or "
                      "adamw): the gradients are averaged over the ranks "
                      "before the update");
+  if (options.shardOptimizerState && !options.dataParallel)
+    return makeError(StatusCode::InvalidArgument,
+                     "sharding the optimizer state (ZeRO-1) is for "
+                     "data-parallel jobs: add --data-parallel");
+  if (options.shardOptimizerState && options.ranks < 1)
+    return makeError(StatusCode::InvalidArgument,
+                     "sharding the optimizer state needs the world size "
+                     "(--world-size N): the shards are planned buffers");
+  if (!options.shardOptimizerState && options.ranks != 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "a world size is fixed at compile time only with "
+                     "--shard-optimizer-state; a data-parallel plan runs on "
+                     "any number of ranks");
   if (options.bucketBytes < 1)
     return makeError(StatusCode::InvalidArgument,
                      "bucket size must be at least 1 byte, got ",
@@ -151,6 +164,8 @@ std::string zcc::producerLine(const CompileOptions &options) {
     os << " precision=" << options.precision;
   if (options.dataParallel)
     os << " data-parallel bucket-bytes=" << options.bucketBytes;
+  if (options.shardOptimizerState)
+    os << " shard-optimizer-state ranks=" << options.ranks;
   return os.str();
 }
 
@@ -188,6 +203,8 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   pipeline.gradScale = options.gradScale;
   pipeline.dataParallel = options.dataParallel;
   pipeline.bucketBytes = options.bucketBytes;
+  pipeline.shardOptimizerState = options.shardOptimizerState;
+  pipeline.ranks = options.ranks;
   pipeline.alignment = options.alignment;
   pipeline.algorithm = options.algorithm;
   pipeline.plantInPlaceBug = options.plantInPlaceBug;

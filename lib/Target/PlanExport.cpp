@@ -207,6 +207,21 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
   plan.persistentSize = i64Attr(module, "zplan.persistent_size");
   plan.constantSize = i64Attr(module, "zplan.constant_size");
   plan.constants.assign(plan.constantSize, 0);
+  if (auto sharded = module->getAttrOfType<ArrayAttr>("zt.sharded_states"))
+    for (Attribute item : sharded) {
+      auto dict = cast<DictionaryAttr>(item);
+      rt::ShardedState state;
+      state.name = dict.getAs<StringAttr>("name").str();
+      state.suffix = dict.getAs<StringAttr>("suffix").str();
+      state.ranks =
+          static_cast<uint32_t>(dict.getAs<IntegerAttr>("ranks").getInt());
+      for (Attribute param : dict.getAs<ArrayAttr>("params"))
+        state.params.push_back(cast<StringAttr>(param).str());
+      for (int64_t offset :
+           dict.getAs<DenseI64ArrayAttr>("offsets").asArrayRef())
+        state.offsets.push_back(static_cast<uint64_t>(offset));
+      plan.sharded.push_back(std::move(state));
+    }
   llvm::StringMap<unsigned> persistentIndex;
 
   for (auto entryOp : module.getOps<zplan::EntryOp>()) {

@@ -114,6 +114,9 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     for (func::FuncOp fn : microbatches)
       if (failed(buildApply(fn)))
         return signalPassFailure();
+    if (!shardedStates.empty())
+      getOperation()->setAttr(ZTDialect::kShardedStatesAttrName,
+                              ArrayAttr::get(&getContext(), shardedStates));
   }
 
   LogicalResult checkOptions() {
@@ -136,6 +139,11 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return fail("grad-scale", gradScale, "> 0");
     if (bucketBytes < 1)
       return fail("bucket-bytes", static_cast<double>(bucketBytes), ">= 1");
+    if (shardOptimizerState && ranks < 1)
+      return getOperation().emitError()
+             << "zt-optimizer option 'shard-optimizer-state' needs the "
+                "world size: 'ranks' >= 1, got "
+             << ranks;
     if (optimizer == "sgd") {
       if (!finite(momentum) || momentum < 0 || momentum >= 1)
         return fail("momentum", momentum, ">= 0 and < 1");
@@ -174,47 +182,75 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
         RankedTensorType::get({}, IntegerType::get(ctx, 64)), attrs));
   }
 
-  /// Emits the update of `param` from `grad` and returns the new parameter
-  /// and state, each tied to its argument.
+  /// Emits the update of `param` from `grad`: the new parameter and state,
+  /// each tied to its argument.
   LogicalResult emitUpdate(OpBuilder &b, StepSignature &sig,
                            BlockArgument param, Value grad) {
+    FailureOr<Update> update =
+        emitStep(b, sig, param, grad, argName(sig.fn, param.getArgNumber()));
+    if (failed(update))
+      return failure();
+    update->tie(sig, param);
+    return success();
+  }
+
+  /// An optimizer step's results: the new parameter and each state's new
+  /// value with its argument (and name suffix).
+  struct Update {
+    Value param;
+    SmallVector<std::tuple<Value, BlockArgument, std::string>> states;
+
+    /// Returns them tied: the parameter first, then its state.
+    void tie(StepSignature &sig, BlockArgument to) const {
+      sig.addTied(param, to);
+      for (auto &[value, arg, suffix] : states)
+        sig.addTied(value, arg);
+    }
+  };
+
+  /// The optimizer's step on `param` (an argument, or a shard of several)
+  /// from `grad`, its state added as arguments named `name` + ".momentum"
+  /// or ".exp_avg" / ".exp_avg_sq".
+  FailureOr<Update> emitStep(OpBuilder &b, StepSignature &sig, Value param,
+                             Value grad, const std::string &name) {
     Location loc = sig.fn.getLoc();
     Type type = param.getType();
-    std::string name = argName(sig.fn, param.getArgNumber());
     if (gradScale != 1.0)
       grad = b.create<ScaleOp>(loc, type, grad, b.getF64FloatAttr(gradScale));
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
+    auto state = [&](const char *suffix) {
+      return sig.addState(ArgRole::OptimizerState, type, name + suffix);
+    };
+    Update update;
     if (optimizer == "sgd") {
       BlockArgument buffer;
       SmallVector<Type> types{type};
       if (momentum != 0) {
-        buffer =
-            sig.addState(ArgRole::OptimizerState, type, name + ".momentum");
+        buffer = state(".momentum");
         types.push_back(type);
       }
       auto sgd = b.create<SgdOp>(loc, types, param, grad,
                                  buffer ? Value(buffer) : Value(), f64(lr),
                                  f64(momentum), f64(weightDecay),
                                  nesterov ? b.getUnitAttr() : UnitAttr());
-      sig.addTied(sgd.getNewParam(), param);
+      update.param = sgd.getNewParam();
       if (buffer)
-        sig.addTied(sgd.getNewMomentumBuffer(), buffer);
-      return success();
+        update.states.push_back(
+            {sgd.getNewMomentumBuffer(), buffer, ".momentum"});
+      return update;
     }
     FailureOr<Value> step = stepCounter(sig);
     if (failed(step))
       return failure();
-    BlockArgument expAvg =
-        sig.addState(ArgRole::OptimizerState, type, name + ".exp_avg");
-    BlockArgument expAvgSq =
-        sig.addState(ArgRole::OptimizerState, type, name + ".exp_avg_sq");
+    BlockArgument expAvg = state(".exp_avg");
+    BlockArgument expAvgSq = state(".exp_avg_sq");
     auto adamw = b.create<AdamwOp>(
         loc, TypeRange{type, type, type}, param, grad, expAvg, expAvgSq, *step,
         f64(lr), f64(beta1), f64(beta2), f64(eps), f64(weightDecay));
-    sig.addTied(adamw.getNewParam(), param);
-    sig.addTied(adamw.getNewExpAvg(), expAvg);
-    sig.addTied(adamw.getNewExpAvgSq(), expAvgSq);
-    return success();
+    update.param = adamw.getNewParam();
+    update.states.push_back({adamw.getNewExpAvg(), expAvg, ".exp_avg"});
+    update.states.push_back({adamw.getNewExpAvgSq(), expAvgSq, ".exp_avg_sq"});
+    return update;
   }
 
   LogicalResult updateTrainStep(func::FuncOp fn) {
@@ -237,6 +273,12 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
              << "returns no parameter gradient to apply (zt-optimizer runs "
                 "once, after zt-autodiff)";
     OpBuilder b(ret);
+    if (shardOptimizerState) {
+      if (failed(shardedUpdates(b, sig, gradients, /*inProductionOrder=*/true)))
+        return failure();
+      sig.finish(b);
+      return success();
+    }
     if (dataParallel)
       averageOverRanks(b, fn, gradients, /*inProductionOrder=*/true);
     for (auto [param, grad] : gradients) {
@@ -255,62 +297,54 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     return success();
   }
 
-  /// Replaces each gradient of `gradients` by its mean over the ranks:
-  /// gradients in buckets of about bucket-bytes, each bucket one
-  /// zt.all_reduce placed right after the last gradient it holds, so the
-  /// reduction of one bucket overlaps the computing of the next. Buckets
-  /// follow the order the gradients are computed in (`inProductionOrder`;
-  /// the backward yields them in reverse, as PyTorch DDP's buckets), or the
-  /// list's order (an apply entry's accumulators, all there from its start).
-  void averageOverRanks(OpBuilder &b, func::FuncOp fn,
-                        SmallVector<std::pair<BlockArgument, Value>> &gradients,
-                        bool inProductionOrder) {
-    // Each distinct value once, in the order it becomes available.
-    SmallVector<Value> order;
-    llvm::DenseMap<Value, Value> reduced;
-    for (auto &entry : gradients)
-      if (reduced.try_emplace(entry.second, Value()).second)
-        order.push_back(entry.second);
-    auto position = [](Value v) -> Operation * { return v.getDefiningOp(); };
+  /// Groups `gradients` into buckets of about bucket-bytes and calls
+  /// `emit(members)` (indices into `gradients`) for each, with `b` placed
+  /// right after the last gradient the bucket holds, so that a bucket's
+  /// communication overlaps the computing of the next. Buckets follow the
+  /// order the gradients are computed in (`inProductionOrder`; the backward
+  /// yields them in reverse, as PyTorch DDP's buckets), or the list's order
+  /// (an apply entry's accumulators, all there from its start: those
+  /// buckets go first, one after the other).
+  template <typename Emit>
+  void forEachBucket(OpBuilder &b, func::FuncOp fn,
+                     ArrayRef<std::pair<BlockArgument, Value>> gradients,
+                     bool inProductionOrder, Emit emit) {
+    SmallVector<unsigned> order;
+    for (unsigned i = 0; i < gradients.size(); ++i)
+      order.push_back(i);
+    auto def = [&](unsigned i) { return gradients[i].second.getDefiningOp(); };
     if (inProductionOrder)
-      llvm::stable_sort(order, [&](Value x, Value y) {
-        Operation *a = position(x), *c = position(y);
+      llvm::stable_sort(order, [&](unsigned x, unsigned y) {
+        Operation *a = def(x), *c = def(y);
         if (!a || !c)
           return !a && c; // arguments first
         return a->isBeforeInBlock(c);
       });
     Block &body = fn.getBody().front();
-    // Buckets of arguments only (accumulators) go first, in their order.
     Operation *lastOfArguments = nullptr;
-    auto flush = [&](ArrayRef<Value> bucket) {
+    auto flush = [&](ArrayRef<unsigned> bucket) {
       if (bucket.empty())
         return;
       Operation *last = nullptr;
-      for (Value v : bucket)
-        if (Operation *def = position(v))
-          if (!last || last->isBeforeInBlock(def))
-            last = def;
+      for (unsigned i : bucket)
+        if (Operation *d = def(i))
+          if (!last || last->isBeforeInBlock(d))
+            last = d;
       if (last)
         b.setInsertionPointAfter(last);
       else if (lastOfArguments)
         b.setInsertionPointAfter(lastOfArguments);
       else
         b.setInsertionPointToStart(&body);
-      SmallVector<Type> types;
-      for (Value v : bucket)
-        types.push_back(v.getType());
-      auto op =
-          b.create<AllReduceOp>(fn.getLoc(), types, bucket, b.getUnitAttr());
+      emit(bucket);
       if (!last)
-        lastOfArguments = op;
-      for (auto [from, to] : llvm::zip(bucket, op.getResults()))
-        reduced[from] = to;
+        lastOfArguments = &*std::prev(b.getInsertionPoint());
     };
-    SmallVector<Value> bucket;
+    SmallVector<unsigned> bucket;
     int64_t bytes = 0;
-    for (Value v : order) {
-      bucket.push_back(v);
-      bytes += zcc::tensorBytes(v.getType());
+    for (unsigned i : order) {
+      bucket.push_back(i);
+      bytes += zcc::tensorBytes(gradients[i].second.getType());
       if (bytes >= bucketBytes) {
         flush(bucket);
         bucket.clear();
@@ -318,9 +352,130 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       }
     }
     flush(bucket);
+  }
+
+  /// Replaces each gradient of `gradients` by its mean over the ranks: each
+  /// bucket one zt.all_reduce, each distinct gradient once.
+  void averageOverRanks(OpBuilder &b, func::FuncOp fn,
+                        SmallVector<std::pair<BlockArgument, Value>> &gradients,
+                        bool inProductionOrder) {
+    llvm::DenseMap<Value, Value> reduced;
+    forEachBucket(b, fn, gradients, inProductionOrder,
+                  [&](ArrayRef<unsigned> members) {
+                    SmallVector<Value> values;
+                    SmallVector<Type> types;
+                    for (unsigned i : members)
+                      if (reduced.try_emplace(gradients[i].second).second) {
+                        values.push_back(gradients[i].second);
+                        types.push_back(gradients[i].second.getType());
+                      }
+                    auto op = b.create<AllReduceOp>(fn.getLoc(), types, values,
+                                                    b.getUnitAttr());
+                    for (auto [from, to] : llvm::zip(values, op.getResults()))
+                      reduced[from] = to;
+                  });
     for (auto &entry : gradients)
       entry.second = reduced.lookup(entry.second);
   }
+
+  /// ZeRO-1: per bucket, the gradients flattened into one tensor (zero
+  /// padded to `ranks` equal shards) are reduce-scattered (mean), this
+  /// rank's shard of the flattened parameters takes the optimizer's step
+  /// with state of one shard's size, and the shards are all-gathered back
+  /// into the parameters. Each state tensor is recorded in `sharded` for
+  /// the plan, so checkpoints can hold it per parameter.
+  LogicalResult
+  shardedUpdates(OpBuilder &b, StepSignature &sig,
+                 ArrayRef<std::pair<BlockArgument, Value>> gradients,
+                 bool inProductionOrder) {
+    func::FuncOp fn = sig.fn;
+    Location loc = fn.getLoc();
+    MLIRContext *ctx = fn.getContext();
+    LogicalResult result = success();
+    int bucketIndex = 0;
+    forEachBucket(
+        b, fn, gradients, inProductionOrder, [&](ArrayRef<unsigned> members) {
+          if (failed(result))
+            return;
+          Type element =
+              cast<RankedTensorType>(gradients[members[0]].first.getType())
+                  .getElementType();
+          SmallVector<int64_t> offsets, counts;
+          int64_t total = 0;
+          for (unsigned i : members) {
+            auto type = cast<RankedTensorType>(gradients[i].first.getType());
+            offsets.push_back(total);
+            counts.push_back(type.getNumElements());
+            total += type.getNumElements();
+          }
+          int64_t shard = (total + ranks - 1) / ranks;
+          auto flatType = RankedTensorType::get({shard * ranks}, element);
+          auto shardType = RankedTensorType::get({shard}, element);
+          auto flatten = [&](auto valueOf) -> Value {
+            SmallVector<Value> parts;
+            for (auto [k, i] : llvm::enumerate(members))
+              parts.push_back(b.create<ReshapeOp>(
+                  loc, RankedTensorType::get({counts[k]}, element),
+                  valueOf(i)));
+            if (shard * ranks > total) {
+              auto padType =
+                  RankedTensorType::get({shard * ranks - total}, element);
+              parts.push_back(b.create<ConstantOp>(
+                  loc, DenseElementsAttr::get(padType,
+                                              b.getFloatAttr(element, 0.0))));
+            }
+            if (parts.size() == 1)
+              return parts.front();
+            return b.create<ConcatOp>(loc, flatType, parts,
+                                      b.getI64IntegerAttr(0));
+          };
+          auto ranksAttr = b.getI64IntegerAttr(ranks);
+          Value grads = b.create<ReduceScatterOp>(
+              loc, shardType,
+              flatten([&](unsigned i) { return gradients[i].second; }),
+              ranksAttr, b.getUnitAttr());
+          Value params = b.create<ShardOp>(
+              loc, shardType,
+              flatten([&](unsigned i) { return Value(gradients[i].first); }),
+              ranksAttr);
+          std::string name = "zero." + std::to_string(bucketIndex++);
+          FailureOr<Update> update = emitStep(b, sig, params, grads, name);
+          if (failed(update)) {
+            result = failure();
+            return;
+          }
+          for (auto &[value, arg, suffix] : update->states)
+            sig.addTied(value, arg);
+          Value gathered =
+              b.create<AllGatherOp>(loc, flatType, update->param, ranksAttr);
+          SmallVector<Attribute> names;
+          for (auto [k, i] : llvm::enumerate(members)) {
+            BlockArgument param = gradients[i].first;
+            auto type = cast<RankedTensorType>(param.getType());
+            Value slice = b.create<SliceOp>(
+                loc, RankedTensorType::get({counts[k]}, element), gathered,
+                b.getDenseI64ArrayAttr({offsets[k]}),
+                b.getDenseI64ArrayAttr({offsets[k] + counts[k]}),
+                b.getDenseI64ArrayAttr({1}));
+            sig.addTied(b.create<ReshapeOp>(loc, type, slice), param);
+            names.push_back(
+                StringAttr::get(ctx, argName(fn, param.getArgNumber())));
+          }
+          for (auto &[value, arg, suffix] : update->states) {
+            NamedAttrList entry;
+            entry.set("name", StringAttr::get(ctx, name + suffix));
+            entry.set("suffix", StringAttr::get(ctx, suffix));
+            entry.set("ranks", ranksAttr);
+            entry.set("params", ArrayAttr::get(ctx, names));
+            entry.set("offsets", b.getDenseI64ArrayAttr(offsets));
+            shardedStates.push_back(entry.getDictionary(ctx));
+          }
+        });
+    return result;
+  }
+
+  /// ZeRO-1's sharded state tensors (shardedUpdates), for the module.
+  SmallVector<Attribute> shardedStates;
 
   /// The latest op before `ret` that defines `grad` or reads `param`
   /// (directly or through a zt.reshape view); null when there is none.
@@ -393,12 +548,18 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     SmallVector<std::pair<BlockArgument, Value>> updates;
     for (auto [param, acc] : args)
       updates.push_back({param, acc});
-    if (dataParallel)
-      averageOverRanks(b, apply, updates, /*inProductionOrder=*/false);
-    b.setInsertionPoint(body->getTerminator());
-    for (auto [param, grad] : updates)
-      if (failed(emitUpdate(b, sig, param, grad)))
+    if (shardOptimizerState) {
+      if (failed(shardedUpdates(b, sig, updates, /*inProductionOrder=*/false)))
         return failure();
+    } else {
+      if (dataParallel)
+        averageOverRanks(b, apply, updates, /*inProductionOrder=*/false);
+      b.setInsertionPoint(body->getTerminator());
+      for (auto [param, grad] : updates)
+        if (failed(emitUpdate(b, sig, param, grad)))
+          return failure();
+    }
+    b.setInsertionPoint(body->getTerminator());
     // Zeroing comes last, after every read of the accumulators.
     for (auto [param, acc] : args) {
       auto type = cast<RankedTensorType>(acc.getType());

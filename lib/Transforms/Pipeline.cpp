@@ -32,6 +32,8 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
     optimizer.gradScale = options.gradScale;
     optimizer.dataParallel = options.dataParallel;
     optimizer.bucketBytes = options.bucketBytes;
+    optimizer.shardOptimizerState = options.shardOptimizerState;
+    optimizer.ranks = options.ranks;
     pm.addPass(createZTOptimizer(optimizer));
   }
   if (options.memoryBudget > 0) {

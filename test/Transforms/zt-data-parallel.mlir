@@ -38,3 +38,19 @@
 // ACC: zt.all_reduce {{.+}} {mean} : (tensor<784x256xf32>)
 // ACC-NEXT: zt.all_reduce {{.+}} {mean} : (tensor<256xf32>, tensor<256x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>)
 // ACC: zt.sgd
+
+// ZeRO-1: per bucket, the gradients flattened (zero padded to 2 equal
+// shards) and reduce-scattered, this rank's shard of the flattened
+// parameters updated with state of one shard's size, and the shards
+// all-gathered back into the parameters (copied at the return); the module
+// records which parameters each state tensor covers.
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true ranks=2" | FileCheck %s --check-prefix=ZERO
+// ZERO: module attributes {zt.sharded_states = [{name = "zero.0.exp_avg", offsets = array<i64: 0, 10>, params = ["b3", "w3"], ranks = 2 : i64, suffix = ".exp_avg"}, {name = "zero.0.exp_avg_sq", offsets = array<i64: 0, 10>, params = ["b3", "w3"], ranks = 2 : i64, suffix = ".exp_avg_sq"}
+// ZERO-SAME: {name = "zero.2.exp_avg"
+// ZERO: %{{.+}}: tensor<645xf32> {zt.init = #zt.init<zeros>, zt.name = "zero.0.exp_avg", zt.role = #zt.role<optimizer_state>}
+// ZERO: %[[FLAT:.+]] = zt.concat(%{{.+}}, %{{.+}}) dim = 0 : (tensor<10xf32>, tensor<1280xf32>) -> tensor<1290xf32>
+// ZERO-NEXT: %[[G:.+]] = zt.reduce_scatter %[[FLAT]] {mean, ranks = 2 : i64} : (tensor<1290xf32>) -> tensor<645xf32>
+// ZERO: %[[P:.+]] = zt.shard %{{.+}} {ranks = 2 : i64} : (tensor<1290xf32>) -> tensor<645xf32>
+// ZERO-NEXT: %[[NEW:.+]], %{{.+}}, %{{.+}} = zt.adamw %[[P]], %[[G]]
+// ZERO-NEXT: %[[ALL:.+]] = zt.all_gather %[[NEW]] {ranks = 2 : i64} : (tensor<645xf32>) -> tensor<1290xf32>
+// ZERO-NEXT: zt.slice %[[ALL]] [0:10]

@@ -91,6 +91,15 @@ cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("With --data-parallel: MiB of gradients "
                                   "per bucket (default 25, as PyTorch DDP)"),
                          cl::init(25.0), cl::cat(category));
+cl::opt<bool> shardOptimizerState(
+    "shard-optimizer-state",
+    cl::desc("With --data-parallel: ZeRO-1, each rank holds and updates one "
+             "shard of the optimizer state (needs --world-size)"),
+    cl::cat(category));
+cl::opt<int64_t> worldSize("world-size",
+                           cl::desc("With --shard-optimizer-state: the ranks "
+                                    "the plan runs on"),
+                           cl::init(0), cl::cat(category));
 cl::opt<int64_t> alignment("alignment", cl::desc("Slot alignment in bytes"),
                            cl::init(256), cl::cat(category));
 cl::opt<std::string> algorithm("algorithm", cl::desc("Planner algorithm"),
@@ -162,6 +171,8 @@ int main(int argc, char **argv) {
   options.precision = precision.getValue();
   options.gradScale = gradScale.getValue();
   options.dataParallel = dataParallel.getValue();
+  options.shardOptimizerState = shardOptimizerState.getValue();
+  options.ranks = worldSize.getValue();
   if (!(bucketMb > 0 && bucketMb <= 1 << 20))
     return fail("--bucket-mb must be a positive number of MiB, got " +
                 std::to_string(bucketMb.getValue()));

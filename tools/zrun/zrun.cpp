@@ -351,8 +351,9 @@ int main(int argc, char **argv) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  // The ranks hold the same parameters: rank 0 writes them.
-  if (!saveCheckpoint.empty() && rank == 0)
+  // Every rank takes part (ZeRO-1's sharded state is gathered); rank 0
+  // writes the file.
+  if (!saveCheckpoint.empty())
     if (Status s = session->saveCheckpoint(saveCheckpoint); !s.isOk())
       return fail(s);
 
@@ -385,6 +386,15 @@ int main(int argc, char **argv) {
   for (const EntryRuns &r : s.entryRuns)
     runs += (runs.empty() ? "" : ", ") + r.name + " " + std::to_string(r.runs);
   std::printf("  entries run             %s\n", runs.c_str());
+  uint64_t shardBytes = 0;
+  for (const ShardedState &state : plan->sharded)
+    shardBytes +=
+        plan->persistent[plan->findPersistent(state.name)].type.bytes();
+  if (!plan->sharded.empty())
+    std::printf("  sharded state           %" PRIu64
+                " bytes of the persistent region on each of %u ranks "
+                "(ZeRO-1)\n",
+                shardBytes, plan->worldSize());
   if (communicator)
     std::printf(
         "  ranks                   %d, %" PRIu64 " collectives on each (%s)\n",

@@ -48,6 +48,10 @@ struct CompileOptions {
   /// updates, in buckets of about `bucketBytes` (docs/distributed.md).
   bool dataParallel = false;
   int64_t bucketBytes = 25 << 20;
+  /// ZeRO-1 over `ranks` ranks (needs dataParallel): each rank holds one
+  /// shard of the optimizer state.
+  bool shardOptimizerState = false;
+  int64_t ranks = 0;
   int64_t alignment = 256;
   std::string algorithm = "auto";
   int64_t matmulWorkspace = runtime::kAutoMatmulWorkspace;

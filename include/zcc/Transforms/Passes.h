@@ -59,6 +59,13 @@ struct TrainStepPipelineOptions
       *this, "bucket-bytes",
       llvm::cl::desc("Data-parallel: bytes of gradients per bucket"),
       llvm::cl::init(26214400)};
+  Option<bool> shardOptimizerState{
+      *this, "shard-optimizer-state",
+      llvm::cl::desc("ZeRO-1: optimizer state sharded over `ranks` ranks"),
+      llvm::cl::init(false)};
+  Option<int64_t> ranks{*this, "ranks",
+                        llvm::cl::desc("ZeRO-1: the job's world size"),
+                        llvm::cl::init(0)};
   Option<std::string> precision{
       *this, "precision",
       llvm::cl::desc("f32, or bf16: matrix products on bf16 operands with f32 "

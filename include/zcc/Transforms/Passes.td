@@ -200,6 +200,15 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     and each update follows its bucket. In an apply entry the accumulators
     are averaged, in the same buckets, before the updates.
 
+    With `shard-optimizer-state` (ZeRO-1) and `ranks`, each bucket's
+    gradients are flattened into one tensor, zero padded to `ranks` equal
+    shards, and reduce-scattered (`zt.reduce_scatter {mean}`); this rank's
+    shard of the flattened parameters (`zt.shard`) takes the optimizer's
+    step with state of one shard's size (`zero.<bucket>.exp_avg`, ...), and
+    the shards are all-gathered (`zt.all_gather`) back into the parameters.
+    The module's `zt.sharded_states` says which parameters each state
+    tensor covers, so that checkpoints hold it per parameter.
+
     Out-of-range options are an error naming the option.
   }];
   let options = [
@@ -226,7 +235,14 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
            "(zt.all_reduce with mean) before the updates, in buckets">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Data-parallel: a bucket closes once its gradients reach this "
-           "many bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb)">
+           "many bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb)">,
+    Option<"shardOptimizerState", "shard-optimizer-state", "bool",
+           /*default=*/"false",
+           "ZeRO-1: each of `ranks` ranks holds and updates one shard of "
+           "every bucket's parameters and optimizer state (reduce-scatter, "
+           "update, all-gather)">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "ZeRO-1: the job's world size (the shards are planned)">
   ];
 }
 

@@ -318,6 +318,26 @@ LogicalResult ZTDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is only valid on a module";
     return success();
   }
+  if (name == kShardedStatesAttrName) {
+    auto list = dyn_cast<ArrayAttr>(attribute.getValue());
+    if (!isa<ModuleOp>(op) || !list)
+      return op->emitError() << "'" << name << "' is an array on a module";
+    for (Attribute item : list) {
+      auto dict = dyn_cast<DictionaryAttr>(item);
+      if (!dict || !dict.getAs<StringAttr>("name") ||
+          !dict.getAs<StringAttr>("suffix") ||
+          !dict.getAs<IntegerAttr>("ranks") ||
+          !dict.getAs<ArrayAttr>("params") ||
+          !dict.getAs<DenseI64ArrayAttr>("offsets") ||
+          dict.getAs<ArrayAttr>("params").size() !=
+              dict.getAs<DenseI64ArrayAttr>("offsets").size())
+        return op->emitError()
+               << "'" << name
+               << "' entries need a name, a suffix, ranks, and as many "
+                  "params as offsets";
+    }
+    return success();
+  }
   if (name != kEntryAttrName)
     return op->emitError() << "unknown zt attribute '" << name << "'";
   if (!isa<FunctionOpInterface>(op))

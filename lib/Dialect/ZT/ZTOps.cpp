@@ -725,6 +725,40 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+/// A flat tensor of `ranks` shards and one shard: rank-1 tensors of one
+/// element type, the whole `ranks` times the shard.
+static LogicalResult verifyShards(Operation *op, int64_t ranks, Type wholeType,
+                                  Type shardType) {
+  auto whole = cast<RankedTensorType>(wholeType);
+  auto shard = cast<RankedTensorType>(shardType);
+  if (ranks < 1)
+    return op->emitOpError() << "ranks must be at least 1, got " << ranks;
+  if (whole.getRank() != 1 || shard.getRank() != 1)
+    return op->emitOpError() << "works on flat (rank-1) tensors, got "
+                             << wholeType << " and " << shardType;
+  if (whole.getElementType() != shard.getElementType())
+    return op->emitOpError()
+           << "element types differ: " << wholeType << " and " << shardType;
+  if (whole.getDimSize(0) != ranks * shard.getDimSize(0))
+    return op->emitOpError()
+           << "a shard of " << shard.getDimSize(0) << " elements times "
+           << ranks << " ranks is not the " << whole.getDimSize(0)
+           << " elements of the whole";
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyShards(*this, getRanks(), getOperand().getType(), getType());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyShards(*this, getRanks(), getType(), getOperand().getType());
+}
+
+LogicalResult ShardOp::verify() {
+  return verifyShards(*this, getRanks(), getOperand().getType(), getType());
+}
+
 LogicalResult AdamwOp::verify() {
   Type paramType = getParam().getType();
   std::pair<StringRef, Value> sameAsParam[] = {

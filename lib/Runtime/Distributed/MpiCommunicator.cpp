@@ -105,7 +105,12 @@ void MpiCommunicator::allReduce(void *data, uint64_t count, CollectiveType type,
                      MPI_SUM, handles->data, &request);
       wait(&request, "all_reduce");
     }
-  if (!mean || size_ == 1)
+  if (mean)
+    divide(data, count, wide);
+}
+
+void MpiCommunicator::divide(void *data, uint64_t count, bool wide) const {
+  if (size_ == 1)
     return;
   if (wide) {
     auto *v = static_cast<double *>(data);
@@ -116,6 +121,37 @@ void MpiCommunicator::allReduce(void *data, uint64_t count, CollectiveType type,
     for (uint64_t i = 0; i < count; ++i)
       v[i] /= static_cast<float>(size_);
   }
+}
+
+void MpiCommunicator::reduceScatter(const void *source, void *data,
+                                    uint64_t count, CollectiveType type,
+                                    bool mean) {
+  bool wide = type == CollectiveType::F64;
+  if (count > static_cast<uint64_t>(INT_MAX))
+    abortJob("a reduce_scatter shard of " + std::to_string(count) +
+             " elements is more than MPI's int count holds");
+  ++sequence;
+  MPI_Request request;
+  MPI_Ireduce_scatter_block(source, data, static_cast<int>(count),
+                            wide ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
+                            handles->data, &request);
+  wait(&request, "reduce_scatter");
+  if (mean)
+    divide(data, count, wide);
+}
+
+void MpiCommunicator::allGather(const void *source, void *data, uint64_t count,
+                                CollectiveType type) {
+  bool wide = type == CollectiveType::F64;
+  if (count > static_cast<uint64_t>(INT_MAX))
+    abortJob("an all_gather shard of " + std::to_string(count) +
+             " elements is more than MPI's int count holds");
+  ++sequence;
+  MPI_Request request;
+  MPI_Datatype datatype = wide ? MPI_DOUBLE : MPI_FLOAT;
+  MPI_Iallgather(source, static_cast<int>(count), datatype, data,
+                 static_cast<int>(count), datatype, handles->data, &request);
+  wait(&request, "all_gather");
 }
 
 void MpiCommunicator::broadcast(void *data, uint64_t bytes) {

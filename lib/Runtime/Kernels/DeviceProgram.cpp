@@ -482,6 +482,39 @@ private:
     flush();
   }
 
+  /// reduce_scatter and all_gather: one collective between the whole and
+  /// this rank's shard.
+  void shardCollective(Collective::Kind kind) {
+    Collective c;
+    c.kind = kind;
+    c.source = in<void>(0);
+    c.data = result<void>(0);
+    const TensorType &shard =
+        kind == Collective::Kind::ReduceScatter ? outType(0) : inType(0);
+    c.count = static_cast<uint64_t>(shard.numElements());
+    c.wide = sizeof(T) == 8;
+    c.mean = launch.params.mean;
+    c.communicator = memory.communicator;
+    out.push_back(c);
+  }
+
+  /// shard: a copy of this rank's part of the whole (the rank is known at
+  /// load).
+  void shard() {
+    int rank = memory.communicator ? memory.communicator->rank() : 0;
+    const TensorType &type = outType(0);
+    StridedCopy f;
+    f.bytes = elementBytes<T>(type.dtype);
+    f.count = type.numElements();
+    f.x = static_cast<const uint8_t *>(in<void>(0)) +
+          static_cast<uint64_t>(rank) * f.count * f.bytes;
+    f.y = result<void>(0);
+    f.source.rank = 1;
+    f.source.size[0] = std::max<int64_t>(f.count, 1);
+    f.source.stride[0] = 1;
+    push(f);
+  }
+
   void concat() {
     const TensorType &type = outType(0);
     size_t dim = static_cast<size_t>(launch.params.dimension);
@@ -1000,6 +1033,15 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     break;
   case KernelId::AllReduce:
     allReduce();
+    break;
+  case KernelId::ReduceScatter:
+    shardCollective(Collective::Kind::ReduceScatter);
+    break;
+  case KernelId::AllGather:
+    shardCollective(Collective::Kind::AllGather);
+    break;
+  case KernelId::Shard:
+    shard();
     break;
   case KernelId::NumKernels:
     return makeError(StatusCode::InvalidArgument, "no such kernel");

@@ -74,12 +74,19 @@ struct CopyOut { // device to host (pinned staging)
   uint64_t bytes = 0;
 };
 
-/// A bucket's reduction over the ranks of a data-parallel job (all_reduce):
-/// `count` elements at `data`, f32 or the CPU's f64 (`wide`), summed in
-/// place over the ranks, divided by their number with `mean`. The host runs
-/// it through `communicator` (MPI); the CUDA executor through NCCL on the
-/// step's stream. No communicator: a job of one rank, nothing to do.
+/// Communication between the ranks of a data-parallel job, f32 or the
+/// CPU's f64 (`wide`). AllReduce: `count` elements at `data` summed in
+/// place over the ranks (divided by their number with `mean`): a bucket.
+/// ReduceScatter: `source` (count times the ranks) summed over the ranks
+/// (or averaged), rank r's `count` elements of the sum into `data`.
+/// AllGather: every rank's `count` elements at `source`, in rank order,
+/// into `data`. The host runs it through `communicator` (MPI); the CUDA
+/// executor through NCCL on the step's stream. No communicator: a job of
+/// one rank, where each is the identity.
 struct Collective {
+  enum class Kind : uint8_t { AllReduce, ReduceScatter, AllGather };
+  Kind kind = Kind::AllReduce;
+  const void *source = nullptr;
   void *data = nullptr;
   uint64_t count = 0;
   bool wide = false;

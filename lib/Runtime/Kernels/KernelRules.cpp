@@ -681,6 +681,24 @@ Status checkAllReduce(const LaunchRules &r) {
   return Status::ok();
 }
 
+/// ZeRO-1's kernels: a flat f32 tensor of `ranks` shards (the input with
+/// `wholeIn`, else the output) and one shard.
+Status checkShards(const LaunchRules &r, bool wholeIn) {
+  ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+  const TensorType &whole = wholeIn ? r.input(0) : r.output(0);
+  const TensorType &shard = wholeIn ? r.output(0) : r.input(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("the whole", whole));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("the shard", shard));
+  int64_t ranks = r.params.ranks;
+  if (ranks < 1 || ranks > 65536)
+    return r.fail("ranks must be from 1 to 65536, got ", ranks);
+  if (whole.rank() != 1 || shard.rank() != 1 ||
+      whole.shape[0] != ranks * shard.shape[0])
+    return r.fail("the whole (", typeString(whole), ") must be ", ranks,
+                  " shards (", typeString(shard), "), flat");
+  return Status::ok();
+}
+
 Status checkKernel(const LaunchRules &r) {
   static const char *const kBinaryRoles[] = {"lhs", "rhs"};
   static const char *const kUnaryRoles[] = {"operand"};
@@ -806,6 +824,11 @@ Status checkKernel(const LaunchRules &r) {
     return checkAdamw(r);
   case KernelId::AllReduce:
     return checkAllReduce(r);
+  case KernelId::ReduceScatter:
+  case KernelId::Shard:
+    return checkShards(r, /*wholeIn=*/true);
+  case KernelId::AllGather:
+    return checkShards(r, /*wholeIn=*/false);
   case KernelId::Copy: {
     ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
     const TensorType &from = r.input(0), &to = r.output(0);

@@ -105,6 +105,30 @@ int Plan::findEntry(std::string_view name) const {
   return -1;
 }
 
+uint32_t Plan::worldSize() const {
+  if (!sharded.empty())
+    return sharded.front().ranks;
+  for (const Entry &e : entries)
+    for (const Launch &l : e.launches)
+      if (l.kernel == KernelId::ReduceScatter ||
+          l.kernel == KernelId::AllGather || l.kernel == KernelId::Shard)
+        return static_cast<uint32_t>(l.params.ranks);
+  return 0;
+}
+
+const ShardedState *Plan::findShardedState(std::string_view name,
+                                           size_t &param) const {
+  for (const ShardedState &state : sharded)
+    for (size_t i = 0; i < state.params.size(); ++i)
+      if (name.size() == state.params[i].size() + state.suffix.size() &&
+          name.substr(0, state.params[i].size()) == state.params[i] &&
+          name.substr(state.params[i].size()) == state.suffix) {
+        param = i;
+        return &state;
+      }
+  return nullptr;
+}
+
 int Plan::findPersistent(std::string_view name) const {
   for (size_t i = 0; i < persistent.size(); ++i)
     if (persistent[i].name == name)

@@ -78,11 +78,22 @@ std::vector<uint8_t> zcc::runtime::serializePlan(const Plan &plan) {
   std::vector<flatbuffers::Offset<fb::Entry>> entries;
   for (const Entry &entry : plan.entries)
     entries.push_back(writeEntry(body, entry));
+  std::vector<flatbuffers::Offset<fb::ShardedState>> sharded;
+  for (const ShardedState &state : plan.sharded) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> params;
+    for (const std::string &param : state.params)
+      params.push_back(body.CreateString(param));
+    sharded.push_back(fb::CreateShardedState(
+        body, body.CreateString(state.name), body.CreateString(state.suffix),
+        state.ranks, body.CreateVector(params),
+        body.CreateVector(state.offsets)));
+  }
   auto root = fb::CreatePlan(
       body, plan.alignment, plan.arenaSize, plan.persistentSize,
       plan.constantSize, body.CreateVector(persistent),
       body.CreateVector(plan.constants), body.CreateVector(entries),
-      body.CreateString(plan.producer));
+      body.CreateString(plan.producer),
+      sharded.empty() ? 0 : body.CreateVector(sharded));
   body.Finish(root);
   return sealPlanBody(body.GetBufferPointer(), body.GetSize());
 }
@@ -320,6 +331,19 @@ Status zcc::runtime::parsePlan(const uint8_t *data, size_t size, Plan &out) {
   if (plan->constants())
     result.constants.assign(plan->constants()->begin(),
                             plan->constants()->end());
+  if (plan->sharded())
+    for (const fb::ShardedState *state : *plan->sharded()) {
+      ShardedState t;
+      t.name = str(state->name());
+      t.suffix = str(state->suffix());
+      t.ranks = state->ranks();
+      if (state->params())
+        for (const flatbuffers::String *param : *state->params())
+          t.params.push_back(str(param));
+      if (state->offsets())
+        t.offsets.assign(state->offsets()->begin(), state->offsets()->end());
+      result.sharded.push_back(std::move(t));
+    }
   if (plan->entries())
     for (const fb::Entry *entry : *plan->entries()) {
       Entry e;

@@ -83,6 +83,60 @@ Status checkInitializer(const PersistentTensor &t) {
   return Status::ok();
 }
 
+/// ZeRO-1's sharded state: a persistent rank-1 f32 shard for one world
+/// size, covering persistent f32 parameters whose flat ranges lie in order
+/// within the `ranks` shards.
+Status checkSharded(const Plan &plan) {
+  uint32_t world = plan.worldSize();
+  for (const Entry &e : plan.entries)
+    for (size_t i = 0; i < e.launches.size(); ++i) {
+      const Launch &l = e.launches[i];
+      bool shards = l.kernel == KernelId::ReduceScatter ||
+                    l.kernel == KernelId::AllGather ||
+                    l.kernel == KernelId::Shard;
+      if (shards && l.params.ranks != static_cast<int64_t>(world))
+        return invalid(
+            "entry '" + e.name + "': launch " + std::to_string(i) + " (" +
+            l.name() + ") is for " + std::to_string(l.params.ranks) +
+            " ranks; the plan's shards are for " + std::to_string(world));
+    }
+  for (const ShardedState &state : plan.sharded) {
+    std::string what = "sharded state '" + state.name + "'";
+    int index = plan.findPersistent(state.name);
+    if (index < 0)
+      return invalid(what + " is not a persistent tensor of the plan");
+    const TensorType &shard = plan.persistent[index].type;
+    if (shard.dtype != DType::F32 || shard.rank() != 1)
+      return invalid(what + " is " + typeString(shard) +
+                     ", not a flat f32 shard");
+    if (state.ranks < 1 || state.ranks != plan.sharded[0].ranks)
+      return invalid(what + " is for " + std::to_string(state.ranks) +
+                     " ranks; the plan's shards are for " +
+                     std::to_string(plan.sharded[0].ranks));
+    if (state.suffix.empty() || state.params.empty() ||
+        state.params.size() != state.offsets.size())
+      return invalid(what + " needs a suffix and one offset per parameter");
+    uint64_t whole = static_cast<uint64_t>(shard.shape[0]) * state.ranks;
+    uint64_t end = 0;
+    for (size_t i = 0; i < state.params.size(); ++i) {
+      int param = plan.findPersistent(state.params[i]);
+      if (param < 0)
+        return invalid(what + " covers '" + state.params[i] +
+                       "', which is not a persistent tensor of the plan");
+      const TensorType &type = plan.persistent[param].type;
+      uint64_t count = static_cast<uint64_t>(type.numElements());
+      if (type.dtype != DType::F32 || state.offsets[i] < end ||
+          state.offsets[i] > whole || count > whole - state.offsets[i])
+        return invalid(what + ": parameter '" + state.params[i] +
+                       "' at element " + std::to_string(state.offsets[i]) +
+                       " does not fit after the previous one in its " +
+                       std::to_string(whole) + " elements");
+      end = state.offsets[i] + count;
+    }
+  }
+  return Status::ok();
+}
+
 Status checkPersistent(const Plan &plan) {
   std::set<std::string> names;
   planner::Problem problem;
@@ -463,6 +517,7 @@ Status zcc::runtime::validatePlan(const Plan &plan) {
     return invalid("the plan's arena is " + std::to_string(plan.arenaSize) +
                    " bytes; its largest entry needs " + std::to_string(arena));
   ZRT_RETURN_IF_ERROR(checkPersistent(plan));
+  ZRT_RETURN_IF_ERROR(checkSharded(plan));
   std::set<std::string> names;
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     if (!names.insert(plan.entries[i].name).second)

@@ -763,3 +763,24 @@ func.func @all_reduce_type(%a: tensor<4xf32>, %b: tensor<2xf32>) {
   %0:2 = zt.all_reduce %a, %b : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+func.func @reduce_scatter_sizes(%a: tensor<9xf32>) {
+  // expected-error @+1 {{a shard of 4 elements times 2 ranks is not the 9 elements of the whole}}
+  %0 = zt.reduce_scatter %a {ranks = 2 : i64} : (tensor<9xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @all_gather_rank(%a: tensor<2x2xf32>) {
+  // expected-error @+1 {{works on flat (rank-1) tensors, got 'tensor<8xf32>' and 'tensor<2x2xf32>'}}
+  %0 = zt.all_gather %a {ranks = 2 : i64} : (tensor<2x2xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+func.func @shard_ranks(%a: tensor<4xf32>) {
+  // expected-error @+1 {{ranks must be at least 1, got 0}}
+  %0 = zt.shard %a {ranks = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}

@@ -167,6 +167,17 @@ func.func @collectives(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> (tensor<8x4xf3
   return %0#0, %0#1, %1 : tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
+// CHECK-LABEL: func.func @zero_one
+func.func @zero_one(%flat: tensor<8xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) {
+  // CHECK: zt.reduce_scatter %{{.+}} {mean, ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  %0 = zt.reduce_scatter %flat {mean, ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  // CHECK: zt.shard %{{.+}} {ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  %1 = zt.shard %flat {ranks = 2 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  // CHECK: zt.all_gather %{{.+}} {ranks = 2 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+  %2 = zt.all_gather %1 {ranks = 2 : i64} : (tensor<4xf32>) -> tensor<8xf32>
+  return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<8xf32>
+}
+
 // CHECK-LABEL: func.func @argument_roles
 // CHECK-SAME: {zt.role = #zt.role<input>}
 // CHECK-SAME: {zt.role = #zt.role<label>}

@@ -3,11 +3,13 @@
 
 usage: data_parallel.py EXAMPLES_DIR WORK_DIR
 
-Trains the GPT example for 20 AdamW steps three ways on the same rows of one
-.npz file: one rank at batch 4, and twice two ranks at batch 2 each (mpirun
---oversubscribe). Prints the largest parameter difference between one and two
-ranks against its tolerance, and whether the two 2-rank runs are bit for bit
-the same (traces and checkpoints). Needs zcc, zrun and mpirun on PATH.
+Trains the GPT example for 20 AdamW steps on the same rows of one .npz file:
+one rank at batch 4, and twice each two ranks at batch 2 (mpirun
+--oversubscribe), plain data parallel and with ZeRO-1. Prints the largest
+parameter (and optimizer state) difference between one and two ranks against
+its tolerance, whether the repeated 2-rank runs are bit for bit the same
+(traces and checkpoints), whether ZeRO-1 gives plain data parallelism's bits,
+and the persistent bytes per rank. Needs zcc, zrun and mpirun on PATH.
 Exit status 1 when a check fails.
 """
 import json
@@ -91,55 +93,94 @@ def main():
     one = os.path.join(work, "one.zplan")
     two = os.path.join(work, "two.zplan")
     run(["zcc", os.path.join(work, "gpt4.mlir"), "-o", one] + common)
+    zero = os.path.join(work, "zero.zplan")
     run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", two,
          "--data-parallel", "--bucket-mb", "0.05"] + common)
+    run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", zero,
+         "--data-parallel", "--bucket-mb", "0.05", "--shard-optimizer-state",
+         "--world-size", "2"] + common)
     train = ["--data", data, "--steps", str(STEPS), "--trace"]
     checkpoints = {}
     traces = {}
+    stats = {}
     for precision in ("f32", "f64"):
         ck = os.path.join(work, "one-%s.safetensors" % precision)
         run(["zrun", one, "--precision", precision, "--save-checkpoint", ck] +
             train)
         checkpoints[("one", precision)] = ck
-        for attempt in ("a", "b"):
-            ck = os.path.join(work, "two-%s-%s.safetensors" % (precision,
-                                                              attempt))
-            out = run(["mpirun", "-np", "2", "zrun", two, "--precision",
-                       precision, "--save-checkpoint", ck] + train, env=env)
-            traces[(precision, attempt)] = [
-                l for l in out.splitlines() if l.startswith("step ")]
-            checkpoints[("two", precision, attempt)] = ck
-        print("ranks 2: %s: collective count line: %s" % (precision, [
-            l.strip() for l in out.splitlines() if "collectives" in l][0]))
+        for kind, plan in (("two", two), ("zero", zero)):
+            for attempt in ("a", "b"):
+                ck = os.path.join(work, "%s-%s-%s.safetensors" % (
+                    kind, precision, attempt))
+                out = run(["mpirun", "-np", "2", "zrun", plan, "--precision",
+                           precision, "--save-checkpoint", ck] + train,
+                          env=env)
+                traces[(kind, precision, attempt)] = [
+                    l.split(" params ")[0] for l in out.splitlines()
+                    if l.startswith("step ")]
+                checkpoints[(kind, precision, attempt)] = ck
+                stats[kind] = out
 
     ok = True
-    for precision in ("f32", "f64"):
-        same = traces[(precision, "a")] == traces[(precision, "b")] and len(
-            traces[(precision, "a")]) == STEPS
-        blobs = [open(checkpoints[("two", precision, x)], "rb").read()
-                 for x in "ab"]
-        print("two 2-rank runs, %s: traces %s, checkpoints %s" % (
-            precision, "identical" if same else "DIFFER",
-            "identical" if blobs[0] == blobs[1] else "DIFFER"))
-        ok &= same and blobs[0] == blobs[1]
+    for kind in ("two", "zero"):
+        for precision in ("f32", "f64"):
+            a, b = (traces[(kind, precision, x)] for x in "ab")
+            same = a == b and len(a) == STEPS
+            blobs = [open(checkpoints[(kind, precision, x)], "rb").read()
+                     for x in "ab"]
+            print("two 2-rank runs%s, %s: traces %s, checkpoints %s" % (
+                " with ZeRO-1" if kind == "zero" else "", precision,
+                "identical" if same else "DIFFER",
+                "identical" if blobs[0] == blobs[1] else "DIFFER"))
+            ok &= same and blobs[0] == blobs[1]
 
     # One rank at batch 4 against two at batch 2: the same rows, the same
     # mean gradient up to f32 rounding (a mean of two means of 32 losses
     # against one mean of 64), carried through 20 AdamW steps.
-    for precision, tolerance in (("f32", 2e-4), ("f64", 1e-6)):
-        a = read_safetensors(checkpoints[("one", precision)])
-        b = read_safetensors(checkpoints[("two", precision, "a")])
-        assert a.keys() == b.keys()
-        worst, where = 0.0, ""
-        for name in sorted(a):
-            for x, y in zip(a[name], b[name]):
-                if abs(x - y) > worst:
-                    worst, where = abs(x - y), name
-        print("one rank at batch 4 vs two at batch 2, %s: %d tensors, max "
-              "|difference| %.3g (%s), tolerance %g: %s" % (
-                  precision, len(a), worst, where, tolerance,
-                  "ok" if worst <= tolerance else "FAIL"))
-        ok &= worst <= tolerance
+    for kind in ("two", "zero"):
+        for precision, tolerance in (("f32", 2e-4), ("f64", 1e-6)):
+            a = read_safetensors(checkpoints[("one", precision)])
+            b = read_safetensors(checkpoints[(kind, precision, "a")])
+            assert a.keys() == b.keys(), sorted(set(a) ^ set(b))
+            worst, where = 0.0, ""
+            for name in sorted(a):
+                for x, y in zip(a[name], b[name]):
+                    if abs(x - y) > worst:
+                        worst, where = abs(x - y), name
+            print("one rank at batch 4 vs two at batch 2%s, %s: %d tensors, "
+                  "max |difference| %.3g (%s), tolerance %g: %s" % (
+                      " with ZeRO-1" if kind == "zero" else "", precision,
+                      len(a), worst, where, tolerance,
+                      "ok" if worst <= tolerance else "FAIL"))
+            ok &= worst <= tolerance
+
+    # ZeRO-1 reduces the same sums as the all-reduce and updates the same
+    # elements: the very bits of plain data parallelism.
+    for precision in ("f32", "f64"):
+        same = (traces[("two", precision, "a")] ==
+                traces[("zero", precision, "a")])
+        tensors = (read_safetensors(checkpoints[("two", precision, "a")]) ==
+                   read_safetensors(checkpoints[("zero", precision, "a")]))
+        print("ZeRO-1 against plain data parallel, %s: losses %s, "
+              "checkpoint tensors %s" % (
+                  precision, "identical" if same else "DIFFER",
+                  "identical" if tensors else "DIFFER"))
+        ok &= same and tensors
+
+    # Persistent bytes per rank: the parameters, plus the optimizer state
+    # whole (plain) or one shard of it (ZeRO-1).
+    def stat(kind, label):
+        line = [l for l in stats[kind].splitlines() if l.strip().startswith(label)]
+        return int(line[0].split()[len(label.split())]) if line else 0
+    plain = stat("two", "persistent region")
+    sharded = stat("zero", "persistent region")
+    shard = stat("zero", "sharded state")
+    params = sharded - shard
+    state = plain - params
+    print("persistent bytes per rank: plain %d, ZeRO-1 %d (%.2fx); optimizer "
+          "state %d, ZeRO-1 %d (%.2fx)" % (plain, sharded, sharded / plain,
+                                          state, shard, shard / state))
+    ok &= 0.45 <= shard / state <= 0.55
     return 0 if ok else 1
 
 

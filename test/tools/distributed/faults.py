@@ -18,10 +18,28 @@ import time
 LIMIT = 60
 
 
-def rank_pid(rank, parent_pids):
-    """The pid of the zrun process of `rank` (its MPI environment says)."""
+def parent(pid):
+    """The parent of `pid`, or 0."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def descends(pid, ancestor):
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        pid = parent(pid)
+    return False
+
+
+def rank_pid(rank, job):
+    """The pid of the zrun process of `rank` in the job started as `job`
+    (its MPI environment says; other jobs may be running beside it)."""
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or not descends(int(entry), job):
             continue
         try:
             with open("/proc/%s/cmdline" % entry, "rb") as f:
@@ -49,7 +67,7 @@ def main():
     victim = None
     deadline = time.time() + 30
     while victim is None and time.time() < deadline:
-        victim = rank_pid(1, None)
+        victim = rank_pid(1, job.pid)
         time.sleep(0.2)
     if victim is None:
         job.kill()

@@ -643,6 +643,14 @@ inline std::vector<LaunchCase> everyKernel() {
       .outputInPlace(0)
       .output({4})
       .param(unitParam("mean"));
+  // ZeRO-1's kernels on one rank: the shard is the whole.
+  add("reduce_scatter")
+      .input({6})
+      .output({6})
+      .param(intParam("ranks", 1))
+      .param(unitParam("mean"));
+  add("all_gather").input({6}).output({6}).param(intParam("ranks", 1));
+  add("shard").input({6}).output({6}).param(intParam("ranks", 1));
   add("copy").input({2, 3}).output({6});
   add("convert").input({2, 3}).typedOutput(DType::BF16, {2, 3});
   return cases;

@@ -70,6 +70,12 @@ def ZT_Dialect : Dialect {
     /// to recompute and is still above the memory budget.
     static constexpr ::llvm::StringLiteral kRematExhaustedAttrName =
         "zt.remat_exhausted";
+    /// Module attribute (zt-optimizer with shard-optimizer-state): one
+    /// dictionary per sharded optimizer-state tensor: its persistent `name`,
+    /// the `suffix` its parameters' state takes in checkpoints, `ranks`,
+    /// the `params` it covers and their element `offsets` in it.
+    static constexpr ::llvm::StringLiteral kShardedStatesAttrName =
+        "zt.sharded_states";
 
     void registerAttributes();
   }];

@@ -861,4 +861,63 @@ def ZT_AllReduceOp : ZT_Op<"all_reduce"> {
   let hasVerifier = 1;
 }
 
+def ZT_ReduceScatterOp : ZT_Op<"reduce_scatter"> {
+  let summary = "this rank's shard of a flat tensor summed (or averaged) over the ranks";
+  let description = [{
+    ZeRO-1 (`zt-optimizer` with `shard-optimizer-state`): `operand` (rank 1,
+    `ranks` x S elements) is summed element by element over the `ranks`
+    ranks of the job (divided by their number with `mean`), and rank r gets
+    elements [r S, (r + 1) S) of the sum. The plan runs on exactly `ranks`
+    ranks. Not `Pure`: it communicates.
+
+    ```mlir
+    %s = zt.reduce_scatter %flat {mean, ranks = 2 : i64} : (tensor<1024xf32>) -> tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$ranks, UnitAttr:$mean);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_AllGatherOp : ZT_Op<"all_gather"> {
+  let summary = "every rank's shard, concatenated in rank order";
+  let description = [{
+    The inverse of `zt.shard`: `operand` (rank 1, S elements) from each of
+    the `ranks` ranks, concatenated in rank order (`ranks` x S elements), on
+    every rank. Not `Pure`: it communicates.
+
+    ```mlir
+    %flat = zt.all_gather %s {ranks = 2 : i64} : (tensor<512xf32>) -> tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$ranks);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_ShardOp : ZT_Op<"shard", [Pure]> {
+  let summary = "this rank's shard of a flat tensor";
+  let description = [{
+    Elements [r S, (r + 1) S) of `operand` (rank 1, `ranks` x S elements) on
+    rank r: the part of the parameters whose optimizer state this rank
+    holds (ZeRO-1). No communication.
+
+    ```mlir
+    %s = zt.shard %flat {ranks = 2 : i64} : (tensor<1024xf32>) -> tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$ranks);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ZCC_DIALECT_ZT_ZTOPS_TD

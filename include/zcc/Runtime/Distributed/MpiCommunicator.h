@@ -45,6 +45,10 @@ public:
   int size() const override { return size_; }
   void allReduce(void *data, uint64_t count, CollectiveType type,
                  bool mean) override;
+  void reduceScatter(const void *source, void *data, uint64_t count,
+                     CollectiveType type, bool mean) override;
+  void allGather(const void *source, void *data, uint64_t count,
+                 CollectiveType type) override;
   void broadcast(void *data, uint64_t bytes) override;
   Status checkSame(uint64_t value, const std::string &what) override;
   uint64_t collectives() const override { return sequence; }
@@ -63,6 +67,8 @@ private:
   /// other ranks' questions meanwhile.
   void wait(void *request, const char *what);
   void serviceControl();
+  /// Each of `count` elements divided by size().
+  void divide(void *data, uint64_t count, bool wide) const;
   [[noreturn]] void timedOut(const char *what);
 
   Options options;

@@ -62,6 +62,9 @@ namespace zcc::runtime {
   X(Sgd, "sgd")                                                                \
   X(Adamw, "adamw")                                                            \
   X(AllReduce, "all_reduce")                                                   \
+  X(ReduceScatter, "reduce_scatter")                                           \
+  X(AllGather, "all_gather")                                                   \
+  X(Shard, "shard")                                                            \
   X(Copy, "copy")                                                              \
   X(Convert, "convert")
 
@@ -128,7 +131,11 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Adamw, "beta2", Float, beta2)                                              \
   X(Adamw, "eps", Float, eps)                                                  \
   X(Adamw, "weight_decay", Float, weightDecay)                                 \
-  X(AllReduce, "mean", Unit, mean)
+  X(AllReduce, "mean", Unit, mean)                                             \
+  X(ReduceScatter, "ranks", Int, ranks)                                        \
+  X(ReduceScatter, "mean", Unit, mean)                                         \
+  X(AllGather, "ranks", Int, ranks)                                            \
+  X(Shard, "ranks", Int, ranks)
 
 /// A launch's parameters, typed. Each kernel uses the members its rows of
 /// ZRT_KERNEL_PARAM_LIST name; the others keep these zero values.
@@ -136,7 +143,7 @@ struct LaunchParams {
   double factor = 0, value = 0, epsilon = 0, rate = 0;
   double lr = 0, momentum = 0, weightDecay = 0, beta1 = 0, beta2 = 0, eps = 0;
   double scale = 0;
-  int64_t dimension = 0, axis = 0, seed = 0;
+  int64_t dimension = 0, axis = 0, seed = 0, ranks = 0;
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
   bool nesterov = false, causal = false, mean = false;
   std::vector<int64_t> broadcastDimensions, permutation, dims;

@@ -116,6 +116,18 @@ struct Entry {
   std::vector<std::vector<uint32_t>> arenaBuffersDyingAfter() const;
 };
 
+/// ZeRO-1: a persistent tensor holding this rank's shard of several
+/// parameters' optimizer state (flattened, concatenated at `offsets`, zero
+/// padded to `ranks` equal shards). A checkpoint holds it per parameter, as
+/// `<parameter><suffix>`, the name unsharded training gives that state.
+struct ShardedState {
+  std::string name;
+  std::string suffix;
+  uint32_t ranks = 1;
+  std::vector<std::string> params;
+  std::vector<uint64_t> offsets;
+};
+
 struct Plan {
   uint64_t alignment = 256;
   uint64_t arenaSize = 0; // the largest entry arena: one allocation serves all
@@ -126,8 +138,18 @@ struct Plan {
   std::vector<Entry> entries;
   /// Free text: the tool and options that made the plan, for reports.
   std::string producer;
+  /// ZeRO-1's sharded optimizer state; empty otherwise.
+  std::vector<ShardedState> sharded;
 
   int findEntry(std::string_view name) const;
+  /// The ranks a ZeRO-1 plan's shards are for (its sharded state and its
+  /// reduce_scatter, all_gather and shard launches); 0 when any number of
+  /// ranks runs it.
+  uint32_t worldSize() const;
+  /// The sharded state covering `name` (a parameter's name plus a state
+  /// suffix, as checkpoints name it), with the parameter's index in it.
+  const ShardedState *findShardedState(std::string_view name,
+                                       size_t &param) const;
   int findPersistent(std::string_view name) const;
 };
 

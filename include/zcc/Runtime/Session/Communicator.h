@@ -38,6 +38,14 @@ public:
   /// gets the same bits), divided by size() with `mean`. Blocking.
   virtual void allReduce(void *data, uint64_t count, CollectiveType type,
                          bool mean) = 0;
+  /// ZeRO-1: `source` (`count` elements times size()) summed over the ranks
+  /// (divided by size() with `mean`); this rank's `count` elements of the
+  /// sum, from rank() * count on, go to `data`.
+  virtual void reduceScatter(const void *source, void *data, uint64_t count,
+                             CollectiveType type, bool mean) = 0;
+  /// Every rank's `count` elements at `source`, in rank order, into `data`.
+  virtual void allGather(const void *source, void *data, uint64_t count,
+                         CollectiveType type) = 0;
   /// Rank 0's `bytes` at `data` replace every other rank's.
   virtual void broadcast(void *data, uint64_t bytes) = 0;
   /// Fails unless every rank gives the same `value`; the message names the

@@ -16,6 +16,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #ifdef ZCC_HAVE_NCCL
+#include <dlfcn.h>
 #include <nccl.h>
 #endif
 
@@ -46,6 +47,60 @@ std::string describe(cublasStatus_t status, const char *what) {
     if (zrtStatus != cudaSuccess)                                              \
       return makeError(StatusCode::ExecutionError, describe(zrtStatus, what)); \
   } while (false)
+
+#ifdef ZCC_HAVE_NCCL
+/// NCCL's entry points, loaded (dlopen) when a plan needs them rather than
+/// linked: a process that also loads PyTorch (the Python package) must use
+/// one NCCL, the one loaded first, and a link-time dependency on the
+/// toolkit's would shadow PyTorch's own.
+struct NcclApi {
+  decltype(&ncclGetUniqueId) getUniqueId = nullptr;
+  decltype(&ncclCommInitRank) commInitRank = nullptr;
+  decltype(&ncclCommDestroy) commDestroy = nullptr;
+  decltype(&ncclAllReduce) allReduce = nullptr;
+  decltype(&ncclReduceScatter) reduceScatter = nullptr;
+  decltype(&ncclAllGather) allGather = nullptr;
+  decltype(&ncclGetErrorString) getErrorString = nullptr;
+  decltype(&ncclGetVersion) getVersion = nullptr;
+};
+
+/// The process's NCCL (libnccl.so.2 on the library path, or already
+/// loaded), or the reason there is none.
+Status loadNccl(const NcclApi *&out) {
+  static NcclApi api;
+  static std::string failure;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    void *library = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
+    if (!library) {
+      const char *why = dlerror();
+      failure = std::string("cannot load NCCL (libnccl.so.2): ") +
+                (why ? why : "not found") +
+                "; put NCCL's lib directory on LD_LIBRARY_PATH";
+    } else {
+      auto bind = [&](auto &slot, const char *name) {
+        slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(
+            dlsym(library, name));
+        if (!slot && failure.empty())
+          failure = std::string("NCCL (libnccl.so.2) has no ") + name;
+      };
+      bind(api.getUniqueId, "ncclGetUniqueId");
+      bind(api.commInitRank, "ncclCommInitRank");
+      bind(api.commDestroy, "ncclCommDestroy");
+      bind(api.allReduce, "ncclAllReduce");
+      bind(api.reduceScatter, "ncclReduceScatter");
+      bind(api.allGather, "ncclAllGather");
+      bind(api.getErrorString, "ncclGetErrorString");
+      bind(api.getVersion, "ncclGetVersion");
+    }
+  }
+  if (!failure.empty())
+    return makeError(StatusCode::Unsupported, failure);
+  out = &api;
+  return Status::ok();
+}
+#endif
 
 //===----------------------------------------------------------------------===//
 // Kernels: the functors of DeviceKernels.h over a grid
@@ -192,26 +247,45 @@ struct CudaLauncher {
            "cudaMemcpyAsync (outputs)");
   }
   void operator()(const Collective &c) {
+    using Kind = Collective::Kind;
 #ifdef ZCC_HAVE_NCCL
     if (nccl) {
+      ncclDataType_t type = c.wide ? ncclDouble : ncclFloat;
       // ncclAvg: the sum over the ranks divided by their number.
-      ncclResult_t r = ncclAllReduce(c.data, c.data, c.count,
-                                     c.wide ? ncclDouble : ncclFloat,
-                                     c.mean ? ncclAvg : ncclSum, nccl, stream);
+      ncclRedOp_t op = c.mean ? ncclAvg : ncclSum;
+      ncclResult_t r = ncclSuccess;
+      switch (c.kind) {
+      case Kind::AllReduce:
+        r = ncclApi->allReduce(c.data, c.data, c.count, type, op, nccl, stream);
+        break;
+      case Kind::ReduceScatter:
+        r = ncclApi->reduceScatter(c.source, c.data, c.count, type, op, nccl,
+                                   stream);
+        break;
+      case Kind::AllGather:
+        r = ncclApi->allGather(c.source, c.data, c.count, type, nccl, stream);
+        break;
+      }
       if (r != ncclSuccess && error.empty())
-        error = std::string("ncclAllReduce: ") + ncclGetErrorString(r);
+        error = std::string("NCCL collective: ") + ncclApi->getErrorString(r);
       return;
     }
 #endif
-    // No communicator: one rank, whose sum and mean are the values already
-    // in place. Several ranks without NCCL fail at load (openNccl).
+    // No communicator: one rank, whose sum and mean are its own values and
+    // whose shard is the whole. Several ranks without NCCL fail at load
+    // (openNccl).
     if (c.communicator && c.communicator->size() > 1 && error.empty())
-      error = "all_reduce over " + std::to_string(c.communicator->size()) +
+      error = "a collective over " + std::to_string(c.communicator->size()) +
               " ranks without an NCCL communicator";
+    if (c.kind != Kind::AllReduce && c.count)
+      note(cudaMemcpyAsync(c.data, c.source, c.count * (c.wide ? 8 : 4),
+                           cudaMemcpyDeviceToDevice, stream),
+           "cudaMemcpyAsync (one rank's shard)");
   }
 
 #ifdef ZCC_HAVE_NCCL
   ncclComm_t nccl = nullptr;
+  const NcclApi *ncclApi = nullptr;
 #endif
 };
 
@@ -257,7 +331,7 @@ public:
       cublasDestroy(blas);
 #ifdef ZCC_HAVE_NCCL
     if (nccl)
-      ncclCommDestroy(nccl);
+      ncclApi->commDestroy(nccl);
 #endif
     for (cudaStream_t branch : branches)
       cudaStreamDestroy(branch);
@@ -274,21 +348,29 @@ public:
   Status openNccl(Communicator *comm) {
 #ifdef ZCC_HAVE_NCCL
     int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;
+    Status loaded = loadNccl(ncclApi);
+    // Every rank takes part in the broadcast below, loaded or not.
     ncclUniqueId id{};
-    if (rank == 0) {
-      ncclResult_t r = ncclGetUniqueId(&id);
+    if (rank == 0 && loaded.isOk()) {
+      ncclResult_t r = ncclApi->getUniqueId(&id);
       if (r != ncclSuccess)
         return makeError(StatusCode::ExecutionError, "ncclGetUniqueId: ",
-                         ncclGetErrorString(r));
+                         ncclApi->getErrorString(r));
     }
     if (comm)
       comm->broadcast(&id, sizeof(id));
-    ncclResult_t r = ncclCommInitRank(&nccl, ranks, id, rank);
+    if (!loaded.isOk()) {
+      // One rank needs no communication: the collectives run as copies.
+      ncclApi = nullptr;
+      return ranks == 1 ? Status::ok() : loaded;
+    }
+    ncclResult_t r = ncclApi->commInitRank(&nccl, ranks, id, rank);
     if (r != ncclSuccess)
       return makeError(StatusCode::ExecutionError, "ncclCommInitRank (rank ",
-                       rank, " of ", ranks, "): ", ncclGetErrorString(r));
+                       rank, " of ", ranks,
+                       "): ", ncclApi->getErrorString(r));
     int version = 0;
-    ncclGetVersion(&version);
+    ncclApi->getVersion(&version);
     deviceName += ", NCCL " + std::to_string(version / 10000) + "." +
                   std::to_string(version / 100 % 100) + "." +
                   std::to_string(version % 100) + " over " +
@@ -543,6 +625,7 @@ private:
     CudaLauncher launcher{stream, blas, {}, stream};
 #ifdef ZCC_HAVE_NCCL
     launcher.nccl = nccl;
+    launcher.ncclApi = ncclApi;
 #endif
     return launcher;
   }
@@ -564,6 +647,7 @@ private:
   cublasHandle_t blas = nullptr;
 #ifdef ZCC_HAVE_NCCL
   ncclComm_t nccl = nullptr;
+  const NcclApi *ncclApi = nullptr;
 #endif
   std::vector<EntryProgram> programs;
   std::vector<void *> deviceBlocks, hostBlocks;

@@ -42,7 +42,9 @@ Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
     bool collectives = false;
     for (const Entry &e : executor->plan->entries)
       for (const Launch &l : e.launches)
-        collectives |= l.kernel == KernelId::AllReduce;
+        collectives |= l.kernel == KernelId::AllReduce ||
+                       l.kernel == KernelId::ReduceScatter ||
+                       l.kernel == KernelId::AllGather;
     ZRT_RETURN_IF_ERROR(
         createCudaBackend(options.deviceOrdinal, options.launch, collectives,
                           options.communicator.get(), executor->backend));

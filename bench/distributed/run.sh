@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Data-parallel training on the CPU: zcc over MPI against PyTorch DDP (gloo),
+# the same model, one global batch, in one run, alternating:
+#   bench/distributed/run.sh [--rounds R] [--steps N] [--batch B]
+# A 4-layer GPT (width 256, sequence 128, vocabulary 512) at a global batch
+# of B rows (default 8): one process with 2 threads at batch B, against two
+# ranks of one thread each at batch B/2 (zcc: plain data parallel and
+# ZeRO-1; PyTorch: DistributedDataParallel). Prints median ms per step and
+# the ratios, and writes bench/distributed/results.md. Builds zcc if needed
+# and installs PyTorch into .cache/bench-venv (once), as bench/cpu/run.sh.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+rounds=3 steps=20 batch=8
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    *) echo "usage: bench/distributed/run.sh [--rounds R] [--steps N] [--batch B]" >&2; exit 2 ;;
+  esac
+done
+if ((batch % 2)); then echo "--batch must be even (two ranks)" >&2; exit 2; fi
+build=${ZCC_BUILD_DIR:-$root/build}
+[ -x "$build/bin/zcc" ] && [ -x "$build/bin/zrun" ] ||
+  ZCC_BUILD_DIR=$build bash "$root/scripts/build.sh"
+venv=$root/.cache/bench-venv
+if ! "$venv/bin/python" -c "import torch" 2> /dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q torch numpy
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+gpt=4,256,4,128,512
+half=$((batch / 2))
+for b in "$batch" "$half"; do
+  python3 "$root/bench/gpu/gpt_model.py" "$work/gpt_$b.mlir" --layers 4 --width 256 \
+    --heads 4 --seq 128 --batch "$b" --vocab 512
+done
+z=("$build/bin/zcc" --optimizer adamw --lr 0.001)
+"${z[@]}" "$work/gpt_$batch.mlir" -o "$work/one.zplan"
+"${z[@]}" "$work/gpt_$half.mlir" -o "$work/dp.zplan" --data-parallel
+"${z[@]}" "$work/gpt_$half.mlir" -o "$work/zero.zplan" --data-parallel \
+  --shard-optimizer-state --world-size 2
+# zrun's stats: ms per step over all steps (the first, warm-up, included:
+# --steps is large enough to wash it out) and the persistent region.
+zms() { awk '/steps run/ {gsub(/[(,]/, ""); for (i = 1; i <= NF; ++i) if ($i == "ms") print $(i - 1)}'; }
+zpersistent() { awk '/persistent region/ {print $3}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+declare -A ms mem
+for ((r = 0; r < rounds; ++r)); do
+  out=$("$build/bin/zrun" "$work/one.zplan" --steps "$steps" --threads 2)
+  ms[zone]+="$(echo "$out" | zms) "; mem[zone]=$(echo "$out" | zpersistent)
+  out=$(mpirun -np 2 "$build/bin/zrun" "$work/dp.zplan" --steps "$steps" --threads 1)
+  ms[zdp]+="$(echo "$out" | zms) "; mem[zdp]=$(echo "$out" | zpersistent)
+  out=$(mpirun -np 2 "$build/bin/zrun" "$work/zero.zplan" --steps "$steps" --threads 1)
+  ms[zzero]+="$(echo "$out" | zms) "; mem[zzero]=$(echo "$out" | zpersistent)
+  ms[tone]+="$("$venv/bin/python" "$root/bench/distributed/torch_ddp.py" --gpt $gpt \
+    --batch "$batch" --steps "$steps" --threads 2 | awk '{print $2}') "
+  ms[tddp]+="$("$venv/bin/torchrun" --standalone --nproc_per_node 2 \
+    "$root/bench/distributed/torch_ddp.py" --gpt $gpt --batch "$half" --steps "$steps" \
+    --threads 1 2> /dev/null | awk '/ms_per_step/ {print $2}') "
+done
+med() { printf '%s\n' ${ms[$1]} | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+{
+  echo "Data-parallel training on the CPU: zcc over $(mpirun --version | head -1) against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') DDP (gloo); $(nproc) CPUs ($(uname -m)); a 4-layer GPT (width 256, sequence 128, vocabulary 512), AdamW, a global batch of $batch rows; medians of $rounds rounds of $steps steps, alternating"
+  echo
+  echo "| configuration | zcc (ms/step) | PyTorch (ms/step) | zcc / PyTorch | zcc persistent bytes per rank |"
+  echo "|---|---:|---:|---:|---:|"
+  echo "| 1 process, 2 threads, batch $batch | $(med zone) | $(med tone) | $(ratio "$(med zone)" "$(med tone)") | ${mem[zone]} |"
+  echo "| 2 ranks, 1 thread each, batch $half each (zcc data parallel; DDP) | $(med zdp) | $(med tddp) | $(ratio "$(med zdp)" "$(med tddp)") | ${mem[zdp]} |"
+  echo "| the same, zcc with ZeRO-1 | $(med zzero) | $(med tddp) | $(ratio "$(med zzero)" "$(med tddp)") | ${mem[zzero]} |"
+  echo
+  echo "Two ranks against one process: zcc $(ratio "$(med zdp)" "$(med zone)")x the step time (ZeRO-1 $(ratio "$(med zzero)" "$(med zone)")x), PyTorch $(ratio "$(med tddp)" "$(med tone)")x."
+  echo
+  echo "Command: \`bash bench/distributed/run.sh --rounds $rounds --steps $steps --batch $batch\`"
+} | tee "$root/bench/distributed/results.md"
