@@ -18,16 +18,8 @@ while [ $# -gt 0 ]; do
     *) echo "usage: bench/cpu/run.sh [--threads T] [--rounds R] [--steps N] [--keep-blas-env]" >&2; exit 2 ;;
   esac
 done
-build=${ZCC_BUILD_DIR:-$root/build}
-[ -x "$build/bin/zcc" ] && [ -x "$build/bin/zcc-cpu-bench" ] ||
-  ZCC_BUILD_DIR=$build bash "$root/scripts/build.sh"
-venv=$root/.cache/bench-venv
-if ! "$venv/bin/python" -c "import torch" 2> /dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q torch numpy
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=../setup.sh
+source "$root/bench/setup.sh" zcc zcc-cpu-bench
 "$build/bin/zcc" "$root/examples/mlp.mlir" -o "$work/mlp.zplan" --optimizer adamw --lr 0.001
 "$build/bin/zcc" "$root/examples/gpt_block.mlir" -o "$work/gpt_block.zplan" --optimizer adamw --lr 0.001
 python3 "$root/bench/gpu/gpt_model.py" "$work/gpt_mid.mlir" --layers 4 --width 256 \

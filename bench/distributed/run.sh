@@ -20,16 +20,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 if ((batch % 2)); then echo "--batch must be even (two ranks)" >&2; exit 2; fi
-build=${ZCC_BUILD_DIR:-$root/build}
-[ -x "$build/bin/zcc" ] && [ -x "$build/bin/zrun" ] ||
-  ZCC_BUILD_DIR=$build bash "$root/scripts/build.sh"
-venv=$root/.cache/bench-venv
-if ! "$venv/bin/python" -c "import torch" 2> /dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q torch numpy
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=../setup.sh
+source "$root/bench/setup.sh" zcc zrun
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 gpt=4,256,4,128,512
 half=$((batch / 2))

@@ -123,16 +123,20 @@ void MpiCommunicator::divide(void *data, uint64_t count, bool wide) const {
   }
 }
 
+int MpiCommunicator::shardCount(uint64_t count, const char *what) {
+  if (count > static_cast<uint64_t>(INT_MAX))
+    abortJob(std::string("a ") + what + " shard of " + std::to_string(count) +
+             " elements is more than MPI's int count holds");
+  return static_cast<int>(count);
+}
+
 void MpiCommunicator::reduceScatter(const void *source, void *data,
                                     uint64_t count, CollectiveType type,
                                     bool mean) {
   bool wide = type == CollectiveType::F64;
-  if (count > static_cast<uint64_t>(INT_MAX))
-    abortJob("a reduce_scatter shard of " + std::to_string(count) +
-             " elements is more than MPI's int count holds");
   ++sequence;
   MPI_Request request;
-  MPI_Ireduce_scatter_block(source, data, static_cast<int>(count),
+  MPI_Ireduce_scatter_block(source, data, shardCount(count, "reduce_scatter"),
                             wide ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
                             handles->data, &request);
   wait(&request, "reduce_scatter");
@@ -143,14 +147,12 @@ void MpiCommunicator::reduceScatter(const void *source, void *data,
 void MpiCommunicator::allGather(const void *source, void *data, uint64_t count,
                                 CollectiveType type) {
   bool wide = type == CollectiveType::F64;
-  if (count > static_cast<uint64_t>(INT_MAX))
-    abortJob("an all_gather shard of " + std::to_string(count) +
-             " elements is more than MPI's int count holds");
   ++sequence;
   MPI_Request request;
   MPI_Datatype datatype = wide ? MPI_DOUBLE : MPI_FLOAT;
-  MPI_Iallgather(source, static_cast<int>(count), datatype, data,
-                 static_cast<int>(count), datatype, handles->data, &request);
+  int n = shardCount(count, "all_gather");
+  MPI_Iallgather(source, n, datatype, data, n, datatype, handles->data,
+                 &request);
   wait(&request, "all_gather");
 }
 

@@ -424,11 +424,13 @@ private:
     stridedCopy(strides, offset);
   }
 
-  void copy() {
-    const TensorType &type = inType(0);
+  void copy() { copyElements(in<void>(0), result<void>(0), inType(0)); }
+
+  /// `type`'s elements from `from` to `to`, in the executor's element size.
+  void copyElements(const void *from, void *to, const TensorType &type) {
     StridedCopy f;
-    f.x = in<void>(0);
-    f.y = result<void>(0);
+    f.x = from;
+    f.y = to;
     f.bytes = elementBytes<T>(type.dtype);
     f.count = type.numElements();
     f.source.rank = 1;
@@ -442,19 +444,9 @@ private:
   /// placed them) is reduced with one collective call.
   void allReduce() {
     size_t n = launch.inputs.size();
-    for (size_t i = 0; i < n; ++i) {
-      if (address(launch.inputs[i]) == address(launch.outputs[i]))
-        continue;
-      StridedCopy f;
-      f.x = in<void>(i);
-      f.y = result<void>(i);
-      f.bytes = elementBytes<T>(inType(i).dtype);
-      f.count = inType(i).numElements();
-      f.source.rank = 1;
-      f.source.size[0] = std::max<int64_t>(f.count, 1);
-      f.source.stride[0] = 1;
-      push(f);
-    }
+    for (size_t i = 0; i < n; ++i)
+      if (address(launch.inputs[i]) != address(launch.outputs[i]))
+        copyElements(in<void>(i), result<void>(i), inType(i));
     // Bytes per plan byte: 2 when f32 elements are held as doubles.
     uint64_t scale = sizeof(T) / 4;
     auto *begin = static_cast<uint8_t *>(address(launch.outputs[0]));
@@ -503,16 +495,10 @@ private:
   void shard() {
     int rank = memory.communicator ? memory.communicator->rank() : 0;
     const TensorType &type = outType(0);
-    StridedCopy f;
-    f.bytes = elementBytes<T>(type.dtype);
-    f.count = type.numElements();
-    f.x = static_cast<const uint8_t *>(in<void>(0)) +
-          static_cast<uint64_t>(rank) * f.count * f.bytes;
-    f.y = result<void>(0);
-    f.source.rank = 1;
-    f.source.size[0] = std::max<int64_t>(f.count, 1);
-    f.source.stride[0] = 1;
-    push(f);
+    uint64_t shardBytes =
+        static_cast<uint64_t>(type.numElements()) * elementBytes<T>(type.dtype);
+    copyElements(static_cast<const uint8_t *>(in<void>(0)) + rank * shardBytes,
+                 result<void>(0), type);
   }
 
   void concat() {

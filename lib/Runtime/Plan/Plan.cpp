@@ -110,10 +110,17 @@ uint32_t Plan::worldSize() const {
     return sharded.front().ranks;
   for (const Entry &e : entries)
     for (const Launch &l : e.launches)
-      if (l.kernel == KernelId::ReduceScatter ||
-          l.kernel == KernelId::AllGather || l.kernel == KernelId::Shard)
+      if (kernelIsSharded(l.kernel))
         return static_cast<uint32_t>(l.params.ranks);
   return 0;
+}
+
+bool Plan::communicates() const {
+  for (const Entry &e : entries)
+    for (const Launch &l : e.launches)
+      if (kernelCommunicates(l.kernel))
+        return true;
+  return false;
 }
 
 const ShardedState *Plan::findShardedState(std::string_view name,

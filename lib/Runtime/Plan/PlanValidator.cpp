@@ -91,10 +91,8 @@ Status checkSharded(const Plan &plan) {
   for (const Entry &e : plan.entries)
     for (size_t i = 0; i < e.launches.size(); ++i) {
       const Launch &l = e.launches[i];
-      bool shards = l.kernel == KernelId::ReduceScatter ||
-                    l.kernel == KernelId::AllGather ||
-                    l.kernel == KernelId::Shard;
-      if (shards && l.params.ranks != static_cast<int64_t>(world))
+      if (kernelIsSharded(l.kernel) &&
+          l.params.ranks != static_cast<int64_t>(world))
         return invalid(
             "entry '" + e.name + "': launch " + std::to_string(i) + " (" +
             l.name() + ") is for " + std::to_string(l.params.ranks) +

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -196,12 +197,7 @@ Status zcc::runtime::checkDataParallel(const Plan &plan, Communicator &comm) {
       comm.checkSame(fnv1a64(bytes.data(), bytes.size()),
                      "plan (a hash of its bytes; every rank must load the "
                      "same .zplan)"));
-  bool reduces = false;
-  for (const Entry &e : plan.entries)
-    for (const Launch &l : e.launches)
-      reduces |= l.kernel == KernelId::AllReduce ||
-                 l.kernel == KernelId::ReduceScatter;
-  if (comm.size() > 1 && !reduces)
+  if (comm.size() > 1 && !plan.communicates())
     return makeError(StatusCode::InvalidArgument,
                      "the plan was compiled "
                      "without --data-parallel, so its ",
@@ -490,11 +486,9 @@ Status Session::saveCheckpoint(const std::string &path) const {
   if (comm && comm->rank() != 0)
     return Status::ok();
   for (const PersistentTensor &t : p.persistent) {
-    bool isShard = false;
-    for (const ShardedState &state : p.sharded)
-      isShard |= state.name == t.name;
-    if (isShard)
-      continue;
+    if (std::any_of(p.sharded.begin(), p.sharded.end(),
+                    [&](const ShardedState &s) { return s.name == t.name; }))
+      continue; // written per parameter above
     const void *data = impl->persistentData(t);
     if (impl->wide() && t.type.dtype == DType::F32) {
       const double *wide = static_cast<const double *>(data);

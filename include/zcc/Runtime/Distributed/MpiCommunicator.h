@@ -67,6 +67,8 @@ private:
   /// other ranks' questions meanwhile.
   void wait(void *request, const char *what);
   void serviceControl();
+  /// `count` as MPI's int, or the job ends naming `what`.
+  int shardCount(uint64_t count, const char *what);
   /// Each of `count` elements divided by size().
   void divide(void *data, uint64_t count, bool wide) const;
   [[noreturn]] void timedOut(const char *what);

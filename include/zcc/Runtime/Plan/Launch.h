@@ -76,6 +76,17 @@ enum class KernelId : uint16_t {
 };
 
 const char *kernelName(KernelId id);
+
+/// Whether `id` communicates between the ranks of a data-parallel job.
+constexpr bool kernelCommunicates(KernelId id) {
+  return id == KernelId::AllReduce || id == KernelId::ReduceScatter ||
+         id == KernelId::AllGather;
+}
+/// ZeRO-1's kernels, whose `ranks` parameter is the plan's world size.
+constexpr bool kernelIsSharded(KernelId id) {
+  return id == KernelId::ReduceScatter || id == KernelId::AllGather ||
+         id == KernelId::Shard;
+}
 std::optional<KernelId> findKernel(std::string_view name);
 
 /// The operands of element kernel `id` (ElementKernels.h); none for the

@@ -146,6 +146,8 @@ struct Plan {
   /// reduce_scatter, all_gather and shard launches); 0 when any number of
   /// ranks runs it.
   uint32_t worldSize() const;
+  /// Whether some launch communicates between ranks (kernelCommunicates).
+  bool communicates() const;
   /// The sharded state covering `name` (a parameter's name plus a state
   /// suffix, as checkpoints name it), with the parameter's index in it.
   const ShardedState *findShardedState(std::string_view name,

@@ -39,15 +39,9 @@ Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
   executor->plan = std::move(plan);
   executor->communicator = options.communicator;
   if (options.device == DeviceKind::Cuda) {
-    bool collectives = false;
-    for (const Entry &e : executor->plan->entries)
-      for (const Launch &l : e.launches)
-        collectives |= l.kernel == KernelId::AllReduce ||
-                       l.kernel == KernelId::ReduceScatter ||
-                       l.kernel == KernelId::AllGather;
-    ZRT_RETURN_IF_ERROR(
-        createCudaBackend(options.deviceOrdinal, options.launch, collectives,
-                          options.communicator.get(), executor->backend));
+    ZRT_RETURN_IF_ERROR(createCudaBackend(
+        options.deviceOrdinal, options.launch, executor->plan->communicates(),
+        options.communicator.get(), executor->backend));
   } else {
     executor->backend = createEmulatorBackend(options.emulateGpuGroups);
   }
