@@ -22,6 +22,13 @@ done
 if ((batch % 2)); then echo "--batch must be even (two ranks)" >&2; exit 2; fi
 # shellcheck source=../setup.sh
 source "$root/bench/setup.sh" zcc zrun
+# OpenBLAS picks its kernels for the CPU, as PyTorch's MKL does: an
+# OPENBLAS_CORETYPE in the environment is removed (as bench/cpu/run.sh).
+blasenv=""
+if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+  blasenv=" (the environment's OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE removed)"
+  unset OPENBLAS_CORETYPE
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 gpt=4,256,4,128,512
 half=$((batch / 2))
@@ -34,10 +41,10 @@ z=("$build/bin/zcc" --optimizer adamw --lr 0.001)
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/dp.zplan" --data-parallel
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/zero.zplan" --data-parallel \
   --shard-optimizer-state --world-size 2
-# zrun's stats: ms per step over all steps (the first, warm-up, included:
-# --steps is large enough to wash it out) and the persistent region.
+# zrun's stats: ms per step over all steps (the first included; PyTorch
+# leaves 3 warm-up steps out) and the persistent region.
 zms() { awk '/steps run/ {gsub(/[(,]/, ""); for (i = 1; i <= NF; ++i) if ($i == "ms") print $(i - 1)}'; }
-zpersistent() { awk '/persistent region/ {print $3}'; }
+zpersistent() { awk '/^  persistent region/ {print $3}'; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A ms mem
 for ((r = 0; r < rounds; ++r)); do
@@ -56,7 +63,7 @@ done
 med() { printf '%s\n' ${ms[$1]} | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 {
-  echo "Data-parallel training on the CPU: zcc over $(mpirun --version | head -1) against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') DDP (gloo); $(nproc) CPUs ($(uname -m)); a 4-layer GPT (width 256, sequence 128, vocabulary 512), AdamW, a global batch of $batch rows; medians of $rounds rounds of $steps steps, alternating"
+  echo "Data-parallel training on the CPU: zcc over $(mpirun --version | head -1) against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') DDP (gloo); $(nproc) CPUs ($(uname -m))$blasenv; a 4-layer GPT (width 256, sequence 128, vocabulary 512), AdamW, a global batch of $batch rows; medians of $rounds rounds of $steps steps, alternating"
   echo
   echo "| configuration | zcc (ms/step) | PyTorch (ms/step) | zcc / PyTorch | zcc persistent bytes per rank |"
   echo "|---|---:|---:|---:|---:|"
