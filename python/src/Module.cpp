@@ -14,6 +14,9 @@
 #include "zcc/Runtime/Plan/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Session/Trainer.h"
+#ifdef ZCC_HAVE_MPI
+#include "zcc/Runtime/Distributed/MpiCommunicator.h"
+#endif
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -157,9 +160,26 @@ public:
   PySession(const PyPlan &plan, const std::string &device,
             const std::string &mode, const std::string &precision,
             uint64_t seed, int threads, int64_t microbatches,
-            double hostMemoryFraction)
+            double hostMemoryFraction, bool distributed,
+            double collectiveTimeout)
       : plan_(plan.plan), microbatches_(microbatches) {
     rt::SessionOptions options;
+    if (distributed) {
+#ifdef ZCC_HAVE_MPI
+      // One MPI job per process, shared by every distributed session.
+      static std::shared_ptr<rt::MpiCommunicator> job;
+      if (!job) {
+        rt::MpiCommunicator::Options mpi;
+        mpi.timeoutSeconds = collectiveTimeout;
+        check(rt::MpiCommunicator::create(mpi, job));
+      }
+      options.communicator = job;
+#else
+      (void)collectiveTimeout;
+      throw Error("session(distributed=True) needs MPI, and this zcc was "
+                  "built without it (install libopenmpi-dev and rebuild)");
+#endif
+    }
     options.seed = seed;
     options.threads = threads;
     options.hostMemoryFraction = hostMemoryFraction;
@@ -325,6 +345,15 @@ public:
   }
 
   int64_t microbatches() const { return microbatches_; }
+  /// The data-parallel job's rank and size (0 and 1 alone).
+  int rank() const {
+    const auto &comm = session_->options().communicator;
+    return comm ? comm->rank() : 0;
+  }
+  int worldSize() const {
+    const auto &comm = session_->options().communicator;
+    return comm ? comm->size() : 1;
+  }
   /// The data entry's step counter: what its next step's dropout masks and
   /// AdamW's bias correction see (gradient checks hold it fixed).
   int64_t stepCount() const { return session_->stepCount(trainer_->entry()); }
@@ -529,7 +558,12 @@ NB_MODULE(_zcc, m) {
       .def_rw("alignment", &zcc::CompileOptions::alignment)
       .def_rw("algorithm", &zcc::CompileOptions::algorithm)
       .def_rw("matmul_workspace", &zcc::CompileOptions::matmulWorkspace)
-      .def_rw("plant_in_place_bug", &zcc::CompileOptions::plantInPlaceBug);
+      .def_rw("plant_in_place_bug", &zcc::CompileOptions::plantInPlaceBug)
+      .def_rw("data_parallel", &zcc::CompileOptions::dataParallel)
+      .def_rw("bucket_bytes", &zcc::CompileOptions::bucketBytes)
+      .def_rw("shard_optimizer_state",
+              &zcc::CompileOptions::shardOptimizerState)
+      .def_rw("ranks", &zcc::CompileOptions::ranks);
 
   m.def(
       "compile_source",
@@ -589,9 +623,13 @@ NB_MODULE(_zcc, m) {
 
   nb::class_<PySession>(m, "Session")
       .def(nb::init<const PyPlan &, const std::string &, const std::string &,
-                    const std::string &, uint64_t, int, int64_t, double>(),
+                    const std::string &, uint64_t, int, int64_t, double, bool,
+                    double>(),
            "plan"_a, "device"_a, "mode"_a, "precision"_a, "seed"_a, "threads"_a,
-           "microbatches"_a, "host_memory_fraction"_a)
+           "microbatches"_a, "host_memory_fraction"_a, "distributed"_a,
+           "collective_timeout"_a)
+      .def_prop_ro("rank", &PySession::rank)
+      .def_prop_ro("world_size", &PySession::worldSize)
       .def("feeds", &PySession::feeds)
       .def("step", &PySession::step, "arrays"_a)
       .def("read", &PySession::read, "name"_a)

@@ -337,7 +337,9 @@ class Traced:
     def compile(self, optimizer="default", accumulate=False, alignment=256,
                 algorithm="auto", matmul_workspace=None, grad_scale=1.0,
                 recompute=True, memory_budget=None, precision="f32",
-                remat_problem=None, _plant_in_place_bug=False):
+                remat_problem=None, data_parallel=False, bucket_mb=25,
+                shard_optimizer_state=False, world_size=None,
+                _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
         gradients become outputs); the default is zcc.adamw(). `recompute`
@@ -350,7 +352,11 @@ class Traced:
         (their saved operands take half the bytes), with f32 parameters,
         optimizer, loss and normalizations. `remat_problem` (a path), with
         a memory budget, writes zt-remat's problem and choice there
-        (zcc.remat-problem/v1; bench/memory/remat_bound.py bounds it)."""
+        (zcc.remat-problem/v1; bench/memory/remat_bound.py bounds it).
+        `data_parallel` averages the gradients over the ranks of an MPI job
+        (session(distributed=True)) in buckets of `bucket_mb` MiB;
+        `shard_optimizer_state` (ZeRO-1, with `world_size`) keeps 1/N of the
+        optimizer state on each rank (docs/distributed.md)."""
         options = _zcc.CompileOptions()
         if isinstance(optimizer, str) and optimizer == "default":
             optimizer = adamw()
@@ -373,6 +379,11 @@ class Traced:
         if remat_problem is not None:
             options.remat_problem = str(remat_problem)
         options.precision = str(precision)
+        options.data_parallel = bool(data_parallel)
+        options.bucket_bytes = max(1, int(float(bucket_mb) * (1 << 20)))
+        options.shard_optimizer_state = bool(shard_optimizer_state)
+        if world_size is not None:
+            options.ranks = int(world_size)
         # Tests of the random-program driver only: a wrong plan.
         options.plant_in_place_bug = bool(_plant_in_place_bug)
         if matmul_workspace is not None:
@@ -538,19 +549,28 @@ class Compiled:
         self.plan.save(os.fspath(path))
 
     def session(self, device="cpu", mode="planned", precision="f32", seed=0,
-                threads=0, microbatches=None, host_memory_fraction=0.75):
+                threads=0, microbatches=None, host_memory_fraction=0.75,
+                distributed=False, collective_timeout=300):
         """Allocates the plan's memory (the only allocations) and fills the
         parameters from their initializers. `microbatches` (for a step
         compiled with accumulate=True) is how many batches make one step.
         On the CPU, a plan needing more than `host_memory_fraction` of the
-        memory the OS reports available fails here, naming the bytes."""
+        memory the OS reports available fails here, naming the bytes.
+        `distributed` joins the MPI job this process is a rank of (started
+        by mpirun; a plan compiled with data_parallel=True): each rank
+        steps on its own share of the batch (step() returns the loss on
+        that share), `session.rank` and
+        `session.world_size` say which; every rank calls save(), rank 0
+        writes. A collective not done in `collective_timeout` seconds ends
+        the job naming the ranks that did not come."""
         if microbatches is None:
             microbatches = 1
         if microbatches > 1 and not self._accumulate:
             raise Error("session: microbatches > 1 needs compile(accumulate=True)")
         native = _zcc.Session(self.plan, device, mode, precision, int(seed),
                               int(threads), int(microbatches),
-                              float(host_memory_fraction))
+                              float(host_memory_fraction), bool(distributed),
+                              float(collective_timeout))
         session = Session(native, self._feed_order, self._parameters)
         for name, value in self._values.items():
             session.write(name, value)
@@ -615,7 +635,8 @@ class Session:
 
     def save(self, path):
         """Every persistent tensor (parameters, optimizer state) as f32
-        safetensors."""
+        safetensors. In a data-parallel job every rank calls it (ZeRO-1's
+        state is gathered) and rank 0 writes the file."""
         self._native.save(os.fspath(path))
 
     def load(self, path):
@@ -625,6 +646,16 @@ class Session:
 
     def stats(self):
         return self._native.stats()
+
+    @property
+    def rank(self):
+        """This process's rank in its data-parallel job (0 alone)."""
+        return self._native.rank
+
+    @property
+    def world_size(self):
+        """The ranks of the data-parallel job (1 alone)."""
+        return self._native.world_size
 
     @property
     def step_count(self):
