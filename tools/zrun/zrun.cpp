@@ -311,7 +311,7 @@ int main(int argc, char **argv) {
     double value = 0;
 #ifdef ZCC_HAVE_MPI
     if (job)
-      job->setContext("step " + std::to_string(step));
+      job->setStep(step);
 #endif
     if (Status s = trainer->step(*source, value); !s.isOk())
       return fail(s);
@@ -351,6 +351,10 @@ int main(int argc, char **argv) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+#ifdef ZCC_HAVE_MPI
+  if (job)
+    job->setStep(-1);
+#endif
   // Every rank takes part (ZeRO-1's sharded state is gathered); rank 0
   // writes the file.
   if (!saveCheckpoint.empty())

@@ -243,8 +243,9 @@ void MpiCommunicator::timedOut(const char *what) {
   }
   std::ostringstream os;
   os << what << " (collective #" << sequence
-     << (context.empty() ? "" : ", " + context) << ") did not complete within "
-     << options.timeoutSeconds << " s (--collective-timeout):";
+     << (step < 0 ? "" : ", step " + std::to_string(step))
+     << ") did not complete within " << options.timeoutSeconds
+     << " s (--collective-timeout):";
   bool any = false;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_)

@@ -54,8 +54,9 @@ public:
   uint64_t collectives() const override { return sequence; }
   std::string describe() const override;
 
-  /// What the job is doing ("step 12"), named when a collective times out.
-  void setContext(std::string text) { context = std::move(text); }
+  /// The step the job is in, named when a collective times out (set every
+  /// step: a number, no allocation).
+  void setStep(int64_t value) { step = value; }
 
   /// Prints `message` as this rank's error and ends every rank of the job:
   /// for an error on one rank, which would leave the others waiting.
@@ -83,7 +84,7 @@ private:
   uint64_t sequence = 0;
   /// Per rank, the collective it last said it was at (-1: no word).
   std::vector<int64_t> heard;
-  std::string context;
+  int64_t step = -1; // -1: not in a step (load, checkpoints)
 };
 
 } // namespace zcc::runtime
