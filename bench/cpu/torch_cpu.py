@@ -11,9 +11,7 @@ peer of zcc --precision bf16.
 """
 import argparse
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
 import torch  # noqa: E402  (installed by bench/cpu/run.sh)
@@ -49,18 +47,18 @@ def main():
 
     opt = torch.optim.AdamW(list(params.values()), **models.OPTIM_KW)
     batch = make_batch()
-    times = []
-    for i in range(a.warmup + a.steps):
-        t0 = time.perf_counter()
+
+    def step():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(batch)
         loss.backward()
         opt.step()
-        if i >= a.warmup:
-            times.append(time.perf_counter() - t0)
+        return loss
+
+    ms, loss = models.cpu_step_ms(step, a.warmup, a.steps)
     if not torch.isfinite(loss):
         sys.exit(f"torch_cpu: non-finite loss {loss.item()}")
-    print(f"ms_per_step {1e3 * statistics.median(times):.3f} threads {torch.get_num_threads()} "
+    print(f"ms_per_step {ms:.3f} threads {torch.get_num_threads()} "
           f"loss {loss.item():.4f}")
 
 

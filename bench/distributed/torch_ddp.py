@@ -11,9 +11,7 @@ With one process it runs the model without DDP (nothing to reduce).
 """
 import argparse
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
 import torch  # noqa: E402  (installed by bench/distributed/run.sh)
@@ -56,19 +54,19 @@ def main():
     opt = torch.optim.AdamW(list(params.values()), **models.OPTIM_KW)
     torch.manual_seed(1 + rank)  # each rank its own batch
     batch = make_batch()
-    times = []
-    for i in range(a.warmup + a.steps):
-        t0 = time.perf_counter()
+
+    def step():
         opt.zero_grad(set_to_none=True)
         loss = model(batch)
         loss.backward()
         opt.step()
-        if i >= a.warmup:
-            times.append(time.perf_counter() - t0)
+        return loss
+
+    ms, loss = models.cpu_step_ms(step, a.warmup, a.steps)
     if not torch.isfinite(loss):
         sys.exit(f"torch_ddp: non-finite loss {loss.item()}")
     if rank == 0:
-        print(f"ms_per_step {1e3 * statistics.median(times):.3f} ranks {world} "
+        print(f"ms_per_step {ms:.3f} ranks {world} "
               f"threads {torch.get_num_threads()} loss {loss.item():.4f}")
     if world > 1:
         dist.destroy_process_group()

@@ -216,6 +216,19 @@ def timed_loop(issue_step, steps):
     return wall, host
 
 
+def cpu_step_ms(step, warmup, steps):
+    """Calls `step()` `warmup` times untimed, then `steps` times timed (on
+    the CPU: nothing to synchronize); returns the median milliseconds and
+    the last call's result."""
+    times, result = [], None
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        result = step()
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times), result
+
+
 def run_one(model, batch, mode, steps, warmup, device):
     torch.manual_seed(0)
     torch.cuda.synchronize()
