@@ -15,6 +15,12 @@ ex=$root/examples
 "$zcc" "$ex/mlp.mlir" -o "$out/mlp_sgd.zplan" --optimizer sgd --lr 0.05 --momentum 0.9 --nesterov
 "$zcc" "$ex/mlp.mlir" -o "$out/mlp_none.zplan" --optimizer none
 "$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block_none.zplan" --optimizer none
+# Data parallel (issue 20), small buckets for several collectives; ZeRO-1 on
+# one rank.
+"$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block_dp.zplan" --optimizer adamw --lr 0.001 \
+  --data-parallel --bucket-mb 0.05
+"$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block_zero.zplan" --optimizer adamw --lr 0.001 \
+  --data-parallel --bucket-mb 0.05 --shard-optimizer-state --world-size 1
 # The benchmark's larger sizes: MLP batch 512, GPT batch 32.
 python3 "$root/bench/gpu/scale_batch.py" "$ex/mlp.mlir" "$out/mlp_b512.mlir" 32 512
 python3 "$root/bench/gpu/scale_batch.py" "$ex/gpt_block.mlir" "$out/gpt_block_b32.mlir" 2 32
@@ -29,6 +35,10 @@ python3 "$root/bench/gpu/gpt_model.py" "$out/gpt2_small.mlir" --layers 12 --widt
   --heads 12 --seq 1024 --batch 8 --vocab 50304
 "$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid.zplan" --optimizer adamw --lr 0.001
 "$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small.zplan" --optimizer adamw --lr 0.001
+# The 4x256 GPT data parallel (NCCL captured in the graph, against PyTorch
+# DDP on NCCL), DDP's 25 MiB buckets.
+"$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid_dp.zplan" --optimizer adamw --lr 0.001 \
+  --data-parallel
 # bf16 mixed precision (issue 18): the GPT example, 4x256 and GPT-2 small.
 "$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block_bf16.zplan" --optimizer adamw --lr 0.001 \
   --precision bf16

@@ -97,12 +97,63 @@ compare_traces() {
   done
 }
 
-export build out
+# Data parallel at world size 1 (issue 20): each bucket's all_reduce (and
+# ZeRO-1's reduce_scatter and all_gather) through a one-rank NCCL
+# communicator captured in the graph is the identity, so the steps are the
+# plain plan's bit for bit (ZeRO-1: the losses; its params hash covers its
+# flattened optimizer state).
+compare_data_parallel() {
+  local steps=$1 dir=$build/traces launch plan name
+  mkdir -p "$dir"
+  for launch in graph eager; do
+    "$build/bin/zrun" "$plans/gpt_block.zplan" --device cuda --launch "$launch" \
+      --steps "$steps" --trace | grep '^step ' > "$dir/plain-$launch.steps" || return 1
+    for plan in gpt_block_dp gpt_block_zero; do
+      name=$dir/$plan-$launch.txt
+      "$build/bin/zrun" "$plans/$plan.zplan" --device cuda --launch "$launch" \
+        --steps "$steps" --trace > "$name" || { echo "zrun $plan $launch failed"; return 1; }
+      grep '^device:' "$name"
+      if [ -n "${ZCC_REQUIRE_NCCL:-}" ] && ! grep -q '^device:.*NCCL' "$name"; then
+        echo "$plan: the collectives did not go through NCCL"
+        return 1
+      fi
+      local fields=1-6
+      [ "$plan" = gpt_block_dp ] && fields=1-8
+      if ! cmp -s <(grep '^step ' "$name" | cut -d' ' -f$fields) \
+                  <(cut -d' ' -f$fields "$dir/plain-$launch.steps"); then
+        echo "$plan $launch differs from the plain plan:"
+        diff <(grep '^step ' "$name" | cut -d' ' -f$fields) \
+             <(cut -d' ' -f$fields "$dir/plain-$launch.steps") | head -n 6
+        return 1
+      fi
+      echo "$plan $launch: $steps steps bit-identical to the plain plan (fields $fields)"
+    done
+  done
+}
+
+export build out plans
+
+# NCCL for data-parallel plans: its header at build time and libnccl.so.2
+# at run time (loaded, not linked), from NCCL_ROOT or PyTorch's nvidia-nccl
+# wheel. With it, the conformance suite requires the NCCL path to be taken.
+if [ -z "${NCCL_ROOT:-}" ]; then
+  NCCL_ROOT=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null) ||
+    NCCL_ROOT=
+fi
+nccl_flags=()
+if [ -n "$NCCL_ROOT" ] && [ -f "$NCCL_ROOT/include/nccl.h" ]; then
+  echo "== NCCL from $NCCL_ROOT"
+  nccl_flags=(-DNCCL_ROOT="$NCCL_ROOT")
+  export LD_LIBRARY_PATH=$NCCL_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export ZCC_REQUIRE_NCCL=1
+else
+  echo "== no NCCL found (NCCL_ROOT, or pip's nvidia-nccl): data-parallel steps run without it"
+fi
 
 echo "== build the runtime alone in $build"
 start=$SECONDS
 if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-         -DZCC_BUILD_COMPILER=OFF -DZCC_ENABLE_CUDA=ON \
+         -DZCC_BUILD_COMPILER=OFF -DZCC_ENABLE_CUDA=ON "${nccl_flags[@]}" \
          -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
        ninja -C "$build" zcc-cuda-info zcc-cuda-conformance-tests zcc-conformance-tests \
          zcc-gpu-bench zrun; } > "$out/build.log" 2>&1; then
@@ -121,6 +172,8 @@ for model in mlp gpt_block gpt_block_bf16; do
   step "traces: $model graph/eager/no-reuse/poison, 50 steps" zrun.txt \
     compare_traces "$plans/$model.zplan" 50
 done
+step "data parallel, world size 1 (NCCL in the graph): gpt_block dp and ZeRO-1, 50 steps" \
+  zrun.txt compare_data_parallel 50
 for plan in gpt_block gpt_block_bf16; do
   for launch in graph eager; do
     step "zrun $plan --launch $launch, 200 steps" zrun.txt \
@@ -143,6 +196,12 @@ if [ -f "$plans/gpt2_small.zplan" ]; then
   step "benchmark at real size: GPT 4x256 (batch 8, sequence 128), PyTorch" real-size.md \
     python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 4,256,4,128,512 --batch 8 \
     --steps 200 --warmup 10 --modes eager,graph,eager-bf16,graph-bf16
+  step "benchmark: data parallel at world size 1, GPT 4x256 (batch 8), zcc (NCCL in the graph)" \
+    data-parallel.md "$build/bin/zcc-gpu-bench" "$plans/gpt_mid.zplan" "$plans/gpt_mid_dp.zplan" \
+    --steps 200 --warmup 10
+  step "benchmark: data parallel at world size 1, GPT 4x256 (batch 8), PyTorch DDP on NCCL" \
+    data-parallel.md python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 4,256,4,128,512 \
+    --batch 8 --steps 200 --warmup 10 --modes eager,ddp
   step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), zcc; budgets 75%, 50%" \
     real-size.md "$build/bin/zcc-gpu-bench" "$plans/gpt2_small.zplan" \
     $(ls "$plans"/gpt2_small_m75.zplan "$plans"/gpt2_small_m50.zplan \

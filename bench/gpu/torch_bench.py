@@ -11,7 +11,10 @@ cross-entropy loss, backward, AdamW update -- two ways:
          whole-network capture recipe, AdamW with capturable=True) and replayed;
   eager-bf16, graph-bf16  the same under torch.autocast(bfloat16): matrix
          products in bf16 on tensor cores, f32 parameters and optimizer (the
-         mixed-precision setup zcc's bf16 is measured against).
+         mixed-precision setup zcc's bf16 is measured against);
+  ddp    eager under DistributedDataParallel on NCCL, one rank (world size
+         1: DDP's bucketed all-reduce hooks and NCCL calls still run), the
+         peer of zcc's --data-parallel plans on one GPU.
 
 For each (model, batch, mode) it reports, over --steps timed steps each
 followed by torch.cuda.synchronize() (zcc also waits for every step):
@@ -298,6 +301,30 @@ def run_one(model, batch, mode, steps, warmup, device):
         torch.cuda.synchronize()
         get_loss = lambda: static_loss  # noqa: E731
 
+    elif mode == "ddp":
+        import torch.distributed as dist
+        if not dist.is_initialized():
+            # One rank: an in-process store, no network.
+            dist.init_process_group("nccl", store=dist.HashStore(), rank=0,
+                                    world_size=1)
+        holder = _LossModule(plist, loss_fn)
+        ddp = torch.nn.parallel.DistributedDataParallel(
+            holder, device_ids=[device.index], gradient_as_bucket_view=True)
+        opt = torch.optim.AdamW(plist, **OPTIM_KW)
+        last = {}
+
+        def issue_step(i):
+            opt.zero_grad(set_to_none=True)
+            loss = ddp(pool[i % DATA_POOL])
+            loss.backward()
+            opt.step()
+            last["loss"] = loss
+
+        for i in range(warmup):
+            issue_step(i)
+        torch.cuda.synchronize()
+        get_loss = lambda: last["loss"]  # noqa: E731
+
     else:
         raise ValueError(f"unknown mode {mode}")
 
@@ -320,6 +347,19 @@ def run_one(model, batch, mode, steps, warmup, device):
         "peak_mib": peak / (1024 * 1024),
         "growth": mem_after - mem_before,
     }
+
+
+class _LossModule(torch.nn.Module):
+    """The parameters as a module and the loss as its forward: what DDP
+    wraps (it hooks the gradients of a module's parameters)."""
+
+    def __init__(self, plist, loss_fn):
+        super().__init__()
+        self.plist = torch.nn.ParameterList(plist)
+        self.loss_fn = loss_fn
+
+    def forward(self, batch_):
+        return self.loss_fn(batch_)
 
 
 def release_memory():
@@ -364,7 +404,8 @@ def parse_args(argv):
                     "and large (MLP 512, GPT 32); default both")
     ap.add_argument("--modes", default="eager,graph",
                     help="comma list of eager, graph, eager-bf16 and graph-bf16 "
-                    "(autocast); default eager,graph")
+                    "(autocast), ddp and ddp-bf16 (one-rank DDP on NCCL); "
+                    "default eager,graph")
     ap.add_argument("--steps", type=int, default=1000, help="timed steps")
     ap.add_argument("--warmup", type=int, default=50, help="untimed steps first")
     ap.add_argument("--device-index", type=int, default=0)
@@ -385,8 +426,9 @@ def parse_args(argv):
             ap.error(f"--sizes: unknown size {s!r} (use small, large)")
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in args.modes:
-        if m not in ("eager", "graph", "eager-bf16", "graph-bf16"):
-            ap.error(f"--modes: unknown mode {m!r} (use eager, graph, eager-bf16, graph-bf16)")
+        if m not in ("eager", "graph", "eager-bf16", "graph-bf16", "ddp", "ddp-bf16"):
+            ap.error(f"--modes: unknown mode {m!r} (use eager, graph, eager-bf16, "
+                     "graph-bf16, ddp, ddp-bf16)")
     if args.batch is not None and args.batch < 1:
         ap.error("--batch must be positive")
     if args.steps < 1:

@@ -585,6 +585,67 @@ TEST_P(Conformance, TrainingLossesTrackTheCpuExecutor) {
   }
 }
 
+/// Data-parallel plans on one rank (docs/distributed.md): each bucket's
+/// all_reduce, and ZeRO-1's reduce_scatter, shard and all_gather, are
+/// identities, so 12 steps on the target give the plain plan's losses and
+/// parameters bit for bit. On CUDA the collectives go through a one-rank
+/// NCCL communicator inside the graph; ZCC_REQUIRE_NCCL=1 (bench/gpu/run.sh)
+/// fails the test where NCCL did not load and the copies stood in.
+TEST_P(Conformance, DataParallelPlansOnOneRankTrainAsThePlainPlan) {
+  std::shared_ptr<Plan> plain = loadTestPlan("gpt_block");
+  ASSERT_TRUE(plain);
+  for (const char *name : {"gpt_block_dp", "gpt_block_zero"}) {
+    SCOPED_TRACE(name);
+    std::shared_ptr<Plan> plan = loadTestPlan(name);
+    ASSERT_TRUE(plan);
+    ASSERT_TRUE(plan->communicates());
+    auto base = makeSession(plain, GetParam().options);
+    auto dp = makeSession(plan, GetParam().options);
+    ASSERT_TRUE(base && dp);
+    const char *require = std::getenv("ZCC_REQUIRE_NCCL");
+    if (GetParam().options.device == DeviceKind::Cuda && require &&
+        std::string(require) == "1")
+      EXPECT_NE(dp->stats().deviceName.find("NCCL"), std::string::npos)
+          << dp->stats().deviceName;
+    int entry = 0;
+    ASSERT_TRUE(base->findEntry("", entry).isOk());
+    TensorInfo baseLoss, dpLoss;
+    ASSERT_TRUE(base->findLoss(entry, baseLoss).isOk());
+    ASSERT_TRUE(dp->findLoss(entry, dpLoss).isOk());
+    for (int step = 0; step < 12; ++step) {
+      fillInputs(*base, entry, 200 + step);
+      fillInputs(*dp, entry, 200 + step);
+      ASSERT_TRUE(base->run(entry).isOk());
+      Status status = dp->run(entry);
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      double a = 0, b = 0;
+      ASSERT_TRUE(base->readValues(baseLoss, &a, 1).isOk());
+      ASSERT_TRUE(dp->readValues(dpLoss, &b, 1).isOk());
+      ASSERT_TRUE(sameBits(a, b)) << "step " << step << ": " << a << " " << b;
+    }
+    // Every persistent tensor of the plain plan the other has too: the
+    // parameters (ZeRO-1's optimizer state is flattened under other names).
+    const Entry &e = plain->entries[entry];
+    int compared = 0;
+    for (const Tensor &t : e.tensors) {
+      TensorInfo x, y;
+      if (t.name.empty() || e.buffers[t.buffer].region != Region::Persistent ||
+          !dp->findTensor(entry, t.name, y).isOk())
+        continue;
+      ASSERT_TRUE(base->findTensor(entry, t.name, x).isOk());
+      size_t n = static_cast<size_t>(t.type.numElements());
+      std::vector<double> u(n), v(n);
+      ASSERT_TRUE(base->readValues(x, u.data(), n).isOk());
+      ASSERT_TRUE(dp->readValues(y, v.data(), n).isOk());
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_TRUE(sameBits(u[i], v[i])) << t.name << "[" << i << "]";
+      ++compared;
+    }
+    EXPECT_GE(compared, 16); // the GPT example's parameters
+    EXPECT_EQ(dp->stats().allocationsAfterLoad, 0u);
+  }
+}
+
 // The CUDA graph's edges: a step follows exactly the steps it conflicts
 // with, less those implied through others.
 TEST(StepDependencies, FollowOnlyConflictingSteps) {
