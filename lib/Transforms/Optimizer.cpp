@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <optional>
 
 namespace zcc {
 #define GEN_PASS_DEF_ZTOPTIMIZER
@@ -284,8 +285,14 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     for (auto [param, grad] : gradients) {
       // Each update goes right after its gradient and the parameter's last
       // read, so a gradient dies as soon as it is computed instead of all of
-      // them living until the end of the step.
+      // them living until the end of the step. Data parallel: after the
+      // next bucket's all_reduce too, so that a bucket is reduced while the
+      // next is computed (one more bucket of gradients live).
       Operation *after = lastReader(param, grad, ret);
+      if (auto reduce = grad.getDefiningOp<AllReduceOp>())
+        if (Operation *next = nextOfKind<AllReduceOp>(reduce))
+          if (!after || after->isBeforeInBlock(next))
+            after = next;
       if (after)
         b.setInsertionPointAfter(after);
       else
@@ -384,6 +391,21 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
   /// with state of one shard's size, and the shards are all-gathered back
   /// into the parameters. Each state tensor is recorded in `sharded` for
   /// the plan, so checkpoints can hold it per parameter.
+  ///
+  /// Three stages per bucket, each deferred past the next bucket's
+  /// collective so communication overlaps computation (as the plain
+  /// all_reduce's updates): the reduce_scatter where the bucket is
+  /// complete; the step and all_gather after the next bucket's
+  /// reduce_scatter; the parameters' slices after the next all_gather.
+  struct ShardedBucket {
+    SmallVector<unsigned> members;
+    SmallVector<int64_t> offsets, counts;
+    int64_t total = 0, shard = 0;
+    Type element;
+    Operation *reduceScatter = nullptr;
+    Operation *allGather = nullptr;
+  };
+
   LogicalResult
   shardedUpdates(OpBuilder &b, StepSignature &sig,
                  ArrayRef<std::pair<BlockArgument, Value>> gradients,
@@ -391,87 +413,141 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     func::FuncOp fn = sig.fn;
     Location loc = fn.getLoc();
     MLIRContext *ctx = fn.getContext();
-    LogicalResult result = success();
+    auto ranksAttr = b.getI64IntegerAttr(ranks);
     int bucketIndex = 0;
+    LogicalResult result = success();
+
+    auto flatten = [&](const ShardedBucket &k, auto valueOf) -> Value {
+      SmallVector<Value> parts;
+      for (auto [j, i] : llvm::enumerate(k.members))
+        parts.push_back(b.create<ReshapeOp>(
+            loc, RankedTensorType::get({k.counts[j]}, k.element), valueOf(i)));
+      if (k.shard * ranks > k.total) {
+        auto padType =
+            RankedTensorType::get({k.shard * ranks - k.total}, k.element);
+        parts.push_back(b.create<ConstantOp>(
+            loc,
+            DenseElementsAttr::get(padType, b.getFloatAttr(k.element, 0.0))));
+      }
+      if (parts.size() == 1)
+        return parts.front();
+      return b.create<ConcatOp>(
+          loc, RankedTensorType::get({k.shard * ranks}, k.element), parts,
+          b.getI64IntegerAttr(0));
+    };
+    // The step on this rank's shard, then the all_gather; the states'
+    // records for the plan.
+    auto step = [&](ShardedBucket &k) -> LogicalResult {
+      auto shardType = RankedTensorType::get({k.shard}, k.element);
+      Value params = b.create<ShardOp>(
+          loc, shardType,
+          flatten(k, [&](unsigned i) { return Value(gradients[i].first); }),
+          ranksAttr);
+      std::string name = "zero." + std::to_string(bucketIndex++);
+      FailureOr<Update> update =
+          emitStep(b, sig, params, k.reduceScatter->getResult(0), name);
+      if (failed(update))
+        return failure();
+      for (auto &[value, arg, suffix] : update->states)
+        sig.addTied(value, arg);
+      k.allGather = b.create<AllGatherOp>(
+          loc, RankedTensorType::get({k.shard * ranks}, k.element),
+          update->param, ranksAttr);
+      SmallVector<Attribute> names;
+      for (unsigned i : k.members)
+        names.push_back(StringAttr::get(
+            ctx, argName(fn, gradients[i].first.getArgNumber())));
+      for (auto &[value, arg, suffix] : update->states) {
+        NamedAttrList entry;
+        entry.set("name", StringAttr::get(ctx, name + suffix));
+        entry.set("suffix", StringAttr::get(ctx, suffix));
+        entry.set("ranks", ranksAttr);
+        entry.set("params", ArrayAttr::get(ctx, names));
+        entry.set("offsets", b.getDenseI64ArrayAttr(k.offsets));
+        shardedStates.push_back(entry.getDictionary(ctx));
+      }
+      return success();
+    };
+    // The gathered parameters back into their own tensors.
+    auto slices = [&](const ShardedBucket &k) {
+      Value gathered = k.allGather->getResult(0);
+      for (auto [j, i] : llvm::enumerate(k.members)) {
+        BlockArgument param = gradients[i].first;
+        Value slice = b.create<SliceOp>(
+            loc, RankedTensorType::get({k.counts[j]}, k.element), gathered,
+            b.getDenseI64ArrayAttr({k.offsets[j]}),
+            b.getDenseI64ArrayAttr({k.offsets[j] + k.counts[j]}),
+            b.getDenseI64ArrayAttr({1}));
+        sig.addTied(b.create<ReshapeOp>(loc, param.getType(), slice), param);
+      }
+    };
+
+    // Buckets whose step, or whose slices, wait for the next collective.
+    std::optional<ShardedBucket> stepPending, slicesPending;
+    // Runs the stages due after `rs`, the reduce_scatter just placed (null
+    // after the last bucket: then what is still pending, after the last op
+    // placed).
+    auto advance = [&](Operation *rs) {
+      if (!stepPending)
+        return;
+      if (rs) // else where the last bucket's stages left it
+        b.setInsertionPointAfter(rs);
+      if (failed(step(*stepPending))) {
+        result = failure();
+        return;
+      }
+      if (slicesPending) {
+        b.setInsertionPointAfter(stepPending->allGather);
+        slices(*slicesPending);
+      }
+      slicesPending = std::move(stepPending);
+      stepPending.reset();
+    };
     forEachBucket(
         b, fn, gradients, inProductionOrder, [&](ArrayRef<unsigned> members) {
           if (failed(result))
             return;
-          Type element =
+          ShardedBucket k;
+          k.members.assign(members.begin(), members.end());
+          k.element =
               cast<RankedTensorType>(gradients[members[0]].first.getType())
                   .getElementType();
-          SmallVector<int64_t> offsets, counts;
-          int64_t total = 0;
           for (unsigned i : members) {
             auto type = cast<RankedTensorType>(gradients[i].first.getType());
-            offsets.push_back(total);
-            counts.push_back(type.getNumElements());
-            total += type.getNumElements();
+            k.offsets.push_back(k.total);
+            k.counts.push_back(type.getNumElements());
+            k.total += type.getNumElements();
           }
-          int64_t shard = (total + ranks - 1) / ranks;
-          auto flatType = RankedTensorType::get({shard * ranks}, element);
-          auto shardType = RankedTensorType::get({shard}, element);
-          auto flatten = [&](auto valueOf) -> Value {
-            SmallVector<Value> parts;
-            for (auto [k, i] : llvm::enumerate(members))
-              parts.push_back(b.create<ReshapeOp>(
-                  loc, RankedTensorType::get({counts[k]}, element),
-                  valueOf(i)));
-            if (shard * ranks > total) {
-              auto padType =
-                  RankedTensorType::get({shard * ranks - total}, element);
-              parts.push_back(b.create<ConstantOp>(
-                  loc, DenseElementsAttr::get(padType,
-                                              b.getFloatAttr(element, 0.0))));
-            }
-            if (parts.size() == 1)
-              return parts.front();
-            return b.create<ConcatOp>(loc, flatType, parts,
-                                      b.getI64IntegerAttr(0));
-          };
-          auto ranksAttr = b.getI64IntegerAttr(ranks);
-          Value grads = b.create<ReduceScatterOp>(
-              loc, shardType,
-              flatten([&](unsigned i) { return gradients[i].second; }),
+          k.shard = (k.total + ranks - 1) / ranks;
+          k.reduceScatter = b.create<ReduceScatterOp>(
+              loc, RankedTensorType::get({k.shard}, k.element),
+              flatten(k, [&](unsigned i) { return gradients[i].second; }),
               ranksAttr, b.getUnitAttr());
-          Value params = b.create<ShardOp>(
-              loc, shardType,
-              flatten([&](unsigned i) { return Value(gradients[i].first); }),
-              ranksAttr);
-          std::string name = "zero." + std::to_string(bucketIndex++);
-          FailureOr<Update> update = emitStep(b, sig, params, grads, name);
-          if (failed(update)) {
-            result = failure();
-            return;
-          }
-          for (auto &[value, arg, suffix] : update->states)
-            sig.addTied(value, arg);
-          Value gathered =
-              b.create<AllGatherOp>(loc, flatType, update->param, ranksAttr);
-          SmallVector<Attribute> names;
-          for (auto [k, i] : llvm::enumerate(members)) {
-            BlockArgument param = gradients[i].first;
-            auto type = cast<RankedTensorType>(param.getType());
-            Value slice = b.create<SliceOp>(
-                loc, RankedTensorType::get({counts[k]}, element), gathered,
-                b.getDenseI64ArrayAttr({offsets[k]}),
-                b.getDenseI64ArrayAttr({offsets[k] + counts[k]}),
-                b.getDenseI64ArrayAttr({1}));
-            sig.addTied(b.create<ReshapeOp>(loc, type, slice), param);
-            names.push_back(
-                StringAttr::get(ctx, argName(fn, param.getArgNumber())));
-          }
-          for (auto &[value, arg, suffix] : update->states) {
-            NamedAttrList entry;
-            entry.set("name", StringAttr::get(ctx, name + suffix));
-            entry.set("suffix", StringAttr::get(ctx, suffix));
-            entry.set("ranks", ranksAttr);
-            entry.set("params", ArrayAttr::get(ctx, names));
-            entry.set("offsets", b.getDenseI64ArrayAttr(offsets));
-            shardedStates.push_back(entry.getDictionary(ctx));
-          }
+          Operation *rs = k.reduceScatter;
+          advance(rs);
+          stepPending = std::move(k);
+          // The insertion point is left after the last op placed, where
+          // forEachBucket puts a next bucket of arguments (the apply
+          // entry's accumulators).
         });
-    return result;
+    if (failed(result))
+      return failure();
+    advance(nullptr);
+    if (failed(result))
+      return failure();
+    if (slicesPending) {
+      b.setInsertionPointAfter(slicesPending->allGather);
+      slices(*slicesPending);
+    }
+    return success();
+  }
+
+  /// The first op of kind `Op` after `op` in its block, or null.
+  template <typename Op> static Operation *nextOfKind(Operation *op) {
+    for (Operation *next = op->getNextNode(); next; next = next->getNextNode())
+      if (isa<Op>(next))
+        return next;
+    return nullptr;
   }
 
   /// ZeRO-1's sharded state tensors (shardedUpdates), for the module.

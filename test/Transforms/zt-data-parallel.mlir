@@ -1,17 +1,23 @@
 // zt-optimizer with data-parallel: the gradients are averaged over the ranks
 // before the updates, in buckets filled in the order the backward produces
 // them (last layer first), each bucket one zt.all_reduce {mean} right after
-// its last gradient and before its updates, so a bucket's reduction overlaps
-// the rest of the backward.
+// its last gradient. Its updates wait until the next bucket's all_reduce is
+// placed, so a bucket's reduction runs while the next bucket is computed.
 // RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true bucket-bytes=2000" | FileCheck %s
 // CHECK-LABEL: func.func @mlp_loss
 // CHECK: %[[DB3:.+]] = zt.sum %{{.+}}, dims = [0] : (tensor<32x10xf32>) -> tensor<10xf32>
 // CHECK: %[[DW3:.+]] = zt.matmul %{{.+}} {transpose_lhs} : (tensor<32x128xf32>, tensor<32x10xf32>) -> tensor<128x10xf32>
 // CHECK-NEXT: %[[R3:.+]]:2 = zt.all_reduce %[[DB3]], %[[DW3]] {mean} : (tensor<10xf32>, tensor<128x10xf32>) -> (tensor<10xf32>, tensor<128x10xf32>)
+// CHECK-NOT: zt.sgd
+// CHECK: %[[R2:.+]]:2 = zt.all_reduce {{.+}} : (tensor<128xf32>, tensor<256x128xf32>)
 // CHECK-NEXT: zt.sgd %{{.+}}, %[[R3]]#0
 // CHECK-NEXT: zt.sgd %{{.+}}, %[[R3]]#1
-// CHECK: zt.all_reduce {{.+}} : (tensor<128xf32>, tensor<256x128xf32>)
-// CHECK: zt.all_reduce {{.+}} : (tensor<256xf32>, tensor<784x256xf32>)
+// CHECK-NOT: zt.sgd
+// CHECK: %[[R1:.+]]:2 = zt.all_reduce {{.+}} : (tensor<256xf32>, tensor<784x256xf32>)
+// CHECK-NEXT: zt.sgd %{{.+}}, %[[R2]]#0
+// CHECK-NEXT: zt.sgd %{{.+}}, %[[R2]]#1
+// CHECK-NEXT: zt.sgd %{{.+}}, %[[R1]]#0
+// CHECK-NEXT: zt.sgd %{{.+}}, %[[R1]]#1
 // CHECK-NOT: zt.all_reduce
 // CHECK: return
 
@@ -24,9 +30,9 @@
 // each gradient is computed in its part (the reduction is in place), and
 // the bucket lives from its first part's write to its last part's read.
 // RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true bucket-bytes=2000" -zt-print-liveness | FileCheck %s --check-prefix=LIVE
-// LIVE: #[[B:[0-9]+]] arena-part [14, 19) in #[[BUCKET:[0-9]+]] at 0 40 bytes: zt.sum at 14
-// LIVE: #[[W:[0-9]+]] arena-part [16, 20) in #[[BUCKET]] at 40 5120 bytes: zt.matmul at 16
-// LIVE: #[[BUCKET]] arena [14, 20) bucket of #[[B]] #[[W]] 5160 bytes
+// LIVE: #[[B:[0-9]+]] arena-part [14, 24) in #[[BUCKET:[0-9]+]] at 0 40 bytes: zt.sum at 14
+// LIVE: #[[W:[0-9]+]] arena-part [16, 25) in #[[BUCKET]] at 40 5120 bytes: zt.matmul at 16
+// LIVE: #[[BUCKET]] arena [14, 25) bucket of #[[B]] #[[W]] 5160 bytes
 // LIVE: 17 zt.all_reduce (#[[B]], #[[W]]) -> (#[[B]], #[[W]])
 
 // Accumulation: the apply entry averages the accumulators, in buckets,
@@ -43,14 +49,19 @@
 // shards) and reduce-scattered, this rank's shard of the flattened
 // parameters updated with state of one shard's size, and the shards
 // all-gathered back into the parameters (copied at the return); the module
-// records which parameters each state tensor covers.
+// records which parameters each state tensor covers. The update waits for
+// the next bucket's reduce_scatter, the slices for the next all_gather.
 // RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true ranks=2" | FileCheck %s --check-prefix=ZERO
 // ZERO: module attributes {zt.sharded_states = [{name = "zero.0.exp_avg", offsets = array<i64: 0, 10>, params = ["b3", "w3"], ranks = 2 : i64, suffix = ".exp_avg"}, {name = "zero.0.exp_avg_sq", offsets = array<i64: 0, 10>, params = ["b3", "w3"], ranks = 2 : i64, suffix = ".exp_avg_sq"}
 // ZERO-SAME: {name = "zero.2.exp_avg"
 // ZERO: %{{.+}}: tensor<645xf32> {zt.init = #zt.init<zeros>, zt.name = "zero.0.exp_avg", zt.role = #zt.role<optimizer_state>}
 // ZERO: %[[FLAT:.+]] = zt.concat(%{{.+}}, %{{.+}}) dim = 0 : (tensor<10xf32>, tensor<1280xf32>) -> tensor<1290xf32>
 // ZERO-NEXT: %[[G:.+]] = zt.reduce_scatter %[[FLAT]] {mean, ranks = 2 : i64} : (tensor<1290xf32>) -> tensor<645xf32>
+// ZERO-NOT: zt.shard
+// ZERO: zt.reduce_scatter %{{.+}} {mean, ranks = 2 : i64} : (tensor<32896xf32>) -> tensor<16448xf32>
 // ZERO: %[[P:.+]] = zt.shard %{{.+}} {ranks = 2 : i64} : (tensor<1290xf32>) -> tensor<645xf32>
 // ZERO-NEXT: %[[NEW:.+]], %{{.+}}, %{{.+}} = zt.adamw %[[P]], %[[G]]
 // ZERO-NEXT: %[[ALL:.+]] = zt.all_gather %[[NEW]] {ranks = 2 : i64} : (tensor<645xf32>) -> tensor<1290xf32>
+// ZERO-NOT: zt.slice
+// ZERO: zt.all_gather %{{.+}} {ranks = 2 : i64} : (tensor<16448xf32>) -> tensor<32896xf32>
 // ZERO-NEXT: zt.slice %[[ALL]] [0:10]

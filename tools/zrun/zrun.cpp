@@ -399,10 +399,17 @@ int main(int argc, char **argv) {
                 " bytes of the persistent region on each of %u ranks "
                 "(ZeRO-1)\n",
                 shardBytes, plan->worldSize());
-  if (communicator)
+  if (communicator) {
     std::printf(
         "  ranks                   %d, %" PRIu64 " collectives on each (%s)\n",
         world, communicator->collectives(), communicator->describe().c_str());
+    // What the kernels did not hide: rank 0's time waiting for the others.
+    double blocked = communicator->secondsBlocked();
+    std::printf("  blocked in collectives  %.2f ms per step (%.1f%% of the "
+                "step time, rank 0)\n",
+                s.stepsRun ? 1000.0 * blocked / s.stepsRun : 0.0,
+                seconds > 0 ? 100.0 * blocked / seconds : 0.0);
+  }
   if (!statsJson.empty() && rank == 0 &&
       !writeFile(statsJson, sessionStatsJson(s)))
     return 1;

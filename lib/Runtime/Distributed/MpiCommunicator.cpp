@@ -14,9 +14,20 @@
 
 using namespace zcc::runtime;
 
+/// A started collective: its MPI requests (one per chunk) and the call.
+struct Flight {
+  std::vector<MPI_Request> requests;
+  CollectiveCall call;
+  uint64_t number = 0; // the collective number of its first request
+  bool busy = false;
+};
+
 struct MpiCommunicator::Handles {
   MPI_Comm data = MPI_COMM_NULL;    // the collectives
   MPI_Comm control = MPI_COMM_NULL; // "where are you" after a timeout
+  /// Tickets index it; slots are reused, so a step allocates nothing once
+  /// the first has run.
+  std::vector<Flight> flights;
 };
 
 namespace {
@@ -91,22 +102,86 @@ std::string MpiCommunicator::describe() const {
   return "MPI (" + name + "), " + std::to_string(size_) + " ranks";
 }
 
-void MpiCommunicator::allReduce(void *data, uint64_t count, CollectiveType type,
-                                bool mean) {
-  bool wide = type == CollectiveType::F64;
+static const char *collectiveName(CollectiveCall::Kind kind) {
+  switch (kind) {
+  case CollectiveCall::Kind::AllReduce:
+    return "all_reduce";
+  case CollectiveCall::Kind::ReduceScatter:
+    return "reduce_scatter";
+  case CollectiveCall::Kind::AllGather:
+    return "all_gather";
+  }
+  return "collective";
+}
+
+uint64_t MpiCommunicator::start(const CollectiveCall &call) {
+  std::vector<Flight> &flights = handles->flights;
+  size_t ticket = 0;
+  while (ticket < flights.size() && flights[ticket].busy)
+    ++ticket;
+  if (ticket == flights.size())
+    flights.emplace_back();
+  Flight &f = flights[ticket];
+  f.busy = true;
+  f.call = call;
+  f.number = sequence + 1;
+  f.requests.clear();
+  bool wide = call.type == CollectiveType::F64;
   MPI_Datatype datatype = wide ? MPI_DOUBLE : MPI_FLOAT;
   size_t element = wide ? 8 : 4;
-  if (size_ > 1)
-    for (uint64_t at = 0; at < count; at += kChunk) {
-      ++sequence;
-      MPI_Request request;
-      MPI_Iallreduce(MPI_IN_PLACE, static_cast<char *>(data) + at * element,
-                     static_cast<int>(std::min(kChunk, count - at)), datatype,
-                     MPI_SUM, handles->data, &request);
-      wait(&request, "all_reduce");
+  auto issue = [&]() -> MPI_Request * {
+    ++sequence;
+    f.requests.push_back(MPI_REQUEST_NULL);
+    return &f.requests.back();
+  };
+  switch (call.kind) {
+  case CollectiveCall::Kind::AllReduce:
+    if (size_ > 1)
+      for (uint64_t at = 0; at < call.count; at += kChunk)
+        MPI_Iallreduce(MPI_IN_PLACE,
+                       static_cast<char *>(call.data) + at * element,
+                       static_cast<int>(std::min(kChunk, call.count - at)),
+                       datatype, MPI_SUM, handles->data, issue());
+    break;
+  case CollectiveCall::Kind::ReduceScatter:
+    MPI_Ireduce_scatter_block(call.source, call.data,
+                              shardCount(call.count, "reduce_scatter"),
+                              datatype, MPI_SUM, handles->data, issue());
+    break;
+  case CollectiveCall::Kind::AllGather: {
+    int n = shardCount(call.count, "all_gather");
+    MPI_Iallgather(call.source, n, datatype, call.data, n, datatype,
+                   handles->data, issue());
+    break;
+  }
+  }
+  return ticket;
+}
+
+void MpiCommunicator::finish(uint64_t ticket) {
+  Flight &f = handles->flights.at(static_cast<size_t>(ticket));
+  if (!f.busy)
+    abortJob("finish() of a collective not started (ticket " +
+             std::to_string(ticket) + ")");
+  Clock::time_point start = Clock::now();
+  if (!f.requests.empty())
+    wait(f.requests.data(), static_cast<int>(f.requests.size()),
+         collectiveName(f.call.kind), f.number);
+  blocked += secondsSince(start);
+  if (f.call.mean)
+    divide(f.call.data, f.call.count, f.call.type == CollectiveType::F64);
+  f.busy = false;
+}
+
+void MpiCommunicator::progress() {
+  // A rank that timed out may be asking where this one is.
+  serviceControl();
+  for (Flight &f : handles->flights)
+    if (f.busy && !f.requests.empty()) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(f.requests.size()), f.requests.data(), &done,
+                  MPI_STATUSES_IGNORE);
     }
-  if (mean)
-    divide(data, count, wide);
 }
 
 void MpiCommunicator::divide(void *data, uint64_t count, bool wide) const {
@@ -130,32 +205,6 @@ int MpiCommunicator::shardCount(uint64_t count, const char *what) {
   return static_cast<int>(count);
 }
 
-void MpiCommunicator::reduceScatter(const void *source, void *data,
-                                    uint64_t count, CollectiveType type,
-                                    bool mean) {
-  bool wide = type == CollectiveType::F64;
-  ++sequence;
-  MPI_Request request;
-  MPI_Ireduce_scatter_block(source, data, shardCount(count, "reduce_scatter"),
-                            wide ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
-                            handles->data, &request);
-  wait(&request, "reduce_scatter");
-  if (mean)
-    divide(data, count, wide);
-}
-
-void MpiCommunicator::allGather(const void *source, void *data, uint64_t count,
-                                CollectiveType type) {
-  bool wide = type == CollectiveType::F64;
-  ++sequence;
-  MPI_Request request;
-  MPI_Datatype datatype = wide ? MPI_DOUBLE : MPI_FLOAT;
-  int n = shardCount(count, "all_gather");
-  MPI_Iallgather(source, n, datatype, data, n, datatype, handles->data,
-                 &request);
-  wait(&request, "all_gather");
-}
-
 void MpiCommunicator::broadcast(void *data, uint64_t bytes) {
   if (size_ == 1)
     return;
@@ -165,7 +214,7 @@ void MpiCommunicator::broadcast(void *data, uint64_t bytes) {
     MPI_Ibcast(static_cast<char *>(data) + at,
                static_cast<int>(std::min(kChunk, bytes - at)), MPI_BYTE, 0,
                handles->data, &request);
-    wait(&request, "broadcast");
+    wait(&request, 1, "broadcast", sequence);
   }
 }
 
@@ -176,7 +225,7 @@ Status MpiCommunicator::checkSame(uint64_t value, const std::string &what) {
   MPI_Request request;
   MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1,
                  MPI_UNSIGNED_LONG_LONG, handles->data, &request);
-  wait(&request, "allgather");
+  wait(&request, 1, "allgather", sequence);
   std::string differ;
   for (int r = 1; r < size_; ++r)
     if (all[r] != all[0])
@@ -187,17 +236,18 @@ Status MpiCommunicator::checkSame(uint64_t value, const std::string &what) {
                    " of the job have another ", what, " than rank 0");
 }
 
-void MpiCommunicator::wait(void *request, const char *what) {
-  auto *req = static_cast<MPI_Request *>(request);
+void MpiCommunicator::wait(void *requests, int count, const char *what,
+                           uint64_t number) {
+  auto *req = static_cast<MPI_Request *>(requests);
   Clock::time_point start = Clock::now();
   for (int polls = 0;; ++polls) {
     int done = 0;
-    MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    MPI_Testall(count, req, &done, MPI_STATUSES_IGNORE);
     if (done)
       return;
     serviceControl();
     if (secondsSince(start) > options.timeoutSeconds)
-      timedOut(what);
+      timedOut(what, number);
     // Spin briefly (a collective of a small bucket is quick), then sleep so
     // a waiting rank does not take the core another rank computes on.
     if (polls > 200)
@@ -226,7 +276,7 @@ void MpiCommunicator::serviceControl() {
   }
 }
 
-void MpiCommunicator::timedOut(const char *what) {
+void MpiCommunicator::timedOut(const char *what, uint64_t number) {
   long long question[2] = {static_cast<long long>(sequence), 1};
   for (int r = 0; r < size_; ++r)
     if (r != rank_)
@@ -242,7 +292,7 @@ void MpiCommunicator::timedOut(const char *what) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::ostringstream os;
-  os << what << " (collective #" << sequence
+  os << what << " (collective #" << number
      << (step < 0 ? "" : ", step " + std::to_string(step))
      << ") did not complete within " << options.timeoutSeconds
      << " s (--collective-timeout):";

@@ -453,12 +453,12 @@ private:
     uint8_t *end = begin;
     auto flush = [&] {
       Collective c;
-      c.data = begin;
-      c.count = static_cast<uint64_t>(end - begin) / sizeof(T);
-      c.wide = sizeof(T) == 8;
-      c.mean = launch.params.mean;
+      c.call.data = begin;
+      c.call.count = static_cast<uint64_t>(end - begin) / sizeof(T);
+      c.call.type = collectiveType();
+      c.call.mean = launch.params.mean;
       c.communicator = memory.communicator;
-      if (c.count > 0)
+      if (c.call.count > 0)
         out.push_back(c);
     };
     for (size_t i = 0; i < n; ++i) {
@@ -476,18 +476,22 @@ private:
 
   /// reduce_scatter and all_gather: one collective between the whole and
   /// this rank's shard.
-  void shardCollective(Collective::Kind kind) {
+  void shardCollective(CollectiveCall::Kind kind) {
     Collective c;
-    c.kind = kind;
-    c.source = in<void>(0);
-    c.data = result<void>(0);
+    c.call.kind = kind;
+    c.call.source = in<void>(0);
+    c.call.data = result<void>(0);
     const TensorType &shard =
-        kind == Collective::Kind::ReduceScatter ? outType(0) : inType(0);
-    c.count = static_cast<uint64_t>(shard.numElements());
-    c.wide = sizeof(T) == 8;
-    c.mean = launch.params.mean;
+        kind == CollectiveCall::Kind::ReduceScatter ? outType(0) : inType(0);
+    c.call.count = static_cast<uint64_t>(shard.numElements());
+    c.call.type = collectiveType();
+    c.call.mean = launch.params.mean;
     c.communicator = memory.communicator;
     out.push_back(c);
+  }
+
+  static CollectiveType collectiveType() {
+    return sizeof(T) == 8 ? CollectiveType::F64 : CollectiveType::F32;
   }
 
   /// shard: a copy of this rank's part of the whole (the rank is known at
@@ -1021,10 +1025,10 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     allReduce();
     break;
   case KernelId::ReduceScatter:
-    shardCollective(Collective::Kind::ReduceScatter);
+    shardCollective(CollectiveCall::Kind::ReduceScatter);
     break;
   case KernelId::AllGather:
-    shardCollective(Collective::Kind::AllGather);
+    shardCollective(CollectiveCall::Kind::AllGather);
     break;
   case KernelId::Shard:
     shard();

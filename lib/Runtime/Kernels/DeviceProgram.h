@@ -74,24 +74,16 @@ struct CopyOut { // device to host (pinned staging)
   uint64_t bytes = 0;
 };
 
-/// Communication between the ranks of a data-parallel job, f32 or the
-/// CPU's f64 (`wide`). AllReduce: `count` elements at `data` summed in
-/// place over the ranks (divided by their number with `mean`): a bucket.
-/// ReduceScatter: `source` (count times the ranks) summed over the ranks
-/// (or averaged), rank r's `count` elements of the sum into `data`.
-/// AllGather: every rank's `count` elements at `source`, in rank order,
-/// into `data`. The host runs it through `communicator` (MPI); the CUDA
-/// executor through NCCL on the step's stream. No communicator: a job of
-/// one rank, where each is the identity.
+/// Communication between the ranks of a data-parallel job (the call's
+/// kinds: Communicator.h), f32 or the CPU's f64. AllReduce: a bucket, in
+/// place. The host runs it through `communicator` (MPI); the CUDA executor
+/// through NCCL in the step's graph. No communicator: a job of one rank,
+/// where each is the identity.
 struct Collective {
-  enum class Kind : uint8_t { AllReduce, ReduceScatter, AllGather };
-  Kind kind = Kind::AllReduce;
-  const void *source = nullptr;
-  void *data = nullptr;
-  uint64_t count = 0;
-  bool wide = false;
-  bool mean = false;
+  CollectiveCall call;
   Communicator *communicator = nullptr;
+  bool wide() const { return call.type == CollectiveType::F64; }
+  uint64_t bytes() const { return call.count * (wide() ? 8 : 4); }
 };
 
 /// An entry's steps with float tensors held as T: float for plans run in

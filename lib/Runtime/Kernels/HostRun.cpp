@@ -451,25 +451,13 @@ struct HostLauncher {
   void run(const CopyIn &c) const { std::memcpy(c.device, c.host, c.bytes); }
   void run(const CopyOut &c) const { std::memcpy(c.host, c.device, c.bytes); }
   void run(const Collective &c) const {
-    CollectiveType type = c.wide ? CollectiveType::F64 : CollectiveType::F32;
-    switch (c.kind) {
-    case Collective::Kind::AllReduce:
-      if (c.communicator)
-        c.communicator->allReduce(c.data, c.count, type, c.mean);
-      return;
-    case Collective::Kind::ReduceScatter:
-      if (c.communicator)
-        c.communicator->reduceScatter(c.source, c.data, c.count, type, c.mean);
-      else // one rank: its shard is the whole
-        std::memcpy(c.data, c.source, c.count * (c.wide ? 8 : 4));
-      return;
-    case Collective::Kind::AllGather:
-      if (c.communicator)
-        c.communicator->allGather(c.source, c.data, c.count, type);
-      else
-        std::memcpy(c.data, c.source, c.count * (c.wide ? 8 : 4));
+    if (c.communicator) {
+      c.communicator->finish(c.communicator->start(c.call));
       return;
     }
+    // One rank: a sum or mean is its own values, a shard the whole.
+    if (c.call.kind != CollectiveCall::Kind::AllReduce)
+      std::memcpy(c.call.data, c.call.source, c.bytes());
   }
 };
 

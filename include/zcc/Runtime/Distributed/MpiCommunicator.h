@@ -2,11 +2,12 @@
 //
 // The Communicator of a job started by `mpirun -np N zrun ...`: MPI's
 // collectives on a duplicate of MPI_COMM_WORLD (docs/distributed.md). Each
-// collective is issued non-blocking and waited for with a deadline, so a
-// rank that hangs or dies cannot stall the others silently: past the
-// deadline a rank asks every other where it is, waits a short grace for
-// the answers, names the ranks that did not answer (or that are elsewhere),
-// and ends the job (MPI_Abort).
+// collective is issued non-blocking (a step's run on while the kernels
+// compute) and waited for with a deadline, so a rank that hangs or dies
+// cannot stall the others silently: past the deadline a rank asks every
+// other where it is, waits a short grace for the answers, names the ranks
+// that did not answer (or that are elsewhere), and ends the job
+// (MPI_Abort).
 //
 // A separate library (ZCCRuntimeMPI): the runtime itself links no MPI.
 //
@@ -43,15 +44,13 @@ public:
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  void allReduce(void *data, uint64_t count, CollectiveType type,
-                 bool mean) override;
-  void reduceScatter(const void *source, void *data, uint64_t count,
-                     CollectiveType type, bool mean) override;
-  void allGather(const void *source, void *data, uint64_t count,
-                 CollectiveType type) override;
+  uint64_t start(const CollectiveCall &call) override;
+  void finish(uint64_t ticket) override;
+  void progress() override;
   void broadcast(void *data, uint64_t bytes) override;
   Status checkSame(uint64_t value, const std::string &what) override;
   uint64_t collectives() const override { return sequence; }
+  double secondsBlocked() const override { return blocked; }
   std::string describe() const override;
 
   /// The step the job is in, named when a collective times out (set every
@@ -64,15 +63,16 @@ public:
 
 private:
   MpiCommunicator() = default;
-  /// Waits for `request` (an MPI_Request) until the deadline, answering the
-  /// other ranks' questions meanwhile.
-  void wait(void *request, const char *what);
+  /// Waits for `count` MPI_Requests at `requests` until the deadline,
+  /// answering the other ranks' questions meanwhile; `number` is the first
+  /// one's collective number, named with `what` when it times out.
+  void wait(void *requests, int count, const char *what, uint64_t number);
   void serviceControl();
   /// `count` as MPI's int, or the job ends naming `what`.
   int shardCount(uint64_t count, const char *what);
   /// Each of `count` elements divided by size().
   void divide(void *data, uint64_t count, bool wide) const;
-  [[noreturn]] void timedOut(const char *what);
+  [[noreturn]] void timedOut(const char *what, uint64_t number);
 
   Options options;
   /// MPI_Comm handles, as integers or pointers depending on the MPI.
@@ -85,6 +85,7 @@ private:
   /// Per rank, the collective it last said it was at (-1: no word).
   std::vector<int64_t> heard;
   int64_t step = -1; // -1: not in a step (load, checkpoints)
+  double blocked = 0; // seconds in finish()
 };
 
 } // namespace zcc::runtime

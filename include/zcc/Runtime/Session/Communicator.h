@@ -27,6 +27,22 @@ namespace zcc::runtime {
 /// an f32 plan in its f64 reference precision.
 enum class CollectiveType { F32, F64 };
 
+/// One collective of a step. AllReduce: `count` elements at `data` become
+/// their sum over the ranks (every rank gets the same bits). ReduceScatter
+/// (ZeRO-1): `source` (`count` elements times the ranks) summed over the
+/// ranks; this rank's `count` elements of the sum, from rank() * count on,
+/// go to `data`. AllGather: every rank's `count` elements at `source`, in
+/// rank order, into `data`. With `mean` a sum is divided by the ranks.
+struct CollectiveCall {
+  enum class Kind : uint8_t { AllReduce, ReduceScatter, AllGather };
+  Kind kind = Kind::AllReduce;
+  const void *source = nullptr;
+  void *data = nullptr;
+  uint64_t count = 0;
+  CollectiveType type = CollectiveType::F32;
+  bool mean = false;
+};
+
 class Communicator {
 public:
   virtual ~Communicator() = default;
@@ -34,18 +50,35 @@ public:
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
-  /// `count` elements at `data` become their sum over the ranks (every rank
-  /// gets the same bits), divided by size() with `mean`. Blocking.
-  virtual void allReduce(void *data, uint64_t count, CollectiveType type,
-                         bool mean) = 0;
-  /// ZeRO-1: `source` (`count` elements times size()) summed over the ranks
-  /// (divided by size() with `mean`); this rank's `count` elements of the
-  /// sum, from rank() * count on, go to `data`.
-  virtual void reduceScatter(const void *source, void *data, uint64_t count,
-                             CollectiveType type, bool mean) = 0;
-  /// Every rank's `count` elements at `source`, in rank order, into `data`.
-  virtual void allGather(const void *source, void *data, uint64_t count,
-                         CollectiveType type) = 0;
+  /// Begins `call` and returns at once: its bytes belong to the collective
+  /// (nothing may write them, nor read `data`) until finish() of the ticket
+  /// returns, with the mean divided in. Every rank starts the same calls in
+  /// the same order; tickets may be finished in any order. The CPU executor
+  /// starts a bucket's reduction when the bucket is complete and finishes
+  /// it before the first step that touches it, so the rest of the backward
+  /// runs meanwhile.
+  virtual uint64_t start(const CollectiveCall &call) = 0;
+  virtual void finish(uint64_t ticket) = 0;
+  /// Lets started collectives advance (an MPI advances them only inside its
+  /// calls); the CPU executor calls it between kernels.
+  virtual void progress() {}
+
+  /// Blocking forms: start and finish.
+  void allReduce(void *data, uint64_t count, CollectiveType type, bool mean) {
+    finish(start(
+        {CollectiveCall::Kind::AllReduce, nullptr, data, count, type, mean}));
+  }
+  void reduceScatter(const void *source, void *data, uint64_t count,
+                     CollectiveType type, bool mean) {
+    finish(start({CollectiveCall::Kind::ReduceScatter, source, data, count,
+                  type, mean}));
+  }
+  void allGather(const void *source, void *data, uint64_t count,
+                 CollectiveType type) {
+    finish(start(
+        {CollectiveCall::Kind::AllGather, source, data, count, type, false}));
+  }
+
   /// Rank 0's `bytes` at `data` replace every other rank's.
   virtual void broadcast(void *data, uint64_t bytes) = 0;
   /// Fails unless every rank gives the same `value`; the message names the
@@ -53,6 +86,9 @@ public:
   virtual Status checkSame(uint64_t value, const std::string &what) = 0;
   /// Collectives run so far (a bucket reduction counts once per call).
   virtual uint64_t collectives() const = 0;
+  /// Seconds this rank has spent blocked in finish(): the communication
+  /// the computation did not hide.
+  virtual double secondsBlocked() const = 0;
   /// "MPI (Open MPI 4.1.4), 2 ranks": for messages and stats.
   virtual std::string describe() const = 0;
 };

@@ -45,18 +45,40 @@ struct Span {
   size_t bytes;
 };
 
-/// One launch: its steps (the kernels every executor runs, DeviceProgram.h)
-/// and the buffers whose last use it is.
+bool overlaps(const std::vector<Span> &a, const std::vector<Span> &b) {
+  for (const Span &x : a)
+    for (const Span &y : b)
+      if (x.data < y.data + y.bytes && y.data < x.data + x.bytes)
+        return true;
+  return false;
+}
+
+/// One launch: its steps (the kernels every executor runs, DeviceProgram.h),
+/// the collectives to finish before it and the buffers whose last use it is.
 struct PreparedLaunch {
   size_t endStep;
+  /// Into PreparedEntry::waits: [firstWait, endWait) before the launch,
+  /// [endWait, endPoisonWait) after it, before its buffers are poisoned.
+  size_t firstWait, endWait, endPoisonWait;
   size_t firstPoison, endPoison; // into PreparedEntry::poison
+  bool communicates = false;     // its Collective steps start, not block
 };
 
+/// A data-parallel step overlaps its collectives with the kernels: a
+/// Collective step starts (Communicator::start) and the executor finishes
+/// it before the first later launch that reads what it writes or writes
+/// what it reads or writes, so a bucket's reduction runs during the rest of
+/// the backward. Each Collective step of the entry has a slot for its
+/// ticket, in program order.
 struct PreparedEntry {
   // The entry's program, in the session's precision.
   std::vector<device::StepOf<float>> steps32;
   std::vector<device::StepOf<double>> steps64;
   std::vector<PreparedLaunch> launches;
+  std::vector<uint32_t> waits;      // collective slots
+  std::vector<uint32_t> finalWaits; // finished when the entry ends
+  std::vector<uint64_t> tickets;    // per slot, while it runs
+  std::vector<uint8_t> started;     // per slot: started, not yet finished
   std::vector<Span> poison;
 };
 
@@ -234,23 +256,87 @@ Status CpuExecutor::prepareEntry(size_t index) {
   }
 
   std::vector<std::vector<uint32_t>> dyingAfter = e.arenaBuffersDyingAfter();
+  // Collectives started and not yet finished: their slots and bytes.
+  struct Pending {
+    uint32_t firstSlot, endSlot;
+    std::vector<Span> reads, writes;
+  };
+  std::vector<Pending> pending;
+  uint32_t slots = 0;
+  auto bytesOf = [&](const std::vector<uint32_t> &tensors) {
+    std::vector<Span> spans;
+    for (uint32_t t : tensors) {
+      uint32_t b = e.tensors[t].buffer;
+      spans.push_back({memory.buffers[b], e.buffers[b].size * scale});
+    }
+    return spans;
+  };
+  // Moves the pending collectives that `conflict` to the waits.
+  auto finishIf = [&](auto conflict) {
+    for (size_t k = 0; k < pending.size();) {
+      if (!conflict(pending[k])) {
+        ++k;
+        continue;
+      }
+      for (uint32_t slot = pending[k].firstSlot; slot < pending[k].endSlot;
+           ++slot)
+        prepared.waits.push_back(slot);
+      pending.erase(pending.begin() + static_cast<ptrdiff_t>(k));
+    }
+  };
   for (size_t i = 0; i < e.launches.size(); ++i) {
+    const Launch &launch = e.launches[i];
     PreparedLaunch p;
+    std::vector<Span> reads = bytesOf(launch.inputs);
+    std::vector<Span> writes = bytesOf(launch.outputs);
+    p.firstWait = prepared.waits.size();
+    finishIf([&](const Pending &c) {
+      return overlaps(reads, c.writes) || overlaps(writes, c.writes) ||
+             overlaps(writes, c.reads);
+    });
+    p.endWait = prepared.waits.size();
+    size_t firstStep = 0;
     auto append = [&](auto &steps) {
+      firstStep = steps.size();
       Status status = device::appendLaunch(e, i, memory, steps);
       p.endStep = steps.size();
       return status;
     };
     ZRT_RETURN_IF_ERROR(wide() ? append(prepared.steps64)
                                : append(prepared.steps32));
+    p.communicates = communicator && kernelCommunicates(launch.kernel);
+    if (p.communicates) {
+      uint32_t collectives = 0;
+      auto count = [&](const auto &steps) {
+        for (size_t k = firstStep; k < steps.size(); ++k)
+          collectives += std::holds_alternative<device::Collective>(steps[k]);
+      };
+      wide() ? count(prepared.steps64) : count(prepared.steps32);
+      pending.push_back(
+          {slots, slots + collectives, std::move(reads), std::move(writes)});
+      slots += collectives;
+    }
     p.firstPoison = prepared.poison.size();
     if (mode == ExecutionMode::Poison)
       for (uint32_t b : dyingAfter[i])
         prepared.poison.push_back(
             {memory.buffers[b], e.buffers[b].size * scale});
     p.endPoison = prepared.poison.size();
+    // Poisoning writes: what it overwrites must not be in flight.
+    std::vector<Span> poisoned(prepared.poison.begin() +
+                                   static_cast<ptrdiff_t>(p.firstPoison),
+                               prepared.poison.end());
+    finishIf([&](const Pending &c) {
+      return overlaps(poisoned, c.reads) || overlaps(poisoned, c.writes);
+    });
+    p.endPoisonWait = prepared.waits.size();
     prepared.launches.push_back(p);
   }
+  for (const Pending &c : pending)
+    for (uint32_t slot = c.firstSlot; slot < c.endSlot; ++slot)
+      prepared.finalWaits.push_back(slot);
+  prepared.tickets.assign(slots, 0);
+  prepared.started.assign(slots, 0);
   return Status::ok();
 }
 
@@ -265,18 +351,47 @@ template <typename T> Status CpuExecutor::runEntry(int index, int64_t step) {
   else
     steps = &prepared.steps32;
   std::memset(error, 0, sizeof(*error));
+  auto finish = [&](uint32_t slot) {
+    communicator->finish(prepared.tickets[slot]);
+    prepared.started[slot] = 0;
+  };
   size_t begin = 0;
+  uint32_t slot = 0;
   for (const PreparedLaunch &p : prepared.launches) {
-    device::runOnHost<T>(steps->data() + begin, steps->data() + p.endStep,
-                         false, threads.get());
+    for (size_t k = p.firstWait; k < p.endWait; ++k)
+      finish(prepared.waits[k]);
+    const device::StepOf<T> *first = steps->data() + begin;
+    const device::StepOf<T> *last = steps->data() + p.endStep;
+    if (!p.communicates) {
+      device::runOnHost<T>(first, last, false, threads.get());
+    } else {
+      for (const device::StepOf<T> *s = first; s != last; ++s)
+        if (const auto *c = std::get_if<device::Collective>(s)) {
+          prepared.tickets[slot] = communicator->start(c->call);
+          prepared.started[slot++] = 1;
+        } else {
+          device::runOnHost<T>(s, s + 1, false, threads.get());
+        }
+    }
     begin = p.endStep;
+    if (communicator)
+      communicator->progress();
     // Stop at the first bad index or label: nothing after it runs, so no
-    // persistent tensor changes.
-    if (error->flag)
+    // persistent tensor changes. The collectives in flight finish first
+    // (every rank runs them).
+    if (error->flag) {
+      for (uint32_t k = 0; k < prepared.started.size(); ++k)
+        if (prepared.started[k])
+          finish(k);
       return device::stepDataError(e, step, *error);
+    }
+    for (size_t k = p.endWait; k < p.endPoisonWait; ++k)
+      finish(prepared.waits[k]);
     for (size_t k = p.firstPoison; k < p.endPoison; ++k)
       poisonBytes(prepared.poison[k].data, prepared.poison[k].bytes, wide());
   }
+  for (uint32_t k : prepared.finalWaits)
+    finish(k);
   return Status::ok();
 }
 

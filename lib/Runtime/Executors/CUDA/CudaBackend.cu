@@ -246,11 +246,12 @@ struct CudaLauncher {
                            stream),
            "cudaMemcpyAsync (outputs)");
   }
-  void operator()(const Collective &c) {
-    using Kind = Collective::Kind;
+  void operator()(const Collective &collective) {
+    using Kind = CollectiveCall::Kind;
+    const CollectiveCall &c = collective.call;
 #ifdef ZCC_HAVE_NCCL
     if (nccl) {
-      ncclDataType_t type = c.wide ? ncclDouble : ncclFloat;
+      ncclDataType_t type = collective.wide() ? ncclDouble : ncclFloat;
       // ncclAvg: the sum over the ranks divided by their number.
       ncclRedOp_t op = c.mean ? ncclAvg : ncclSum;
       ncclResult_t r = ncclSuccess;
@@ -274,11 +275,12 @@ struct CudaLauncher {
     // No communicator: one rank, whose sum and mean are its own values and
     // whose shard is the whole. Several ranks without NCCL fail at load
     // (openNccl).
-    if (c.communicator && c.communicator->size() > 1 && error.empty())
-      error = "a collective over " + std::to_string(c.communicator->size()) +
+    Communicator *comm = collective.communicator;
+    if (comm && comm->size() > 1 && error.empty())
+      error = "a collective over " + std::to_string(comm->size()) +
               " ranks without an NCCL communicator";
     if (c.kind != Kind::AllReduce && c.count)
-      note(cudaMemcpyAsync(c.data, c.source, c.count * (c.wide ? 8 : 4),
+      note(cudaMemcpyAsync(c.data, c.source, collective.bytes(),
                            cudaMemcpyDeviceToDevice, stream),
            "cudaMemcpyAsync (one rank's shard)");
   }
