@@ -853,7 +853,9 @@ private:
     f.x = in<S>(0);
     f.step = in<int64_t>(1);
     f.y = result<S>(0);
-    f.seed = static_cast<uint64_t>(launch.params.seed);
+    f.seed = rankDropoutSeed(static_cast<uint64_t>(launch.params.seed),
+                             memory.communicator ? memory.communicator->rank()
+                                                 : 0);
     f.rate = rate;
     f.keepProbability = static_cast<T>(1.0 - rate);
     f.threshold = dropoutThreshold(rate);

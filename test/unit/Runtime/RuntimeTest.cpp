@@ -564,8 +564,11 @@ TEST(Session, F64PrecisionAgreesWithF32) {
 /// every launch).
 class LateCommunicator final : public Communicator {
 public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
+  /// Any rank of any size, alone: its sums are its own values.
+  explicit LateCommunicator(int rank = 0, int size = 1)
+      : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
   uint64_t start(const CollectiveCall &call) override {
     Flight f;
     f.call = call;
@@ -586,7 +589,7 @@ public:
     size_t bytes = f.call.count * (f.call.type == CollectiveType::F64 ? 8 : 4);
     if (f.call.kind == CollectiveCall::Kind::AllReduce)
       std::memcpy(f.call.data, f.saved.data(), bytes);
-    else // one rank: the shard is the whole
+    else // alone: the shard is the whole
       std::memcpy(f.call.data, f.call.source, bytes);
     f.done = true;
     mostInFlight = std::max(mostInFlight, progressCalls - f.startedAt);
@@ -618,6 +621,7 @@ private:
   };
   std::vector<Flight> flights;
   uint64_t progressCalls = 0;
+  int rank_, size_;
 };
 
 /// The CPU executor overlaps a data-parallel step's collectives with the
@@ -655,6 +659,25 @@ TEST(DataParallel, CollectivesOverlapKernelsWithoutTouchingTheirBytes) {
       if (mode == ExecutionMode::Planned)
         EXPECT_GE(late->mostInFlight, 5u); // 1 without overlap
     }
+}
+
+/// Each rank draws its own dropout masks; rank 0 draws a single process's.
+/// The GPT example has dropout; the same data on every rank isolates it.
+TEST(DataParallel, EachRankDrawsItsOwnDropoutMasks) {
+  REQUIRE_PLANS();
+  std::shared_ptr<Plan> plan = loadExample("gpt_block_dp");
+  Trainer alone(plan, ExecutionMode::Planned);
+  Trainer rank0(plan, ExecutionMode::Planned, Precision::F32,
+                std::make_shared<LateCommunicator>(0, 2));
+  Trainer rank1(plan, ExecutionMode::Planned, Precision::F32,
+                std::make_shared<LateCommunicator>(1, 2));
+  Trainer rank1again(plan, ExecutionMode::Planned, Precision::F32,
+                     std::make_shared<LateCommunicator>(1, 2));
+  float a = alone.step(0), b = rank0.step(0), c = rank1.step(0),
+        d = rank1again.step(0);
+  EXPECT_EQ(std::memcmp(&a, &b, 4), 0) << a << " " << b;
+  EXPECT_NE(std::memcmp(&b, &c, 4), 0) << "rank 1 drew rank 0's masks";
+  EXPECT_EQ(std::memcmp(&c, &d, 4), 0) << c << " " << d;
 }
 
 TEST(Session, CheckpointRoundTripAndResume) {

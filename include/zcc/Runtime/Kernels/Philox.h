@@ -118,6 +118,14 @@ ZRT_HOST_DEVICE inline uint64_t dropoutThreshold(double rate) {
   return static_cast<double>(whole) < scaled ? whole + 1 : whole;
 }
 
+/// The dropout key of rank `rank` of a data-parallel job: the seed moved by
+/// rank times SplitMix64's increment, so each rank draws its own masks (one
+/// process at N times the batch would draw a different mask for every row),
+/// and rank 0, or a job of one, draws a single process's.
+ZRT_HOST_DEVICE inline uint64_t rankDropoutSeed(uint64_t seed, int rank) {
+  return seed + static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ull;
+}
+
 /// Whether dropout keeps element `index` at `step` (docs/zt-dialect.md,
 /// "Randomness"): key = seed, counter = (index / 4, step), output word
 /// `w = words[index % 4]` gives `u = w * 2^-32`, kept when `u >= rate`. One
