@@ -75,6 +75,51 @@ zrt_status zrt_session_create(const zrt_plan *plan,
                               zrt_session **out_session);
 void zrt_session_free(zrt_session *session);
 
+/* A data-parallel job's ranks for plans compiled with --data-parallel
+ * (docs/distributed.md), through the caller's own engine (MPI, a
+ * framework's process group): the runtime calls these from the thread
+ * that runs the session. Each returns 0 on success; any other value ends
+ * the process with a message naming the rank and the collective, as a
+ * failed collective leaves the other ranks nothing to do. */
+typedef enum {
+  /* `count` elements at `data` become their sum over the ranks, in place,
+   * the same bits on every rank (the runtime divides for the mean). */
+  ZRT_COLLECTIVE_ALL_REDUCE = 0,
+  /* `source` (`count` times the ranks) summed over the ranks; this rank's
+   * `count` elements of the sum, from rank * count on, into `data`. */
+  ZRT_COLLECTIVE_REDUCE_SCATTER = 1,
+  /* Every rank's `count` elements at `source`, in rank order, into `data`. */
+  ZRT_COLLECTIVE_ALL_GATHER = 2,
+} zrt_collective_kind;
+
+typedef struct {
+  int rank, size;
+  void *user_data;
+  /* Begins a collective of f32 elements (f64 when `f64` is non-zero) and
+   * may return before it completes, with a ticket for `finish`; its bytes
+   * are untouched by the runtime until then. Every rank starts the same
+   * collectives in the same order. */
+  int (*start)(void *user_data, zrt_collective_kind kind, const void *source,
+               void *data, uint64_t count, int f64, uint64_t *out_ticket);
+  /* Waits for a started collective; tickets finish in any order. */
+  int (*finish)(void *user_data, uint64_t ticket);
+  /* Rank 0's `bytes` at `data` replace every other rank's. */
+  int (*broadcast)(void *user_data, void *data, uint64_t bytes);
+  /* Optional (may be NULL): lets started collectives advance; called
+   * between kernels. */
+  void (*progress)(void *user_data);
+} zrt_communicator;
+
+/* zrt_session_create for one rank of a data-parallel job: checks that
+ * every rank loaded the same plan and gives every rank rank 0's parameters
+ * (both through `communicator`, which every rank must call this with), and
+ * each step reduces the gradients over the ranks. `communicator` is copied;
+ * its user_data must outlive the session. */
+zrt_status zrt_session_create_distributed(const zrt_plan *plan,
+                                          const zrt_session_options *options,
+                                          const zrt_communicator *communicator,
+                                          zrt_session **out_session);
+
 /* `entry` may be NULL or "" for the plan's training entry. Inputs are
  * given in their own dtype (f32, i32 or i64), `size` bytes exactly. */
 zrt_status zrt_session_set_input(zrt_session *session, const char *entry,

@@ -3,11 +3,16 @@
 #include "zcc/Runtime/zrt.h"
 
 #include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Session/Communicator.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Session/Trainer.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <new>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 using namespace zcc::runtime;
@@ -36,7 +41,7 @@ zrt_status wrap(const Status &status) {
       static_cast<zrt_status_code>(status.code()), status.toString()};
 }
 
-zrt_status invalidArgument(const char *message) {
+zrt_status invalidArgument(const std::string &message) {
   return wrap(Status(StatusCode::InvalidArgument, message));
 }
 
@@ -79,6 +84,112 @@ struct Feed {
     return out;
   }
 };
+
+} // namespace
+
+namespace {
+
+/// zrt_communicator's callbacks as a Communicator.
+class CallbackCommunicator final : public Communicator {
+public:
+  explicit CallbackCommunicator(const zrt_communicator &c) : c(c) {}
+  int rank() const override { return c.rank; }
+  int size() const override { return c.size; }
+  uint64_t start(const CollectiveCall &call) override {
+    static_assert(static_cast<int>(CollectiveCall::Kind::ReduceScatter) ==
+                          ZRT_COLLECTIVE_REDUCE_SCATTER &&
+                      static_cast<int>(CollectiveCall::Kind::AllGather) ==
+                          ZRT_COLLECTIVE_ALL_GATHER,
+                  "zrt_collective_kind follows CollectiveCall::Kind");
+    ++started;
+    uint64_t ticket = 0;
+    check(c.start(c.user_data, static_cast<zrt_collective_kind>(call.kind),
+                  call.source, call.data, call.count,
+                  call.type == CollectiveType::F64, &ticket),
+          "start");
+    calls[ticket] = call;
+    return ticket;
+  }
+  void finish(uint64_t ticket) override {
+    check(c.finish(c.user_data, ticket), "finish");
+    auto it = calls.find(ticket);
+    if (it == calls.end())
+      fail("finish", "a ticket start did not give");
+    CollectiveCall call = it->second;
+    calls.erase(it);
+    if (call.mean && c.size > 1) {
+      if (call.type == CollectiveType::F64)
+        divide(static_cast<double *>(call.data), call.count);
+      else
+        divide(static_cast<float *>(call.data), call.count);
+    }
+  }
+  void progress() override {
+    if (c.progress)
+      c.progress(c.user_data);
+  }
+  void broadcast(void *data, uint64_t bytes) override {
+    check(c.broadcast(c.user_data, data, bytes), "broadcast");
+  }
+  Status checkSame(uint64_t value, const std::string &what) override {
+    // Every rank's value gathered as one f64-sized element: bits, no
+    // arithmetic.
+    std::vector<uint64_t> all(static_cast<size_t>(c.size));
+    allGather(&value, all.data(), 1, CollectiveType::F64);
+    std::string differ;
+    for (int r = 1; r < c.size; ++r)
+      if (all[r] != all[0])
+        differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+    if (differ.empty())
+      return Status::ok();
+    return makeError(StatusCode::InvalidArgument, "rank(s) ", differ,
+                     " of the job have another ", what, " than rank 0");
+  }
+  uint64_t collectives() const override { return started; }
+  double secondsBlocked() const override { return 0; }
+  std::string describe() const override {
+    return "the caller's communicator, " + std::to_string(c.size) + " ranks";
+  }
+
+private:
+  template <typename T> void divide(T *v, uint64_t n) const {
+    for (uint64_t i = 0; i < n; ++i)
+      v[i] /= static_cast<T>(c.size);
+  }
+  void check(int result, const char *what) const {
+    if (result != 0)
+      fail(what, "returned " + std::to_string(result));
+  }
+  [[noreturn]] void fail(const char *what, const std::string &why) const {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "zrt: error: rank %d of %d: the communicator's %s %s; a "
+                 "failed collective ends the job\n",
+                 c.rank, c.size, what, why.c_str());
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+
+  zrt_communicator c;
+  std::unordered_map<uint64_t, CollectiveCall> calls;
+  uint64_t started = 0;
+};
+
+zrt_status sessionOptions(const char *caller,
+                          const zrt_session_options *options,
+                          SessionOptions &o) {
+  if (!options)
+    return nullptr;
+  if (options->mode < ZRT_MODE_PLANNED || options->mode > ZRT_MODE_POISON)
+    return invalidArgument(std::string(caller) + ": unknown mode");
+  if (options->precision != ZRT_PRECISION_F32 &&
+      options->precision != ZRT_PRECISION_F64)
+    return invalidArgument(std::string(caller) + ": unknown precision");
+  o.mode = static_cast<ExecutionMode>(options->mode);
+  o.precision = static_cast<Precision>(options->precision);
+  o.seed = options->seed;
+  return nullptr;
+}
 
 } // namespace
 
@@ -132,22 +243,41 @@ void zrt_session_options_init(zrt_session_options *options) {
   options->seed = 0;
 }
 
+zrt_status zrt_session_create_distributed(const zrt_plan *plan,
+                                          const zrt_session_options *options,
+                                          const zrt_communicator *communicator,
+                                          zrt_session **out_session) {
+  const char *caller = "zrt_session_create_distributed";
+  if (!plan || !communicator || !out_session)
+    return invalidArgument(std::string(caller) + ": null argument");
+  const zrt_communicator &c = *communicator;
+  if (!c.start || !c.finish || !c.broadcast)
+    return invalidArgument(std::string(caller) +
+                           ": the communicator lacks start, finish or "
+                           "broadcast");
+  if (c.size < 1 || c.rank < 0 || c.rank >= c.size)
+    return invalidArgument(std::string(caller) + ": rank " +
+                           std::to_string(c.rank) + " of " +
+                           std::to_string(c.size) + " ranks");
+  SessionOptions o;
+  if (zrt_status s = sessionOptions(caller, options, o))
+    return s;
+  o.communicator = std::make_shared<CallbackCommunicator>(c);
+  std::unique_ptr<Session> session;
+  if (zrt_status s = wrap(Session::create(plan->plan, o, session)))
+    return s;
+  *out_session = new zrt_session_s{std::move(session)};
+  return nullptr;
+}
+
 zrt_status zrt_session_create(const zrt_plan *plan,
                               const zrt_session_options *options,
                               zrt_session **out_session) {
   if (!plan || !out_session)
     return invalidArgument("zrt_session_create: null argument");
   SessionOptions o;
-  if (options) {
-    if (options->mode < ZRT_MODE_PLANNED || options->mode > ZRT_MODE_POISON)
-      return invalidArgument("zrt_session_create: unknown mode");
-    if (options->precision != ZRT_PRECISION_F32 &&
-        options->precision != ZRT_PRECISION_F64)
-      return invalidArgument("zrt_session_create: unknown precision");
-    o.mode = static_cast<ExecutionMode>(options->mode);
-    o.precision = static_cast<Precision>(options->precision);
-    o.seed = options->seed;
-  }
+  if (zrt_status s = sessionOptions("zrt_session_create", options, o))
+    return s;
   std::unique_ptr<Session> session;
   if (zrt_status s = wrap(Session::create(plan->plan, o, session)))
     return s;

@@ -735,6 +735,140 @@ TEST(Session, BadLabelIsAnErrorNamingIt) {
 // The C API
 //===----------------------------------------------------------------------===//
 
+/// Rank 0 of two whose other rank computes the same gradients: sums are
+/// twice the values, shards the first half. The work is done at finish.
+struct TwinJob {
+  struct Call {
+    zrt_collective_kind kind;
+    const void *source;
+    void *data;
+    uint64_t count;
+    bool f64; // the plan check's gather of one 64-bit value
+  };
+  std::vector<Call> calls;
+  int finished = 0, broadcasts = 0, progressed = 0;
+
+  static int start(void *self, zrt_collective_kind kind, const void *source,
+                   void *data, uint64_t count, int f64, uint64_t *ticket) {
+    auto &job = *static_cast<TwinJob *>(self);
+    *ticket = job.calls.size();
+    job.calls.push_back({kind, source, data, count, f64 != 0});
+    return 0;
+  }
+  static int finish(void *self, uint64_t ticket) {
+    auto &job = *static_cast<TwinJob *>(self);
+    const Call &c = job.calls.at(ticket);
+    if (c.f64)
+      twice<double>(c);
+    else
+      twice<float>(c);
+    ++job.finished;
+    return 0;
+  }
+  template <typename T> static void twice(const Call &c) {
+    auto *data = static_cast<T *>(c.data);
+    const auto *source = static_cast<const T *>(c.source);
+    for (uint64_t i = 0; i < c.count; ++i)
+      switch (c.kind) {
+      case ZRT_COLLECTIVE_ALL_REDUCE:
+        data[i] *= 2;
+        break;
+      case ZRT_COLLECTIVE_REDUCE_SCATTER:
+        data[i] = 2 * source[i];
+        break;
+      case ZRT_COLLECTIVE_ALL_GATHER:
+        data[i] = data[i + c.count] = source[i];
+        break;
+      }
+  }
+  static int broadcast(void *self, void *, uint64_t) {
+    ++static_cast<TwinJob *>(self)->broadcasts;
+    return 0;
+  }
+  static void progress(void *self) {
+    ++static_cast<TwinJob *>(self)->progressed;
+  }
+
+  zrt_communicator communicator() {
+    return {0, 2, this, start, finish, broadcast, progress};
+  }
+};
+
+/// The C API's communicator: a data-parallel plan on rank 0 of a job whose
+/// other rank has the same gradients trains as the plain plan, bit for bit
+/// (the mean of two equal values is the value); a communicator that cannot
+/// be one is refused.
+TEST(CApi, DistributedSessionReducesThroughTheCallersCommunicator) {
+  REQUIRE_PLANS();
+  zrt_plan *plain = nullptr, *dp = nullptr;
+  ASSERT_EQ(zrt_plan_load_file(planPath("gpt_block").c_str(), &plain), nullptr);
+  ASSERT_EQ(zrt_plan_load_file(planPath("gpt_block_dp").c_str(), &dp), nullptr);
+  TwinJob job;
+  zrt_communicator comm = job.communicator();
+  zrt_session *a = nullptr, *b = nullptr;
+  ASSERT_EQ(zrt_session_create(plain, nullptr, &a), nullptr);
+  zrt_status s = zrt_session_create_distributed(dp, nullptr, &comm, &b);
+  ASSERT_EQ(s, nullptr) << zrt_status_message(s);
+  EXPECT_GE(job.broadcasts, 1); // rank 0's parameters
+  std::vector<int32_t> tokens(32), targets(32);
+  for (int step = 0; step < 5; ++step) {
+    for (int i = 0; i < 32; ++i) {
+      tokens[i] = (i * 7 + step) % 128;
+      targets[i] = (i * 5 + 3 * step) % 128;
+    }
+    float la = 0, lb = 0;
+    for (auto [session, loss] : {std::pair{a, &la}, std::pair{b, &lb}}) {
+      ASSERT_EQ(
+          zrt_session_set_input(session, nullptr, "tokens", tokens.data(), 128),
+          nullptr);
+      ASSERT_EQ(zrt_session_set_input(session, nullptr, "targets",
+                                      targets.data(), 128),
+                nullptr);
+      ASSERT_EQ(zrt_session_run(session, nullptr), nullptr);
+      ASSERT_EQ(zrt_session_read_f32(session, nullptr, "loss", loss, 1),
+                nullptr);
+    }
+    ASSERT_EQ(std::memcmp(&la, &lb, 4), 0)
+        << "step " << step << ": " << la << " " << lb;
+  }
+  std::vector<float> wa(128 * 64), wb(128 * 64);
+  ASSERT_EQ(zrt_session_read_f32(a, nullptr, "wte", wa.data(), wa.size()),
+            nullptr);
+  ASSERT_EQ(zrt_session_read_f32(b, nullptr, "wte", wb.data(), wb.size()),
+            nullptr);
+  EXPECT_EQ(std::memcmp(wa.data(), wb.data(), wa.size() * 4), 0);
+  EXPECT_GT(job.calls.size(), 5u); // buckets of 50 KiB: several per step
+  EXPECT_EQ(job.finished, static_cast<int>(job.calls.size()));
+  EXPECT_GT(job.progressed, 0);
+  zrt_session_free(a);
+  zrt_session_free(b);
+
+  zrt_session *bad = nullptr;
+  zrt_communicator wrong = comm;
+  wrong.rank = 2;
+  s = zrt_session_create_distributed(dp, nullptr, &wrong, &bad);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(zrt_status_message(s)).find("rank 2 of 2 ranks"),
+            std::string::npos)
+      << zrt_status_message(s);
+  zrt_status_free(s);
+  wrong = comm;
+  wrong.finish = nullptr;
+  s = zrt_session_create_distributed(dp, nullptr, &wrong, &bad);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(zrt_status_get_code(s), ZRT_INVALID_ARGUMENT);
+  zrt_status_free(s);
+  // A plan that communicates nothing, on two ranks: refused at load.
+  s = zrt_session_create_distributed(plain, nullptr, &comm, &bad);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(zrt_status_message(s)).find("data-parallel"),
+            std::string::npos)
+      << zrt_status_message(s);
+  zrt_status_free(s);
+  zrt_plan_free(plain);
+  zrt_plan_free(dp);
+}
+
 TEST(CApi, TrainsAndReportsErrors) {
   REQUIRE_PLANS();
   zrt_plan *plan = nullptr;
