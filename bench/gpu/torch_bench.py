@@ -251,13 +251,23 @@ def run_one(model, batch, mode, steps, warmup, device):
             with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
                 return f32_loss(batch_)
 
-    if mode == "eager":
+    if mode in ("eager", "ddp"):
+        forward = loss_fn
+        if mode == "ddp":
+            import torch.distributed as dist
+            if not dist.is_initialized():
+                # One rank: an in-process store, no network.
+                dist.init_process_group("nccl", store=dist.HashStore(), rank=0,
+                                        world_size=1)
+            forward = torch.nn.parallel.DistributedDataParallel(
+                _LossModule(plist, loss_fn), device_ids=[device.index],
+                gradient_as_bucket_view=True)
         opt = torch.optim.AdamW(plist, **OPTIM_KW)
         last = {}
 
         def issue_step(i):
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(pool[i % DATA_POOL])
+            loss = forward(pool[i % DATA_POOL])
             loss.backward()
             opt.step()
             last["loss"] = loss
@@ -300,30 +310,6 @@ def run_one(model, batch, mode, steps, warmup, device):
             issue_step(i)
         torch.cuda.synchronize()
         get_loss = lambda: static_loss  # noqa: E731
-
-    elif mode == "ddp":
-        import torch.distributed as dist
-        if not dist.is_initialized():
-            # One rank: an in-process store, no network.
-            dist.init_process_group("nccl", store=dist.HashStore(), rank=0,
-                                    world_size=1)
-        holder = _LossModule(plist, loss_fn)
-        ddp = torch.nn.parallel.DistributedDataParallel(
-            holder, device_ids=[device.index], gradient_as_bucket_view=True)
-        opt = torch.optim.AdamW(plist, **OPTIM_KW)
-        last = {}
-
-        def issue_step(i):
-            opt.zero_grad(set_to_none=True)
-            loss = ddp(pool[i % DATA_POOL])
-            loss.backward()
-            opt.step()
-            last["loss"] = loss
-
-        for i in range(warmup):
-            issue_step(i)
-        torch.cuda.synchronize()
-        get_loss = lambda: last["loss"]  # noqa: E731
 
     else:
         raise ValueError(f"unknown mode {mode}")

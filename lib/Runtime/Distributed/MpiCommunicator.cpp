@@ -218,24 +218,6 @@ void MpiCommunicator::broadcast(void *data, uint64_t bytes) {
   }
 }
 
-Status MpiCommunicator::checkSame(uint64_t value, const std::string &what) {
-  std::vector<unsigned long long> all(static_cast<size_t>(size_));
-  unsigned long long mine = value;
-  ++sequence;
-  MPI_Request request;
-  MPI_Iallgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1,
-                 MPI_UNSIGNED_LONG_LONG, handles->data, &request);
-  wait(&request, 1, "allgather", sequence);
-  std::string differ;
-  for (int r = 1; r < size_; ++r)
-    if (all[r] != all[0])
-      differ += (differ.empty() ? "" : ", ") + std::to_string(r);
-  if (differ.empty())
-    return Status::ok();
-  return makeError(StatusCode::InvalidArgument, "rank(s) ", differ,
-                   " of the job have another ", what, " than rank 0");
-}
-
 void MpiCommunicator::wait(void *requests, int count, const char *what,
                            uint64_t number) {
   auto *req = static_cast<MPI_Request *>(requests);

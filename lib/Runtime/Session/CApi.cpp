@@ -131,20 +131,6 @@ public:
   void broadcast(void *data, uint64_t bytes) override {
     check(c.broadcast(c.user_data, data, bytes), "broadcast");
   }
-  Status checkSame(uint64_t value, const std::string &what) override {
-    // Every rank's value gathered as one f64-sized element: bits, no
-    // arithmetic.
-    std::vector<uint64_t> all(static_cast<size_t>(c.size));
-    allGather(&value, all.data(), 1, CollectiveType::F64);
-    std::string differ;
-    for (int r = 1; r < c.size; ++r)
-      if (all[r] != all[0])
-        differ += (differ.empty() ? "" : ", ") + std::to_string(r);
-    if (differ.empty())
-      return Status::ok();
-    return makeError(StatusCode::InvalidArgument, "rank(s) ", differ,
-                     " of the job have another ", what, " than rank 0");
-  }
   uint64_t collectives() const override { return started; }
   double secondsBlocked() const override { return 0; }
   std::string describe() const override {

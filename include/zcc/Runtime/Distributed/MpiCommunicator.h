@@ -48,7 +48,6 @@ public:
   void finish(uint64_t ticket) override;
   void progress() override;
   void broadcast(void *data, uint64_t bytes) override;
-  Status checkSame(uint64_t value, const std::string &what) override;
   uint64_t collectives() const override { return sequence; }
   double secondsBlocked() const override { return blocked; }
   std::string describe() const override;

@@ -82,8 +82,9 @@ public:
   /// Rank 0's `bytes` at `data` replace every other rank's.
   virtual void broadcast(void *data, uint64_t bytes) = 0;
   /// Fails unless every rank gives the same `value`; the message names the
-  /// ranks that differ from rank 0, and `what` says what was compared.
-  virtual Status checkSame(uint64_t value, const std::string &what) = 0;
+  /// ranks that differ from rank 0, and `what` says what was compared
+  /// (an all_gather of one 8-byte element: bits, no arithmetic).
+  Status checkSame(uint64_t value, const std::string &what);
   /// Collectives run so far (a bucket reduction counts once per call).
   virtual uint64_t collectives() const = 0;
   /// Seconds this rank has spent blocked in finish(): the communication

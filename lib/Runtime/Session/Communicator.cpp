@@ -1,0 +1,20 @@
+//===- Communicator.cpp - what every communicator does alike --------------===//
+
+#include "zcc/Runtime/Session/Communicator.h"
+
+#include <vector>
+
+using namespace zcc::runtime;
+
+Status Communicator::checkSame(uint64_t value, const std::string &what) {
+  std::vector<uint64_t> all(static_cast<size_t>(size()));
+  allGather(&value, all.data(), 1, CollectiveType::F64);
+  std::string differ;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  if (differ.empty())
+    return Status::ok();
+  return makeError(StatusCode::InvalidArgument, "rank(s) ", differ,
+                   " of the job have another ", what, " than rank 0");
+}
