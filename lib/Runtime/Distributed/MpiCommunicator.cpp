@@ -168,8 +168,7 @@ void MpiCommunicator::finish(uint64_t ticket) {
     wait(f.requests.data(), static_cast<int>(f.requests.size()),
          collectiveName(f.call.kind), f.number);
   blocked += secondsSince(start);
-  if (f.call.mean)
-    divide(f.call.data, f.call.count, f.call.type == CollectiveType::F64);
+  divideForMean(f.call);
   f.busy = false;
 }
 
@@ -182,20 +181,6 @@ void MpiCommunicator::progress() {
       MPI_Testall(static_cast<int>(f.requests.size()), f.requests.data(), &done,
                   MPI_STATUSES_IGNORE);
     }
-}
-
-void MpiCommunicator::divide(void *data, uint64_t count, bool wide) const {
-  if (size_ == 1)
-    return;
-  if (wide) {
-    auto *v = static_cast<double *>(data);
-    for (uint64_t i = 0; i < count; ++i)
-      v[i] /= static_cast<double>(size_);
-  } else {
-    auto *v = static_cast<float *>(data);
-    for (uint64_t i = 0; i < count; ++i)
-      v[i] /= static_cast<float>(size_);
-  }
 }
 
 int MpiCommunicator::shardCount(uint64_t count, const char *what) {

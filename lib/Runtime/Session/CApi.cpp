@@ -7,12 +7,12 @@
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Session/Trainer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <new>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 using namespace zcc::runtime;
@@ -107,22 +107,18 @@ public:
                   call.source, call.data, call.count,
                   call.type == CollectiveType::F64, &ticket),
           "start");
-    calls[ticket] = call;
+    inFlight.push_back({ticket, call});
     return ticket;
   }
   void finish(uint64_t ticket) override {
     check(c.finish(c.user_data, ticket), "finish");
-    auto it = calls.find(ticket);
-    if (it == calls.end())
+    auto it = std::find_if(inFlight.begin(), inFlight.end(),
+                           [&](const auto &f) { return f.first == ticket; });
+    if (it == inFlight.end())
       fail("finish", "a ticket start did not give");
     CollectiveCall call = it->second;
-    calls.erase(it);
-    if (call.mean && c.size > 1) {
-      if (call.type == CollectiveType::F64)
-        divide(static_cast<double *>(call.data), call.count);
-      else
-        divide(static_cast<float *>(call.data), call.count);
-    }
+    inFlight.erase(it);
+    divideForMean(call);
   }
   void progress() override {
     if (c.progress)
@@ -138,10 +134,6 @@ public:
   }
 
 private:
-  template <typename T> void divide(T *v, uint64_t n) const {
-    for (uint64_t i = 0; i < n; ++i)
-      v[i] /= static_cast<T>(c.size);
-  }
   void check(int result, const char *what) const {
     if (result != 0)
       fail(what, "returned " + std::to_string(result));
@@ -157,7 +149,9 @@ private:
   }
 
   zrt_communicator c;
-  std::unordered_map<uint64_t, CollectiveCall> calls;
+  /// Tickets and their calls: a few at a time, kept in a vector whose
+  /// capacity the first step sets, so later steps allocate nothing.
+  std::vector<std::pair<uint64_t, CollectiveCall>> inFlight;
   uint64_t started = 0;
 };
 

@@ -18,3 +18,20 @@ Status Communicator::checkSame(uint64_t value, const std::string &what) {
   return makeError(StatusCode::InvalidArgument, "rank(s) ", differ,
                    " of the job have another ", what, " than rank 0");
 }
+
+namespace {
+template <typename T> void divideBy(void *data, uint64_t count, int ranks) {
+  auto *v = static_cast<T *>(data);
+  for (uint64_t i = 0; i < count; ++i)
+    v[i] /= static_cast<T>(ranks);
+}
+} // namespace
+
+void Communicator::divideForMean(const CollectiveCall &call) const {
+  if (!call.mean || size() == 1)
+    return;
+  if (call.type == CollectiveType::F64)
+    divideBy<double>(call.data, call.count, size());
+  else
+    divideBy<float>(call.data, call.count, size());
+}

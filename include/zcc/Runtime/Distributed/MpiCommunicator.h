@@ -69,8 +69,6 @@ private:
   void serviceControl();
   /// `count` as MPI's int, or the job ends naming `what`.
   int shardCount(uint64_t count, const char *what);
-  /// Each of `count` elements divided by size().
-  void divide(void *data, uint64_t count, bool wide) const;
   [[noreturn]] void timedOut(const char *what, uint64_t number);
 
   Options options;

@@ -92,6 +92,11 @@ public:
   virtual double secondsBlocked() const = 0;
   /// "MPI (Open MPI 4.1.4), 2 ranks": for messages and stats.
   virtual std::string describe() const = 0;
+
+protected:
+  /// A finished `call`'s sum divided by size(), when it asks for the mean:
+  /// for engines that only sum.
+  void divideForMean(const CollectiveCall &call) const;
 };
 
 } // namespace zcc::runtime
