@@ -280,8 +280,13 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
     Value value = ret.getOperand(r);
     unsigned source = live.bufferOf.lookup(value);
     LiveBuffer &src = live.buffers[source];
+    // A value owns its buffer when it is the buffer's root or a reshape of
+    // it (ZeRO-1's gathered slices are reshaped back into the parameters).
+    Value root = value;
+    while (root != src.root && root.getDefiningOp<ReshapeOp>())
+      root = root.getDefiningOp<ReshapeOp>().getOperand();
     bool ownsBuffer =
-        src.kind == MemoryKind::Arena && !claimed[source] && src.root == value;
+        src.kind == MemoryKind::Arena && !claimed[source] && src.root == root;
     std::optional<unsigned> tied =
         resultArgIndex(fn, r, ZTDialect::kTiedAttrName);
     if (tied) {
@@ -297,7 +302,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
       }
       // In place when the target's old value is read no later than the
       // update, and at the update only by an elementwise op.
-      Operation *def = value.getDefiningOp();
+      Operation *def = root.getDefiningOp();
       bool inPlace = ownsBuffer && def;
       if (inPlace) {
         int64_t pos = live.positionOf[def];

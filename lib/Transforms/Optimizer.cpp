@@ -439,10 +439,11 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     // records for the plan.
     auto step = [&](ShardedBucket &k) -> LogicalResult {
       auto shardType = RankedTensorType::get({k.shard}, k.element);
-      Value params = b.create<ShardOp>(
-          loc, shardType,
-          flatten(k, [&](unsigned i) { return Value(gradients[i].first); }),
-          ranksAttr);
+      // Read where the parameters are: the flat whole is never built.
+      SmallVector<Value> members;
+      for (unsigned i : k.members)
+        members.push_back(gradients[i].first);
+      Value params = b.create<ShardOp>(loc, shardType, members, ranksAttr);
       std::string name = "zero." + std::to_string(bucketIndex++);
       FailureOr<Update> update =
           emitStep(b, sig, params, k.reduceScatter->getResult(0), name);

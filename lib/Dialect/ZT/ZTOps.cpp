@@ -756,7 +756,28 @@ LogicalResult AllGatherOp::verify() {
 }
 
 LogicalResult ShardOp::verify() {
-  return verifyShards(*this, getRanks(), getOperand().getType(), getType());
+  int64_t ranks = getRanks();
+  if (ranks < 1)
+    return emitOpError() << "ranks must be at least 1, got " << ranks;
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  auto shard = cast<RankedTensorType>(getType());
+  if (shard.getRank() != 1)
+    return emitOpError() << "result must be flat (rank 1), got " << shard;
+  int64_t total = 0;
+  for (Value input : getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getElementType() != shard.getElementType())
+      return emitOpError() << "element types differ: " << type << " and "
+                           << shard;
+    total += type.getNumElements();
+  }
+  int64_t expected = (total + ranks - 1) / ranks;
+  if (shard.getDimSize(0) != expected)
+    return emitOpError() << "a shard of " << total << " elements over " << ranks
+                         << " ranks has " << expected << " elements, got "
+                         << shard;
+  return success();
 }
 
 LogicalResult AdamwOp::verify() {

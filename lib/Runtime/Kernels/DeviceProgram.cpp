@@ -428,11 +428,16 @@ private:
 
   /// `type`'s elements from `from` to `to`, in the executor's element size.
   void copyElements(const void *from, void *to, const TensorType &type) {
+    copyElements(from, to, type.numElements(), elementBytes<T>(type.dtype));
+  }
+
+  /// `count` elements of `bytes` each.
+  void copyElements(const void *from, void *to, int64_t count, uint64_t bytes) {
     StridedCopy f;
     f.x = from;
     f.y = to;
-    f.bytes = elementBytes<T>(type.dtype);
-    f.count = type.numElements();
+    f.bytes = bytes;
+    f.count = count;
     f.source.rank = 1;
     f.source.size[0] = std::max<int64_t>(f.count, 1);
     f.source.stride[0] = 1;
@@ -494,15 +499,30 @@ private:
     return sizeof(T) == 8 ? CollectiveType::F64 : CollectiveType::F32;
   }
 
-  /// shard: a copy of this rank's part of the whole (the rank is known at
-  /// load).
+  /// shard: this rank's part of the inputs flattened end to end (the rank
+  /// is known at load): a copy from each input it overlaps, then zeros for
+  /// the padding past the last.
   void shard() {
     int rank = memory.communicator ? memory.communicator->rank() : 0;
     const TensorType &type = outType(0);
-    uint64_t shardBytes =
-        static_cast<uint64_t>(type.numElements()) * elementBytes<T>(type.dtype);
-    copyElements(static_cast<const uint8_t *>(in<void>(0)) + rank * shardBytes,
-                 result<void>(0), type);
+    uint64_t bytes = elementBytes<T>(type.dtype);
+    int64_t begin = rank * type.numElements(), end = begin + type.numElements();
+    int64_t at = 0; // the flat index of input k's first element
+    auto *to = static_cast<uint8_t *>(result<void>(0));
+    for (size_t k = 0; k < launch.inputs.size(); ++k) {
+      int64_t count = inType(k).numElements();
+      int64_t from = std::max(begin, at), until = std::min(end, at + count);
+      if (from < until)
+        copyElements(static_cast<const uint8_t *>(in<void>(k)) +
+                         (from - at) * bytes,
+                     to + (from - begin) * bytes, until - from, bytes);
+      at += count;
+    }
+    if (end > std::max(begin, at)) {
+      int64_t from = std::max(begin, at);
+      out.push_back(Memset{to + (from - begin) * bytes,
+                           static_cast<uint64_t>(end - from) * bytes, 0});
+    }
   }
 
   void concat() {

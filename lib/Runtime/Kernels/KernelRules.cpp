@@ -699,6 +699,31 @@ Status checkShards(const LaunchRules &r, bool wholeIn) {
   return Status::ok();
 }
 
+/// shard: any float inputs of one type, flattened end to end, and this
+/// rank's flat shard of them (zero padded to `ranks` equal shards).
+Status checkShard(const LaunchRules &r) {
+  if (r.numInputs() < 1 || r.numOutputs() != 1)
+    return r.fail("expected one or more inputs and one output, got ",
+                  r.numInputs(), " and ", r.numOutputs());
+  const TensorType &shard = r.output(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("the shard", shard));
+  int64_t ranks = r.params.ranks;
+  if (ranks < 1 || ranks > 65536)
+    return r.fail("ranks must be from 1 to 65536, got ", ranks);
+  int64_t total = 0;
+  for (size_t i = 0; i < r.numInputs(); ++i) {
+    std::string role = "input #" + std::to_string(i);
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameDType(role.c_str(), r.input(i), "the shard", shard));
+    total += r.input(i).numElements();
+  }
+  if (shard.rank() != 1 || shard.shape[0] != (total + ranks - 1) / ranks)
+    return r.fail("the shard (", typeString(shard), ") must be flat with ",
+                  (total + ranks - 1) / ranks, " elements: ", total, " over ",
+                  ranks, " ranks");
+  return Status::ok();
+}
+
 Status checkKernel(const LaunchRules &r) {
   static const char *const kBinaryRoles[] = {"lhs", "rhs"};
   static const char *const kUnaryRoles[] = {"operand"};
@@ -825,8 +850,9 @@ Status checkKernel(const LaunchRules &r) {
   case KernelId::AllReduce:
     return checkAllReduce(r);
   case KernelId::ReduceScatter:
-  case KernelId::Shard:
     return checkShards(r, /*wholeIn=*/true);
+  case KernelId::Shard:
+    return checkShard(r);
   case KernelId::AllGather:
     return checkShards(r, /*wholeIn=*/false);
   case KernelId::Copy: {

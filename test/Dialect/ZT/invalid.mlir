@@ -784,3 +784,24 @@ func.func @shard_ranks(%a: tensor<4xf32>) {
   %0 = zt.shard %a {ranks = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+func.func @shard_size(%w: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{a shard of 9 elements over 2 ranks has 5 elements, got 'tensor<4xf32>'}}
+  %0 = zt.shard %w, %b {ranks = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @shard_element_types(%w: tensor<2x3xf32>, %b: tensor<3xbf16>) {
+  // expected-error @+1 {{element types differ: 'tensor<3xbf16>' and 'tensor<5xf32>'}}
+  %0 = zt.shard %w, %b {ranks = 2 : i64} : (tensor<2x3xf32>, tensor<3xbf16>) -> tensor<5xf32>
+  return
+}
+
+// -----
+func.func @shard_flat(%w: tensor<2x4xf32>) {
+  // expected-error @+1 {{result must be flat (rank 1), got 'tensor<2x2xf32>'}}
+  %0 = zt.shard %w {ranks = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x2xf32>
+  return
+}

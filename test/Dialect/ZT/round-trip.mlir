@@ -178,6 +178,13 @@ func.func @zero_one(%flat: tensor<8xf32>) -> (tensor<4xf32>, tensor<4xf32>, tens
   return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<8xf32>
 }
 
+// CHECK-LABEL: func.func @shard_of_several
+func.func @shard_of_several(%w: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<5xf32> {
+  // CHECK: zt.shard %{{.+}}, %{{.+}} {ranks = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<5xf32>
+  %0 = zt.shard %w, %b {ranks = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
 // CHECK-LABEL: func.func @argument_roles
 // CHECK-SAME: {zt.role = #zt.role<input>}
 // CHECK-SAME: {zt.role = #zt.role<label>}

@@ -1055,6 +1055,53 @@ TEST(ShapeKernels, Concat) {
   expectNear(rows.result(), {1, 2, 3, 4, 5, 6}, 0);
 }
 
+/// A rank of a job whose collectives the kernel tests never run.
+struct RankOnly : Communicator {
+  RankOnly(int rank, int size) : r(rank), n(size) {}
+  int rank() const override { return r; }
+  int size() const override { return n; }
+  uint64_t start(const CollectiveCall &) override {
+    ADD_FAILURE() << "no collective expected";
+    return 0;
+  }
+  void finish(uint64_t) override {}
+  void broadcast(void *, uint64_t) override {}
+  uint64_t collectives() const override { return 0; }
+  double secondsBlocked() const override { return 0; }
+  std::string describe() const override { return "rank only"; }
+  int r, n;
+};
+
+// ZeRO-1's shard reads the parameters where they are: rank r's part of
+// them flattened end to end, zero padded to equal shards.
+TEST(ShapeKernels, ShardOfSeveralTensorsOnEachRank) {
+  std::vector<std::vector<double>> expected = {
+      {1, 2, 3, 10, 20},
+      {30, 40, 50, 60, 0},
+      {1, 2, 3, 10, 20, 30, 40, 50, 60}};
+  for (int rank = 0; rank < 3; ++rank) {
+    SCOPED_TRACE(rank);
+    RankOnly job(rank % 2, 2);
+    int ranks = rank < 2 ? 2 : 1;
+    LaunchCase c("shard");
+    c.input({3}, {1, 2, 3})
+        .input({2, 3}, {10, 20, 30, 40, 50, 60})
+        .output({ranks == 2 ? 5 : 9})
+        .param(intParam("ranks", ranks));
+    if (ranks == 2)
+      c.communicator = &job;
+    ASSERT_TRUE(c.run<float>().isOk());
+    expectNear(c.result(), expected[rank], 0);
+    ASSERT_TRUE(c.run<double>().isOk());
+    expectNear(c.result(), expected[rank], 0);
+  }
+  // The shard must be ceil(total / ranks) elements.
+  LaunchCase wrong("shard");
+  wrong.input({3}).input({2, 3}).output({4}).param(intParam("ranks", 2));
+  EXPECT_CONTAINS(wrong.check().message(),
+                  "must be flat with 5 elements: 9 over 2 ranks");
+}
+
 TEST(ShapeKernels, ConstantCausalMaskAndCopy) {
   LaunchCase constant("constant");
   constant.typedOutput(DType::I32, {3}).param(floatParam("value", -4));

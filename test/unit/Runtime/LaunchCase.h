@@ -227,6 +227,7 @@ public:
     memory.pinnedBytes = pinnedScratchBytes(e) / 4 * sizeof(T);
     device::DeviceError record{};
     memory.error = &record;
+    memory.communicator = communicator;
     std::vector<device::StepOf<T>> steps;
     Status status = device::appendLaunch(e, 0, memory, steps);
     if (status.isOk()) {
@@ -261,6 +262,8 @@ public:
   Entry entry;
   std::vector<std::vector<double>> values;  // per tensor
   std::vector<std::vector<double>> results; // per output, after run
+  /// The rank's communicator for the collectives and shard (null: one rank).
+  Communicator *communicator = nullptr;
 
 private:
   uint32_t addTensor(DType dtype, std::vector<int64_t> shape,

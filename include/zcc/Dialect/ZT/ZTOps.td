@@ -902,20 +902,22 @@ def ZT_AllGatherOp : ZT_Op<"all_gather"> {
 }
 
 def ZT_ShardOp : ZT_Op<"shard", [Pure]> {
-  let summary = "this rank's shard of a flat tensor";
+  let summary = "this rank's shard of tensors flattened end to end";
   let description = [{
-    Elements [r S, (r + 1) S) of `operand` (rank 1, `ranks` x S elements) on
-    rank r: the part of the parameters whose optimizer state this rank
-    holds (ZeRO-1). No communication.
+    The `inputs` (any shapes, one element type) flattened and concatenated
+    in order, zero padded to `ranks` x S elements, S = ceil(total / ranks);
+    on rank r, elements [r S, (r + 1) S): the part of the parameters whose
+    optimizer state this rank holds (ZeRO-1). Reads the parameters where
+    they are, so the flat whole is never built. No communication.
 
     ```mlir
-    %s = zt.shard %flat {ranks = 2 : i64} : (tensor<1024xf32>) -> tensor<512xf32>
+    %s = zt.shard %w, %b {ranks = 2 : i64} : (tensor<8x8xf32>, tensor<8xf32>) -> tensor<36xf32>
     ```
   }];
-  let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$ranks);
+  let arguments = (ins Variadic<ZT_FloatTensor>:$inputs, I64Attr:$ranks);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = [{
-    $operand attr-dict `:` functional-type(operands, results)
+    $inputs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
