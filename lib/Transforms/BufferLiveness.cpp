@@ -183,7 +183,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
   // becomes its part of the bucket, and a result is the part.
   llvm::DenseSet<unsigned> bucketValues;
   for (Operation *op : live.schedule)
-    if (isa<AllReduceOp>(op)) {
+    if (isa<AllReduceOp, PackOp>(op)) {
       for (Value v : op->getOperands())
         bucketValues.insert(live.bufferOf.lookup(v));
       for (Value v : op->getResults())
@@ -231,25 +231,29 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
   // operand that dies at the reduction and is an arena buffer of its own
   // becomes its part (the gradient is computed in the bucket, as PyTorch
   // DDP's gradient_as_bucket_view); any other is copied in by the kernel.
+  // A zt.pack's parts lie end to end with no gap (zt.reduce_scatter reads
+  // them as one flat tensor): only a part at an aligned offset is computed
+  // in place, since kernels may rely on their operands' alignment.
   for (Operation *op : live.schedule) {
-    auto reduce = dyn_cast<AllReduceOp>(op);
-    if (!reduce)
+    if (!isa<AllReduceOp, PackOp>(op))
       continue;
+    bool dense = isa<PackOp>(op);
     int64_t pos = live.positionOf[op];
     LiveBuffer bucket;
     bucket.first = pos;
     bucket.last = pos + 1;
+    bucket.dense = dense;
     unsigned id = addBuffer(bucket);
     merged.push_back(false);
     lastRead.push_back(-1);
     int64_t offset = 0;
-    for (auto [in, out] : llvm::zip(reduce.getInputs(), reduce.getResults())) {
+    for (auto [in, out] : llvm::zip(op->getOperands(), op->getResults())) {
       unsigned part = live.bufferOf.lookup(out);
       unsigned o = live.bufferOf.lookup(in);
       const LiveBuffer &source = live.buffers[o];
       if (source.kind == MemoryKind::Arena && source.parts.empty() &&
           !merged[o] && !returned.contains(o) && lastRead[o] == pos &&
-          source.bytes == live.buffers[part].bytes) {
+          source.bytes == live.buffers[part].bytes && offset % alignment == 0) {
         for (auto &[v, b] : live.bufferOf)
           if (b == part)
             b = o;
@@ -263,7 +267,8 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
       p.kind = MemoryKind::ArenaPart;
       p.bucket = static_cast<int>(id);
       p.bucketOffset = offset;
-      offset += (p.bytes + alignment - 1) / alignment * alignment;
+      offset +=
+          dense ? p.bytes : (p.bytes + alignment - 1) / alignment * alignment;
       live.buffers[id].parts.push_back(part);
     }
     live.buffers[id].bytes = offset;

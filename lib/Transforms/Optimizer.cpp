@@ -385,8 +385,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       entry.second = reduced.lookup(entry.second);
   }
 
-  /// ZeRO-1: per bucket, the gradients flattened into one tensor (zero
-  /// padded to `ranks` equal shards) are reduce-scattered (mean), this
+  /// ZeRO-1: per bucket, the gradients packed side by side into one buffer
+  /// (zero padded to `ranks` equal shards) are reduce-scattered (mean), this
   /// rank's shard of the flattened parameters takes the optimizer's step
   /// with state of one shard's size, and the shards are all-gathered back
   /// into the parameters. Each state tensor is recorded in `sharded` for
@@ -417,24 +417,6 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     int bucketIndex = 0;
     LogicalResult result = success();
 
-    auto flatten = [&](const ShardedBucket &k, auto valueOf) -> Value {
-      SmallVector<Value> parts;
-      for (auto [j, i] : llvm::enumerate(k.members))
-        parts.push_back(b.create<ReshapeOp>(
-            loc, RankedTensorType::get({k.counts[j]}, k.element), valueOf(i)));
-      if (k.shard * ranks > k.total) {
-        auto padType =
-            RankedTensorType::get({k.shard * ranks - k.total}, k.element);
-        parts.push_back(b.create<ConstantOp>(
-            loc,
-            DenseElementsAttr::get(padType, b.getFloatAttr(k.element, 0.0))));
-      }
-      if (parts.size() == 1)
-        return parts.front();
-      return b.create<ConcatOp>(
-          loc, RankedTensorType::get({k.shard * ranks}, k.element), parts,
-          b.getI64IntegerAttr(0));
-    };
     // The step on this rank's shard, then the all_gather; the states'
     // records for the plan.
     auto step = [&](ShardedBucket &k) -> LogicalResult {
@@ -520,10 +502,23 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
             k.total += type.getNumElements();
           }
           k.shard = (k.total + ranks - 1) / ranks;
+          // The gradients side by side in one bucket (computed there where
+          // the plan can), zero padded to `ranks` equal shards.
+          SmallVector<Value> parts;
+          for (unsigned i : members)
+            parts.push_back(gradients[i].second);
+          if (k.shard * ranks > k.total) {
+            auto padType =
+                RankedTensorType::get({k.shard * ranks - k.total}, k.element);
+            parts.push_back(b.create<ConstantOp>(
+                loc, DenseElementsAttr::get(padType,
+                                            b.getFloatAttr(k.element, 0.0))));
+          }
+          auto packed =
+              b.create<PackOp>(loc, ValueRange(parts).getTypes(), parts);
           k.reduceScatter = b.create<ReduceScatterOp>(
               loc, RankedTensorType::get({k.shard}, k.element),
-              flatten(k, [&](unsigned i) { return gradients[i].second; }),
-              ranksAttr, b.getUnitAttr());
+              packed.getResults(), ranksAttr, b.getUnitAttr());
           Operation *rs = k.reduceScatter;
           advance(rs);
           stepPending = std::move(k);

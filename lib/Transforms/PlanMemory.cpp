@@ -259,7 +259,8 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
         // runtime finds them one contiguous range.
         region = zplan::Region::Arena;
         offset = plan.offsets[requestOf[buffer.bucket]] + buffer.bucketOffset;
-        size = planner::alignUp(buffer.bytes, alignment);
+        if (!buffers[buffer.bucket].dense)
+          size = planner::alignUp(buffer.bytes, alignment);
         liveAttr = b.getDenseI64ArrayAttr({buffer.first, buffer.last});
         name = slotName(buffer.root);
         break;

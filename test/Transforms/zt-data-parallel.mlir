@@ -45,8 +45,8 @@
 // ACC-NEXT: zt.all_reduce {{.+}} {mean} : (tensor<256xf32>, tensor<256x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>)
 // ACC: zt.sgd
 
-// ZeRO-1: per bucket, the gradients flattened (zero padded to 2 equal
-// shards) and reduce-scattered, this rank's shard of the flattened
+// ZeRO-1: per bucket, the gradients packed side by side (zero padded to 2
+// equal shards) and reduce-scattered, this rank's shard of the flattened
 // parameters (read where they are: zt.shard of the parameters themselves)
 // updated with state of one shard's size, and the shards all-gathered back
 // into the parameters (sliced straight into them); the module
@@ -56,10 +56,11 @@
 // ZERO: module attributes {zt.sharded_states = [{name = "zero.0.exp_avg", offsets = array<i64: 0, 10>, params = ["b3", "w3"], ranks = 2 : i64, suffix = ".exp_avg"}, {name = "zero.0.exp_avg_sq", offsets = array<i64: 0, 10>, params = ["b3", "w3"], ranks = 2 : i64, suffix = ".exp_avg_sq"}
 // ZERO-SAME: {name = "zero.2.exp_avg"
 // ZERO: %{{.+}}: tensor<645xf32> {zt.init = #zt.init<zeros>, zt.name = "zero.0.exp_avg", zt.role = #zt.role<optimizer_state>}
-// ZERO: %[[FLAT:.+]] = zt.concat(%{{.+}}, %{{.+}}) dim = 0 : (tensor<10xf32>, tensor<1280xf32>) -> tensor<1290xf32>
-// ZERO-NEXT: %[[G:.+]] = zt.reduce_scatter %[[FLAT]] {mean, ranks = 2 : i64} : (tensor<1290xf32>) -> tensor<645xf32>
+// ZERO-NOT: zt.concat
+// ZERO: %[[PACK:.+]]:2 = zt.pack %{{.+}}, %{{.+}} : (tensor<10xf32>, tensor<128x10xf32>) -> (tensor<10xf32>, tensor<128x10xf32>)
+// ZERO-NEXT: %[[G:.+]] = zt.reduce_scatter %[[PACK]]#0, %[[PACK]]#1 {mean, ranks = 2 : i64} : (tensor<10xf32>, tensor<128x10xf32>) -> tensor<645xf32>
 // ZERO-NOT: zt.shard
-// ZERO: zt.reduce_scatter %{{.+}} {mean, ranks = 2 : i64} : (tensor<32896xf32>) -> tensor<16448xf32>
+// ZERO: zt.reduce_scatter %{{.+}}, %{{.+}} {mean, ranks = 2 : i64} : (tensor<128xf32>, tensor<256x128xf32>) -> tensor<16448xf32>
 // ZERO: %[[P:.+]] = zt.shard %{{.+}}, %{{.+}} {ranks = 2 : i64} : (tensor<10xf32>, tensor<128x10xf32>) -> tensor<645xf32>
 // ZERO-NEXT: %[[NEW:.+]], %{{.+}}, %{{.+}} = zt.adamw %[[P]], %[[G]]
 // ZERO-NEXT: %[[ALL:.+]] = zt.all_gather %[[NEW]] {ranks = 2 : i64} : (tensor<645xf32>) -> tensor<1290xf32>

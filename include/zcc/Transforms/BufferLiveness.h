@@ -37,7 +37,8 @@ enum class MemoryKind {
   /// Non-splat compile-time tensors: read-only data loaded with the plan.
   Constant,
   /// A part of an arena buffer: one tensor of a gradient bucket
-  /// (zt.all_reduce), placed at a fixed offset in its bucket, which the
+  /// (zt.all_reduce, zt.pack), placed at a fixed offset in its bucket, which
+  /// the
   /// planner places as a whole so the bucket is one contiguous range.
   ArenaPart,
 };
@@ -65,9 +66,11 @@ struct LiveBuffer {
   int bucket = -1;
   int64_t bucketOffset = 0;
   /// A bucket: its parts, in the zt.all_reduce's operand order, each at an
-  /// offset aligned to the analysis's alignment. A bucket has no root: no
-  /// value is the whole of it.
+  /// offset aligned to the analysis's alignment; with `dense` (zt.pack's),
+  /// end to end with no gap. A bucket has no root: no value is the whole of
+  /// it.
   llvm::SmallVector<unsigned> parts;
+  bool dense = false;
 };
 
 /// Where a function result ends up, and whether it gets there by a copy at

@@ -707,23 +707,30 @@ LogicalResult SgdOp::verify() {
   return success();
 }
 
-LogicalResult AllReduceOp::verify() {
-  if (getInputs().empty())
-    return emitOpError() << "needs at least one operand (a bucket of one or "
-                            "more tensors)";
-  if (getInputs().size() != getResults().size())
-    return emitOpError() << "has " << getInputs().size() << " operands and "
-                         << getResults().size()
-                         << " results; each operand needs its result";
-  for (auto [i, pair] : llvm::enumerate(llvm::zip(getInputs(), getResults()))) {
+/// A bucket (zt.all_reduce, zt.pack): one or more operands, each result
+/// typed like its operand.
+static LogicalResult verifyBucket(Operation *op) {
+  if (op->getNumOperands() == 0)
+    return op->emitOpError() << "needs at least one operand (a bucket of one "
+                                "or more tensors)";
+  if (op->getNumOperands() != op->getNumResults())
+    return op->emitOpError()
+           << "has " << op->getNumOperands() << " operands and "
+           << op->getNumResults() << " results; each operand needs its result";
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(op->getOperands(), op->getResults()))) {
     auto [in, out] = pair;
     if (in.getType() != out.getType())
-      return emitOpError() << "result #" << i << " type " << out.getType()
-                           << " must match operand #" << i << " type "
-                           << in.getType();
+      return op->emitOpError()
+             << "result #" << i << " type " << out.getType()
+             << " must match operand #" << i << " type " << in.getType();
   }
   return success();
 }
+
+LogicalResult AllReduceOp::verify() { return verifyBucket(*this); }
+
+LogicalResult PackOp::verify() { return verifyBucket(*this); }
 
 /// A flat tensor of `ranks` shards and one shard: rank-1 tensors of one
 /// element type, the whole `ranks` times the shard.
@@ -748,7 +755,24 @@ static LogicalResult verifyShards(Operation *op, int64_t ranks, Type wholeType,
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  return verifyShards(*this, getRanks(), getOperand().getType(), getType());
+  if (getInputs().size() == 1)
+    return verifyShards(*this, getRanks(), getInputs()[0].getType(), getType());
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one operand";
+  auto shard = cast<RankedTensorType>(getType());
+  int64_t total = 0;
+  for (Value input : getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getElementType() != shard.getElementType())
+      return emitOpError() << "element types differ: " << type << " and "
+                           << shard;
+    total += type.getNumElements();
+  }
+  if (failed(verifyShards(
+          *this, getRanks(),
+          RankedTensorType::get({total}, shard.getElementType()), shard)))
+    return failure();
+  return success();
 }
 
 LogicalResult AllGatherOp::verify() {

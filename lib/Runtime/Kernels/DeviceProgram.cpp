@@ -448,10 +448,8 @@ private:
   /// run of outputs that lie end to end (a bucket's parts, as the planner
   /// placed them) is reduced with one collective call.
   void allReduce() {
+    pack();
     size_t n = launch.inputs.size();
-    for (size_t i = 0; i < n; ++i)
-      if (address(launch.inputs[i]) != address(launch.outputs[i]))
-        copyElements(in<void>(i), result<void>(i), inType(i));
     // Bytes per plan byte: 2 when f32 elements are held as doubles.
     uint64_t scale = sizeof(T) / 4;
     auto *begin = static_cast<uint8_t *>(address(launch.outputs[0]));
@@ -477,6 +475,31 @@ private:
       end = at + entry.buffers[entry.tensors[t].buffer].size * scale;
     }
     flush();
+  }
+
+  /// pack (and all_reduce's first part): inputs not already in their
+  /// outputs' bytes are copied in.
+  void pack() {
+    for (size_t i = 0; i < launch.inputs.size(); ++i)
+      if (address(launch.inputs[i]) != address(launch.outputs[i]))
+        copyElements(in<void>(i), result<void>(i), inType(i));
+  }
+
+  /// reduce_scatter of several inputs: they must lie end to end (a
+  /// zt.pack's parts, as the planner places them), one flat whole.
+  Status packedReduceScatter() {
+    const auto *end = static_cast<const uint8_t *>(in<void>(0));
+    for (size_t i = 0; i < launch.inputs.size(); ++i) {
+      if (in<void>(i) != end)
+        return makeError(StatusCode::InvalidPlan, "entry '", entry.name,
+                         "' launch ", index, " (reduce_scatter): input #", i,
+                         " does not follow input #", i - 1,
+                         " in memory; the inputs must lie end to end (a "
+                         "zt.pack's parts)");
+      end += inType(i).numElements() * elementBytes<T>(inType(i).dtype);
+    }
+    shardCollective(CollectiveCall::Kind::ReduceScatter);
+    return Status::ok();
   }
 
   /// reduce_scatter and all_gather: one collective between the whole and
@@ -1047,7 +1070,9 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     allReduce();
     break;
   case KernelId::ReduceScatter:
-    shardCollective(CollectiveCall::Kind::ReduceScatter);
+    return packedReduceScatter();
+  case KernelId::Pack:
+    pack();
     break;
   case KernelId::AllGather:
     shardCollective(CollectiveCall::Kind::AllGather);

@@ -664,10 +664,10 @@ Status checkAdamw(const LaunchRules &r) {
   return r.expectRange("weight_decay", weightDecay, 0.0, true, std::nullopt);
 }
 
-/// A bucket: output i is input i reduced over the ranks, in place or
-/// copied in first (the loader allows an input in the bytes of its own
-/// output only: PlanValidator).
-Status checkAllReduce(const LaunchRules &r) {
+/// A bucket (all_reduce, pack): output i is input i (reduced over the
+/// ranks), in place or copied in first (the loader allows an input in the
+/// bytes of its own output only: PlanValidator).
+Status checkBucket(const LaunchRules &r) {
   if (r.numInputs() == 0 || r.numInputs() != r.numOutputs())
     return r.fail("expected as many outputs as inputs (at least one), got ",
                   r.numInputs(), " and ", r.numOutputs());
@@ -695,6 +695,29 @@ Status checkShards(const LaunchRules &r, bool wholeIn) {
   if (whole.rank() != 1 || shard.rank() != 1 ||
       whole.shape[0] != ranks * shard.shape[0])
     return r.fail("the whole (", typeString(whole), ") must be ", ranks,
+                  " shards (", typeString(shard), "), flat");
+  return Status::ok();
+}
+
+/// reduce_scatter of several inputs (a zt.pack's parts): f32 tensors of
+/// `ranks` shards in all, and one shard. That they lie end to end is the
+/// program's check (DeviceProgram), where addresses are known.
+Status checkPackedShards(const LaunchRules &r) {
+  if (r.numOutputs() != 1)
+    return r.fail("expected one output, got ", r.numOutputs());
+  const TensorType &shard = r.output(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("the shard", shard));
+  int64_t ranks = r.params.ranks;
+  if (ranks < 1 || ranks > 65536)
+    return r.fail("ranks must be from 1 to 65536, got ", ranks);
+  int64_t total = 0;
+  for (size_t i = 0; i < r.numInputs(); ++i) {
+    std::string role = "input #" + std::to_string(i);
+    ZRT_RETURN_IF_ERROR(r.expectFloat(role.c_str(), r.input(i)));
+    total += r.input(i).numElements();
+  }
+  if (shard.rank() != 1 || total != ranks * shard.shape[0])
+    return r.fail("the inputs (", total, " elements) must be ", ranks,
                   " shards (", typeString(shard), "), flat");
   return Status::ok();
 }
@@ -848,9 +871,11 @@ Status checkKernel(const LaunchRules &r) {
   case KernelId::Adamw:
     return checkAdamw(r);
   case KernelId::AllReduce:
-    return checkAllReduce(r);
+  case KernelId::Pack:
+    return checkBucket(r);
   case KernelId::ReduceScatter:
-    return checkShards(r, /*wholeIn=*/true);
+    return r.numInputs() == 1 ? checkShards(r, /*wholeIn=*/true)
+                              : checkPackedShards(r);
   case KernelId::Shard:
     return checkShard(r);
   case KernelId::AllGather:
@@ -893,6 +918,7 @@ bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
   case KernelId::Sgd:
   case KernelId::Adamw:
   case KernelId::AllReduce:
+  case KernelId::Pack:
   case KernelId::Copy:
     return true;
   default:

@@ -233,7 +233,33 @@ private:
     return 0;
   }
 
+  /// Arena buffers only zt.pack writes and only a reduce_scatter of its
+  /// parts reads: a packed bucket's parts lie end to end, so one may start
+  /// anywhere an element can (copies and the collective need no more).
+  std::vector<bool> packedOnly() const {
+    std::vector<bool> packed(entry.buffers.size(), false), other(packed);
+    for (const Launch &launch : entry.launches) {
+      bool packs = launch.kernel == KernelId::Pack ||
+                   (launch.kernel == KernelId::ReduceScatter &&
+                    launch.inputs.size() > 1);
+      for (const std::vector<uint32_t> *list :
+           {&launch.inputs, &launch.outputs})
+        for (uint32_t t : *list) {
+          if (t >= entry.tensors.size() ||
+              entry.tensors[t].buffer >= entry.buffers.size())
+            continue; // refused by the launch checks
+          uint32_t b = entry.tensors[t].buffer;
+          (packs ? packed : other)[b] = true;
+        }
+    }
+    for (size_t b = 0; b < packed.size(); ++b)
+      packed[b] =
+          packed[b] && !other[b] && entry.buffers[b].region == Region::Arena;
+    return packed;
+  }
+
   Status checkBuffers() {
+    std::vector<bool> packed = packedOnly();
     uint64_t arenaEnd = 0, inputEnd = 0, outputEnd = 0;
     for (const Buffer &b : entry.buffers) {
       uint64_t end = b.offset + b.size; // bounded below before use
@@ -264,7 +290,8 @@ private:
                        std::to_string(b.size) + " bytes) ends past the " +
                        std::to_string(limit) + "-byte " + regionName(b.region) +
                        " region");
-      if (b.region != Region::Persistent && b.offset % plan.alignment != 0)
+      if (b.region != Region::Persistent && b.offset % plan.alignment != 0 &&
+          !(packed[i] && b.offset % 4 == 0))
         return invalid(where + ": buffer " + std::to_string(i) + " offset " +
                        std::to_string(b.offset) + " is not aligned to " +
                        std::to_string(plan.alignment));
@@ -382,12 +409,14 @@ private:
           if (!out.overlaps(in))
             continue;
           // Read through strides, an element is read after others are
-          // written: never in place. A bucket's input is reduced in place
-          // of its own output only: copying another input in first would
-          // overwrite it.
+          // written: never in place. A bucket's input is reduced (or
+          // packed) in place of its own output only: copying another input
+          // in first would overwrite it.
+          bool bucket = launch.kernel == KernelId::AllReduce ||
+                        launch.kernel == KernelId::Pack;
           if (out == in && kernelAllowsInPlace(launch.kernel) &&
               !entry.tensors[launch.inputs[k]].isStrided() &&
-              (launch.kernel != KernelId::AllReduce || k == o))
+              (!bucket || k == o))
             continue;
           return invalid(what + ": output " + std::to_string(o) +
                          " overlaps input " + std::to_string(k) +
@@ -456,6 +485,7 @@ private:
       first[entry.workspace] = 0;
       last[entry.workspace] = static_cast<int64_t>(entry.launches.size()) - 1;
     }
+    std::vector<bool> packed = packedOnly();
     planner::Problem problem;
     std::vector<int64_t> offsets;
     for (size_t b = 0; b < n; ++b) {
@@ -472,7 +502,7 @@ private:
       request.lower = first[b];
       request.upper = last[b] + 1;
       request.size = static_cast<int64_t>(buffer.size);
-      request.alignment = static_cast<int64_t>(plan.alignment);
+      request.alignment = packed[b] ? 4 : static_cast<int64_t>(plan.alignment);
       problem.buffers.push_back(request);
       offsets.push_back(static_cast<int64_t>(buffer.offset));
     }

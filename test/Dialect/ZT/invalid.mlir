@@ -805,3 +805,17 @@ func.func @shard_flat(%w: tensor<2x4xf32>) {
   %0 = zt.shard %w {ranks = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x2xf32>
   return
 }
+
+// -----
+func.func @packed_reduce_scatter_size(%w: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{a shard of 4 elements times 2 ranks is not the 9 elements of the whole}}
+  %0 = zt.reduce_scatter %w, %b {ranks = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @pack_types(%w: tensor<2x3xf32>) {
+  // expected-error @+1 {{result #0 type 'tensor<6xf32>' must match operand #0 type 'tensor<2x3xf32>'}}
+  %0 = zt.pack %w : (tensor<2x3xf32>) -> tensor<6xf32>
+  return
+}

@@ -178,6 +178,15 @@ func.func @zero_one(%flat: tensor<8xf32>) -> (tensor<4xf32>, tensor<4xf32>, tens
   return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<8xf32>
 }
 
+// CHECK-LABEL: func.func @packed_reduce_scatter
+func.func @packed_reduce_scatter(%w: tensor<2x3xf32>, %b: tensor<2xf32>) -> tensor<4xf32> {
+  // CHECK: %[[P:.+]]:2 = zt.pack %{{.+}}, %{{.+}} : (tensor<2x3xf32>, tensor<2xf32>) -> (tensor<2x3xf32>, tensor<2xf32>)
+  %p:2 = zt.pack %w, %b : (tensor<2x3xf32>, tensor<2xf32>) -> (tensor<2x3xf32>, tensor<2xf32>)
+  // CHECK: zt.reduce_scatter %[[P]]#0, %[[P]]#1 {mean, ranks = 2 : i64} : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<4xf32>
+  %0 = zt.reduce_scatter %p#0, %p#1 {mean, ranks = 2 : i64} : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @shard_of_several
 func.func @shard_of_several(%w: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<5xf32> {
   // CHECK: zt.shard %{{.+}}, %{{.+}} {ranks = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<5xf32>

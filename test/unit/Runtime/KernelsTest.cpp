@@ -1102,6 +1102,22 @@ TEST(ShapeKernels, ShardOfSeveralTensorsOnEachRank) {
                   "must be flat with 5 elements: 9 over 2 ranks");
 }
 
+// A reduce_scatter of several inputs reads them as one flat tensor: they
+// must lie end to end (a zt.pack's parts), else the launch is refused. One
+// buffer per tensor here, so they do not.
+TEST(ShapeKernels, PackedReduceScatterNeedsItsInputsEndToEnd) {
+  LaunchCase c("reduce_scatter");
+  c.input({2, 3}).input({2}).output({8}).param(intParam("ranks", 1));
+  ASSERT_TRUE(c.check().isOk()) << c.check().message();
+  Status s = c.run<float>();
+  EXPECT_EQ(s.code(), StatusCode::InvalidPlan);
+  EXPECT_CONTAINS(s.message(), "input #1 does not follow input #0 in memory");
+  LaunchCase wrong("reduce_scatter");
+  wrong.input({2, 3}).input({3}).output({4}).param(intParam("ranks", 2));
+  EXPECT_CONTAINS(wrong.check().message(),
+                  "the inputs (9 elements) must be 2 shards (4xf32), flat");
+}
+
 TEST(ShapeKernels, ConstantCausalMaskAndCopy) {
   LaunchCase constant("constant");
   constant.typedOutput(DType::I32, {3}).param(floatParam("value", -4));

@@ -654,6 +654,7 @@ inline std::vector<LaunchCase> everyKernel() {
       .param(unitParam("mean"));
   add("all_gather").input({6}).output({6}).param(intParam("ranks", 1));
   add("shard").input({6}).output({6}).param(intParam("ranks", 1));
+  add("pack").input({2, 3}).input({4}).outputInPlace(0).output({4});
   add("copy").input({2, 3}).output({6});
   add("convert").input({2, 3}).typedOutput(DType::BF16, {2, 3});
   return cases;

@@ -861,23 +861,49 @@ def ZT_AllReduceOp : ZT_Op<"all_reduce"> {
   let hasVerifier = 1;
 }
 
-def ZT_ReduceScatterOp : ZT_Op<"reduce_scatter"> {
-  let summary = "this rank's shard of a flat tensor summed (or averaged) over the ranks";
+def ZT_PackOp : ZT_Op<"pack", [Pure]> {
+  let summary = "its operands, placed side by side in one buffer";
   let description = [{
-    ZeRO-1 (`zt-optimizer` with `shard-optimizer-state`): `operand` (rank 1,
-    `ranks` x S elements) is summed element by element over the `ranks`
-    ranks of the job (divided by their number with `mean`), and rank r gets
-    elements [r S, (r + 1) S) of the sum. The plan runs on exactly `ranks`
-    ranks. Not `Pure`: it communicates.
+    Result `i` is operand `i`. The plan places the results end to end, with
+    no gap, in one arena buffer (a bucket, as `zt.all_reduce`'s), so that
+    `zt.reduce_scatter` reads them as one flat tensor; an operand that dies
+    here, is an arena buffer of its own and lands at an aligned offset is
+    computed in its place, any other is copied in. ZeRO-1's gradients
+    (`zt-optimizer` with `shard-optimizer-state`); no gradient.
+
+    ```mlir
+    %p:2 = zt.pack %g0, %g1 : (tensor<8x4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<ZT_FloatTensor>:$inputs);
+  let results = (outs Variadic<ZT_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_ReduceScatterOp : ZT_Op<"reduce_scatter"> {
+  let summary = "this rank's shard of tensors summed (or averaged) over the ranks";
+  let description = [{
+    ZeRO-1 (`zt-optimizer` with `shard-optimizer-state`): the `inputs`
+    (any shapes, one element type, `ranks` x S elements in all), flattened
+    end to end, are summed element by element over the `ranks` ranks of the
+    job (divided by their number with `mean`), and rank r gets elements
+    [r S, (r + 1) S) of the sum. The inputs must lie end to end in memory:
+    one flat tensor, or the results of one `zt.pack`. The plan runs on
+    exactly `ranks` ranks. Not `Pure`: it communicates.
 
     ```mlir
     %s = zt.reduce_scatter %flat {mean, ranks = 2 : i64} : (tensor<1024xf32>) -> tensor<512xf32>
+    %t = zt.reduce_scatter %p#0, %p#1 {mean, ranks = 2 : i64} : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<18xf32>
     ```
   }];
-  let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$ranks, UnitAttr:$mean);
+  let arguments = (ins Variadic<ZT_FloatTensor>:$inputs, I64Attr:$ranks,
+                       UnitAttr:$mean);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = [{
-    $operand attr-dict `:` functional-type(operands, results)
+    $inputs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -65,6 +65,7 @@ namespace zcc::runtime {
   X(ReduceScatter, "reduce_scatter")                                           \
   X(AllGather, "all_gather")                                                   \
   X(Shard, "shard")                                                            \
+  X(Pack, "pack")                                                              \
   X(Copy, "copy")                                                              \
   X(Convert, "convert")
 
