@@ -754,25 +754,33 @@ static LogicalResult verifyShards(Operation *op, int64_t ranks, Type wholeType,
   return success();
 }
 
+/// The element count of `inputs` read as one flat tensor: one or more, each
+/// of `shard`'s element type.
+static FailureOr<int64_t> flatTotal(Operation *op, ValueRange inputs,
+                                    RankedTensorType shard) {
+  if (inputs.empty())
+    return op->emitOpError() << "needs at least one operand";
+  int64_t total = 0;
+  for (Value input : inputs) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getElementType() != shard.getElementType())
+      return op->emitOpError()
+             << "element types differ: " << type << " and " << shard;
+    total += type.getNumElements();
+  }
+  return total;
+}
+
 LogicalResult ReduceScatterOp::verify() {
   if (getInputs().size() == 1)
     return verifyShards(*this, getRanks(), getInputs()[0].getType(), getType());
-  if (getInputs().empty())
-    return emitOpError() << "needs at least one operand";
   auto shard = cast<RankedTensorType>(getType());
-  int64_t total = 0;
-  for (Value input : getInputs()) {
-    auto type = cast<RankedTensorType>(input.getType());
-    if (type.getElementType() != shard.getElementType())
-      return emitOpError() << "element types differ: " << type << " and "
-                           << shard;
-    total += type.getNumElements();
-  }
-  if (failed(verifyShards(
-          *this, getRanks(),
-          RankedTensorType::get({total}, shard.getElementType()), shard)))
+  FailureOr<int64_t> total = flatTotal(*this, getInputs(), shard);
+  if (failed(total))
     return failure();
-  return success();
+  return verifyShards(*this, getRanks(),
+                      RankedTensorType::get({*total}, shard.getElementType()),
+                      shard);
 }
 
 LogicalResult AllGatherOp::verify() {
@@ -783,20 +791,13 @@ LogicalResult ShardOp::verify() {
   int64_t ranks = getRanks();
   if (ranks < 1)
     return emitOpError() << "ranks must be at least 1, got " << ranks;
-  if (getInputs().empty())
-    return emitOpError() << "needs at least one input";
   auto shard = cast<RankedTensorType>(getType());
   if (shard.getRank() != 1)
     return emitOpError() << "result must be flat (rank 1), got " << shard;
-  int64_t total = 0;
-  for (Value input : getInputs()) {
-    auto type = cast<RankedTensorType>(input.getType());
-    if (type.getElementType() != shard.getElementType())
-      return emitOpError() << "element types differ: " << type << " and "
-                           << shard;
-    total += type.getNumElements();
-  }
-  int64_t expected = (total + ranks - 1) / ranks;
+  FailureOr<int64_t> flat = flatTotal(*this, getInputs(), shard);
+  if (failed(flat))
+    return failure();
+  int64_t total = *flat, expected = (total + ranks - 1) / ranks;
   if (shard.getDimSize(0) != expected)
     return emitOpError() << "a shard of " << total << " elements over " << ranks
                          << " ranks has " << expected << " elements, got "

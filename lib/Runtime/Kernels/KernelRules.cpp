@@ -699,51 +699,52 @@ Status checkShards(const LaunchRules &r, bool wholeIn) {
   return Status::ok();
 }
 
-/// reduce_scatter of several inputs (a zt.pack's parts): f32 tensors of
-/// `ranks` shards in all, and one shard. That they lie end to end is the
-/// program's check (DeviceProgram), where addresses are known.
-Status checkPackedShards(const LaunchRules &r) {
-  if (r.numOutputs() != 1)
-    return r.fail("expected one output, got ", r.numOutputs());
-  const TensorType &shard = r.output(0);
-  ZRT_RETURN_IF_ERROR(r.expectFloat("the shard", shard));
-  int64_t ranks = r.params.ranks;
-  if (ranks < 1 || ranks > 65536)
-    return r.fail("ranks must be from 1 to 65536, got ", ranks);
-  int64_t total = 0;
-  for (size_t i = 0; i < r.numInputs(); ++i) {
-    std::string role = "input #" + std::to_string(i);
-    ZRT_RETURN_IF_ERROR(r.expectFloat(role.c_str(), r.input(i)));
-    total += r.input(i).numElements();
-  }
-  if (shard.rank() != 1 || total != ranks * shard.shape[0])
-    return r.fail("the inputs (", total, " elements) must be ", ranks,
-                  " shards (", typeString(shard), "), flat");
-  return Status::ok();
-}
-
-/// shard: any float inputs of one type, flattened end to end, and this
-/// rank's flat shard of them (zero padded to `ranks` equal shards).
-Status checkShard(const LaunchRules &r) {
+/// Inputs read as one flat tensor (flattened end to end) and one flat f32
+/// shard of them: one or more inputs of the shard's type, `ranks` in range.
+/// `total` is the inputs' element count.
+Status checkFlatInputs(const LaunchRules &r, int64_t &total) {
   if (r.numInputs() < 1 || r.numOutputs() != 1)
     return r.fail("expected one or more inputs and one output, got ",
                   r.numInputs(), " and ", r.numOutputs());
   const TensorType &shard = r.output(0);
   ZRT_RETURN_IF_ERROR(r.expectFloat("the shard", shard));
-  int64_t ranks = r.params.ranks;
-  if (ranks < 1 || ranks > 65536)
-    return r.fail("ranks must be from 1 to 65536, got ", ranks);
-  int64_t total = 0;
+  if (shard.rank() != 1)
+    return r.fail("the shard (", typeString(shard), ") must be flat");
+  if (r.params.ranks < 1 || r.params.ranks > 65536)
+    return r.fail("ranks must be from 1 to 65536, got ", r.params.ranks);
+  total = 0;
   for (size_t i = 0; i < r.numInputs(); ++i) {
     std::string role = "input #" + std::to_string(i);
     ZRT_RETURN_IF_ERROR(
         r.expectSameDType(role.c_str(), r.input(i), "the shard", shard));
     total += r.input(i).numElements();
   }
-  if (shard.rank() != 1 || shard.shape[0] != (total + ranks - 1) / ranks)
-    return r.fail("the shard (", typeString(shard), ") must be flat with ",
-                  (total + ranks - 1) / ranks, " elements: ", total, " over ",
-                  ranks, " ranks");
+  return Status::ok();
+}
+
+/// reduce_scatter of several inputs (a zt.pack's parts): `ranks` shards in
+/// all. That they lie end to end is the program's check (DeviceProgram),
+/// where addresses are known.
+Status checkPackedShards(const LaunchRules &r) {
+  int64_t total = 0;
+  ZRT_RETURN_IF_ERROR(checkFlatInputs(r, total));
+  const TensorType &shard = r.output(0);
+  if (total != r.params.ranks * shard.shape[0])
+    return r.fail("the inputs (", total, " elements) must be ", r.params.ranks,
+                  " shards (", typeString(shard), "), flat");
+  return Status::ok();
+}
+
+/// shard: this rank's part of the inputs flattened end to end, zero padded
+/// to `ranks` equal shards.
+Status checkShard(const LaunchRules &r) {
+  int64_t total = 0;
+  ZRT_RETURN_IF_ERROR(checkFlatInputs(r, total));
+  int64_t ranks = r.params.ranks, expected = (total + ranks - 1) / ranks;
+  if (r.output(0).shape[0] != expected)
+    return r.fail("the shard (", typeString(r.output(0)),
+                  ") must be flat with ", expected, " elements: ", total,
+                  " over ", ranks, " ranks");
   return Status::ok();
 }
 
