@@ -161,9 +161,10 @@ public:
             const std::string &mode, const std::string &precision,
             uint64_t seed, int threads, int64_t microbatches,
             double hostMemoryFraction, bool distributed,
-            double collectiveTimeout)
+            double collectiveTimeout, int deviceOrdinal)
       : plan_(plan.plan), microbatches_(microbatches) {
     rt::SessionOptions options;
+    options.deviceOrdinal = deviceOrdinal;
     if (distributed) {
 #ifdef ZCC_HAVE_MPI
       // One MPI job per process, shared by every distributed session.
@@ -624,10 +625,10 @@ NB_MODULE(_zcc, m) {
   nb::class_<PySession>(m, "Session")
       .def(nb::init<const PyPlan &, const std::string &, const std::string &,
                     const std::string &, uint64_t, int, int64_t, double, bool,
-                    double>(),
+                    double, int>(),
            "plan"_a, "device"_a, "mode"_a, "precision"_a, "seed"_a, "threads"_a,
            "microbatches"_a, "host_memory_fraction"_a, "distributed"_a,
-           "collective_timeout"_a)
+           "collective_timeout"_a, "device_ordinal"_a)
       .def_prop_ro("rank", &PySession::rank)
       .def_prop_ro("world_size", &PySession::worldSize)
       .def("feeds", &PySession::feeds)

@@ -550,7 +550,8 @@ class Compiled:
 
     def session(self, device="cpu", mode="planned", precision="f32", seed=0,
                 threads=0, microbatches=None, host_memory_fraction=0.75,
-                distributed=False, collective_timeout=300):
+                distributed=False, collective_timeout=300,
+                device_ordinal=None):
         """Allocates the plan's memory (the only allocations) and fills the
         parameters from their initializers. `microbatches` (for a step
         compiled with accumulate=True) is how many batches make one step.
@@ -562,15 +563,22 @@ class Compiled:
         that share), `session.rank` and
         `session.world_size` say which; every rank calls save(), rank 0
         writes. A collective not done in `collective_timeout` seconds ends
-        the job naming the ranks that did not come."""
+        the job naming the ranks that did not come. `device_ordinal` picks
+        the CUDA device; by default device 0, or in a job the rank's place
+        among the job's ranks on its host (one GPU per rank)."""
         if microbatches is None:
             microbatches = 1
+        if device_ordinal is not None and int(device_ordinal) < 0:
+            raise Error(f"session: device_ordinal must be a device number "
+                        f">= 0, got {device_ordinal}")
         if microbatches > 1 and not self._accumulate:
             raise Error("session: microbatches > 1 needs compile(accumulate=True)")
         native = _zcc.Session(self.plan, device, mode, precision, int(seed),
                               int(threads), int(microbatches),
                               float(host_memory_fraction), bool(distributed),
-                              float(collective_timeout))
+                              float(collective_timeout),
+                              -1 if device_ordinal is None
+                              else int(device_ordinal))
         session = Session(native, self._feed_order, self._parameters)
         for name, value in self._values.items():
             session.write(name, value)

@@ -263,6 +263,9 @@ def test_session_options_are_checked():
         compiled.session(precision="bf16")
     with pytest.raises(zcc.Error, match="microbatches > 1 needs"):
         compiled.session(microbatches=2)
+    with pytest.raises(zcc.Error, match="device_ordinal must be a device "
+                                        "number >= 0, got -1"):
+        compiled.session(device="cuda", device_ordinal=-1)
     # The emulator runs the device kernels on the host: the same losses.
     images, labels = mixture(0)
     assert compiled.session(device="emulator").step(images, labels) == \

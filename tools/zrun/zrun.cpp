@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
   std::string planPath, device = "cpu", data = "synthetic", mode = "planned",
                         precision = "f32", launch = "graph", loadCheckpoint,
                         saveCheckpoint;
-  int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0, ordinal = 0,
+  int64_t steps = 100, microbatches = 1, printEvery = 0, seed = 0, ordinal = -1,
           threads = 0;
   double hostMemoryFraction = kDefaultHostMemoryFraction;
   bool trace = false, report = false;
@@ -123,7 +123,9 @@ int main(int argc, char **argv) {
   app.add_option("--launch", launch,
                  "cuda: replay the captured graph (graph, default), or issue "
                  "the same kernels one by one every step (eager)");
-  app.add_option("--device-ordinal", ordinal, "which CUDA device (default 0)");
+  app.add_option("--device-ordinal", ordinal,
+                 "which CUDA device (default: 0, or in a data-parallel job "
+                 "the rank's place among the job's ranks on its host)");
   app.add_option("--seed", seed,
                  "parameter initialization and synthetic data (default 0)");
   app.add_option("--threads", threads,
@@ -189,7 +191,7 @@ int main(int argc, char **argv) {
     return usage("--threads needs a count from 1 to 1024");
   if (!(hostMemoryFraction > 0 && hostMemoryFraction <= 1))
     return usage("--host-memory-fraction needs a number in (0, 1]");
-  if (ordinal < 0 || ordinal > 1024)
+  if (app.count("--device-ordinal") && (ordinal < 0 || ordinal > 1024))
     return usage("--device-ordinal needs a device number");
   if (planPath.empty())
     return usage("no plan file given");

@@ -76,6 +76,13 @@ Status MpiCommunicator::create(const Options &options,
   MPI_Comm_rank(comm->handles->data, &comm->rank_);
   MPI_Comm_size(comm->handles->data, &comm->size_);
   comm->heard.assign(comm->size_, -1);
+  // The ranks that share this host's memory share its GPUs.
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm->handles->data, MPI_COMM_TYPE_SHARED, comm->rank_,
+                      MPI_INFO_NULL, &host);
+  MPI_Comm_rank(host, &comm->localRank_);
+  MPI_Comm_size(host, &comm->localSize_);
+  MPI_Comm_free(&host);
   out = std::move(comm);
   return Status::ok();
 }
@@ -99,7 +106,8 @@ std::string MpiCommunicator::describe() const {
   MPI_Get_library_version(version, &length);
   std::string name(version, static_cast<size_t>(std::max(length, 0)));
   name = name.substr(0, name.find_first_of(",\n"));
-  return "MPI (" + name + "), " + std::to_string(size_) + " ranks";
+  return "MPI (" + name + "), " + std::to_string(size_) + " ranks, " +
+         std::to_string(localSize_) + " on this host";
 }
 
 static const char *collectiveName(CollectiveCall::Kind kind) {

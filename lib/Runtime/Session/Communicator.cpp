@@ -6,9 +6,14 @@
 
 using namespace zcc::runtime;
 
-Status Communicator::checkSame(uint64_t value, const std::string &what) {
+std::vector<uint64_t> Communicator::gather(uint64_t value) {
   std::vector<uint64_t> all(static_cast<size_t>(size()));
   allGather(&value, all.data(), 1, CollectiveType::F64);
+  return all;
+}
+
+Status Communicator::checkSame(uint64_t value, const std::string &what) {
+  std::vector<uint64_t> all = gather(value);
   std::string differ;
   for (size_t r = 1; r < all.size(); ++r)
     if (all[r] != all[0])

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Executors/Device/DeviceExecutor.h"
 #include "Executors/Memory.h"
 
 #include "zcc/Runtime/Data/DataSource.h"
@@ -679,6 +680,101 @@ TEST(DataParallel, EachRankDrawsItsOwnDropoutMasks) {
   EXPECT_EQ(std::memcmp(&a, &b, 4), 0) << a << " " << b;
   EXPECT_NE(std::memcmp(&b, &c, 4), 0) << "rank 1 drew rank 0's masks";
   EXPECT_EQ(std::memcmp(&c, &d, 4), 0) << c << " " << d;
+}
+
+/// One rank of a job whose other ranks are given: an all_gather of 8-byte
+/// values returns theirs with this rank's in its place. For the checks a
+/// session makes at load.
+class GivenRanks final : public Communicator {
+public:
+  GivenRanks(int rank, std::vector<uint64_t> values, int localRank,
+             int localSize)
+      : rank_(rank), values(std::move(values)), localRank_(localRank),
+        localSize_(localSize) {}
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(values.size()); }
+  int localRank() const override { return localRank_; }
+  int localSize() const override { return localSize_; }
+  uint64_t start(const CollectiveCall &call) override {
+    EXPECT_EQ(call.kind, CollectiveCall::Kind::AllGather);
+    EXPECT_EQ(call.count, 1u);
+    std::vector<uint64_t> all = values;
+    std::memcpy(&all[rank_], call.source, 8);
+    std::memcpy(call.data, all.data(), all.size() * 8);
+    return 0;
+  }
+  void finish(uint64_t) override {}
+  void broadcast(void *, uint64_t) override {}
+  uint64_t collectives() const override { return 0; }
+  double secondsBlocked() const override { return 0; }
+  std::string describe() const override { return "given ranks"; }
+
+private:
+  int rank_;
+  std::vector<uint64_t> values;
+  int localRank_, localSize_;
+};
+
+/// `mpirun -np N zrun --device cuda` on a host of N GPUs: each rank takes
+/// the GPU of its place on the host, not device 0 for all.
+TEST(DataParallel, EachRankTakesTheGpuOfItsPlaceOnItsHost) {
+  using device::chooseCudaDevice;
+  int ordinal = -2;
+  ASSERT_TRUE(chooseCudaDevice(-1, nullptr, 4, ordinal).isOk());
+  EXPECT_EQ(ordinal, 0);                               // a process alone
+  GivenRanks third(6, std::vector<uint64_t>(8), 2, 4); // host 2, place 2
+  ASSERT_TRUE(chooseCudaDevice(-1, &third, 4, ordinal).isOk());
+  EXPECT_EQ(ordinal, 2);
+  // A launcher that shows each rank its own GPU alone (CUDA_VISIBLE_DEVICES).
+  ASSERT_TRUE(chooseCudaDevice(-1, &third, 1, ordinal).isOk());
+  EXPECT_EQ(ordinal, 0);
+  // Fewer shown than the host's ranks: modulo (ranks that then meet on one
+  // GPU fail the check below).
+  ASSERT_TRUE(chooseCudaDevice(-1, &third, 2, ordinal).isOk());
+  EXPECT_EQ(ordinal, 0);
+  GivenRanks second(1, std::vector<uint64_t>(2), 1, 2);
+  ASSERT_TRUE(chooseCudaDevice(-1, &second, 2, ordinal).isOk());
+  EXPECT_EQ(ordinal, 1);
+  // A device named is taken as named, and must be there.
+  ASSERT_TRUE(chooseCudaDevice(3, &third, 4, ordinal).isOk());
+  EXPECT_EQ(ordinal, 3);
+  Status missing = chooseCudaDevice(5, &third, 2, ordinal);
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_NE(missing.message().find("no CUDA device 5; this machine has 2"),
+            std::string::npos)
+      << missing.message();
+}
+
+/// NCCL cannot run two ranks on one GPU: every rank fails at load alike,
+/// naming the ranks that share one, instead of NCCL's error at init.
+TEST(DataParallel, RanksOnOneGpuFailAtLoadNamingThem) {
+  using device::checkOneRankPerDevice;
+  const uint64_t a = 0xa, b = 0xb, c = 0xc;
+  GivenRanks apart(1, {a, b, c}, 1, 3);
+  EXPECT_TRUE(checkOneRankPerDevice(apart, b, 3, "B").isOk());
+
+  // Four ranks on a host showing each of them both of its GPUs, placed by
+  // a launcher that gave ranks 0 and 2 the first.
+  GivenRanks pairs(2, {a, b, a, b}, 2, 4);
+  Status s = checkOneRankPerDevice(pairs, a, 2, "NVIDIA H100 (device 0)");
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("ranks 0 and 2; ranks 1 and 3 run on one GPU "
+                             "(this rank's: NVIDIA H100 (device 0)), and "
+                             "NCCL needs a GPU per rank: rank 2's host runs "
+                             "4 of the job's 4 ranks and shows it 2 CUDA "
+                             "devices"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("--device-ordinal"), std::string::npos);
+
+  // Rank 1 apart from the three that share: it fails too, with no device
+  // of its own named.
+  GivenRanks three(1, {a, b, a, a}, 1, 4);
+  s = checkOneRankPerDevice(three, b, 1, "B");
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("ranks 0, 2 and 3 run on one GPU, and"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(Session, CheckpointRoundTripAndResume) {

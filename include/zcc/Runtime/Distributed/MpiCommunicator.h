@@ -44,6 +44,8 @@ public:
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int localRank() const override { return localRank_; }
+  int localSize() const override { return localSize_; }
   uint64_t start(const CollectiveCall &call) override;
   void finish(uint64_t ticket) override;
   void progress() override;
@@ -76,6 +78,7 @@ private:
   struct Handles;
   std::unique_ptr<Handles> handles;
   int rank_ = 0, size_ = 1;
+  int localRank_ = 0, localSize_ = 1; // among the ranks on this host
   bool initializedHere = false;
   /// Collectives started by this rank: the number of the one waited for.
   uint64_t sequence = 0;

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace zcc::runtime {
 
@@ -49,6 +50,11 @@ public:
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// This rank's place among the job's ranks on its host, and their number:
+  /// a GPU job's rank takes its host's GPU of that number. An engine that
+  /// does not know the hosts takes the job to be on one.
+  virtual int localRank() const { return rank(); }
+  virtual int localSize() const { return size(); }
 
   /// Begins `call` and returns at once: its bytes belong to the collective
   /// (nothing may write them, nor read `data`) until finish() of the ticket
@@ -81,9 +87,11 @@ public:
 
   /// Rank 0's `bytes` at `data` replace every other rank's.
   virtual void broadcast(void *data, uint64_t bytes) = 0;
+  /// Every rank's `value`, in rank order (an all_gather of one 8-byte
+  /// element: bits, no arithmetic).
+  std::vector<uint64_t> gather(uint64_t value);
   /// Fails unless every rank gives the same `value`; the message names the
-  /// ranks that differ from rank 0, and `what` says what was compared
-  /// (an all_gather of one 8-byte element: bits, no arithmetic).
+  /// ranks that differ from rank 0, and `what` says what was compared.
   Status checkSame(uint64_t value, const std::string &what);
   /// Collectives run so far (a bucket reduction counts once per call).
   virtual uint64_t collectives() const = 0;

@@ -78,7 +78,9 @@ struct SessionOptions {
   uint64_t seed = 0;
   DeviceKind device = DeviceKind::Cpu;
   LaunchMode launch = LaunchMode::Graph;
-  int deviceOrdinal = 0;
+  /// The CUDA device; -1: the rank's place among the job's ranks on its
+  /// host (one GPU per rank), device 0 for a process alone.
+  int deviceOrdinal = -1;
   /// Emulator: run each group kernel with the GPU's threads per group and
   /// its reduction order instead of one lane (slow; for tests).
   bool emulateGpuGroups = false;

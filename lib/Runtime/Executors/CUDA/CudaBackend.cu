@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Executors/Device/DeviceExecutor.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -346,8 +347,12 @@ public:
   }
 
   /// The NCCL communicator of the job's ranks (`comm`, or this process
-  /// alone): rank 0's unique id goes to the others through `comm`.
+  /// alone), one GPU each: rank 0's unique id goes to the others through
+  /// `comm`.
   Status openNccl(Communicator *comm) {
+    if (comm && comm->size() > 1)
+      ZRT_RETURN_IF_ERROR(
+          checkOneRankPerDevice(*comm, uuid, visible, deviceName));
 #ifdef ZCC_HAVE_NCCL
     int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;
     Status loaded = loadNccl(ncclApi);
@@ -390,7 +395,7 @@ public:
 #endif
   }
 
-  Status open() {
+  Status open(const Communicator *comm) {
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess) {
@@ -402,13 +407,14 @@ public:
     if (count == 0)
       return makeError(StatusCode::Unsupported,
                        "no usable CUDA device: cudaGetDeviceCount found none");
-    if (ordinal < 0 || ordinal >= count)
-      return makeError(StatusCode::InvalidArgument, "no CUDA device ",
-                       ordinal, "; this machine has ", count);
+    visible = count;
+    ZRT_RETURN_IF_ERROR(chooseCudaDevice(ordinal, comm, count, ordinal));
     ZRT_CUDA(cudaSetDevice(ordinal), "cudaSetDevice");
     cudaDeviceProp props{};
     ZRT_CUDA(cudaGetDeviceProperties(&props, ordinal),
              "cudaGetDeviceProperties");
+    uuid = fnv1a64(reinterpret_cast<const uint8_t *>(props.uuid.bytes),
+                   sizeof(props.uuid.bytes));
     deviceName = std::string(props.name) + " (device " +
                  std::to_string(ordinal) + ", sm_" +
                  std::to_string(props.major) + std::to_string(props.minor) +
@@ -644,6 +650,8 @@ private:
   int ordinal;
   LaunchMode mode;
   std::string deviceName;
+  uint64_t uuid = 0; // a hash of the device's UUID: one GPU on any host
+  int visible = 0;   // the devices this process sees
   cudaStream_t stream = nullptr;
   std::vector<cudaStream_t> branches; // graph capture's other streams
   cublasHandle_t blas = nullptr;
@@ -664,7 +672,7 @@ Status zcc::runtime::device::createCudaBackend(int ordinal, LaunchMode launch,
                                                Communicator *comm,
                                                std::unique_ptr<Backend> &out) {
   auto backend = std::make_unique<CudaBackend>(ordinal, launch);
-  ZRT_RETURN_IF_ERROR(backend->open());
+  ZRT_RETURN_IF_ERROR(backend->open(comm));
   if (collectives)
     ZRT_RETURN_IF_ERROR(backend->openNccl(comm));
   out = std::move(backend);

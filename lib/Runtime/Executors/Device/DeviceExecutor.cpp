@@ -4,11 +4,13 @@
 #include "Kernels/HostRun.h"
 
 #include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Session/Communicator.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 using namespace zcc::runtime;
 using namespace zcc::runtime::device;
@@ -27,6 +29,58 @@ std::string mib(uint64_t bytes) {
 }
 
 } // namespace
+
+Status zcc::runtime::device::chooseCudaDevice(int requested,
+                                              const Communicator *comm,
+                                              int count, int &ordinal) {
+  if (requested >= count)
+    return makeError(StatusCode::InvalidArgument, "no CUDA device ", requested,
+                     "; this machine has ", count);
+  // A launcher that gives each rank its own devices (CUDA_VISIBLE_DEVICES)
+  // leaves each fewer than the host's ranks: the rank's place among them.
+  // Ranks that meet on one GPU are caught by checkOneRankPerDevice.
+  ordinal = requested >= 0 ? requested : comm ? comm->localRank() % count : 0;
+  return Status::ok();
+}
+
+Status zcc::runtime::device::checkOneRankPerDevice(Communicator &comm,
+                                                   uint64_t device, int count,
+                                                   const std::string &name) {
+  std::vector<uint64_t> devices = comm.gather(device);
+  std::string shared;
+  bool mine = false;
+  for (size_t r = 0; r < devices.size(); ++r) {
+    // Each group once, named from its first rank.
+    if (std::find(devices.begin(), devices.begin() + r, devices[r]) !=
+        devices.begin() + r)
+      continue;
+    std::vector<size_t> group;
+    for (size_t q = r; q < devices.size(); ++q)
+      if (devices[q] == devices[r])
+        group.push_back(q);
+    if (group.size() < 2)
+      continue;
+    std::string ranks;
+    for (size_t i = 0; i < group.size(); ++i)
+      ranks += (i == 0                  ? ""
+                : i + 1 == group.size() ? " and "
+                                        : ", ") +
+               std::to_string(group[i]);
+    shared += (shared.empty() ? "ranks " : "; ranks ") + ranks;
+    mine |= devices[r] == device;
+  }
+  if (shared.empty())
+    return Status::ok();
+  return makeError(
+      StatusCode::InvalidArgument, shared, " run on one GPU",
+      mine ? " (this rank's: " + name + ")" : std::string(),
+      ", and NCCL needs a GPU per rank: rank ", comm.rank(), "'s host runs ",
+      comm.localSize(), " of the job's ", comm.size(), " ranks and shows it ",
+      count, " CUDA device", count == 1 ? "" : "s",
+      "; start at most as many ranks per host as it has GPUs (mpirun "
+      "--map-by ppr:GPUS:node), or give each rank its own "
+      "(--device-ordinal, CUDA_VISIBLE_DEVICES)");
+}
 
 Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
                               const SessionOptions &options,

@@ -64,12 +64,29 @@ public:
 /// (slow: for tests of the group kernels' lane arithmetic).
 std::unique_ptr<Backend> createEmulatorBackend(bool gpuGroups = false);
 
-/// CUDA device `ordinal`; fails with the reason when there is no usable
-/// device or driver, or when the runtime was built without CUDA. With
-/// `collectives` (a plan with all_reduce launches) it also joins the NCCL
-/// communicator of `comm`'s ranks (of this process alone when null).
+/// CUDA device `ordinal` (-1: chooseCudaDevice's choice); fails with the
+/// reason when there is no usable device or driver, or when the runtime was
+/// built without CUDA. With `collectives` (a plan with all_reduce launches)
+/// it also joins the NCCL communicator of `comm`'s ranks (of this process
+/// alone when null), after checkOneRankPerDevice.
 Status createCudaBackend(int ordinal, LaunchMode launch, bool collectives,
                          Communicator *comm, std::unique_ptr<Backend> &out);
+
+/// The CUDA device a rank takes among the `count` it sees: `requested` when
+/// it names one (>= 0), else the rank's place among the job's ranks on its
+/// host (torchrun's LOCAL_RANK) modulo `count` (a launcher may show each
+/// rank only its own GPU), device 0 for a process alone. Fails when
+/// `requested` is not there.
+Status chooseCudaDevice(int requested, const Communicator *comm, int count,
+                        int &ordinal);
+
+/// NCCL runs one rank per GPU: when `device` (an id of this rank's GPU,
+/// unique across hosts: a hash of its UUID) is another rank's too, fails on
+/// every rank alike, naming the ranks that share one and saying what to do
+/// (`count`: the devices this rank sees, `name`: its own). Every rank calls
+/// it.
+Status checkOneRankPerDevice(Communicator &comm, uint64_t device, int count,
+                             const std::string &name);
 
 /// The persistent tensors live on the device with a host mirror: which side
 /// is newer is tracked, and copies happen only when the other side looks.
