@@ -562,8 +562,9 @@ class Compiled:
         steps on its own share of the batch (step() returns the loss on
         that share), `session.rank` and
         `session.world_size` say which; every rank calls save(), rank 0
-        writes. A collective not done in `collective_timeout` seconds ends
-        the job naming the ranks that did not come. `device_ordinal` picks
+        writes. A collective (on a GPU: a step) not done in
+        `collective_timeout` seconds ends the job naming the ranks that did
+        not come. `device_ordinal` picks
         the CUDA device; by default device 0, or in a job the rank's place
         among the job's ranks on its host (one GPU per rank)."""
         if microbatches is None:

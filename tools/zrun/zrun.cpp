@@ -154,8 +154,9 @@ int main(int argc, char **argv) {
   double collectiveTimeout = 300;
   int64_t globalBatch = 0;
   app.add_option("--collective-timeout", collectiveTimeout,
-                 "data parallel: seconds a rank waits in a collective before "
-                 "it names the ranks that did not come and ends the job "
+                 "data parallel: seconds a rank waits in a collective (on a "
+                 "GPU: for a step, its NCCL collectives inside) before it "
+                 "names the ranks that did not come and ends the job "
                  "(default 300)");
   app.add_option("--global-batch", globalBatch,
                  "data parallel: the rows of one step over all ranks; checked "

@@ -34,7 +34,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Control messages: {collective number, 1 for a question / 0 an answer}.
+/// Control messages: {collective number, 1 for a question / 0 an answer,
+/// step (-1 outside one)}.
 constexpr int kControlTag = 7;
 
 /// MPI counts are ints: larger buffers go in chunks of this many elements,
@@ -76,6 +77,7 @@ Status MpiCommunicator::create(const Options &options,
   MPI_Comm_rank(comm->handles->data, &comm->rank_);
   MPI_Comm_size(comm->handles->data, &comm->size_);
   comm->heard.assign(comm->size_, -1);
+  comm->heardStep.assign(comm->size_, -1);
   // The ranks that share this host's memory share its GPUs.
   MPI_Comm host = MPI_COMM_NULL;
   MPI_Comm_split_type(comm->handles->data, MPI_COMM_TYPE_SHARED, comm->rank_,
@@ -214,18 +216,31 @@ void MpiCommunicator::broadcast(void *data, uint64_t bytes) {
 void MpiCommunicator::wait(void *requests, int count, const char *what,
                            uint64_t number) {
   auto *req = static_cast<MPI_Request *>(requests);
+  // A collective of a small bucket is quick: spin about as long as it takes.
+  poll(
+      [&] {
+        int done = 0;
+        MPI_Testall(count, req, &done, MPI_STATUSES_IGNORE);
+        return done != 0;
+      },
+      100e-6, what, number);
+}
+
+void MpiCommunicator::await(const std::function<bool()> &done,
+                            const char *what) {
+  // A device step takes milliseconds; its end is met sooner spinning.
+  poll(done, 1e-3, what, 0);
+}
+
+void MpiCommunicator::poll(const std::function<bool()> &done, double spin,
+                           const char *what, uint64_t number) {
   Clock::time_point start = Clock::now();
-  for (int polls = 0;; ++polls) {
-    int done = 0;
-    MPI_Testall(count, req, &done, MPI_STATUSES_IGNORE);
-    if (done)
-      return;
+  while (!done()) {
     serviceControl();
-    if (secondsSince(start) > options.timeoutSeconds)
+    double waited = secondsSince(start);
+    if (waited > options.timeoutSeconds)
       timedOut(what, number);
-    // Spin briefly (a collective of a small bucket is quick), then sleep so
-    // a waiting rank does not take the core another rank computes on.
-    if (polls > 200)
+    if (waited > spin)
       std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
@@ -238,24 +253,25 @@ void MpiCommunicator::serviceControl() {
                &status);
     if (!pending)
       return;
-    long long message[2] = {0, 0};
-    MPI_Recv(message, 2, MPI_LONG_LONG, status.MPI_SOURCE, kControlTag,
+    long long message[3] = {0, 0, 0};
+    MPI_Recv(message, 3, MPI_LONG_LONG, status.MPI_SOURCE, kControlTag,
              handles->control, MPI_STATUS_IGNORE);
     heard[status.MPI_SOURCE] = message[0];
+    heardStep[status.MPI_SOURCE] = message[2];
     if (message[1] == 1) {
-      // Answer where this rank is; a two-number message goes out eagerly.
-      long long answer[2] = {static_cast<long long>(sequence), 0};
-      MPI_Send(answer, 2, MPI_LONG_LONG, status.MPI_SOURCE, kControlTag,
+      // Answer where this rank is; a three-number message goes out eagerly.
+      long long answer[3] = {static_cast<long long>(sequence), 0, step};
+      MPI_Send(answer, 3, MPI_LONG_LONG, status.MPI_SOURCE, kControlTag,
                handles->control);
     }
   }
 }
 
 void MpiCommunicator::timedOut(const char *what, uint64_t number) {
-  long long question[2] = {static_cast<long long>(sequence), 1};
+  long long question[3] = {static_cast<long long>(sequence), 1, step};
   for (int r = 0; r < size_; ++r)
     if (r != rank_)
-      MPI_Send(question, 2, MPI_LONG_LONG, r, kControlTag, handles->control);
+      MPI_Send(question, 3, MPI_LONG_LONG, r, kControlTag, handles->control);
   Clock::time_point start = Clock::now();
   while (secondsSince(start) < options.graceSeconds) {
     serviceControl();
@@ -267,9 +283,11 @@ void MpiCommunicator::timedOut(const char *what, uint64_t number) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::ostringstream os;
-  os << what << " (collective #" << number
-     << (step < 0 ? "" : ", step " + std::to_string(step))
-     << ") did not complete within " << options.timeoutSeconds
+  std::string where = number ? "collective #" + std::to_string(number) : "";
+  if (step >= 0)
+    where += (where.empty() ? "step " : ", step ") + std::to_string(step);
+  os << what << (where.empty() ? "" : " (" + where + ")")
+     << " did not complete within " << options.timeoutSeconds
      << " s (--collective-timeout):";
   bool any = false;
   for (int r = 0; r < size_; ++r) {
@@ -281,6 +299,12 @@ void MpiCommunicator::timedOut(const char *what, uint64_t number) {
       any = true;
     } else if (static_cast<uint64_t>(heard[r]) != sequence) {
       os << " rank " << r << " is at collective #" << heard[r] << ";";
+      any = true;
+    } else if (heardStep[r] != step) {
+      os << " rank " << r << " is at "
+         << (heardStep[r] < 0 ? "no step"
+                              : "step " + std::to_string(heardStep[r]))
+         << ";";
       any = true;
     }
   }

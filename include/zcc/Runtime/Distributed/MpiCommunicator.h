@@ -49,6 +49,7 @@ public:
   uint64_t start(const CollectiveCall &call) override;
   void finish(uint64_t ticket) override;
   void progress() override;
+  void await(const std::function<bool()> &done, const char *what) override;
   void broadcast(void *data, uint64_t bytes) override;
   uint64_t collectives() const override { return sequence; }
   double secondsBlocked() const override { return blocked; }
@@ -64,10 +65,16 @@ public:
 
 private:
   MpiCommunicator() = default;
-  /// Waits for `count` MPI_Requests at `requests` until the deadline,
-  /// answering the other ranks' questions meanwhile; `number` is the first
-  /// one's collective number, named with `what` when it times out.
+  /// Waits for `count` MPI_Requests at `requests` until the deadline;
+  /// `number` is the first one's collective number.
   void wait(void *requests, int count, const char *what, uint64_t number);
+  /// Polls `done` until the deadline, answering the other ranks' questions
+  /// meanwhile: spins for `spin` seconds, then sleeps between polls so a
+  /// waiting rank leaves the core to the others. Past the deadline it
+  /// names `what` and collective `number` (0: none of this rank's), and
+  /// ends the job.
+  void poll(const std::function<bool()> &done, double spin, const char *what,
+            uint64_t number);
   void serviceControl();
   /// `count` as MPI's int, or the job ends naming `what`.
   int shardCount(uint64_t count, const char *what);
@@ -84,6 +91,7 @@ private:
   uint64_t sequence = 0;
   /// Per rank, the collective it last said it was at (-1: no word).
   std::vector<int64_t> heard;
+  std::vector<int64_t> heardStep; // and the step it said it was in
   int64_t step = -1; // -1: not in a step (load, checkpoints)
   double blocked = 0; // seconds in finish()
 };

@@ -19,6 +19,7 @@
 #include "zcc/Runtime/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,12 @@ public:
   /// Lets started collectives advance (an MPI advances them only inside its
   /// calls); the CPU executor calls it between kernels.
   virtual void progress() {}
+  /// Waits until `done()` is true: for a step whose collectives run on a
+  /// device (NCCL in a CUDA graph), where a rank that hangs would leave the
+  /// others blocked in the device forever. An engine with a deadline
+  /// answers the other ranks meanwhile and, past it, names the ranks that
+  /// did not come and ends the job, as in finish(). `what` names the wait.
+  virtual void await(const std::function<bool()> &done, const char *what);
 
   /// Blocking forms: start and finish.
   void allReduce(void *data, uint64_t count, CollectiveType type, bool mean) {

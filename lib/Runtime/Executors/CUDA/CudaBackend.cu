@@ -338,6 +338,8 @@ public:
 #endif
     for (cudaStream_t branch : branches)
       cudaStreamDestroy(branch);
+    if (stepDone)
+      cudaEventDestroy(stepDone);
     if (stream)
       cudaStreamDestroy(stream);
     for (void *p : deviceBlocks)
@@ -350,9 +352,11 @@ public:
   /// alone), one GPU each: rank 0's unique id goes to the others through
   /// `comm`.
   Status openNccl(Communicator *comm) {
-    if (comm && comm->size() > 1)
+    if (comm && comm->size() > 1) {
       ZRT_RETURN_IF_ERROR(
           checkOneRankPerDevice(*comm, uuid, visible, deviceName));
+      job = comm;
+    }
 #ifdef ZCC_HAVE_NCCL
     int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;
     Status loaded = loadNccl(ncclApi);
@@ -433,6 +437,8 @@ public:
     }
     ZRT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
              "cudaStreamCreate");
+    ZRT_CUDA(cudaEventCreateWithFlags(&stepDone, cudaEventDisableTiming),
+             "cudaEventCreate");
     if (mode == LaunchMode::Graph)
       for (size_t i = 1, n = captureStreams(); i < n; ++i) {
         cudaStream_t branch = nullptr;
@@ -567,7 +573,21 @@ public:
     issued += std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                             start)
                   .count();
-    ZRT_CUDA(cudaStreamSynchronize(stream), "the step");
+    if (!job) {
+      ZRT_CUDA(cudaStreamSynchronize(stream), "the step");
+      return Status::ok();
+    }
+    // A rank that hangs would hold NCCL's kernels, and a synchronize, here
+    // forever: the job's deadline bounds the wait and names that rank.
+    ZRT_CUDA(cudaEventRecord(stepDone, stream), "cudaEventRecord");
+    cudaError_t result = cudaSuccess;
+    job->await(
+        [&] {
+          result = cudaEventQuery(stepDone);
+          return result != cudaErrorNotReady;
+        },
+        "a step's NCCL collectives");
+    ZRT_CUDA(result, "the step");
     return Status::ok();
   }
 
@@ -651,6 +671,8 @@ private:
   LaunchMode mode;
   std::string deviceName;
   uint64_t uuid = 0; // a hash of the device's UUID: one GPU on any host
+  Communicator *job = nullptr; // the ranks, when there are several
+  cudaEvent_t stepDone = nullptr;
   int visible = 0;   // the devices this process sees
   cudaStream_t stream = nullptr;
   std::vector<cudaStream_t> branches; // graph capture's other streams
