@@ -76,8 +76,7 @@ Status MpiCommunicator::create(const Options &options,
   MPI_Comm_dup(MPI_COMM_WORLD, &comm->handles->control);
   MPI_Comm_rank(comm->handles->data, &comm->rank_);
   MPI_Comm_size(comm->handles->data, &comm->size_);
-  comm->heard.assign(comm->size_, -1);
-  comm->heardStep.assign(comm->size_, -1);
+  comm->heard.assign(comm->size_, {});
   // The ranks that share this host's memory share its GPUs.
   MPI_Comm host = MPI_COMM_NULL;
   MPI_Comm_split_type(comm->handles->data, MPI_COMM_TYPE_SHARED, comm->rank_,
@@ -256,8 +255,7 @@ void MpiCommunicator::serviceControl() {
     long long message[3] = {0, 0, 0};
     MPI_Recv(message, 3, MPI_LONG_LONG, status.MPI_SOURCE, kControlTag,
              handles->control, MPI_STATUS_IGNORE);
-    heard[status.MPI_SOURCE] = message[0];
-    heardStep[status.MPI_SOURCE] = message[2];
+    heard[status.MPI_SOURCE] = {message[0], message[2]};
     if (message[1] == 1) {
       // Answer where this rank is; a three-number message goes out eagerly.
       long long answer[3] = {static_cast<long long>(sequence), 0, step};
@@ -277,7 +275,7 @@ void MpiCommunicator::timedOut(const char *what, uint64_t number) {
     serviceControl();
     bool all = true;
     for (int r = 0; r < size_; ++r)
-      all &= r == rank_ || heard[r] >= 0;
+      all &= r == rank_ || heard[r].collective >= 0;
     if (all)
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -293,17 +291,18 @@ void MpiCommunicator::timedOut(const char *what, uint64_t number) {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_)
       continue;
-    if (heard[r] < 0) {
+    if (heard[r].collective < 0) {
       os << " rank " << r << " did not answer within " << options.graceSeconds
          << " s (it died or hangs);";
       any = true;
-    } else if (static_cast<uint64_t>(heard[r]) != sequence) {
-      os << " rank " << r << " is at collective #" << heard[r] << ";";
+    } else if (static_cast<uint64_t>(heard[r].collective) != sequence) {
+      os << " rank " << r << " is at collective #" << heard[r].collective
+         << ";";
       any = true;
-    } else if (heardStep[r] != step) {
+    } else if (heard[r].step != step) {
       os << " rank " << r << " is at "
-         << (heardStep[r] < 0 ? "no step"
-                              : "step " + std::to_string(heardStep[r]))
+         << (heard[r].step < 0 ? "no step"
+                               : "step " + std::to_string(heard[r].step))
          << ";";
       any = true;
     }

@@ -38,15 +38,14 @@ int main(int argc, char **argv) {
   int rank = job->rank();
   job->setStep(5 + rank);
   auto start = std::chrono::steady_clock::now();
-  auto after = [&](double seconds) {
-    return [=] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                           start)
-                 .count() > seconds;
-    };
-  };
   if (!std::strcmp(mode, "done")) {
-    job->await(after(0.5), "a device step"); // within the deadline
+    // Ends within the deadline.
+    job->await(
+        [&] {
+          return std::chrono::steady_clock::now() - start >
+                 std::chrono::milliseconds(500);
+        },
+        "a device step");
     std::printf("rank %d: the step ended\n", rank);
     return 0;
   }

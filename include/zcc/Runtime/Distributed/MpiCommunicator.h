@@ -89,9 +89,11 @@ private:
   bool initializedHere = false;
   /// Collectives started by this rank: the number of the one waited for.
   uint64_t sequence = 0;
-  /// Per rank, the collective it last said it was at (-1: no word).
-  std::vector<int64_t> heard;
-  std::vector<int64_t> heardStep; // and the step it said it was in
+  /// Per rank, where it last said it was (collective -1: no word).
+  struct Word {
+    int64_t collective = -1, step = -1;
+  };
+  std::vector<Word> heard;
   int64_t step = -1; // -1: not in a step (load, checkpoints)
   double blocked = 0; // seconds in finish()
 };
