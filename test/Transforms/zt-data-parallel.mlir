@@ -68,6 +68,13 @@
 // ZERO: zt.all_gather %{{.+}} {ranks = 2 : i64} : (tensor<16448xf32>) -> tensor<32896xf32>
 // ZERO-NEXT: zt.slice %[[ALL]] [0:10]
 
+// A gradient larger than a bucket is a bucket of its own, reduce-scattered
+// as it is: its shape is read flat.
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=1 shard-optimizer-state=true ranks=2" | FileCheck %s --check-prefix=ALONE
+// ALONE: %[[W3:.+]] = zt.pack %{{.+}} : (tensor<128x10xf32>) -> tensor<128x10xf32>
+// ALONE-NEXT: zt.reduce_scatter %[[W3]] {mean, ranks = 2 : i64} : (tensor<128x10xf32>) -> tensor<640xf32>
+// ALONE: zt.reduce_scatter %{{.+}} {mean, ranks = 2 : i64} : (tensor<784x256xf32>) -> tensor<100352xf32>
+
 // ZeRO-1's gathered slices are written straight into the parameters (a
 // reshape of a slice owns its buffer): no parameter is copied at the return.
 // RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true ranks=2" -zt-print-liveness | FileCheck %s --check-prefix=ZLIVE

@@ -771,9 +771,9 @@ static FailureOr<int64_t> flatTotal(Operation *op, ValueRange inputs,
   return total;
 }
 
+// Inputs of any shape, one or a zt.pack's parts: a tensor larger than a
+// bucket is its own bucket.
 LogicalResult ReduceScatterOp::verify() {
-  if (getInputs().size() == 1)
-    return verifyShards(*this, getRanks(), getInputs()[0].getType(), getType());
   auto shard = cast<RankedTensorType>(getType());
   FailureOr<int64_t> total = flatTotal(*this, getInputs(), shard);
   if (failed(total))

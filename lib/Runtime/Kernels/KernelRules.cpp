@@ -681,12 +681,10 @@ Status checkBucket(const LaunchRules &r) {
   return Status::ok();
 }
 
-/// ZeRO-1's kernels: a flat f32 tensor of `ranks` shards (the input with
-/// `wholeIn`, else the output) and one shard.
-Status checkShards(const LaunchRules &r, bool wholeIn) {
+/// all_gather: one flat shard in, the flat whole of `ranks` shards out.
+Status checkAllGather(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
-  const TensorType &whole = wholeIn ? r.input(0) : r.output(0);
-  const TensorType &shard = wholeIn ? r.output(0) : r.input(0);
+  const TensorType &shard = r.input(0), &whole = r.output(0);
   ZRT_RETURN_IF_ERROR(r.expectFloat("the whole", whole));
   ZRT_RETURN_IF_ERROR(r.expectFloat("the shard", shard));
   int64_t ranks = r.params.ranks;
@@ -722,10 +720,10 @@ Status checkFlatInputs(const LaunchRules &r, int64_t &total) {
   return Status::ok();
 }
 
-/// reduce_scatter of several inputs (a zt.pack's parts): `ranks` shards in
-/// all. That they lie end to end is the program's check (DeviceProgram),
-/// where addresses are known.
-Status checkPackedShards(const LaunchRules &r) {
+/// reduce_scatter: its inputs (one tensor of any shape, or a zt.pack's
+/// parts) read as one flat tensor of `ranks` shards. That they lie end to
+/// end is the program's check (DeviceProgram), where addresses are known.
+Status checkReduceScatter(const LaunchRules &r) {
   int64_t total = 0;
   ZRT_RETURN_IF_ERROR(checkFlatInputs(r, total));
   const TensorType &shard = r.output(0);
@@ -875,12 +873,11 @@ Status checkKernel(const LaunchRules &r) {
   case KernelId::Pack:
     return checkBucket(r);
   case KernelId::ReduceScatter:
-    return r.numInputs() == 1 ? checkShards(r, /*wholeIn=*/true)
-                              : checkPackedShards(r);
+    return checkReduceScatter(r);
   case KernelId::Shard:
     return checkShard(r);
   case KernelId::AllGather:
-    return checkShards(r, /*wholeIn=*/false);
+    return checkAllGather(r);
   case KernelId::Copy: {
     ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
     const TensorType &from = r.input(0), &to = r.output(0);

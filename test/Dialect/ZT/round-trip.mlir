@@ -187,6 +187,14 @@ func.func @packed_reduce_scatter(%w: tensor<2x3xf32>, %b: tensor<2xf32>) -> tens
   return %0 : tensor<4xf32>
 }
 
+// One gradient of any shape, alone in its bucket, is read flat too.
+// CHECK-LABEL: func.func @reduce_scatter_of_one_matrix
+func.func @reduce_scatter_of_one_matrix(%w: tensor<4x3xf32>) -> tensor<6xf32> {
+  // CHECK: zt.reduce_scatter %{{.+}} {mean, ranks = 2 : i64} : (tensor<4x3xf32>) -> tensor<6xf32>
+  %0 = zt.reduce_scatter %w {mean, ranks = 2 : i64} : (tensor<4x3xf32>) -> tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
+
 // CHECK-LABEL: func.func @shard_of_several
 func.func @shard_of_several(%w: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<5xf32> {
   // CHECK: zt.shard %{{.+}}, %{{.+}} {ranks = 2 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<5xf32>

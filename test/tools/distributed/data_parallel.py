@@ -9,7 +9,10 @@ one rank at batch 4, and twice each two ranks at batch 2 (mpirun
 parameter (and optimizer state) difference between one and two ranks against
 its tolerance, whether the repeated 2-rank runs are bit for bit the same
 (traces and checkpoints), whether ZeRO-1 gives plain data parallelism's bits,
-and the persistent bytes per rank. Needs zcc, zrun and mpirun on PATH.
+whether the emulator (the CUDA executor's program on the host) gives the CPU's,
+whether data parallelism keeps its bits with ZeRO-1 buckets smaller than a
+gradient, recomputation under a memory budget and bf16 products, and the
+persistent bytes per rank. Needs zcc, zrun and mpirun on PATH.
 Exit status 1 when a check fails.
 """
 import json
@@ -67,6 +70,11 @@ def read_safetensors(path):
         begin, end = info["data_offsets"]
         out[name] = struct.unpack("<%df" % ((end - begin) // 4), data[begin:end])
     return out
+
+
+def same_file(a, b):
+    with open(a, "rb") as f, open(b, "rb") as g:
+        return f.read() == g.read()
 
 
 def main():
@@ -166,6 +174,61 @@ def main():
                   precision, "identical" if same else "DIFFER",
                   "identical" if tensors else "DIFFER"))
         ok &= same and tensors
+
+    # The CUDA executor's program (its collectives where NCCL would run them),
+    # run on the host by the emulator: the CPU executor's bits, plain and
+    # ZeRO-1.
+    for kind, plan in (("two", two), ("zero", zero)):
+        ck = os.path.join(work, "%s-emulator.safetensors" % kind)
+        out = run(["mpirun", "-np", "2", "zrun", plan, "--device", "emulator",
+                   "--save-checkpoint", ck] + train, env=env)
+        trace = [l.split(" params ")[0] for l in out.splitlines()
+                 if l.startswith("step ")]
+        same = trace == traces[(kind, "f32", "a")]
+        blobs = same_file(ck, checkpoints[(kind, "f32", "a")])
+        print("two ranks on the emulator%s vs the CPU, f32: traces %s, "
+              "checkpoints %s" % (" with ZeRO-1" if kind == "zero" else "",
+                                  "identical" if same else "DIFFER",
+                                  "identical" if blobs else "DIFFER"))
+        ok &= same and blobs
+
+    # ZeRO-1 with buckets smaller than a gradient (each larger one a bucket
+    # of its own, reduce-scattered as it is); and data parallelism composed
+    # with recomputation under a memory budget (recomputed values are the
+    # values kept) and with bf16 products: plain data parallelism's bits.
+    small = ["--bucket-mb", "0.001", "--shard-optimizer-state",
+             "--world-size", "2"]
+    budget = ["--memory-budget", "340000"]
+    bf16 = ["--precision", "bf16"]
+    for flags, name, precision, against in (
+            (small, "with ZeRO-1 in buckets smaller than a gradient", "f64",
+             []),
+            (budget, "recomputing under a memory budget", "f64", []),
+            (small + budget, "with ZeRO-1 recomputing under a memory budget",
+             "f64", []),
+            (small + bf16, "with ZeRO-1 in bf16", "f32", bf16)):
+        reference = checkpoints.get(("two", precision, "a"))
+        if against:
+            plan = os.path.join(work, "against.zplan")
+            run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan,
+                 "--data-parallel", "--bucket-mb", "0.05"] + against + common)
+            reference = os.path.join(work, "against.safetensors")
+            run(["mpirun", "-np", "2", "zrun", plan, "--save-checkpoint",
+                 reference] + train, env=env)
+        plan = os.path.join(work, "composed.zplan")
+        report = run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan,
+                      "--data-parallel", "--bucket-mb", "0.05", "--report"] +
+                     flags + common)
+        if budget[0] in flags:
+            assert "recomputed" in report, report
+        ck = os.path.join(work, "composed.safetensors")
+        run(["mpirun", "-np", "2", "zrun", plan, "--precision", precision,
+             "--save-checkpoint", ck] + train, env=env)
+        same = read_safetensors(ck) == read_safetensors(reference)
+        print("two ranks %s vs plain data parallel%s, %s: checkpoint "
+              "tensors %s" % (name, " in bf16" if against else "", precision,
+                              "identical" if same else "DIFFER"))
+        ok &= same
 
     # Accumulation: two ranks of two microbatches of 1 row (the apply entry
     # averages the accumulators; with ZeRO-1 it reduce-scatters them) see the

@@ -1102,10 +1102,10 @@ TEST(ShapeKernels, ShardOfSeveralTensorsOnEachRank) {
                   "must be flat with 5 elements: 9 over 2 ranks");
 }
 
-// A reduce_scatter of several inputs reads them as one flat tensor: they
-// must lie end to end (a zt.pack's parts), else the launch is refused. One
-// buffer per tensor here, so they do not.
-TEST(ShapeKernels, PackedReduceScatterNeedsItsInputsEndToEnd) {
+// A reduce_scatter reads its inputs as one flat tensor: several must lie
+// end to end (a zt.pack's parts), else the launch is refused (one buffer
+// per tensor here, so they do not); one may have any shape.
+TEST(ShapeKernels, ReduceScatterReadsItsInputsFlatAndEndToEnd) {
   LaunchCase c("reduce_scatter");
   c.input({2, 3}).input({2}).output({8}).param(intParam("ranks", 1));
   ASSERT_TRUE(c.check().isOk()) << c.check().message();
@@ -1115,6 +1115,15 @@ TEST(ShapeKernels, PackedReduceScatterNeedsItsInputsEndToEnd) {
   LaunchCase wrong("reduce_scatter");
   wrong.input({2, 3}).input({3}).output({4}).param(intParam("ranks", 2));
   EXPECT_CONTAINS(wrong.check().message(),
+                  "the inputs (9 elements) must be 2 shards (4xf32), flat");
+  // One input of any shape (a gradient larger than its bucket) is read flat.
+  LaunchCase one("reduce_scatter");
+  one.input({2, 3}, {1, 2, 3, 4, 5, 6}).output({6}).param(intParam("ranks", 1));
+  ASSERT_TRUE(one.run<float>().isOk()) << one.run<float>().message();
+  expectNear(one.result(), {1, 2, 3, 4, 5, 6}, 0);
+  LaunchCase odd("reduce_scatter");
+  odd.input({3, 3}).output({4}).param(intParam("ranks", 2));
+  EXPECT_CONTAINS(odd.check().message(),
                   "the inputs (9 elements) must be 2 shards (4xf32), flat");
 }
 

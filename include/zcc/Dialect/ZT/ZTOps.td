@@ -891,7 +891,8 @@ def ZT_ReduceScatterOp : ZT_Op<"reduce_scatter"> {
     end to end, are summed element by element over the `ranks` ranks of the
     job (divided by their number with `mean`), and rank r gets elements
     [r S, (r + 1) S) of the sum. The inputs must lie end to end in memory:
-    one flat tensor, or the results of one `zt.pack`. The plan runs on
+    one tensor (a gradient larger than a bucket is a bucket of its own), or
+    the results of one `zt.pack`. The plan runs on
     exactly `ranks` ranks. Not `Pure`: it communicates.
 
     ```mlir
