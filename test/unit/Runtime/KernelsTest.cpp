@@ -1119,7 +1119,8 @@ TEST(ShapeKernels, ReduceScatterReadsItsInputsFlatAndEndToEnd) {
   // One input of any shape (a gradient larger than its bucket) is read flat.
   LaunchCase one("reduce_scatter");
   one.input({2, 3}, {1, 2, 3, 4, 5, 6}).output({6}).param(intParam("ranks", 1));
-  ASSERT_TRUE(one.run<float>().isOk()) << one.run<float>().message();
+  Status ran = one.run<float>();
+  ASSERT_TRUE(ran.isOk()) << ran.message();
   expectNear(one.result(), {1, 2, 3, 4, 5, 6}, 0);
   LaunchCase odd("reduce_scatter");
   odd.input({3, 3}).output({4}).param(intParam("ranks", 2));
