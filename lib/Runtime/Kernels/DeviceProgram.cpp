@@ -485,9 +485,9 @@ private:
         copyElements(in<void>(i), result<void>(i), inType(i));
   }
 
-  /// reduce_scatter of several inputs: they must lie end to end (a
-  /// zt.pack's parts, as the planner places them), one flat whole.
-  Status packedReduceScatter() {
+  /// reduce_scatter: its inputs (one tensor, or a zt.pack's parts as the
+  /// planner places them) must lie end to end, one flat whole.
+  Status reduceScatter() {
     const auto *end = static_cast<const uint8_t *>(in<void>(0));
     for (size_t i = 0; i < launch.inputs.size(); ++i) {
       if (in<void>(i) != end)
@@ -1070,7 +1070,7 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     allReduce();
     break;
   case KernelId::ReduceScatter:
-    return packedReduceScatter();
+    return reduceScatter();
   case KernelId::Pack:
     pack();
     break;
