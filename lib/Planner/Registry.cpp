@@ -142,12 +142,12 @@ double secondsSince(Clock::time_point start) {
 /// plans improve early, and proofs come with the larger budgets.
 PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
                         const Bounds &bounds, Incumbent best,
-                        uint64_t nodesLeft) {
+                        uint64_t nodesLeft, int64_t proven) {
   auto remaining = [&] {
     return options.timeLimitSeconds - secondsSince(best.start);
   };
   const int64_t granule = bounds.granule;
-  int64_t proven = bounds.proven; // every arena below is infeasible
+  // `proven`: every arena below it is infeasible.
   auto probe = [&](int64_t capacity, uint64_t budget) {
     Plan plan;
     uint64_t nodes = 0;
@@ -197,7 +197,7 @@ PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
   // A skyline descent, as a starting plan.
   best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
   return searchExact(problem, options, bounds, std::move(best),
-                     nodeBudget(options));
+                     nodeBudget(options), bounds.proven);
 }
 
 /// Skyline descents kept under `goal` (planSkylineWithin): each ranking
@@ -246,7 +246,29 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   }
   if (best.plan.arenaSize <= goal)
     return finish(options, bounds, std::move(best), bounds.proven);
-  return searchExact(problem, options, bounds, std::move(best), nodesLeft);
+  // The busiest buffers first, at the goal, with at most a quarter of the
+  // nodes left: cheap when it works, and a core with no plan under the goal
+  // proves that nothing below the next granule fits.
+  int64_t proven = bounds.proven;
+  {
+    Plan plan;
+    uint64_t nodes = 0;
+    ExactStatus status = planCoreFirst(
+        problem, goal, options.timeLimitSeconds - secondsSince(best.start),
+        plan, &nodes, nodesLeft / 4);
+    nodesLeft -= std::min(nodes, nodesLeft);
+    if (status == ExactStatus::Found)
+      best.offer(std::move(plan), "core-first");
+    else if (status == ExactStatus::Infeasible)
+      proven =
+          std::max(proven, roundDown(goal, bounds.granule) + bounds.granule);
+  }
+  // At the goal, or the goal refuted (a capacity proven infeasible; without
+  // one, the search goes on above the bound).
+  if (best.plan.arenaSize <= goal || (options.capacity && proven > goal))
+    return finish(options, bounds, std::move(best), proven);
+  return searchExact(problem, options, bounds, std::move(best), nodesLeft,
+                     proven);
 }
 
 } // namespace
@@ -254,8 +276,9 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
 const std::vector<PlannerAlgorithm> &plannerAlgorithms() {
   static const std::vector<PlannerAlgorithm> algorithms = {
       {"auto",
-       "skyline and greedy-best, stopping at the lower bound; else the exact "
-       "search from the best of them, within the time limit",
+       "skyline and greedy-best, then the exact search on the busiest "
+       "buffers first, stopping at the lower bound; else the exact search "
+       "from the best of them, within the time limit",
        runAuto},
       {"exact",
        "depth-first search over canonical plans with cross-section "

@@ -136,6 +136,17 @@ ExactStatus planExact(const Problem &problem, int64_t capacity,
                       uint64_t *nodeCount = nullptr,
                       uint64_t nodeLimit = UINT64_MAX);
 
+/// The exact search on the busiest buffers first (see CoreFirst.cpp): for
+/// falling fractions of the peak, the buffers live where at least that much
+/// is live are planned under `capacity` and pinned, then the rest around
+/// them. Found: `plan` holds a plan of the whole problem. Infeasible: a core
+/// alone has no plan, so neither has the whole. OutOfTime: no core led to a
+/// plan within the limits (which proves nothing).
+ExactStatus planCoreFirst(const Problem &problem, int64_t capacity,
+                          double timeLimitSeconds, Plan &plan,
+                          uint64_t *nodeCount = nullptr,
+                          uint64_t nodeLimit = UINT64_MAX);
+
 } // namespace zcc::planner
 
 #endif // ZCC_PLANNER_ALGORITHMS_H
