@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 namespace zcc::planner {
 
@@ -50,18 +51,11 @@ ExactStatus planCoreFirst(const Problem &problem, int64_t capacity,
 
   detail::Sections sections(problem);
   const std::vector<BufferRequest> &buffers = problem.buffers;
-  // Bytes live in each section (difference array over the sections).
-  std::vector<int64_t> live(sections.count() + 1, 0);
-  for (uint32_t i = 0; i < buffers.size(); ++i) {
-    live[sections.first(i)] += buffers[i].size;
-    live[sections.last(i)] -= buffers[i].size;
-  }
-  int64_t peak = 0;
-  for (int32_t s = 0; s < sections.count(); ++s) {
-    if (s > 0)
-      live[s] += live[s - 1];
-    peak = std::max(peak, live[s]);
-  }
+  std::vector<uint32_t> all(buffers.size());
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<int64_t> live = sections.liveBytes(all);
+  const int64_t peak =
+      live.empty() ? 0 : *std::max_element(live.begin(), live.end());
   if (peak == 0)
     return finish(ExactStatus::OutOfTime);
 

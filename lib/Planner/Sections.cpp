@@ -46,6 +46,19 @@ Sections::Sections(const Problem &problem) : problem(problem) {
       });
 }
 
+std::vector<int64_t>
+Sections::liveBytes(const std::vector<uint32_t> &indices) const {
+  std::vector<int64_t> live(sectionCount + 1, 0);
+  for (uint32_t i : indices) {
+    live[firstSection[i]] += problem.buffers[i].size;
+    live[lastSection[i]] -= problem.buffers[i].size;
+  }
+  for (size_t t = 1; t < live.size(); ++t)
+    live[t] += live[t - 1];
+  live.pop_back();
+  return live;
+}
+
 std::vector<int64_t> Sections::initialOffsets() const {
   std::vector<int64_t> offsets(problem.buffers.size(), 0);
   for (uint32_t i = 0; i < problem.buffers.size(); ++i)

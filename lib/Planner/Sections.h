@@ -36,6 +36,8 @@ public:
   /// The lowest aligned offset >= `from` where movable buffer i clears every
   /// pre-placed buffer that overlaps it in time.
   int64_t lowestFeasible(uint32_t i, int64_t from) const;
+  /// Bytes of `indices` live in each section, one entry per section.
+  std::vector<int64_t> liveBytes(const std::vector<uint32_t> &indices) const;
   /// The largest end of a pre-placed buffer, empty ones included (0 when
   /// there are none).
   int64_t fixedTop() const { return fixedEnd; }

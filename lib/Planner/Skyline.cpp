@@ -300,7 +300,7 @@ public:
   SkylineDescent(const Problem &problem, const detail::Sections &sections,
                  const std::vector<uint32_t> &byRank, int64_t capacity)
       : buffers(problem.buffers), sections(sections), byRank(byRank),
-        capacity(capacity), tree(initialDemand()),
+        capacity(capacity), tree(sections.liveBytes(byRank)),
         positions(sortByFirst(sections, byRank)),
         present(positions.lasts, positions.ranks) {}
 
@@ -348,18 +348,6 @@ private:
       return std::tie(rank, begin) > std::tie(other.rank, other.begin);
     }
   };
-
-  std::vector<int64_t> initialDemand() const {
-    std::vector<int64_t> demand(sections.count() + 1, 0);
-    for (uint32_t i : byRank) {
-      demand[sections.first(i)] += buffers[i].size;
-      demand[sections.last(i)] -= buffers[i].size;
-    }
-    for (size_t t = 1; t < demand.size(); ++t)
-      demand[t] += demand[t - 1];
-    demand.pop_back();
-    return demand;
-  }
 
   /// Positions: buffers by first section, so that the buffers starting in a
   /// run of sections are one position range.

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 #include <tuple>
+#include <utility>
 
 using namespace zcc::planner;
 
@@ -283,6 +284,16 @@ TEST(Algorithms, PrePlacedBuffersKeepTheirOffsets) {
 
 // Exhaustive check of the brute force itself on tiny instances: every
 // assignment of offsets below the bound is tried, no theory involved.
+/// Reads a CSV problem (MiniMalloc's format); a failure is the test's.
+void readProblem(const std::string &path, Problem &problem) {
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  CsvProblem csv;
+  std::string error;
+  ASSERT_TRUE(readProblemCsv(in, csv, error)) << path << ": " << error;
+  problem = std::move(csv.problem);
+}
+
 TEST(BruteForce, AgreesWithEnumeratingEveryOffset) {
   for (uint64_t seed = 0; seed < 60; ++seed) {
     Problem p = generateRandomProblem(seed, 4, 4, 4);
@@ -446,31 +457,17 @@ TEST(Exact, SolvesMiniMallocsChallengingSet) {
       {'I', 1 << 20}, {'J', 1 << 20}, {'K', 1 << 20}, {'D', 1039360},
       {'J', 1039360}};
   for (const auto &[letter, capacity] : cases) {
-    const std::string path = dir + "/" + letter + ".1048576.csv";
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "cannot read " << path
-                    << " (the shared data beside the project)";
-    CsvProblem csv;
-    std::string error;
-    ASSERT_TRUE(readProblemCsv(in, csv, error)) << path << ": " << error;
+    // The shared data beside the project.
+    Problem problem;
+    ASSERT_NO_FATAL_FAILURE(
+        readProblem(dir + "/" + letter + ".1048576.csv", problem));
     Plan plan;
     uint64_t nodes = 0;
-    ASSERT_EQ(planExact(csv.problem, capacity, 600, plan, &nodes, 1000000),
+    ASSERT_EQ(planExact(problem, capacity, 600, plan, &nodes, 1000000),
               ExactStatus::Found)
         << letter << " at " << capacity << " after " << nodes << " nodes";
-    EXPECT_EQ(checkPlan(csv.problem, plan.offsets, capacity), "") << letter;
+    EXPECT_EQ(checkPlan(problem, plan.offsets, capacity), "") << letter;
   }
-}
-
-/// Reads a CSV problem from zcc-plan's test inputs.
-Problem readInput(const std::string &name) {
-  const std::string path = std::string(ZCC_PLAN_INPUTS_DIR) + "/" + name;
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << "cannot read " << path;
-  CsvProblem csv;
-  std::string error;
-  EXPECT_TRUE(readProblemCsv(in, csv, error)) << path << ": " << error;
-  return csv.problem;
 }
 
 // Against the brute-force optimum: core-first never claims a plan under it,
@@ -535,7 +532,9 @@ TEST(CoreFirst, AnInfeasibleCoreRefutesTheWhole) {
 // buffers first reaches the bound in a few hundred, and auto says it is
 // optimal.
 TEST(CoreFirst, PlansTheZeroOneBucketsAtTheBound) {
-  Problem p = readInput("zero1-buckets.csv");
+  Problem p;
+  ASSERT_NO_FATAL_FAILURE(
+      readProblem(std::string(ZCC_PLAN_INPUTS_DIR) + "/zero1-buckets.csv", p));
   ASSERT_EQ(p.buffers.size(), 116u);
   const int64_t bound = computeLowerBound(p);
   Plan plan;
