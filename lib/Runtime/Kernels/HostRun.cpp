@@ -10,6 +10,7 @@
 
 #include <cblas.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -85,6 +86,36 @@ struct ReplayGroup {
   }
 };
 
+/// A range of a kernel's elements or groups in a copy of its loop compiled
+/// for one instruction set: `flatten` inlines the kernel's code into the
+/// copy, where GCC vectorizes it for that set (the file is compiled with
+/// -ffp-contract=off, so every copy computes the same bits).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
+    __GNUC__ >= 12
+#define ZRT_HOST_ISAS 1
+template <typename Fn>
+__attribute__((target("arch=x86-64-v4"), flatten)) void
+rangeOnV4(const Fn &fn, int64_t begin, int64_t end) {
+  fn(begin, end);
+}
+template <typename Fn>
+__attribute__((target("arch=x86-64-v3"), flatten)) void
+rangeOnV3(const Fn &fn, int64_t begin, int64_t end) {
+  fn(begin, end);
+}
+#endif
+template <typename Fn>
+void rangeOn(HostIsa isa, const Fn &fn, int64_t begin, int64_t end) {
+#ifdef ZRT_HOST_ISAS
+  if (isa == HostIsa::X86_64_V4)
+    return rangeOnV4(fn, begin, end);
+  if (isa == HostIsa::X86_64_V3)
+    return rangeOnV3(fn, begin, end);
+#endif
+  (void)isa;
+  fn(begin, end);
+}
+
 /// Elements, or groups, worth a thread of their own.
 constexpr int64_t kElementGrain = 16384;
 constexpr int64_t kGroupGrain = 32;
@@ -109,14 +140,19 @@ struct HostLauncher {
   /// Where bf16 products find their scratch (the threads, even when the
   /// kernels run on the caller alone).
   HostThreads *pool = nullptr;
+  HostIsa isa = HostIsa::Baseline;
 
-  /// fn(begin, end) over [0, n), on the threads when there are some.
+  /// fn(begin, end) over [0, n), on the threads when there are some, in
+  /// `isa`'s loops.
   template <typename Fn>
   void forRange(int64_t n, int64_t grain, Fn &&fn) const {
+    auto range = [&](int64_t begin, int64_t end) {
+      rangeOn(isa, fn, begin, end);
+    };
     if (threads)
-      threads->parallelFor(n, grain, fn);
+      threads->parallelFor(n, grain, range);
     else
-      fn(int64_t{0}, n);
+      range(int64_t{0}, n);
   }
 
   /// Every step: a kernel does nothing once an earlier launch of the step
@@ -293,6 +329,63 @@ struct HostLauncher {
     });
   }
 
+  /// One copy per outer index: the same moves as ConcatPart's operator(),
+  /// without a division per element.
+  void run(const ConcatPart &f) const {
+    if (f.block <= 0 || f.count == 0)
+      return;
+    int64_t rows = f.count / f.block;
+    size_t rowBytes = static_cast<size_t>(f.block) * f.bytes;
+    const auto *x = static_cast<const char *>(f.x);
+    auto *y = static_cast<char *>(f.y);
+    forRange(rows, std::max<int64_t>(1, kElementGrain / f.block),
+             [&](int64_t begin, int64_t end) {
+               for (int64_t r = begin; r < end; ++r)
+                 std::memcpy(y + (r * f.resultBlock + f.offset) * f.bytes,
+                             x + r * f.block * f.bytes, rowBytes);
+             });
+  }
+
+  /// Philox blocks a few at a time, word by word across the blocks (so the
+  /// rounds vectorize), then their elements: the same words and elements
+  /// as Dropout's operator().
+  template <typename T, typename S> void run(const Dropout<T, S> &f) const {
+    constexpr int64_t kBlocks = 16;
+    PhiloxKey key = philoxKeyFromSeed(f.seed);
+    auto step = static_cast<uint64_t>(*f.step);
+    // A word is kept when it is at least the threshold (at most 2^32: then
+    // none is); compared as 32-bit words, and the operands held in locals,
+    // so the element loop vectorizes.
+    bool none = f.threshold > 0xFFFFFFFFu;
+    auto threshold = static_cast<uint32_t>(none ? 0 : f.threshold);
+    T keep = f.keepProbability;
+    int64_t elements = f.elements;
+    forRange(f.count, kElementGrain / 4, [&](int64_t begin, int64_t end) {
+      uint32_t words[4 * kBlocks]; // element 4 * first + i's is words[i]
+      for (int64_t first = begin; first < end; first += kBlocks) {
+        for (int64_t k = 0; k < kBlocks; ++k) {
+          PhiloxBlock block = philox4x32_10(
+              philoxCounter(static_cast<uint64_t>(first + k), step), key);
+          for (int j = 0; j < 4; ++j)
+            words[4 * k + j] = block.words[j];
+        }
+        const S *x = f.x + 4 * first;
+        S *y = f.y + 4 * first;
+        int64_t n =
+            std::min(elements, 4 * std::min(end, first + kBlocks)) - 4 * first;
+        if (none) {
+          for (int64_t i = 0; i < n; ++i)
+            y[i] = storeAs<S>(T(0.0));
+          continue;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          T scaled = loadAs<T>(x[i]) / keep;
+          y[i] = storeAs<S>(words[i] >= threshold ? scaled : T(0.0));
+        }
+      }
+    });
+  }
+
   /// The output in row-major order with a running source offset: the same
   /// moves as StridedCopy's operator(), without a division per element.
   void run(const StridedCopy &f) const {
@@ -389,10 +482,16 @@ struct HostLauncher {
       if (threads && blocks > 1) {
         int parts = threads->size();
         threads->parallelFor(parts, 1, [&](int64_t t, int64_t) {
-          work(t, parts, pool->scratch(static_cast<int>(t)));
+          rangeOn(
+              isa,
+              [&](int64_t first, int64_t) {
+                work(first, parts, pool->scratch(static_cast<int>(first)));
+              },
+              t, t + 1);
         });
       } else {
-        work(0, 1, pool->scratch(0));
+        rangeOn(
+            isa, [&](int64_t, int64_t) { work(0, 1, pool->scratch(0)); }, 0, 1);
       }
       return;
     }
@@ -472,7 +571,8 @@ void zcc::runtime::device::runOnHost(const StepOf<T> *first,
   // the other kernels, and its split of a product may change its bits.
   static const bool blasSingleThreaded = (openblas_set_num_threads(1), true);
   (void)blasSingleThreaded;
-  HostLauncher launcher{gpuGroups, gpuGroups ? nullptr : threads, threads};
+  HostLauncher launcher{gpuGroups, gpuGroups ? nullptr : threads, threads,
+                        threads ? threads->isa() : bestHostIsa()};
   for (const StepOf<T> *step = first; step != last; ++step)
     std::visit(launcher, *step);
 }
@@ -489,7 +589,61 @@ size_t zcc::runtime::device::bf16GemmScratchFloats() {
                              kBlockM * kBlockN);
 }
 
-HostThreads::HostThreads(int threads) {
+const char *zcc::runtime::device::hostIsaName(HostIsa isa) {
+  switch (isa) {
+  case HostIsa::Baseline:
+    return "baseline";
+  case HostIsa::X86_64_V3:
+    return "x86-64-v3";
+  case HostIsa::X86_64_V4:
+    return "x86-64-v4";
+  }
+  return "?";
+}
+
+HostIsa zcc::runtime::device::bestHostIsa() {
+#ifdef ZRT_HOST_ISAS
+  // Checks the instructions and that the OS saves their registers.
+  static const HostIsa best =
+      __builtin_cpu_supports("x86-64-v4")   ? HostIsa::X86_64_V4
+      : __builtin_cpu_supports("x86-64-v3") ? HostIsa::X86_64_V3
+                                            : HostIsa::Baseline;
+  return best;
+#else
+  return HostIsa::Baseline;
+#endif
+}
+
+Status zcc::runtime::device::parseHostIsa(std::string_view name, HostIsa &out) {
+  HostIsa best = bestHostIsa();
+  for (HostIsa isa :
+       {HostIsa::Baseline, HostIsa::X86_64_V3, HostIsa::X86_64_V4}) {
+    if (name != hostIsaName(isa))
+      continue;
+    if (static_cast<int>(isa) > static_cast<int>(best))
+      return makeError(StatusCode::InvalidArgument, "host loops '", name,
+                       "' need instructions this CPU lacks (it runs ",
+                       hostIsaName(best), " at most)");
+    out = isa;
+    return Status::ok();
+  }
+  return makeError(StatusCode::InvalidArgument, "unknown host loops '", name,
+                   "' (expected baseline, x86-64-v3 or x86-64-v4)");
+}
+
+Status zcc::runtime::device::hostIsaFromEnvironment(HostIsa &out) {
+  const char *name = std::getenv("ZCC_HOST_ISA");
+  if (!name || !*name) {
+    out = bestHostIsa();
+    return Status::ok();
+  }
+  Status s = parseHostIsa(name, out);
+  if (!s.isOk())
+    return makeError(s.code(), "ZCC_HOST_ISA: ", s.message());
+  return Status::ok();
+}
+
+HostThreads::HostThreads(int threads, HostIsa isa) : loops(isa) {
   for (int i = 1; i < threads; ++i)
     workers.emplace_back([this, i] { work(i); });
 }
@@ -498,12 +652,24 @@ HostThreads::~HostThreads() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     stopping = true;
-    ++generation;
+    generation.fetch_add(1, std::memory_order_release);
   }
   wake.notify_all();
   for (std::thread &worker : workers)
     worker.join();
 }
+
+namespace {
+/// How long a thread watches for work before it sleeps: about 20 us.
+constexpr int kWatchSpins = 4096;
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+} // namespace
 
 void HostThreads::run(int64_t n, int64_t count, Call fn, const void *arg) {
   {
@@ -512,27 +678,39 @@ void HostThreads::run(int64_t n, int64_t count, Call fn, const void *arg) {
     context = arg;
     total = n;
     parts = count;
-    pending = static_cast<int>(count) - 1;
-    ++generation;
+    pending.store(static_cast<int>(count) - 1, std::memory_order_relaxed);
+    generation.fetch_add(1, std::memory_order_release);
   }
   wake.notify_all();
   fn(arg, 0, n / count);
+  for (int spin = 0; spin < kWatchSpins; ++spin) {
+    if (pending.load(std::memory_order_acquire) == 0)
+      return;
+    relax();
+  }
   std::unique_lock<std::mutex> lock(mutex);
-  done.wait(lock, [this] { return pending == 0; });
+  done.wait(lock,
+            [this] { return pending.load(std::memory_order_acquire) == 0; });
 }
 
 void HostThreads::work(int index) {
   uint64_t seen = 0;
   while (true) {
+    for (int spin = 0; spin < kWatchSpins &&
+                       generation.load(std::memory_order_acquire) == seen;
+         ++spin)
+      relax();
     Call fn;
     const void *arg;
     int64_t n, count;
     {
       std::unique_lock<std::mutex> lock(mutex);
-      wake.wait(lock, [&] { return stopping || generation != seen; });
+      wake.wait(lock, [&] {
+        return stopping || generation.load(std::memory_order_relaxed) != seen;
+      });
       if (stopping)
         return;
-      seen = generation;
+      seen = generation.load(std::memory_order_relaxed);
       fn = call;
       arg = context;
       n = total;
@@ -541,9 +719,12 @@ void HostThreads::work(int index) {
     if (index >= count)
       continue;
     fn(arg, n * index / count, n * (index + 1) / count);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (--pending == 0)
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the mutex, so a caller between its check and its wait
+      // cannot miss it.
+      std::lock_guard<std::mutex> lock(mutex);
       done.notify_one();
+    }
   }
 }
 

@@ -15,30 +15,52 @@
 #include "Kernels/DeviceProgram.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
 namespace zcc::runtime::device {
 
+/// The instruction sets the host's element and row loops are compiled for
+/// (x86-64 with GCC; elsewhere only Baseline). Each gives the same bits (a
+/// NaN's sign aside): the loops vectorize across elements, never reorder a
+/// sum, and are compiled without contracting multiply-adds
+/// (-ffp-contract=off).
+enum class HostIsa { Baseline, X86_64_V3, X86_64_V4 };
+const char *hostIsaName(HostIsa isa); // "baseline", "x86-64-v3", ...
+/// The best this CPU runs.
+HostIsa bestHostIsa();
+/// `name` (hostIsaName's words) when this CPU runs it; otherwise an error
+/// naming what it asked for and what the CPU has.
+Status parseHostIsa(std::string_view name, HostIsa &out);
+/// The ZCC_HOST_ISA environment variable's choice (a lower one, to compare
+/// or to measure), or bestHostIsa() when it is unset.
+Status hostIsaFromEnvironment(HostIsa &out);
+
 /// A fixed set of host threads for the CPU executor's kernels, made once at
 /// load. `parallelFor` splits [0, n) into one contiguous range per thread
-/// (the caller takes the first) and returns when all are done; idle threads
-/// sleep, they never spin. Each element or group is computed by exactly one
-/// thread, in the same order as alone, so results do not depend on the
-/// number of threads. Nothing is allocated per call.
+/// (the caller takes the first) and returns when all are done. A thread
+/// that runs out of work watches for the next for a few microseconds (a
+/// step's launches come back to back; waking a sleeping thread costs more
+/// than many of them take), then sleeps. Each element or group is computed
+/// by exactly one thread, in the same order as alone, so results do not
+/// depend on the number of threads. Nothing is allocated per call.
 class HostThreads {
 public:
-  /// `threads` including the caller; 1 runs everything on the caller.
-  explicit HostThreads(int threads);
+  /// `threads` including the caller; 1 runs everything on the caller. The
+  /// kernels run on them use `isa`'s loops.
+  explicit HostThreads(int threads, HostIsa isa = bestHostIsa());
   ~HostThreads();
   HostThreads(const HostThreads &) = delete;
   HostThreads &operator=(const HostThreads &) = delete;
 
   int size() const { return static_cast<int>(workers.size()) + 1; }
+  HostIsa isa() const { return loops; }
 
   /// f32 scratch of `floats` per thread (bf16 products widen blocks of
   /// their operands into it), made at load.
@@ -79,8 +101,10 @@ private:
   std::vector<std::thread> workers;
   std::mutex mutex;
   std::condition_variable wake, done;
-  uint64_t generation = 0;
-  int pending = 0;
+  // Watched without the mutex: a new job's number (bumped under it), and
+  // the parts not yet done (counted down by the workers that did them).
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int> pending{0};
   bool stopping = false;
   // The current job.
   Call call = nullptr;
@@ -88,6 +112,7 @@ private:
   int64_t total = 0, parts = 0;
   std::vector<float> scratchFloats;
   size_t scratchPerThread = 0;
+  HostIsa loops = HostIsa::Baseline;
 };
 
 /// The scratch per thread a bf16 product needs on the host (HostThreads::

@@ -1872,6 +1872,190 @@ TEST(HostMath, ExpLoopMatchesExpf) {
   EXPECT_TRUE(std::isnan(device::expLoopF32(std::nanf(""))));
 }
 
+//===----------------------------------------------------------------------===//
+// The host's loops for each instruction set
+//===----------------------------------------------------------------------===//
+
+/// Values over the kernels' interesting ranges, with the special ones
+/// (signed zeros, infinities, NaN, a subnormal, exp's clamps, huge) spread
+/// through them.
+std::vector<double> isaValues(int64_t n, uint64_t seed) {
+  const double specials[] = {0.0,   -0.0, kInf, -kInf, std::nan(""),
+                             1e-40, 88.5, -104, 1e30,  -1e30,
+                             0.5,   -0.5, 3.0,  -3.0};
+  std::vector<double> v = randomValues(n, seed, -12, 12);
+  for (int64_t i = 0; i < n; i += 7)
+    v[i] = specials[(i / 7 + seed) % std::size(specials)];
+  return v;
+}
+
+/// Launches with operands large enough for the vector loops of every
+/// width (several hundred elements, odd sizes so that remainders run too):
+/// every element kernel (f32 and bf16 storage, contiguous and broadcast
+/// reads) and the kernels whose host loops are their own.
+std::vector<LaunchCase> isaCases() {
+  std::vector<LaunchCase> cases;
+  const std::vector<int64_t> shape = {7, 61};
+  const int64_t n = elementCount(shape);
+  auto add = [&](const char *kernel) -> LaunchCase & {
+    cases.emplace_back(kernel);
+    return cases.back();
+  };
+#define ZRT_ISA_CASE(id, name, arity)                                          \
+  for (DType dtype : {DType::F32, DType::BF16}) {                              \
+    add(name).typedInput(dtype, shape, isaValues(n, 1));                       \
+    if (ElementArity::arity != ElementArity::Unary)                            \
+      cases.back().typedInput(dtype, shape, isaValues(n, 2));                  \
+    cases.back().typedOutput(dtype, shape);                                    \
+  }
+  ZRT_ELEMENT_KERNEL_LIST(ZRT_ISA_CASE)
+#undef ZRT_ISA_CASE
+  add("mul")
+      .input(shape, isaValues(n, 3))
+      .stridedInput(shape, {0, 1}, isaValues(shape[1], 4))
+      .output(shape);
+  add("scale")
+      .input(shape, isaValues(n, 5))
+      .output(shape)
+      .param(floatParam("factor", 0.75));
+  for (DType dtype : {DType::F32, DType::BF16})
+    add("dropout")
+        .typedInput(dtype, {1001}, isaValues(1001, 6))
+        .typedInput(DType::I64, {}, {3})
+        .typedOutput(dtype, {1001})
+        .param(floatParam("rate", 0.3))
+        .param(intParam("seed", 9));
+  add("adamw")
+      .input({1001}, isaValues(1001, 7))
+      .input({1001}, randomValues(1001, 8))
+      .input({1001}, randomValues(1001, 9))
+      .input({1001}, randomValues(1001, 10, 0, 1))
+      .typedInput(DType::I64, {}, {4})
+      .outputInPlace(0)
+      .outputInPlace(2)
+      .outputInPlace(3)
+      .param(floatParam("lr", 1e-3))
+      .stateOptimizerParams();
+  add("sgd")
+      .input({1001}, isaValues(1001, 11))
+      .input({1001}, randomValues(1001, 12))
+      .input({1001}, randomValues(1001, 13))
+      .outputInPlace(0)
+      .outputInPlace(2)
+      .param(floatParam("lr", 0.1))
+      .param(floatParam("momentum", 0.9))
+      .stateOptimizerParams();
+  add("concat").input({5, 61}).input({5, 3}).output({5, 64}).param(
+      intParam("dimension", 1));
+  add("layer_norm")
+      .input(shape)
+      .input({61})
+      .input({61})
+      .output(shape)
+      .param(floatParam("epsilon", 1e-5));
+  add("layer_norm_grad")
+      .input(shape)
+      .input({61})
+      .input(shape)
+      .output(shape)
+      .output({61})
+      .output({61})
+      .param(floatParam("epsilon", 1e-5));
+  for (const char *name : {"softmax", "log_softmax"})
+    add(name)
+        .input(shape, randomValues(n, 14, -30, 30))
+        .output(shape)
+        .param(intParam("axis", 1));
+  add("softmax_cross_entropy_grad")
+      .input(shape)
+      .typedInput(DType::I64, {7}, {3, 0, 60, 5, 9, 1, 2})
+      .input({}, {1})
+      .output(shape);
+  add("sum").input(shape).output({61}).param(intsParam("dims", {0}));
+  add("attention")
+      .input({2, 33, 16})
+      .input({2, 33, 16})
+      .input({2, 33, 16})
+      .output({2, 33, 16})
+      .output({2, 33})
+      .param(floatParam("scale", 0.25))
+      .param(unitParam("causal"));
+  return cases;
+}
+
+/// The bits of a result, every NaN as one: which of two NaN operands an
+/// instruction passes on (and so a NaN's sign) depends on the order the
+/// compiler gave a commutative operation's operands.
+std::vector<uint64_t> bitsOf(const std::vector<std::vector<double>> &results) {
+  std::vector<uint64_t> bits;
+  for (const std::vector<double> &r : results)
+    for (double v : r) {
+      uint64_t b = 0x7ff8000000000000u;
+      if (!std::isnan(v))
+        std::memcpy(&b, &v, sizeof b);
+      bits.push_back(b);
+    }
+  return bits;
+}
+
+// The loops compiled for AVX2 and AVX-512 compute the baseline's bits (a
+// NaN's sign aside): same input, same result on any x86-64 machine (a fused
+// multiply-add, a reordered sum or another exp would show here).
+TEST(HostIsa, EveryInstructionSetGivesTheBaselinesBits) {
+  std::vector<device::HostIsa> wider;
+  for (device::HostIsa isa :
+       {device::HostIsa::X86_64_V3, device::HostIsa::X86_64_V4})
+    if (static_cast<int>(isa) <= static_cast<int>(device::bestHostIsa()))
+      wider.push_back(isa);
+  if (wider.empty())
+    GTEST_SKIP() << "this CPU runs only the baseline loops: nothing to compare";
+  int compared = 0;
+  for (LaunchCase &c : isaCases()) {
+    SCOPED_TRACE(c.kernel);
+    for (int precision = 0; precision < 2; ++precision) {
+      auto run = [&](device::HostIsa isa) {
+        c.isa = isa;
+        Status status = precision ? c.run<double>() : c.run<float>();
+        EXPECT_TRUE(status.isOk()) << status.toString();
+        return bitsOf(c.results);
+      };
+      bool bf16 = false;
+      for (const Tensor &t : c.entry.tensors)
+        bf16 |= t.type.dtype == DType::BF16;
+      if (precision && bf16)
+        continue; // bf16 storage runs in f32 only
+      std::vector<uint64_t> baseline = run(device::HostIsa::Baseline);
+      for (device::HostIsa isa : wider) {
+        SCOPED_TRACE(device::hostIsaName(isa));
+        EXPECT_EQ(run(isa), baseline);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 60);
+  RecordProperty("compared_with", device::hostIsaName(wider.back()));
+}
+
+TEST(HostIsa, NamesParseAndAskOnlyForWhatTheCpuHas) {
+  for (device::HostIsa isa :
+       {device::HostIsa::Baseline, device::HostIsa::X86_64_V3,
+        device::HostIsa::X86_64_V4}) {
+    device::HostIsa parsed = device::HostIsa::Baseline;
+    Status status = device::parseHostIsa(device::hostIsaName(isa), parsed);
+    if (static_cast<int>(isa) <= static_cast<int>(device::bestHostIsa())) {
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      EXPECT_EQ(parsed, isa);
+    } else {
+      EXPECT_CONTAINS(status.message(), "need instructions this CPU lacks");
+    }
+  }
+  device::HostIsa out;
+  Status unknown = device::parseHostIsa("avx9", out);
+  EXPECT_CONTAINS(unknown.message(),
+                  "unknown host loops 'avx9' (expected baseline, x86-64-v3 "
+                  "or x86-64-v4)");
+}
+
 } // namespace
 
 /// bf16 rounding by another route: the two bf16 neighbours of x (toward

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -231,7 +232,13 @@ public:
     std::vector<device::StepOf<T>> steps;
     Status status = device::appendLaunch(e, 0, memory, steps);
     if (status.isOk()) {
-      device::runOnHost<T>(steps.data(), steps.data() + steps.size());
+      if (isa) {
+        device::HostThreads threads(2, *isa);
+        device::runOnHost<T>(steps.data(), steps.data() + steps.size(), false,
+                             &threads);
+      } else {
+        device::runOnHost<T>(steps.data(), steps.data() + steps.size());
+      }
       if (record.flag)
         status = makeError(StatusCode::ExecutionError,
                            device::describeDataError(e, record));
@@ -264,6 +271,9 @@ public:
   std::vector<std::vector<double>> results; // per output, after run
   /// The rank's communicator for the collectives and shard (null: one rank).
   Communicator *communicator = nullptr;
+  /// Set: run on two host threads with these loops; otherwise on the caller
+  /// with the best the CPU has.
+  std::optional<device::HostIsa> isa;
 
 private:
   uint32_t addTensor(DType dtype, std::vector<int64_t> shape,

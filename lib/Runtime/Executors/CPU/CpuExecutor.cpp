@@ -136,10 +136,13 @@ Status CpuExecutor::create(std::shared_ptr<const Plan> p,
               e.name, "', tensor ", typeString(t.type),
               "; compiled with --precision bf16): run it in f32, or compile "
               "the model without --precision bf16 for an f64 reference");
+  device::HostIsa isa;
+  ZRT_RETURN_IF_ERROR(device::hostIsaFromEnvironment(isa));
   threads = std::make_unique<device::HostThreads>(
       options.threads > 0
           ? options.threads
-          : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency())),
+      isa);
   ZRT_RETURN_IF_ERROR(allocateRegions());
   entries.resize(plan->entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
