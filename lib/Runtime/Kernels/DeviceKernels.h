@@ -694,19 +694,24 @@ template <typename T> struct Adamw : Functor {
             static_cast<T>(1.0 - dPow(beta2, t))};
   }
 
-  ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
-    T correction1 = c.correction1, correction2 = c.correction2;
+  /// One element's update: p, m, v become the new parameter and moments.
+  ZRT_HOST_DEVICE void update(T &p, T g, T &m, T &v, const Prepared &c) const {
     T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
     T oneMinusB1 = static_cast<T>(1.0 - beta1);
     T oneMinusB2 = static_cast<T>(1.0 - beta2);
-    T p = param[i], g = grad[i];
-    T m = b1 * expAvg[i] + oneMinusB1 * g;
-    T v = b2 * expAvgSq[i] + oneMinusB2 * g * g;
-    T mHat = m / correction1;
-    T vHat = v / correction2;
+    m = b1 * m + oneMinusB1 * g;
+    v = b2 * v + oneMinusB2 * g * g;
+    T mHat = m / c.correction1;
+    T vHat = v / c.correction2;
+    p = p - lr * (mHat / (fSqrt(vHat) + eps) + weightDecay * p);
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
+    T p = param[i], m = expAvg[i], v = expAvgSq[i];
+    update(p, grad[i], m, v, c);
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
-    newParam[i] = p - lr * (mHat / (fSqrt(vHat) + eps) + weightDecay * p);
+    newParam[i] = p;
   }
 };
 

@@ -386,6 +386,27 @@ struct HostLauncher {
     });
   }
 
+  /// In place (the plan's usual form: the state's buffers are the
+  /// outputs), each array through one unaliased pointer, so the loop
+  /// vectorizes: Adamw's update, element by element.
+  template <typename T> void run(const Adamw<T> &f) const {
+    if (f.newParam != f.param || f.newExpAvg != f.expAvg ||
+        f.newExpAvgSq != f.expAvgSq || f.grad == f.param)
+      return forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
+        runElements(f, begin, end, 1);
+      });
+    typename Adamw<T>::Prepared c = f.prepare();
+    forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
+      T *__restrict p = f.newParam;
+      T *__restrict m = f.newExpAvg;
+      T *__restrict v = f.newExpAvgSq;
+      const T *__restrict g = f.grad;
+      const Adamw<T> k = f;
+      for (int64_t i = begin; i < end; ++i)
+        k.update(p[i], g[i], m[i], v[i], c);
+    });
+  }
+
   /// The output in row-major order with a running source offset: the same
   /// moves as StridedCopy's operator(), without a division per element.
   void run(const StridedCopy &f) const {
