@@ -168,9 +168,14 @@ struct HostLauncher {
     if constexpr (F::kGrouped)
       groups(f);
     else
-      forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
-        runElements(f, begin, end, 1);
-      });
+      elements(f);
+  }
+
+  /// An element kernel's operator() over its elements, split by range.
+  template <typename F> void elements(const F &f) const {
+    forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
+      runElements(f, begin, end, 1);
+    });
   }
 
   template <typename F> void groups(const F &f) const {
@@ -392,16 +397,14 @@ struct HostLauncher {
   template <typename T> void run(const Adamw<T> &f) const {
     if (f.newParam != f.param || f.newExpAvg != f.expAvg ||
         f.newExpAvgSq != f.expAvgSq || f.grad == f.param)
-      return forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
-        runElements(f, begin, end, 1);
-      });
+      return elements(f);
     typename Adamw<T>::Prepared c = f.prepare();
     forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
       T *__restrict p = f.newParam;
       T *__restrict m = f.newExpAvg;
       T *__restrict v = f.newExpAvgSq;
       const T *__restrict g = f.grad;
-      const Adamw<T> k = f;
+      const Adamw<T> k = f; // its constants in locals, not reloaded per store
       for (int64_t i = begin; i < end; ++i)
         k.update(p[i], g[i], m[i], v[i], c);
     });
@@ -500,20 +503,12 @@ struct HostLauncher {
     };
     size_t needed = bf16GemmScratchFloats();
     if (pool && pool->scratchSize() >= needed) {
-      if (threads && blocks > 1) {
-        int parts = threads->size();
-        threads->parallelFor(parts, 1, [&](int64_t t, int64_t) {
-          rangeOn(
-              isa,
-              [&](int64_t first, int64_t) {
-                work(first, parts, pool->scratch(static_cast<int>(first)));
-              },
-              t, t + 1);
-        });
-      } else {
-        rangeOn(
-            isa, [&](int64_t, int64_t) { work(0, 1, pool->scratch(0)); }, 0, 1);
-      }
+      // One part per thread, each taking every parts-th block.
+      int64_t parts = threads && blocks > 1 ? threads->size() : 1;
+      forRange(parts, 1, [&](int64_t first, int64_t end) {
+        for (int64_t t = first; t < end; ++t)
+          work(t, parts, pool->scratch(static_cast<int>(t)));
+      });
       return;
     }
     // Executors reserve the scratch at load; this is for direct callers.
