@@ -4,9 +4,10 @@
 #   bench/distributed/run.sh [--rounds R] [--steps N] [--batch B]
 # A 4-layer GPT (width 256, sequence 128, vocabulary 512) at a global batch
 # of B rows (default 8): one process with 2 threads at batch B, against two
-# ranks of one thread each at batch B/2 (zcc: plain data parallel and
-# ZeRO-1; PyTorch: DistributedDataParallel). Prints median ms per step and
-# the ratios, and writes bench/distributed/results.md. Builds zcc if needed
+# ranks of one thread each at batch B/2 (zcc: plain data parallel with its
+# default buckets and with DDP's 25 MiB, and ZeRO-1; PyTorch:
+# DistributedDataParallel). Prints median ms per step, the ratios and zcc's
+# bytes per rank, and writes bench/distributed/results.md. Builds zcc if needed
 # and installs PyTorch into .cache/bench-venv (once), as bench/cpu/run.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,21 +40,29 @@ done
 z=("$build/bin/zcc" --optimizer adamw --lr 0.001)
 "${z[@]}" "$work/gpt_$batch.mlir" -o "$work/one.zplan"
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/dp.zplan" --data-parallel
+"${z[@]}" "$work/gpt_$half.mlir" -o "$work/dp25.zplan" --data-parallel --bucket-mb 25
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/zero.zplan" --data-parallel \
   --shard-optimizer-state --world-size 2
 # zrun's stats: ms per step over all steps (the first included; PyTorch
-# leaves 3 warm-up steps out) and the persistent region.
+# leaves 3 warm-up steps out), the persistent region and the arena.
 zms() { awk '/steps run/ {gsub(/[(,]/, ""); for (i = 1; i <= NF; ++i) if ($i == "ms") print $(i - 1)}'; }
 zpersistent() { awk '/^  persistent region/ {print $3}'; }
+zarena() { awk '/^  arena capacity/ {print $3}'; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-declare -A ms mem
+declare -A ms mem arena
 for ((r = 0; r < rounds; ++r)); do
   out=$("$build/bin/zrun" "$work/one.zplan" --steps "$steps" --threads 2)
   ms[zone]+="$(echo "$out" | zms) "; mem[zone]=$(echo "$out" | zpersistent)
+  arena[zone]=$(echo "$out" | zarena)
   out=$(mpirun -np 2 "$build/bin/zrun" "$work/dp.zplan" --steps "$steps" --threads 1)
   ms[zdp]+="$(echo "$out" | zms) "; mem[zdp]=$(echo "$out" | zpersistent)
+  arena[zdp]=$(echo "$out" | zarena)
+  out=$(mpirun -np 2 "$build/bin/zrun" "$work/dp25.zplan" --steps "$steps" --threads 1)
+  ms[zdp25]+="$(echo "$out" | zms) "; mem[zdp25]=$(echo "$out" | zpersistent)
+  arena[zdp25]=$(echo "$out" | zarena)
   out=$(mpirun -np 2 "$build/bin/zrun" "$work/zero.zplan" --steps "$steps" --threads 1)
   ms[zzero]+="$(echo "$out" | zms) "; mem[zzero]=$(echo "$out" | zpersistent)
+  arena[zzero]=$(echo "$out" | zarena)
   ms[tone]+="$("$venv/bin/python" "$root/bench/distributed/torch_ddp.py" --gpt $gpt \
     --batch "$batch" --steps "$steps" --threads 2 | awk '{print $2}') "
   ms[tddp]+="$("$venv/bin/torchrun" --standalone --nproc_per_node 2 \
@@ -65,11 +74,12 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 {
   echo "Data-parallel training on the CPU: zcc over $(mpirun --version | head -1) against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') DDP (gloo); $(nproc) CPUs ($(uname -m))$blasenv; a 4-layer GPT (width 256, sequence 128, vocabulary 512), AdamW, a global batch of $batch rows; medians of $rounds rounds of $steps steps, alternating"
   echo
-  echo "| configuration | zcc (ms/step) | PyTorch (ms/step) | zcc / PyTorch | zcc persistent bytes per rank |"
-  echo "|---|---:|---:|---:|---:|"
-  echo "| 1 process, 2 threads, batch $batch | $(med zone) | $(med tone) | $(ratio "$(med zone)" "$(med tone)") | ${mem[zone]} |"
-  echo "| 2 ranks, 1 thread each, batch $half each (zcc data parallel; DDP) | $(med zdp) | $(med tddp) | $(ratio "$(med zdp)" "$(med tddp)") | ${mem[zdp]} |"
-  echo "| the same, zcc with ZeRO-1 | $(med zzero) | $(med tddp) | $(ratio "$(med zzero)" "$(med tddp)") | ${mem[zzero]} |"
+  echo "| configuration | zcc (ms/step) | PyTorch (ms/step) | zcc / PyTorch | zcc persistent bytes per rank | zcc arena bytes per rank |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  echo "| 1 process, 2 threads, batch $batch | $(med zone) | $(med tone) | $(ratio "$(med zone)" "$(med tone)") | ${mem[zone]} | ${arena[zone]} |"
+  echo "| 2 ranks, 1 thread each, batch $half each (zcc data parallel; DDP) | $(med zdp) | $(med tddp) | $(ratio "$(med zdp)" "$(med tddp)") | ${mem[zdp]} | ${arena[zdp]} |"
+  echo "| the same, zcc with DDP's 25 MiB buckets (\`--bucket-mb 25\`) | $(med zdp25) | $(med tddp) | $(ratio "$(med zdp25)" "$(med tddp)") | ${mem[zdp25]} | ${arena[zdp25]} |"
+  echo "| the same, zcc with ZeRO-1 | $(med zzero) | $(med tddp) | $(ratio "$(med zzero)" "$(med tddp)") | ${mem[zzero]} | ${arena[zzero]} |"
   echo
   echo "Two ranks against one process: zcc $(ratio "$(med zdp)" "$(med zone)")x the step time (ZeRO-1 $(ratio "$(med zzero)" "$(med zone)")x), PyTorch $(ratio "$(med tddp)" "$(med tone)")x."
   echo

@@ -115,9 +115,10 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
                      "a world size is fixed at compile time only with "
                      "--shard-optimizer-state; a data-parallel plan runs on "
                      "any number of ranks");
-  if (options.bucketBytes < 1)
+  if (options.bucketBytes < 0)
     return makeError(StatusCode::InvalidArgument,
-                     "bucket size must be at least 1 byte, got ",
+                     "bucket size must be at least 1 byte (or 0: sized from "
+                     "the gradients), got ",
                      options.bucketBytes);
   if (options.alignment <= 0 ||
       (options.alignment & (options.alignment - 1)) != 0)
@@ -163,7 +164,9 @@ std::string zcc::producerLine(const CompileOptions &options) {
   if (options.precision != "f32")
     os << " precision=" << options.precision;
   if (options.dataParallel)
-    os << " data-parallel bucket-bytes=" << options.bucketBytes;
+    os << " data-parallel bucket-bytes="
+       << (options.bucketBytes ? std::to_string(options.bucketBytes)
+                               : std::string("auto"));
   if (options.shardOptimizerState)
     os << " shard-optimizer-state ranks=" << options.ranks;
   return os.str();

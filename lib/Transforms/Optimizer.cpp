@@ -16,8 +16,10 @@
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "zcc/Transforms/BufferLiveness.h"
 #include "zcc/Transforms/Passes.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -28,6 +30,12 @@ namespace zcc {
 
 using namespace mlir;
 using namespace zcc::zt;
+
+int64_t zcc::autoBucketBytes(int64_t gradientBytes) {
+  constexpr int64_t kBuckets = 16;
+  constexpr int64_t kFloor = int64_t{1} << 20, kCap = int64_t{25} << 20;
+  return std::clamp(gradientBytes / kBuckets, kFloor, kCap);
+}
 
 namespace {
 
@@ -138,8 +146,9 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return fail("weight-decay", weightDecay, ">= 0");
     if (!finite(gradScale) || gradScale <= 0)
       return fail("grad-scale", gradScale, "> 0");
-    if (bucketBytes < 1)
-      return fail("bucket-bytes", static_cast<double>(bucketBytes), ">= 1");
+    if (bucketBytes < 0)
+      return fail("bucket-bytes", static_cast<double>(bucketBytes),
+                  ">= 0 (0: sized from the gradients)");
     if (shardOptimizerState && ranks < 1)
       return getOperation().emitError()
              << "zt-optimizer option 'shard-optimizer-state' needs the "
@@ -347,12 +356,21 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       if (!last)
         lastOfArguments = &*std::prev(b.getInsertionPoint());
     };
+    int64_t cap = bucketBytes;
+    if (cap == 0) {
+      int64_t total = 0;
+      llvm::DenseSet<Value> seen;
+      for (const auto &g : gradients)
+        if (seen.insert(g.second).second)
+          total += zcc::tensorBytes(g.second.getType());
+      cap = zcc::autoBucketBytes(total);
+    }
     SmallVector<unsigned> bucket;
     int64_t bytes = 0;
     for (unsigned i : order) {
       bucket.push_back(i);
       bytes += zcc::tensorBytes(gradients[i].second.getType());
-      if (bytes >= bucketBytes) {
+      if (bytes >= cap) {
         flush(bucket);
         bucket.clear();
         bytes = 0;

@@ -337,7 +337,7 @@ class Traced:
     def compile(self, optimizer="default", accumulate=False, alignment=256,
                 algorithm="auto", matmul_workspace=None, grad_scale=1.0,
                 recompute=True, memory_budget=None, precision="f32",
-                remat_problem=None, data_parallel=False, bucket_mb=25,
+                remat_problem=None, data_parallel=False, bucket_mb=None,
                 shard_optimizer_state=False, world_size=None,
                 _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
@@ -354,7 +354,8 @@ class Traced:
         a memory budget, writes zt-remat's problem and choice there
         (zcc.remat-problem/v1; bench/memory/remat_bound.py bounds it).
         `data_parallel` averages the gradients over the ranks of an MPI job
-        (session(distributed=True)) in buckets of `bucket_mb` MiB;
+        (session(distributed=True)) in buckets of `bucket_mb` MiB (None: a
+        sixteenth of the gradients, from 1 to 25 MiB);
         `shard_optimizer_state` (ZeRO-1, with `world_size`) keeps 1/N of the
         optimizer state on each rank (docs/distributed.md)."""
         options = _zcc.CompileOptions()
@@ -380,7 +381,11 @@ class Traced:
             options.remat_problem = str(remat_problem)
         options.precision = str(precision)
         options.data_parallel = bool(data_parallel)
-        options.bucket_bytes = max(1, int(float(bucket_mb) * (1 << 20)))
+        if bucket_mb is not None:
+            if not float(bucket_mb) > 0:
+                raise Error(f"bucket_mb must be a positive number of MiB, "
+                            f"got {bucket_mb!r}")
+            options.bucket_bytes = max(1, int(float(bucket_mb) * (1 << 20)))
         options.shard_optimizer_state = bool(shard_optimizer_state)
         if world_size is not None:
             options.ranks = int(world_size)

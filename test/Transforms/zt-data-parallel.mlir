@@ -21,10 +21,28 @@
 // CHECK-NOT: zt.all_reduce
 // CHECK: return
 
-// One bucket when it is big enough for every gradient (the default 25 MiB).
+// Without bucket-bytes, a bucket is a sixteenth of the gradients, at least
+// 1 MiB and at most 25 MiB. The MLP's 0.9 MiB of gradients: one bucket.
 // RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true" | FileCheck %s --check-prefix=ONE
 // ONE-COUNT-1: zt.all_reduce
 // ONE-NOT: zt.all_reduce
+
+// 32 gradients of 1 MiB: buckets of 2 MiB, sixteen of them.
+// RUN: %python %S/Inputs/matmul_chain.py 32 512 | zt-opt -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true" | FileCheck %s --check-prefix=SIXTEENTH
+// SIXTEENTH-COUNT-16: zt.all_reduce {{.+}} {mean} : (tensor<512x512xf32>, tensor<512x512xf32>) ->
+// SIXTEENTH-NOT: zt.all_reduce
+// An explicit size wins: 25 MiB, then the 7 left.
+// RUN: %python %S/Inputs/matmul_chain.py 32 512 | zt-opt -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true bucket-bytes=26214400" | FileCheck %s --check-prefix=EXPLICIT
+// EXPLICIT-COUNT-2: zt.all_reduce
+// EXPLICIT-NOT: zt.all_reduce
+// 48 of 16 MiB: a sixteenth would be 48 MiB, so 25 MiB (two per bucket).
+// RUN: %python %S/Inputs/matmul_chain.py 48 2048 | zt-opt -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true" | FileCheck %s --check-prefix=CAP
+// CAP-COUNT-24: zt.all_reduce {{.+}} {mean} : (tensor<2048x2048xf32>, tensor<2048x2048xf32>) ->
+// CAP-NOT: zt.all_reduce
+// 8 of 256 KiB: a sixteenth would be 128 KiB, so 1 MiB (four per bucket).
+// RUN: %python %S/Inputs/matmul_chain.py 8 256 | zt-opt -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 data-parallel=true" | FileCheck %s --check-prefix=FLOOR
+// FLOOR-COUNT-2: zt.all_reduce {{.+}} {mean} : (tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>) ->
+// FLOOR-NOT: zt.all_reduce
 
 // A bucket is one arena buffer whose parts are its gradients, side by side:
 // each gradient is computed in its part (the reduction is in place), and

@@ -253,6 +253,20 @@ def test_operators_and_indexing():
     assert loss == pytest.approx((z.sum() + y.T.mean()) / 2, rel=1e-5)
 
 
+def test_data_parallel_buckets_are_sized_from_the_gradients():
+    traced = trace_mlp()
+    # The MLP's gradients are under 1 MiB: one bucket by default, several
+    # of 0.001 MiB when asked.
+    auto = traced.compile(data_parallel=True).report()
+    small = traced.compile(data_parallel=True, bucket_mb=0.001).report()
+    count = lambda report: int(report.split("collectives  ")[1].split()[0])
+    assert count(auto) == 1
+    assert count(small) > 1
+    with pytest.raises(zcc.Error, match="bucket_mb must be a positive number "
+                                        "of MiB, got 0"):
+        traced.compile(data_parallel=True, bucket_mb=0)
+
+
 def test_session_options_are_checked():
     compiled = trace_mlp().compile()
     with pytest.raises(zcc.Error, match="device must be 'cpu', 'cuda' or 'emulator', got 'tpu'"):

@@ -87,10 +87,11 @@ cl::opt<bool> dataParallel(
              "(mpirun -np N zrun ...; the world size is chosen at run time) "
              "before the updates, in buckets"),
     cl::cat(category));
-cl::opt<double> bucketMb("bucket-mb",
-                         cl::desc("With --data-parallel: MiB of gradients "
-                                  "per bucket (default 25, as PyTorch DDP)"),
-                         cl::init(25.0), cl::cat(category));
+cl::opt<double> bucketMb(
+    "bucket-mb",
+    cl::desc("With --data-parallel: MiB of gradients per bucket (default: a "
+             "sixteenth of the gradients, from 1 to 25 MiB)"),
+    cl::cat(category));
 cl::opt<bool> shardOptimizerState(
     "shard-optimizer-state",
     cl::desc("With --data-parallel: ZeRO-1, each rank holds and updates one "
@@ -173,11 +174,13 @@ int main(int argc, char **argv) {
   options.dataParallel = dataParallel.getValue();
   options.shardOptimizerState = shardOptimizerState.getValue();
   options.ranks = worldSize.getValue();
-  if (!(bucketMb > 0 && bucketMb <= 1 << 20))
-    return fail("--bucket-mb must be a positive number of MiB, got " +
-                std::to_string(bucketMb.getValue()));
-  options.bucketBytes =
-      std::max<int64_t>(1, static_cast<int64_t>(bucketMb * (1 << 20)));
+  if (bucketMb.getNumOccurrences()) {
+    if (!(bucketMb > 0 && bucketMb <= 1 << 20))
+      return fail("--bucket-mb must be a positive number of MiB, got " +
+                  std::to_string(bucketMb.getValue()));
+    options.bucketBytes =
+        std::max<int64_t>(1, static_cast<int64_t>(bucketMb * (1 << 20)));
+  }
   options.alignment = alignment.getValue();
   options.algorithm = algorithm.getValue();
   options.matmulWorkspace = matmulWorkspace.getValue();

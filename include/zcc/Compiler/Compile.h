@@ -45,9 +45,10 @@ struct CompileOptions {
   std::string precision = "f32";
   double gradScale = 1.0;
   /// Gradients averaged over the ranks of a data-parallel job before the
-  /// updates, in buckets of about `bucketBytes` (docs/distributed.md).
+  /// updates, in buckets of about `bucketBytes` (docs/distributed.md); 0:
+  /// sized from the gradients (zcc::autoBucketBytes).
   bool dataParallel = false;
-  int64_t bucketBytes = 25 << 20;
+  int64_t bucketBytes = 0;
   /// ZeRO-1 over `ranks` ranks (needs dataParallel): each rank holds one
   /// shard of the optimizer state.
   bool shardOptimizerState = false;

@@ -57,8 +57,9 @@ struct TrainStepPipelineOptions
       llvm::cl::init(false)};
   Option<int64_t> bucketBytes{
       *this, "bucket-bytes",
-      llvm::cl::desc("Data-parallel: bytes of gradients per bucket"),
-      llvm::cl::init(26214400)};
+      llvm::cl::desc("Data-parallel: bytes of gradients per bucket (0: "
+                     "sized from the gradients, autoBucketBytes)"),
+      llvm::cl::init(0)};
   Option<bool> shardOptimizerState{
       *this, "shard-optimizer-state",
       llvm::cl::desc("ZeRO-1: optimizer state sharded over `ranks` ranks"),
@@ -102,6 +103,15 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm,
 
 /// Registers the zcc-train-step pipeline with the pass registry.
 void registerTrainStepPipeline();
+
+/// The data-parallel bucket size zt-optimizer takes when `bucket-bytes` is 0:
+/// a sixteenth of an entry's `gradientBytes`, at least 1 MiB (PyTorch DDP's
+/// first bucket) and at most 25 MiB (DDP's bucket_cap_mb). Sixteen buckets
+/// leave about a sixteenth of the communication after the backward, and
+/// keep a bucket's extra arena bytes to about a sixteenth of the gradients;
+/// the floor keeps each collective long against its latency
+/// (docs/distributed.md).
+int64_t autoBucketBytes(int64_t gradientBytes);
 
 } // namespace zcc
 

@@ -233,9 +233,10 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
            "Average the gradients over the ranks of a data-parallel job "
            "(zt.all_reduce with mean) before the updates, in buckets">,
-    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
            "Data-parallel: a bucket closes once its gradients reach this "
-           "many bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb)">,
+           "many bytes; 0 (the default): a sixteenth of the entry's "
+           "gradients, within [1 MiB, 25 MiB] (zcc::autoBucketBytes)">,
     Option<"shardOptimizerState", "shard-optimizer-state", "bool",
            /*default=*/"false",
            "ZeRO-1: each of `ranks` ranks holds and updates one shard of "

@@ -26,6 +26,41 @@ std::string bytes(uint64_t n) {
   return buffer;
 }
 
+/// The collectives of `e` (data parallelism's buckets), by kernel: how
+/// many, the bytes each moves in all, the largest, and the first and last
+/// launch (how much of the step comes after the last is what cannot hide).
+std::string collectiveReport(const Entry &e) {
+  struct Kind {
+    uint64_t count = 0, total = 0, largest = 0;
+    size_t first = 0, last = 0;
+  };
+  std::map<KernelId, Kind> kinds;
+  for (size_t i = 0; i < e.launches.size(); ++i) {
+    const Launch &l = e.launches[i];
+    if (!kernelCommunicates(l.kernel))
+      continue;
+    // A reduce_scatter moves its packed bucket, the others their results.
+    const std::vector<uint32_t> &moved =
+        l.kernel == KernelId::ReduceScatter ? l.inputs : l.outputs;
+    uint64_t n = 0;
+    for (uint32_t t : moved)
+      n += static_cast<uint64_t>(e.tensors[t].type.bytes());
+    Kind &k = kinds[l.kernel];
+    if (k.count++ == 0)
+      k.first = i;
+    k.last = i;
+    k.total += n;
+    k.largest = std::max(k.largest, n);
+  }
+  std::string out;
+  for (const auto &[id, k] : kinds)
+    out += "  collectives  " + std::to_string(k.count) + " " + kernelName(id) +
+           " of " + bytes(k.total) + ", the largest " + bytes(k.largest) +
+           ", launches [" + std::to_string(k.first) + ", " +
+           std::to_string(k.last) + "]\n";
+  return out;
+}
+
 /// The recomputing launches of `e`, by kernel and source line.
 std::string recomputeReport(const Entry &e) {
   struct Group {
@@ -142,6 +177,7 @@ std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
       out += "  broadcasts   " + std::to_string(strided) +
              " read through strides, never materialized (as buffers: " +
              bytes(stridedBytes) + ")\n";
+    out += collectiveReport(e);
 
     // Each arena buffer: its size, the first launch writing it, its life.
     struct Row {
