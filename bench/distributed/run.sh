@@ -50,19 +50,23 @@ zpersistent() { awk '/^  persistent region/ {print $3}'; }
 zarena() { awk '/^  arena capacity/ {print $3}'; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A ms mem arena
+# One zcc run's stats into the tables under KEY: zrun [ARGS...] alone, or
+# under mpirun -np 2 with --mpi.
+zrecord() {
+  local key=$1 launch=()
+  shift
+  if [ "$1" = --mpi ]; then launch=(mpirun -np 2); shift; fi
+  local out
+  out=$("${launch[@]}" "$build/bin/zrun" "$@" --steps "$steps")
+  ms[$key]+="$(echo "$out" | zms) "
+  mem[$key]=$(echo "$out" | zpersistent)
+  arena[$key]=$(echo "$out" | zarena)
+}
 for ((r = 0; r < rounds; ++r)); do
-  out=$("$build/bin/zrun" "$work/one.zplan" --steps "$steps" --threads 2)
-  ms[zone]+="$(echo "$out" | zms) "; mem[zone]=$(echo "$out" | zpersistent)
-  arena[zone]=$(echo "$out" | zarena)
-  out=$(mpirun -np 2 "$build/bin/zrun" "$work/dp.zplan" --steps "$steps" --threads 1)
-  ms[zdp]+="$(echo "$out" | zms) "; mem[zdp]=$(echo "$out" | zpersistent)
-  arena[zdp]=$(echo "$out" | zarena)
-  out=$(mpirun -np 2 "$build/bin/zrun" "$work/dp25.zplan" --steps "$steps" --threads 1)
-  ms[zdp25]+="$(echo "$out" | zms) "; mem[zdp25]=$(echo "$out" | zpersistent)
-  arena[zdp25]=$(echo "$out" | zarena)
-  out=$(mpirun -np 2 "$build/bin/zrun" "$work/zero.zplan" --steps "$steps" --threads 1)
-  ms[zzero]+="$(echo "$out" | zms) "; mem[zzero]=$(echo "$out" | zpersistent)
-  arena[zzero]=$(echo "$out" | zarena)
+  zrecord zone "$work/one.zplan" --threads 2
+  zrecord zdp --mpi "$work/dp.zplan" --threads 1
+  zrecord zdp25 --mpi "$work/dp25.zplan" --threads 1
+  zrecord zzero --mpi "$work/zero.zplan" --threads 1
   ms[tone]+="$("$venv/bin/python" "$root/bench/distributed/torch_ddp.py" --gpt $gpt \
     --batch "$batch" --steps "$steps" --threads 2 | awk '{print $2}') "
   ms[tddp]+="$("$venv/bin/torchrun" --standalone --nproc_per_node 2 \

@@ -27,8 +27,8 @@ std::string bytes(uint64_t n) {
 }
 
 /// The collectives of `e` (data parallelism's buckets), by kernel: how
-/// many, the bytes each moves in all, the largest, and the first and last
-/// launch (how much of the step comes after the last is what cannot hide).
+/// many, the bytes they move in all, the largest, and the first and last
+/// launch (the step after the last is what cannot hide their time).
 std::string collectiveReport(const Entry &e) {
   struct Kind {
     uint64_t count = 0, total = 0, largest = 0;
