@@ -34,6 +34,7 @@
 #include "zcc/Planner/Algorithms.h"
 
 #include "Sections.h"
+#include "StateKey.h"
 
 #include <algorithm>
 #include <chrono>
@@ -58,23 +59,9 @@ struct Item {
   int64_t candidate;
 };
 
-struct StateKey {
-  uint64_t a, b;
-  bool operator==(const StateKey &other) const {
-    return a == other.a && b == other.b;
-  }
-};
-struct StateKeyHash {
-  size_t operator()(const StateKey &key) const { return key.a ^ key.b; }
-};
-
-uint64_t mix(uint64_t x) {
-  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using detail::mix;
+using detail::StateKey;
+using detail::StateKeyHash;
 
 /// Range add, range max over sections (for the stack inference).
 class AddMaxTree {

@@ -132,8 +132,34 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// Improves `best` with the exact search until the time limit. With a
-/// capacity, one feasibility search for it (unless `best` already fits).
+/// Nodes for one time-order search (TimeOrder.cpp), about what its successes
+/// take: from scratch, the ZeRO-1 chain of 144 buffers needs 17,000; a repair
+/// of the 6-layer GPT's 285, under 2,000.
+uint64_t timeOrderBudget(const Problem &problem, bool repair) {
+  const uint64_t n = problem.buffers.size();
+  return repair ? 4096 + 32 * n : 16384 + 128 * n;
+}
+
+/// The time-order search at `goal`, repairing `best` (over the goal) when
+/// `repair`. Offers what it finds to `best`; returns the nodes used.
+uint64_t runTimeOrderAt(const Problem &problem, int64_t goal, bool repair,
+                        double seconds, uint64_t nodes, Incumbent &best) {
+  Plan plan;
+  uint64_t used = 0;
+  std::vector<int64_t> hint;
+  if (repair)
+    hint = best.plan.offsets;
+  if (planTimeOrder(problem, goal, seconds, plan, &used, nodes,
+                    repair ? &hint : nullptr) == ExactStatus::Found)
+    best.offer(std::move(plan), repair ? "time-order-repair" : "time-order");
+  return used;
+}
+
+/// Improves `best` with the exact search until the time limit (with
+/// `repairInTimeOrder`, each plan it finds is also repaired in time order at
+/// the proven bound: a plan good but for a stretch where the offset order
+/// fails). With a capacity, one feasibility search for it (unless `best`
+/// already fits).
 /// Otherwise the capacity goes down from the incumbent, anytime: probes of
 /// a node budget each, first at the proven bound, then bisecting between it
 /// and the best plan. A probe that runs out of budget sends the next one
@@ -142,11 +168,13 @@ double secondsSince(Clock::time_point start) {
 /// plans improve early, and proofs come with the larger budgets.
 PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
                         const Bounds &bounds, Incumbent best,
-                        uint64_t nodesLeft, int64_t proven) {
+                        uint64_t nodesLeft, int64_t proven,
+                        bool repairInTimeOrder) {
   auto remaining = [&] {
     return options.timeLimitSeconds - secondsSince(best.start);
   };
   const int64_t granule = bounds.granule;
+  uint64_t exactNodes = 0, repairNodes = 0;
   // `proven`: every arena below it is infeasible.
   auto probe = [&](int64_t capacity, uint64_t budget) {
     Plan plan;
@@ -154,10 +182,24 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
     ExactStatus status = planExact(problem, capacity, remaining(), plan, &nodes,
                                    std::min(budget, nodesLeft));
     nodesLeft -= std::min(nodes, nodesLeft);
-    if (status == ExactStatus::Found)
+    exactNodes += nodes;
+    if (status == ExactStatus::Found) {
       best.offer(std::move(plan), "exact");
-    else if (status == ExactStatus::Infeasible)
+      // Repairs take at most an eighth of the exact search's effort (after
+      // the first): an anytime minimisation finds dozens of plans.
+      const uint64_t budget = timeOrderBudget(problem, /*repair=*/true);
+      if (repairInTimeOrder && !options.capacity &&
+          best.plan.arenaSize > proven && remaining() > 0 && nodesLeft > 0 &&
+          repairNodes <= exactNodes / 8 + budget) {
+        uint64_t used =
+            runTimeOrderAt(problem, proven, /*repair=*/true, remaining() / 8,
+                           std::min(budget, nodesLeft), best);
+        repairNodes += used;
+        nodesLeft -= std::min(used, nodesLeft);
+      }
+    } else if (status == ExactStatus::Infeasible) {
       proven = std::max(proven, roundDown(capacity, granule) + granule);
+    }
     return status;
   };
   if (options.capacity) {
@@ -191,13 +233,27 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
   return finish(options, bounds, std::move(best), proven);
 }
 
+PlanOutcome runTimeOrder(const Problem &problem, const PlanOptions &options) {
+  Bounds bounds(problem);
+  const int64_t goal = options.capacity
+                           ? std::max(*options.capacity, bounds.proven)
+                           : bounds.proven;
+  Incumbent best;
+  best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
+  if (best.plan.arenaSize > goal)
+    runTimeOrderAt(problem, goal, /*repair=*/false, options.timeLimitSeconds,
+                   nodeBudget(options), best);
+  return finish(options, bounds, std::move(best), bounds.proven);
+}
+
 PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
   Bounds bounds(problem);
   Incumbent best;
   // A skyline descent, as a starting plan.
   best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
   return searchExact(problem, options, bounds, std::move(best),
-                     nodeBudget(options), bounds.proven);
+                     nodeBudget(options), bounds.proven,
+                     /*repairInTimeOrder=*/false);
 }
 
 /// Skyline descents kept under `goal` (planSkylineWithin): each ranking
@@ -244,6 +300,18 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
                        options.timeLimitSeconds - secondsSince(best.start));
     best.offer(std::move(plan), std::move(name));
   }
+  // In time order, from scratch and as a repair of the best plan so far:
+  // staggered lifetimes that the offset-order searches miss.
+  for (bool repair : {false, true}) {
+    if (best.plan.arenaSize <= goal || nodesLeft == 0)
+      break;
+    nodesLeft -= std::min(
+        nodesLeft,
+        runTimeOrderAt(
+            problem, goal, repair,
+            (options.timeLimitSeconds - secondsSince(best.start)) / 4,
+            std::min(timeOrderBudget(problem, repair), nodesLeft / 8), best));
+  }
   if (best.plan.arenaSize <= goal)
     return finish(options, bounds, std::move(best), bounds.proven);
   // The busiest buffers first, at the goal, with at most a quarter of the
@@ -268,7 +336,7 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   if (best.plan.arenaSize <= goal || (options.capacity && proven > goal))
     return finish(options, bounds, std::move(best), proven);
   return searchExact(problem, options, bounds, std::move(best), nodesLeft,
-                     proven);
+                     proven, /*repairInTimeOrder=*/true);
 }
 
 } // namespace
@@ -276,9 +344,10 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
 const std::vector<PlannerAlgorithm> &plannerAlgorithms() {
   static const std::vector<PlannerAlgorithm> algorithms = {
       {"auto",
-       "skyline and greedy-best, then the exact search on the busiest "
-       "buffers first, stopping at the lower bound; else the exact search "
-       "from the best of them, within the time limit",
+       "skyline, greedy-best and time-order, then the exact search on the "
+       "busiest buffers first, stopping at the lower bound; else the exact "
+       "search from the best of them, each plan it finds repaired in time "
+       "order, within the time limit",
        runAuto},
       {"exact",
        "depth-first search over canonical plans with cross-section "
@@ -297,6 +366,11 @@ const std::vector<PlannerAlgorithm> &plannerAlgorithms() {
        "filled by the best-ranked buffer that fits; ranked by area, then "
        "lifetime, then size, stopping at the lower bound",
        runSkyline},
+      {"time-order",
+       "in time order, each buffer at an edge of a free gap among those live "
+       "when it starts, backtracking; stops at the lower bound (or the "
+       "capacity), else gives the skyline plan",
+       runTimeOrder},
   };
   return algorithms;
 }

@@ -147,6 +147,20 @@ ExactStatus planCoreFirst(const Problem &problem, int64_t capacity,
                           uint64_t *nodeCount = nullptr,
                           uint64_t nodeLimit = UINT64_MAX);
 
+/// Placements in time order with backtracking (see TimeOrder.cpp): each buffer,
+/// by first step, at an edge of a free gap among the buffers live when it
+/// starts, under `capacity`. With `hint` (an offset per buffer, e.g. a plan
+/// over the capacity), a buffer first tries its hinted offset where that is
+/// free: a repair of the hinted plan. Found: `plan` holds a plan.
+/// Infeasible: a pre-placed buffer ends above the capacity. OutOfTime: the
+/// limits ran out, or every choice was tried (only gap edges are, so that
+/// proves nothing).
+ExactStatus planTimeOrder(const Problem &problem, int64_t capacity,
+                          double timeLimitSeconds, Plan &plan,
+                          uint64_t *nodeCount = nullptr,
+                          uint64_t nodeLimit = UINT64_MAX,
+                          const std::vector<int64_t> *hint = nullptr);
+
 } // namespace zcc::planner
 
 #endif // ZCC_PLANNER_ALGORITHMS_H

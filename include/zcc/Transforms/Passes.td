@@ -397,7 +397,8 @@ def ZTPlanMemory : Pass<"zt-plan-memory", "::mlir::ModuleOp"> {
     Option<"alignment", "alignment", "int64_t", /*default=*/"256",
            "Byte alignment of every slot offset (a power of two)">,
     Option<"algorithm", "algorithm", "std::string", /*default=*/"\"auto\"",
-           "Planner algorithm (auto, exact, skyline, greedy-best, greedy-size)">,
+           "Planner algorithm (auto, exact, skyline, time-order, greedy-best, "
+           "greedy-size)">,
     Option<"timeLimit", "time-limit", "double", /*default=*/"60.0",
            "Seconds the planner may search per entry">,
     Option<"nodeLimit", "node-limit", "uint64_t", /*default=*/"2000000",

@@ -551,6 +551,120 @@ TEST(CoreFirst, PlansTheZeroOneBucketsAtTheBound) {
   EXPECT_EQ(outcome.producedBy, "core-first");
 }
 
+// Against the brute-force optimum, with alignment and pinned buffers: the
+// time-order search's plans are valid and within the capacity, it never finds
+// one below the optimum, and it never claims infeasibility (it tries only gap
+// edges) unless a pinned buffer ends above the capacity.
+TEST(TimeOrder, IsSoundAgainstBruteForce) {
+  int found = 0, pinnedRuns = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    Problem p = generateRandomProblem(seed, 3 + seed % 6, 6 + seed % 9, 24);
+    if (seed % 3 == 0)
+      for (BufferRequest &b : p.buffers)
+        if (!b.fixedOffset)
+          b.alignment = 4;
+    if (seed % 4 == 1 && !p.buffers[0].fixedOffset)
+      p.buffers[0].fixedOffset = 0;
+    pinnedRuns += p.buffers[0].fixedOffset.has_value();
+    ASSERT_EQ(validateProblem(p), "") << "seed " << seed;
+    const int64_t optimum = bruteForceOptimum(p);
+    for (int64_t capacity : {optimum - 1, optimum, optimum + 8}) {
+      Plan plan;
+      ExactStatus status = planTimeOrder(p, capacity, 60, plan);
+      bool pinnedAbove = false;
+      for (const BufferRequest &b : p.buffers)
+        pinnedAbove |= b.fixedOffset && *b.fixedOffset + b.size > capacity;
+      EXPECT_EQ(status == ExactStatus::Infeasible, pinnedAbove)
+          << "seed " << seed;
+      if (capacity < optimum) {
+        EXPECT_NE(status, ExactStatus::Found) << "seed " << seed;
+        continue;
+      }
+      if (status != ExactStatus::Found)
+        continue;
+      found += capacity == optimum;
+      ASSERT_EQ(checkPlan(p, plan.offsets, capacity), "") << "seed " << seed;
+      if (p.buffers[0].fixedOffset)
+        EXPECT_EQ(plan.offsets[0], *p.buffers[0].fixedOffset);
+    }
+  }
+  EXPECT_GT(found, 200);
+  EXPECT_GT(pinnedRuns, 50);
+}
+
+TEST(TimeOrder, APinnedBufferAboveTheCapacityIsInfeasible) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 8), buffer(1, 1, 3, 8)};
+  p.buffers[1].fixedOffset = 8;
+  Plan plan;
+  EXPECT_EQ(planTimeOrder(p, 15, 10, plan), ExactStatus::Infeasible);
+  ASSERT_EQ(planTimeOrder(p, 16, 10, plan), ExactStatus::Found);
+  EXPECT_EQ(plan.offsets, (std::vector<int64_t>{0, 8}));
+}
+
+// A hint that is already a plan within the capacity is kept as it is, in
+// one node per buffer: a repair changes only what breaks the capacity.
+TEST(TimeOrder, KeepsAHintThatFits) {
+  int checked = 0;
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    Problem p = generateRandomProblem(seed, 5 + seed % 20, 10 + seed % 30, 64);
+    Plan hinted;
+    if (planExact(p, computeLowerBound(p) + 16, 10, hinted, nullptr, 20000) !=
+        ExactStatus::Found)
+      continue;
+    ++checked;
+    Plan plan;
+    uint64_t nodes = 0;
+    ASSERT_EQ(planTimeOrder(p, hinted.arenaSize, 10, plan, &nodes, UINT64_MAX,
+                            &hinted.offsets),
+              ExactStatus::Found)
+        << "seed " << seed;
+    EXPECT_EQ(plan.offsets, hinted.offsets) << "seed " << seed;
+    uint64_t placed = 0;
+    for (const BufferRequest &b : p.buffers)
+      placed += b.size > 0 && !b.fixedOffset;
+    EXPECT_EQ(nodes, placed) << "seed " << seed;
+  }
+  EXPECT_GT(checked, 50);
+}
+
+// ZeRO-1 steps on two ranks (test/tools/zcc-plan/Inputs): per bucket the
+// packed gradients, the reduced shard, the updated shard and the gathered
+// parameters, each overlapping the next bucket's. A chain of 32 products:
+// the exact search stays 16% above the bound in 200,000 nodes, time order
+// reaches the bound. A 6-layer GPT: the exact search's best plan, repaired
+// in time order, reaches the bound; auto does both.
+TEST(TimeOrder, PlansZeroOneStepsAtTheBound) {
+  Problem chain;
+  ASSERT_NO_FATAL_FAILURE(readProblem(
+      std::string(ZCC_PLAN_INPUTS_DIR) + "/zero1-chain.csv", chain));
+  int64_t bound = computeLowerBound(chain);
+  Plan plan;
+  EXPECT_EQ(planExact(chain, bound, 600, plan, nullptr, 200000),
+            ExactStatus::OutOfTime);
+  uint64_t nodes = 0;
+  ASSERT_EQ(planTimeOrder(chain, bound, 600, plan, &nodes, 200000),
+            ExactStatus::Found);
+  EXPECT_EQ(checkPlan(chain, plan.offsets, bound), "");
+  RecordProperty("chain_nodes", static_cast<int>(nodes));
+  PlanOutcome outcome =
+      findPlannerAlgorithm("auto")->run(chain, searchOptions(2000000));
+  EXPECT_EQ(outcome.plan.arenaSize, bound);
+  EXPECT_EQ(outcome.producedBy, "time-order");
+
+  Problem gpt;
+  ASSERT_NO_FATAL_FAILURE(
+      readProblem(std::string(ZCC_PLAN_INPUTS_DIR) + "/zero1-gpt6.csv", gpt));
+  bound = computeLowerBound(gpt);
+  EXPECT_NE(planTimeOrder(gpt, bound, 600, plan, nullptr, 200000),
+            ExactStatus::Found);
+  outcome = findPlannerAlgorithm("auto")->run(gpt, searchOptions(2000000));
+  EXPECT_EQ(outcome.plan.arenaSize, bound);
+  EXPECT_TRUE(outcome.optimal);
+  EXPECT_EQ(outcome.producedBy, "time-order-repair");
+  EXPECT_EQ(checkPlan(gpt, outcome.plan.offsets, bound), "");
+}
+
 TEST(Skyline, FillsTheLowestLevelFirst) {
   // Buffer 0 lives throughout and goes at the bottom; on top of it, at level
   // 10, the next longest-lived, 2; then 1 and 3, which do not overlap each
