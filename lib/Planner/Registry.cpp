@@ -69,6 +69,13 @@ struct Bounds {
         proven(roundDown(lower + granule - 1, granule)) {}
 };
 
+/// What a search aims at: the capacity, or the smallest arena the lower
+/// bound allows (below it nothing fits anyway).
+int64_t goalOf(const PlanOptions &options, const Bounds &bounds) {
+  return options.capacity ? std::max(*options.capacity, bounds.proven)
+                          : bounds.proven;
+}
+
 /// `proven`: every arena below it is proven infeasible (at least
 /// bounds.proven).
 PlanOutcome finish(const PlanOptions &options, const Bounds &bounds,
@@ -235,9 +242,7 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
 
 PlanOutcome runTimeOrder(const Problem &problem, const PlanOptions &options) {
   Bounds bounds(problem);
-  const int64_t goal = options.capacity
-                           ? std::max(*options.capacity, bounds.proven)
-                           : bounds.proven;
+  const int64_t goal = goalOf(options, bounds);
   Incumbent best;
   best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
   if (best.plan.arenaSize > goal)
@@ -284,9 +289,7 @@ uint64_t runRestarts(const Problem &problem, int64_t goal, double seconds,
 
 PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   Bounds bounds(problem);
-  const int64_t goal = options.capacity
-                           ? std::max(*options.capacity, bounds.proven)
-                           : bounds.proven;
+  const int64_t goal = goalOf(options, bounds);
   uint64_t nodesLeft = nodeBudget(options);
   Incumbent best;
   runSkylines(problem, goal, best);

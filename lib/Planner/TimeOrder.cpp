@@ -40,9 +40,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <numeric>
 #include <tuple>
 #include <unordered_set>
 
@@ -73,8 +71,8 @@ class TimeOrderSearch {
 public:
   TimeOrderSearch(const Problem &problem, int64_t capacity,
                   const std::vector<int64_t> *hint)
-      : buffers(problem.buffers), capacity(capacity), hint(hint),
-        sections(problem), offsets(sections.initialOffsets()) {
+      : problem(problem), buffers(problem.buffers), capacity(capacity),
+        hint(hint), sections(problem), offsets(sections.initialOffsets()) {
     for (uint32_t i = 0; i < buffers.size(); ++i)
       if (buffers[i].fixedOffset && buffers[i].size > 0)
         pinned.push_back(i);
@@ -250,11 +248,10 @@ private:
 
   void finishPlan(Plan &plan) const {
     plan.offsets = offsets;
-    plan.arenaSize = 0;
-    for (size_t i = 0; i < buffers.size(); ++i)
-      plan.arenaSize = std::max(plan.arenaSize, offsets[i] + buffers[i].size);
+    plan.arenaSize = computeArenaSize(problem, offsets);
   }
 
+  const Problem &problem;
   const std::vector<BufferRequest> &buffers;
   const int64_t capacity;
   const std::vector<int64_t> *hint;
