@@ -3,6 +3,7 @@
 #include "zcc/Planner/Problem.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_set>
 #include <utility>
 
@@ -58,21 +59,44 @@ std::string validateProblem(const Problem &problem) {
 }
 
 int64_t computeLowerBound(const Problem &problem) {
-  // (time, delta) with frees sorted before allocations at the same step,
-  // because lifetimes are half-open.
+  // Offsets are multiples of the alignment, so below any buffer but the
+  // topmost, the bytes up to the next aligned offset are lost: live buffers
+  // need the sum of their sizes rounded up to the smallest alignment, less
+  // the largest such rounding (the topmost one's). Sizes of 197 x 4 bytes
+  // (a ViT's rows) left the peak of live bytes 1,408 bytes under a plan
+  // that no plan beats, and `auto` searched 12 s for a better one.
+  int64_t alignment = 0;
+  for (const BufferRequest &buffer : problem.buffers)
+    if (buffer.size != 0)
+      alignment =
+          alignment ? std::min(alignment, buffer.alignment) : buffer.alignment;
+  // (time, buffer) with frees sorted before allocations at the same step,
+  // because lifetimes are half-open; every prefix of the sweep is a subset
+  // of some step's live set, and the bound only grows as buffers are added.
   std::vector<std::pair<int64_t, int64_t>> events;
   events.reserve(problem.buffers.size() * 2);
-  for (const BufferRequest &buffer : problem.buffers) {
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const BufferRequest &buffer = problem.buffers[i];
     if (buffer.size == 0)
       continue;
-    events.emplace_back(buffer.lower, buffer.size);
-    events.emplace_back(buffer.upper, -buffer.size);
+    events.emplace_back(buffer.lower, int64_t(i));
+    events.emplace_back(buffer.upper, ~int64_t(i));
   }
   std::sort(events.begin(), events.end());
+  std::multiset<int64_t> rounding;
   int64_t live = 0, peak = 0;
-  for (const auto &[time, delta] : events) {
-    live += delta;
-    peak = std::max(peak, live);
+  for (const auto &[time, event] : events) {
+    const bool freed = event < 0;
+    const int64_t size = problem.buffers[freed ? ~event : event].size;
+    const int64_t rounded = alignUp(size, alignment);
+    if (freed) {
+      live -= rounded;
+      rounding.erase(rounding.find(rounded - size));
+      continue;
+    }
+    live += rounded;
+    rounding.insert(rounded - size);
+    peak = std::max(peak, live - *rounding.rbegin());
   }
   return peak;
 }

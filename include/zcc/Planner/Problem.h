@@ -46,7 +46,8 @@ struct Plan {
 /// "" or a message naming the first offending buffer.
 std::string validateProblem(const Problem &problem);
 
-/// The peak over time of the sum of live sizes: no plan can use less.
+/// The peak over time of the live bytes, every live buffer but the topmost
+/// rounded up to the smallest alignment: no plan can use less.
 int64_t computeLowerBound(const Problem &problem);
 
 /// Smallest multiple of `alignment` (a power of two) that is >= value.

@@ -116,6 +116,66 @@ TEST(LowerBound, PeakOfLiveBytesWithHalfOpenLifetimes) {
   EXPECT_EQ(computeLowerBound(Problem{}), 0);
 }
 
+/// The peak of live bytes, alignment ignored.
+int64_t peakOfLiveBytes(const Problem &problem) {
+  int64_t peak = 0;
+  for (const BufferRequest &at : problem.buffers) {
+    int64_t live = 0;
+    for (const BufferRequest &b : problem.buffers)
+      live += b.lower <= at.lower && at.lower < b.upper ? b.size : 0;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+// Aligned offsets lose the bytes up to the next aligned offset below every
+// buffer but the topmost: three 100-byte buffers at 256-byte alignment need
+// 256 + 256 + 100 bytes, not 300.
+TEST(LowerBound, RoundsEveryLiveBufferButTheTopmostToTheAlignment) {
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 100, 256), buffer(1, 0, 2, 100, 256),
+               buffer(2, 1, 3, 100, 256), buffer(3, 2, 3, 256, 256)};
+  EXPECT_EQ(computeLowerBound(p), 612);
+  EXPECT_EQ(bruteForceOptimum(p), 612);
+  // Mixed alignments round to the smallest: 100 at 256 and 1 at 4 need 101.
+  p.buffers = {buffer(0, 0, 1, 100, 256), buffer(1, 0, 1, 1, 4)};
+  EXPECT_EQ(computeLowerBound(p), 101);
+  EXPECT_EQ(bruteForceOptimum(p), 101);
+  // `auto` proves such a plan optimal at once.
+  p.buffers = {buffer(0, 0, 2, 100, 256), buffer(1, 0, 2, 100, 256),
+               buffer(2, 1, 3, 100, 256), buffer(3, 2, 3, 256, 256)};
+  PlanOutcome outcome = findPlannerAlgorithm("auto")->run(p, PlanOptions{});
+  EXPECT_EQ(outcome.plan.arenaSize, 612);
+  EXPECT_TRUE(outcome.optimal);
+  EXPECT_TRUE(outcome.reachedLowerBound);
+}
+
+// On random instances with uniform and mixed alignments: never above the
+// brute-force optimum, the peak of live bytes without alignment, and above
+// that peak (nearer the optimum) where the rounding counts.
+TEST(LowerBound, NeverExceedsTheOptimumWithAlignment) {
+  int raised = 0, reachesOptimum = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    Problem p = generateRandomProblem(seed, 3 + seed % 5, 6 + seed % 9, 40);
+    for (size_t i = 0; i < p.buffers.size(); ++i)
+      if (!p.buffers[i].fixedOffset)
+        p.buffers[i].alignment = seed % 2 ? 16 : int64_t(4) << (i % 3);
+    ASSERT_EQ(validateProblem(p), "") << "seed " << seed;
+    const int64_t bound = computeLowerBound(p), peak = peakOfLiveBytes(p);
+    const int64_t optimum = bruteForceOptimum(p);
+    EXPECT_GE(bound, peak) << "seed " << seed;
+    EXPECT_LE(bound, optimum) << "seed " << seed;
+    raised += bound > peak;
+    reachesOptimum += bound == optimum && optimum > peak;
+    for (BufferRequest &b : p.buffers)
+      b.alignment = 1;
+    if (validateProblem(p).empty())
+      EXPECT_EQ(computeLowerBound(p), peak) << "seed " << seed;
+  }
+  EXPECT_GT(raised, 150);
+  EXPECT_GT(reachesOptimum, 50);
+}
+
 TEST(ValidateProblem, NamesTheOffendingBuffer) {
   Problem p;
   p.buffers = {buffer(4, 0, 2, 10), buffer(4, 1, 3, 1)};

@@ -96,7 +96,7 @@ struct Entry {
   std::string name;
   EntryKind kind = EntryKind::TrainStep;
   uint64_t arenaSize = 0;   // bytes this entry's arena buffers need
-  uint64_t lowerBound = 0;  // peak of live arena bytes: no plan needs less
+  uint64_t lowerBound = 0;  // peak of live arena bytes, alignment counted
   uint64_t noReuseSize = 0; // bytes with every buffer its own place
   uint64_t inputSize = 0;
   uint64_t outputSize = 0;
