@@ -14,6 +14,14 @@
 // rest no room proves nothing; the next, larger core is tried. A core with no
 // plan under the capacity proves that the whole problem has none.
 //
+// The rest is searched bottom-up, then in time order (TimeOrder.cpp). On a
+// 12-layer GPT's ZeRO-1 step the core (the backward's peak, with the saved
+// activations live through it) was planned at the bound in 1,572 nodes; the
+// forward's buffers around it, which a bottom-up search must fit under
+// activations placed for the backward, ran the exact search out of budget,
+// and time order placed them in 418 nodes. Before, the step stayed 3.9%
+// above the bound after 2M nodes.
+//
 //===----------------------------------------------------------------------===//
 
 #include "zcc/Planner/Algorithms.h"
@@ -102,6 +110,14 @@ ExactStatus planCoreFirst(const Problem &problem, int64_t capacity,
     status = planExact(pinned, capacity, secondsLeft(), whole, &nodes,
                        std::min(stageBudget, nodeLimit - used));
     used += nodes;
+    // A core holding a step's saved activations leaves the forward's
+    // short-lived buffers around them: easy in time order, not bottom-up
+    // (unless the exact search proved that they do not fit).
+    if (status == ExactStatus::OutOfTime && used < nodeLimit) {
+      status = planTimeOrder(pinned, capacity, secondsLeft(), whole, &nodes,
+                             std::min(stageBudget, nodeLimit - used));
+      used += nodes;
+    }
     if (status == ExactStatus::Found) {
       plan = std::move(whole);
       return finish(ExactStatus::Found);

@@ -611,6 +611,23 @@ TEST(CoreFirst, PlansTheZeroOneBucketsAtTheBound) {
   EXPECT_EQ(outcome.producedBy, "core-first");
 }
 
+// A 12-layer GPT's ZeRO-1 step: the core holds the backward's peak with the
+// saved activations; around it, the forward's buffers run the exact search
+// out of its stage budget, and time order places them.
+TEST(CoreFirst, FillsAroundTheCoreInTimeOrder) {
+  Problem p;
+  ASSERT_NO_FATAL_FAILURE(
+      readProblem(std::string(ZCC_PLAN_INPUTS_DIR) + "/zero1-gpt12.csv", p));
+  ASSERT_EQ(p.buffers.size(), 506u);
+  const int64_t bound = computeLowerBound(p);
+  Plan plan;
+  uint64_t nodes = 0;
+  ASSERT_EQ(planCoreFirst(p, bound, 600, plan, &nodes, 200000),
+            ExactStatus::Found);
+  EXPECT_EQ(checkPlan(p, plan.offsets, bound), "");
+  EXPECT_LT(nodes, 10000u);
+}
+
 // Against the brute-force optimum, with alignment and pinned buffers: the
 // time-order search's plans are valid and within the capacity, it never finds
 // one below the optimum, and it never claims infeasibility (it tries only gap
