@@ -161,6 +161,12 @@ ExactStatus planTimeOrder(const Problem &problem, int64_t capacity,
                           uint64_t nodeLimit = UINT64_MAX,
                           const std::vector<int64_t> *hint = nullptr);
 
+/// Moves each buffer of a valid plan, in offset order, down to the lowest
+/// aligned offset free of the buffers already moved (pre-placed ones stay).
+/// No buffer moves up, so the plan stays valid and its arena never grows:
+/// time order's plans reach the capacity's top edge where they need not.
+void compactPlan(const Problem &problem, Plan &plan);
+
 } // namespace zcc::planner
 
 #endif // ZCC_PLANNER_ALGORITHMS_H

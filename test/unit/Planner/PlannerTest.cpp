@@ -742,6 +742,50 @@ TEST(TimeOrder, PlansZeroOneStepsAtTheBound) {
   EXPECT_EQ(checkPlan(gpt, outcome.plan.offsets, bound), "");
 }
 
+// Compaction moves no buffer up, keeps pre-placed ones, and keeps plans
+// valid; a plan lifted above its optimum comes back down.
+TEST(CompactPlan, DropsBuffersWithoutBreakingThePlan) {
+  int lowered = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    Problem p = generateRandomProblem(seed, 4 + seed % 20, 10 + seed % 15, 64);
+    for (size_t i = 0; i < p.buffers.size(); ++i)
+      if (!p.buffers[i].fixedOffset && seed % 2)
+        p.buffers[i].alignment = int64_t(1) << (i % 4);
+    ASSERT_EQ(validateProblem(p), "") << "seed " << seed;
+    Plan plan = planGreedy(p, GreedyOrder::Size, GreedyFit::BestFit);
+    // Without pre-placed buffers, doubling every offset and adding 64 (a
+    // multiple of every alignment) keeps each pair in order with more room.
+    bool pinned = false;
+    for (const BufferRequest &b : p.buffers)
+      pinned |= b.fixedOffset.has_value();
+    for (size_t i = 0; i < p.buffers.size() && !pinned; ++i)
+      plan.offsets[i] = plan.offsets[i] * 2 + 64;
+    plan.arenaSize = computeArenaSize(p, plan.offsets);
+    ASSERT_EQ(checkPlan(p, plan.offsets, plan.arenaSize), "") << seed;
+    Plan compacted = plan;
+    compactPlan(p, compacted);
+    EXPECT_EQ(checkPlan(p, compacted.offsets, compacted.arenaSize), "")
+        << "seed " << seed;
+    EXPECT_EQ(compacted.arenaSize, computeArenaSize(p, compacted.offsets));
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      EXPECT_LE(compacted.offsets[i], plan.offsets[i]) << "seed " << seed;
+      if (p.buffers[i].fixedOffset)
+        EXPECT_EQ(compacted.offsets[i], *p.buffers[i].fixedOffset);
+    }
+    lowered += compacted.arenaSize < plan.arenaSize;
+  }
+  EXPECT_GT(lowered, 120);
+  // Alone in time, a buffer at 96 drops to 0; one above it stays on it.
+  Problem p;
+  p.buffers = {buffer(0, 0, 2, 10), buffer(1, 1, 3, 6, 4), buffer(2, 3, 4, 8)};
+  Plan plan;
+  plan.offsets = {96, 200, 40};
+  plan.arenaSize = computeArenaSize(p, plan.offsets);
+  compactPlan(p, plan);
+  EXPECT_EQ(plan.offsets, (std::vector<int64_t>{0, 12, 0}));
+  EXPECT_EQ(plan.arenaSize, 18);
+}
+
 TEST(Skyline, FillsTheLowestLevelFirst) {
   // Buffer 0 lives throughout and goes at the bottom; on top of it, at level
   // 10, the next longest-lived, 2; then 1 and 3, which do not overlap each
