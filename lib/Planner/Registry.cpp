@@ -385,7 +385,6 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   // ZeRO-1 step, and from the descent's plan its probes find none to
   // repair.
   Incumbent held;
-  held.start = best.start;
   if (!options.capacity)
     nodesLeft -=
         std::min(nodesLeft,
