@@ -66,15 +66,17 @@ const char *orderName(GreedyOrder order) {
   return "?";
 }
 
+/// Places the buffers in `order` (pre-placed ones first), each in a gap left
+/// by those placed before it that overlap it in time.
 Plan placeGreedy(const Problem &problem, const detail::OverlapIndex &index,
-                 GreedyOrder order, GreedyFit fit) {
+                 const std::vector<uint32_t> &order, GreedyFit fit) {
   const std::vector<BufferRequest> &buffers = problem.buffers;
   Plan plan;
   plan.offsets.assign(buffers.size(), 0);
   std::vector<char> placed(buffers.size(), 0);
   std::vector<std::pair<int64_t, int64_t>> neighbours; // (offset, end)
 
-  for (uint32_t i : placementOrder(problem, order)) {
+  for (uint32_t i : order) {
     const BufferRequest &buffer = buffers[i];
     placed[i] = 1;
     if (buffer.fixedOffset) {
@@ -117,8 +119,23 @@ Plan placeGreedy(const Problem &problem, const detail::OverlapIndex &index,
 } // namespace
 
 Plan planGreedy(const Problem &problem, GreedyOrder order, GreedyFit fit) {
-  return placeGreedy(problem, detail::OverlapIndex(problem.buffers), order,
-                     fit);
+  return placeGreedy(problem, detail::OverlapIndex(problem.buffers),
+                     placementOrder(problem, order), fit);
+}
+
+void compactPlan(const Problem &problem, Plan &plan) {
+  // First fit in offset order never moves a buffer up: its slot is free of
+  // every buffer placed before it, as those only moved down from below it.
+  std::vector<uint32_t> order(problem.buffers.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    bool movableX = !problem.buffers[x].fixedOffset;
+    bool movableY = !problem.buffers[y].fixedOffset;
+    return std::make_pair(movableX, plan.offsets[x]) <
+           std::make_pair(movableY, plan.offsets[y]);
+  });
+  plan = placeGreedy(problem, detail::OverlapIndex(problem.buffers), order,
+                     GreedyFit::FirstFit);
 }
 
 Plan planGreedyBest(const Problem &problem, int64_t stopAtBytes,
@@ -130,7 +147,8 @@ Plan planGreedyBest(const Problem &problem, int64_t stopAtBytes,
   for (GreedyOrder order : {GreedyOrder::Size, GreedyOrder::Lifetime,
                             GreedyOrder::Area, GreedyOrder::Start}) {
     for (GreedyFit fit : {GreedyFit::BestFit, GreedyFit::FirstFit}) {
-      Plan plan = placeGreedy(problem, index, order, fit);
+      Plan plan =
+          placeGreedy(problem, index, placementOrder(problem, order), fit);
       if (!haveBest || plan.arenaSize < best.arenaSize) {
         best = std::move(plan);
         producedBy = std::string("greedy-best/") + orderName(order) +

@@ -265,42 +265,6 @@ private:
 
 } // namespace
 
-void compactPlan(const Problem &problem, Plan &plan) {
-  const std::vector<BufferRequest> &buffers = problem.buffers;
-  std::vector<uint32_t> order;
-  std::vector<uint32_t> moved; // pre-placed first, then in offset order
-  for (uint32_t i = 0; i < buffers.size(); ++i)
-    (buffers[i].fixedOffset ? moved : order).push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    return plan.offsets[x] < plan.offsets[y];
-  });
-  std::vector<std::pair<int64_t, int64_t>> taken;
-  for (uint32_t i : order) {
-    const BufferRequest &b = buffers[i];
-    if (b.size == 0)
-      continue;
-    // Every buffer moved so far that overlaps this one in time and space
-    // below its present offset bounds how low it can go.
-    taken.clear();
-    for (uint32_t j : moved)
-      if (buffers[j].size > 0 && buffers[j].lower < b.upper &&
-          b.lower < buffers[j].upper)
-        taken.emplace_back(plan.offsets[j], plan.offsets[j] + buffers[j].size);
-    std::sort(taken.begin(), taken.end());
-    int64_t at = 0;
-    for (auto [begin, end] : taken) {
-      if (alignUp(at, b.alignment) + b.size <= begin)
-        break;
-      at = std::max(at, end);
-    }
-    at = alignUp(at, b.alignment);
-    // Never up (the slot it had is free of everything moved below it).
-    plan.offsets[i] = std::min(at, plan.offsets[i]);
-    moved.push_back(i);
-  }
-  plan.arenaSize = computeArenaSize(problem, plan.offsets);
-}
-
 ExactStatus planTimeOrder(const Problem &problem, int64_t capacity,
                           double timeLimitSeconds, Plan &plan,
                           uint64_t *nodeCount, uint64_t nodeLimit,

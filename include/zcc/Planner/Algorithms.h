@@ -162,9 +162,10 @@ ExactStatus planTimeOrder(const Problem &problem, int64_t capacity,
                           const std::vector<int64_t> *hint = nullptr);
 
 /// Moves each buffer of a valid plan, in offset order, down to the lowest
-/// aligned offset free of the buffers already moved (pre-placed ones stay).
-/// No buffer moves up, so the plan stays valid and its arena never grows:
-/// time order's plans reach the capacity's top edge where they need not.
+/// aligned offset free of the buffers already moved (first fit, Greedy.cpp;
+/// pre-placed ones stay). No buffer moves up, so the plan stays valid and its
+/// arena never grows: time order's plans reach the capacity's top edge where
+/// they need not.
 void compactPlan(const Problem &problem, Plan &plan);
 
 } // namespace zcc::planner

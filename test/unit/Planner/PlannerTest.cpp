@@ -354,6 +354,25 @@ void readProblem(const std::string &path, Problem &problem) {
   problem = std::move(csv.problem);
 }
 
+/// A checked-in planner problem (test/tools/zcc-plan/Inputs) of `buffers`
+/// buffers.
+void readInput(const std::string &name, size_t buffers, Problem &problem) {
+  ASSERT_NO_FATAL_FAILURE(
+      readProblem(std::string(ZCC_PLAN_INPUTS_DIR) + "/" + name, problem));
+  ASSERT_EQ(problem.buffers.size(), buffers);
+}
+
+/// Core-first at the lower bound finds a valid plan in under `maxNodes`.
+void expectCoreFirstAtTheBound(const Problem &p, uint64_t maxNodes) {
+  const int64_t bound = computeLowerBound(p);
+  Plan plan;
+  uint64_t nodes = 0;
+  ASSERT_EQ(planCoreFirst(p, bound, 600, plan, &nodes, 200000),
+            ExactStatus::Found);
+  EXPECT_EQ(checkPlan(p, plan.offsets, bound), "");
+  EXPECT_LT(nodes, maxNodes);
+}
+
 TEST(BruteForce, AgreesWithEnumeratingEveryOffset) {
   for (uint64_t seed = 0; seed < 60; ++seed) {
     Problem p = generateRandomProblem(seed, 4, 4, 4);
@@ -593,18 +612,12 @@ TEST(CoreFirst, AnInfeasibleCoreRefutesTheWhole) {
 // optimal.
 TEST(CoreFirst, PlansTheZeroOneBucketsAtTheBound) {
   Problem p;
-  ASSERT_NO_FATAL_FAILURE(
-      readProblem(std::string(ZCC_PLAN_INPUTS_DIR) + "/zero1-buckets.csv", p));
-  ASSERT_EQ(p.buffers.size(), 116u);
+  ASSERT_NO_FATAL_FAILURE(readInput("zero1-buckets.csv", 116, p));
   const int64_t bound = computeLowerBound(p);
   Plan plan;
   EXPECT_EQ(planExact(p, bound, 600, plan, nullptr, 200000),
             ExactStatus::OutOfTime);
-  uint64_t nodes = 0;
-  ASSERT_EQ(planCoreFirst(p, bound, 600, plan, &nodes, 200000),
-            ExactStatus::Found);
-  EXPECT_EQ(checkPlan(p, plan.offsets, bound), "");
-  EXPECT_LT(nodes, 5000u);
+  ASSERT_NO_FATAL_FAILURE(expectCoreFirstAtTheBound(p, 5000));
   PlanOutcome outcome = findPlannerAlgorithm("auto")->run(p, searchOptions());
   EXPECT_EQ(outcome.plan.arenaSize, bound);
   EXPECT_TRUE(outcome.optimal);
@@ -616,16 +629,8 @@ TEST(CoreFirst, PlansTheZeroOneBucketsAtTheBound) {
 // out of its stage budget, and time order places them.
 TEST(CoreFirst, FillsAroundTheCoreInTimeOrder) {
   Problem p;
-  ASSERT_NO_FATAL_FAILURE(
-      readProblem(std::string(ZCC_PLAN_INPUTS_DIR) + "/zero1-gpt12.csv", p));
-  ASSERT_EQ(p.buffers.size(), 506u);
-  const int64_t bound = computeLowerBound(p);
-  Plan plan;
-  uint64_t nodes = 0;
-  ASSERT_EQ(planCoreFirst(p, bound, 600, plan, &nodes, 200000),
-            ExactStatus::Found);
-  EXPECT_EQ(checkPlan(p, plan.offsets, bound), "");
-  EXPECT_LT(nodes, 10000u);
+  ASSERT_NO_FATAL_FAILURE(readInput("zero1-gpt12.csv", 506, p));
+  ASSERT_NO_FATAL_FAILURE(expectCoreFirstAtTheBound(p, 10000));
 }
 
 // Against the brute-force optimum, with alignment and pinned buffers: the
