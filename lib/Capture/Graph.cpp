@@ -880,7 +880,7 @@ std::string Graph::str(bool locations) const {
 }
 
 Status Graph::compile(const CompileOptions &options, runtime::Plan &out,
-                      std::string *plannedIR) const {
+                      std::string *plannedIR, std::string *warnings) const {
   Impl &g = *impl_;
   if (!g.status.isOk())
     return g.status;
@@ -888,7 +888,7 @@ Status Graph::compile(const CompileOptions &options, runtime::Plan &out,
     return Status(StatusCode::InvalidArgument,
                   "compile: the graph has no loss yet; call finish(loss)");
   OwningOpRef<ModuleOp> copy = g.module->clone();
-  return zcc::compileModule(*copy, options, out, plannedIR);
+  return zcc::compileModule(*copy, options, out, plannedIR, warnings);
 }
 
 namespace {

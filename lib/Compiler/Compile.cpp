@@ -80,6 +80,15 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
     return makeError(StatusCode::InvalidArgument,
                      "optimizer must be sgd, adamw or none, got '",
                      options.optimizer, "'");
+  if (!(options.plannerTimeLimit > 0))
+    return makeError(StatusCode::InvalidArgument,
+                     "planner time limit must be a positive number of "
+                     "seconds, got ",
+                     options.plannerTimeLimit);
+  if (options.plannerNodeLimit < 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "planner node limit must be a node count (0: none), got ",
+                     options.plannerNodeLimit);
   if (options.matmulWorkspace < runtime::kAutoMatmulWorkspace)
     return makeError(StatusCode::InvalidArgument,
                      "matmul workspace must be a byte count (0 or more)");
@@ -179,7 +188,7 @@ namespace {
 /// `rematBudget`, 0: off), the export and the workspaces, into `out`.
 Status compileOnce(ModuleOp module, const CompileOptions &options,
                    int64_t rematBudget, runtime::Plan &out,
-                   std::string *plannedIR) {
+                   std::string *plannedIR, std::string *warnings) {
   MLIRContext &context = *module.getContext();
   DiagnosticCollector diagnostics(context);
   auto failedWith = [&](const char *what) {
@@ -210,11 +219,16 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   pipeline.ranks = options.ranks;
   pipeline.alignment = options.alignment;
   pipeline.algorithm = options.algorithm;
+  pipeline.plannerTimeLimit = options.plannerTimeLimit;
+  pipeline.plannerNodeLimit = static_cast<uint64_t>(options.plannerNodeLimit);
   pipeline.plantInPlaceBug = options.plantInPlaceBug;
   PassManager pm(&context);
   buildTrainStepPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return failedWith("compiling the training step failed");
+  // A successful run's diagnostics are warnings (and remarks).
+  if (warnings)
+    *warnings = diagnostics.text();
   if (plannedIR) {
     plannedIR->clear();
     llvm::raw_string_ostream os(*plannedIR);
@@ -239,11 +253,12 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
 } // namespace zcc
 
 Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
-                          runtime::Plan &out, std::string *plannedIR) {
+                          runtime::Plan &out, std::string *plannedIR,
+                          std::string *warnings) {
   ZRT_RETURN_IF_ERROR(checkCompileOptions(options));
   const int64_t budget = options.memoryBudget;
   if (budget == 0)
-    return compileOnce(module, options, 0, out, plannedIR);
+    return compileOnce(module, options, 0, out, plannedIR, warnings);
   // zt-remat fits the peak of live bytes; the planned arena adds the
   // workspace (and any gap the planner leaves), so a plan above the budget
   // is compiled again with the live bytes allowed that much less. Last,
@@ -252,7 +267,9 @@ Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
   auto attempt = [&](int64_t target, runtime::Plan &plan,
                      bool &exhausted) -> Status {
     OwningOpRef<ModuleOp> copy = module.clone();
-    ZRT_RETURN_IF_ERROR(compileOnce(*copy, options, target, plan, plannedIR));
+    // The plan returned is the last attempt's, and so are its warnings.
+    ZRT_RETURN_IF_ERROR(
+        compileOnce(*copy, options, target, plan, plannedIR, warnings));
     exhausted = (*copy)->hasAttr(zt::ZTDialect::kRematExhaustedAttrName);
     if (static_cast<int64_t>(plan.arenaSize) <= budget) {
       module.getBodyRegion().takeBody(copy->getBodyRegion());
@@ -299,7 +316,8 @@ Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
 }
 
 Status zcc::compileSource(std::string_view text, std::string_view bufferName,
-                          const CompileOptions &options, runtime::Plan &out) {
+                          const CompileOptions &options, runtime::Plan &out,
+                          std::string *warnings) {
   MLIRContext context;
   loadCompilerDialects(context);
   OwningOpRef<ModuleOp> module;
@@ -317,5 +335,5 @@ Status zcc::compileSource(std::string_view text, std::string_view bufferName,
       return makeError(StatusCode::InvalidArgument, "'", bufferName,
                        "' is not a valid zt program:\n", diagnostics.text());
   }
-  return compileModule(*module, options, out);
+  return compileModule(*module, options, out, nullptr, warnings);
 }

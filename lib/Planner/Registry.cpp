@@ -42,19 +42,63 @@ int64_t roundDown(int64_t value, int64_t granule) {
   return value / granule * granule;
 }
 
-/// The best plan so far, what made it, and when each improvement came.
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// What a run may spend. Nodes count the same on every machine; the clock
+/// is a guard. With a node limit every stage may run until the time limit,
+/// so nodes alone decide the plan unless the clock runs out first, which
+/// the outcome reports (`timeLimited`). Without one, time is the budget and
+/// the stages get shares of it.
+class Budget {
+public:
+  explicit Budget(const PlanOptions &options)
+      : limit(options.nodeLimit ? options.nodeLimit : UINT64_MAX),
+        seconds(options.timeLimitSeconds), byNodes(options.nodeLimit != 0) {}
+
+  uint64_t left() const { return limit - used; }
+  uint64_t spent() const { return used; }
+  void spend(uint64_t nodes) { used += std::min(nodes, left()); }
+  double secondsLeft() const { return seconds - secondsSince(start); }
+  /// The time left, or `fraction` of it when time is the budget.
+  double share(double fraction) const {
+    return byNodes ? secondsLeft() : secondsLeft() * fraction;
+  }
+  /// Runs `stage(seconds)` with share(fraction), noting whether its time ran
+  /// out (then it may have ended on the clock rather than on its nodes).
+  template <typename Stage> auto timed(double fraction, Stage &&stage) {
+    const double given = share(fraction);
+    const auto since = Clock::now();
+    auto result = stage(given);
+    if (secondsSince(since) >= given)
+      clockStopped = true;
+    return result;
+  }
+  /// Whether the clock may have ended a stage before its nodes did.
+  bool clockStopped = false;
+
+private:
+  const Clock::time_point start = Clock::now();
+  const uint64_t limit;
+  const double seconds;
+  const bool byNodes;
+  uint64_t used = 0;
+};
+
+/// The best plan so far, what made it, and when each improvement came (in
+/// seconds, and in the run's nodes spent before it).
 struct Incumbent {
   Clock::time_point start = Clock::now();
   Plan plan;
   std::string producedBy;
   std::vector<PlanOutcome::Improvement> improvements;
   bool have = false;
-  void offer(Plan candidate, std::string name) {
+  void offer(Plan candidate, std::string name, uint64_t nodes = 0) {
     if (have && candidate.arenaSize >= plan.arenaSize)
       return;
     improvements.push_back(
-        {std::chrono::duration<double>(Clock::now() - start).count(),
-         candidate.arenaSize, name});
+        {secondsSince(start), candidate.arenaSize, name, nodes});
     plan = std::move(candidate);
     producedBy = std::move(name);
     have = true;
@@ -79,8 +123,10 @@ int64_t goalOf(const PlanOptions &options, const Bounds &bounds) {
 /// `proven`: every arena below it is proven infeasible (at least
 /// bounds.proven).
 PlanOutcome finish(const PlanOptions &options, const Bounds &bounds,
-                   Incumbent best, int64_t proven) {
+                   Incumbent best, int64_t proven,
+                   const Budget *budget = nullptr) {
   PlanOutcome outcome;
+  outcome.timeLimited = budget && budget->clockStopped;
   outcome.lowerBound = bounds.lower;
   outcome.provenBound = proven;
   outcome.reachedLowerBound = best.plan.arenaSize == bounds.lower;
@@ -131,14 +177,6 @@ PlanOutcome runSkyline(const Problem &problem, const PlanOptions &options) {
   return finish(options, bounds, std::move(best), bounds.proven);
 }
 
-uint64_t nodeBudget(const PlanOptions &options) {
-  return options.nodeLimit ? options.nodeLimit : UINT64_MAX;
-}
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 /// Capacities a time-order descent tries, at most.
 constexpr int kTimeOrderProbes = 12;
 
@@ -150,58 +188,68 @@ uint64_t timeOrderBudget(const Problem &problem, bool repair) {
   return repair ? 4096 + 32 * n : 16384 + 128 * n;
 }
 
-/// The time-order search at `goal`, repairing `best` (over the goal) when
-/// `repair`. Offers what it finds to `best`; returns the nodes used.
-uint64_t runTimeOrderAt(const Problem &problem, int64_t goal, bool repair,
-                        double seconds, uint64_t nodes, Incumbent &best) {
+/// The time-order search at `goal` with at most `nodes` of the budget,
+/// repairing `best` (over the goal) when `repair`. Offers what it finds to
+/// `best`.
+void runTimeOrderAt(const Problem &problem, int64_t goal, bool repair,
+                    double fraction, uint64_t nodes, Budget &budget,
+                    Incumbent &best) {
   Plan plan;
   uint64_t used = 0;
   std::vector<int64_t> hint;
   if (repair)
     hint = best.plan.offsets;
-  if (planTimeOrder(problem, goal, seconds, plan, &used, nodes,
-                    repair ? &hint : nullptr) == ExactStatus::Found)
-    best.offer(std::move(plan), repair ? "time-order-repair" : "time-order");
-  return used;
+  ExactStatus status = budget.timed(fraction, [&](double seconds) {
+    return planTimeOrder(problem, goal, seconds, plan, &used,
+                         std::min(nodes, budget.left()),
+                         repair ? &hint : nullptr);
+  });
+  budget.spend(used);
+  if (status == ExactStatus::Found)
+    best.offer(std::move(plan), repair ? "time-order-repair" : "time-order",
+               budget.spent());
 }
 
 /// Time order at capacities between `low` (where it found nothing) and the
-/// best plan, bisecting, each plan compacted. Its plans fill the capacity
-/// they are given, and where no plan at the bound is found in time order,
-/// one a little above it often is: the apply entry of a ZeRO-1 step with
-/// accumulation (24 layers of width 1024, 185 buffers) stopped 8.9% above
-/// the bound after the exact search's 2M nodes; the descent finds one 0.3%
-/// above it in 0.3 s. Returns the nodes used.
-uint64_t runTimeOrderDescent(const Problem &problem, int64_t low,
-                             int64_t granule, double seconds, uint64_t nodes,
-                             const Incumbent &best, Incumbent &found) {
-  const auto start = Clock::now();
+/// best plan, bisecting, each plan compacted, with at most `nodes` of the
+/// budget. Its plans fill the capacity they are given, and where no plan at
+/// the bound is found in time order, one a little above it often is: the
+/// apply entry of a ZeRO-1 step with accumulation (24 layers of width 1024,
+/// 185 buffers) stopped 8.9% above the bound after the exact search's 2M
+/// nodes; the descent finds one 0.3% above it in 0.3 s.
+void runTimeOrderDescent(const Problem &problem, int64_t low, int64_t granule,
+                         uint64_t nodes, Budget &budget, const Incumbent &best,
+                         Incumbent &found) {
   const uint64_t probeBudget = timeOrderBudget(problem, /*repair=*/true);
-  uint64_t used = 0;
-  for (int probe = 0; probe < kTimeOrderProbes; ++probe) {
-    const int64_t high =
-        (found.have ? found.plan : best.plan).arenaSize - granule;
-    const double left = seconds - secondsSince(start);
-    if (high <= low || used >= nodes || left <= 0)
-      break;
-    const int64_t capacity = std::min(
-        high, low + std::max(granule, roundDown((high - low) / 2, granule)));
-    Plan plan;
-    uint64_t probeNodes = 0;
-    if (planTimeOrder(problem, capacity, left, plan, &probeNodes,
-                      std::min(probeBudget, nodes - used)) ==
-        ExactStatus::Found) {
-      compactPlan(problem, plan);
-      found.offer(std::move(plan), "time-order-descent");
-    } else {
-      low = capacity;
+  const uint64_t stopAt = budget.spent() + std::min(nodes, budget.left());
+  budget.timed(0.25, [&](double seconds) {
+    const auto start = Clock::now();
+    for (int probe = 0; probe < kTimeOrderProbes; ++probe) {
+      const int64_t high =
+          (found.have ? found.plan : best.plan).arenaSize - granule;
+      const double left = seconds - secondsSince(start);
+      if (high <= low || budget.spent() >= stopAt || left <= 0)
+        break;
+      const int64_t capacity = std::min(
+          high, low + std::max(granule, roundDown((high - low) / 2, granule)));
+      Plan plan;
+      uint64_t probeNodes = 0;
+      ExactStatus status =
+          planTimeOrder(problem, capacity, left, plan, &probeNodes,
+                        std::min(probeBudget, stopAt - budget.spent()));
+      budget.spend(probeNodes);
+      if (status == ExactStatus::Found) {
+        compactPlan(problem, plan);
+        found.offer(std::move(plan), "time-order-descent", budget.spent());
+      } else {
+        low = capacity;
+      }
     }
-    used += probeNodes;
-  }
-  return used;
+    return 0;
+  });
 }
 
-/// Improves `best` with the exact search until the time limit (with
+/// Improves `best` with the exact search until the budget runs out (with
 /// `repairInTimeOrder`, each plan it finds is also repaired in time order at
 /// the proven bound: a plan good but for a stretch where the offset order
 /// fails). With a capacity, one feasibility search for it (unless `best`
@@ -213,35 +261,33 @@ uint64_t runTimeOrderDescent(const Problem &problem, int64_t low,
 /// grows fourfold and the bisection starts again from the proven bound. So
 /// plans improve early, and proofs come with the larger budgets.
 PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
-                        const Bounds &bounds, Incumbent best,
-                        uint64_t nodesLeft, int64_t proven,
-                        bool repairInTimeOrder, Incumbent held = {}) {
-  auto remaining = [&] {
-    return options.timeLimitSeconds - secondsSince(best.start);
-  };
+                        const Bounds &bounds, Incumbent best, Budget &budget,
+                        int64_t proven, bool repairInTimeOrder,
+                        Incumbent held = {}) {
   const int64_t granule = bounds.granule;
   uint64_t exactNodes = 0, repairNodes = 0;
   // `proven`: every arena below it is infeasible.
-  auto probe = [&](int64_t capacity, uint64_t budget) {
+  auto probe = [&](int64_t capacity, uint64_t nodeBudget) {
     Plan plan;
     uint64_t nodes = 0;
-    ExactStatus status = planExact(problem, capacity, remaining(), plan, &nodes,
-                                   std::min(budget, nodesLeft));
-    nodesLeft -= std::min(nodes, nodesLeft);
+    ExactStatus status = budget.timed(1.0, [&](double seconds) {
+      return planExact(problem, capacity, seconds, plan, &nodes,
+                       std::min(nodeBudget, budget.left()));
+    });
+    budget.spend(nodes);
     exactNodes += nodes;
     if (status == ExactStatus::Found) {
-      best.offer(std::move(plan), "exact");
+      best.offer(std::move(plan), "exact", budget.spent());
       // Repairs take at most an eighth of the exact search's effort (after
       // the first): an anytime minimisation finds dozens of plans.
-      const uint64_t budget = timeOrderBudget(problem, /*repair=*/true);
+      const uint64_t repairBudget = timeOrderBudget(problem, /*repair=*/true);
       if (repairInTimeOrder && !options.capacity &&
-          best.plan.arenaSize > proven && remaining() > 0 && nodesLeft > 0 &&
-          repairNodes <= exactNodes / 8 + budget) {
-        uint64_t used =
-            runTimeOrderAt(problem, proven, /*repair=*/true, remaining() / 8,
-                           std::min(budget, nodesLeft), best);
-        repairNodes += used;
-        nodesLeft -= std::min(used, nodesLeft);
+          best.plan.arenaSize > proven && budget.secondsLeft() > 0 &&
+          budget.left() > 0 && repairNodes <= exactNodes / 8 + repairBudget) {
+        const uint64_t before = budget.spent();
+        runTimeOrderAt(problem, proven, /*repair=*/true, 0.125, repairBudget,
+                       budget, best);
+        repairNodes += budget.spent() - before;
       }
     } else if (status == ExactStatus::Infeasible) {
       proven = std::max(proven, roundDown(capacity, granule) + granule);
@@ -251,15 +297,19 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
   if (options.capacity) {
     if (best.plan.arenaSize > *options.capacity)
       probe(*options.capacity, UINT64_MAX);
-    return finish(options, bounds, std::move(best), proven);
+    return finish(options, bounds, std::move(best), proven, &budget);
   }
-  uint64_t budget = 4096 + 16 * problem.buffers.size();
+  uint64_t nodeBudget = 4096 + 16 * problem.buffers.size();
   int64_t from = proven; // the lowest capacity worth a probe at this budget
   bool atBound = true;   // this budget's first probe goes to the bound
-  while (proven < best.plan.arenaSize && remaining() > 0 && nodesLeft > 0) {
+  while (proven < best.plan.arenaSize && budget.left() > 0) {
+    if (budget.secondsLeft() <= 0) {
+      budget.clockStopped = true;
+      break;
+    }
     const int64_t high = best.plan.arenaSize - granule; // to beat
     if (from > high) {
-      budget = budget > UINT64_MAX / 4 ? UINT64_MAX : budget * 4;
+      nodeBudget = nodeBudget > UINT64_MAX / 4 ? UINT64_MAX : nodeBudget * 4;
       from = proven;
       atBound = true;
       continue;
@@ -269,7 +319,8 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
     // capacity a little above it.
     int64_t target =
         atBound ? from : from + roundDown((high - from) / 2, granule);
-    uint64_t share = atBound && budget <= UINT64_MAX / 2 ? 2 * budget : budget;
+    uint64_t share =
+        atBound && nodeBudget <= UINT64_MAX / 2 ? 2 * nodeBudget : nodeBudget;
     atBound = false;
     if (probe(target, share) == ExactStatus::OutOfTime)
       from = target + granule;
@@ -277,87 +328,92 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
       from = std::max(from, proven);
   }
   if (held.have)
-    best.offer(std::move(held.plan), std::move(held.producedBy));
-  return finish(options, bounds, std::move(best), proven);
+    best.offer(std::move(held.plan), std::move(held.producedBy),
+               budget.spent());
+  return finish(options, bounds, std::move(best), proven, &budget);
 }
 
 PlanOutcome runTimeOrder(const Problem &problem, const PlanOptions &options) {
   Bounds bounds(problem);
   const int64_t goal = goalOf(options, bounds);
+  Budget budget(options);
   Incumbent best;
   best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
   if (best.plan.arenaSize > goal)
-    runTimeOrderAt(problem, goal, /*repair=*/false, options.timeLimitSeconds,
-                   nodeBudget(options), best);
-  return finish(options, bounds, std::move(best), bounds.proven);
+    runTimeOrderAt(problem, goal, /*repair=*/false, 1.0, UINT64_MAX, budget,
+                   best);
+  return finish(options, bounds, std::move(best), bounds.proven, &budget);
 }
 
 PlanOutcome runExact(const Problem &problem, const PlanOptions &options) {
   Bounds bounds(problem);
+  Budget budget(options);
   Incumbent best;
   // A skyline descent, as a starting plan.
   best.offer(planSkyline(problem, SkylineRank::Area), "skyline/area");
-  return searchExact(problem, options, bounds, std::move(best),
-                     nodeBudget(options), bounds.proven,
-                     /*repairInTimeOrder=*/false);
+  return searchExact(problem, options, bounds, std::move(best), budget,
+                     bounds.proven, /*repairInTimeOrder=*/false);
 }
 
 /// Skyline descents kept under `goal` (planSkylineWithin): each ranking
 /// plainly, then area rankings perturbed by seeds 1, 2, ... Descents that
 /// fail end at different dead ends, so restarts are cheap tries at the goal.
-/// Stops when one fits, after `seconds`, or when `nodes` (a descent costs one
-/// node per buffer) run out. Returns the nodes used.
-uint64_t runRestarts(const Problem &problem, int64_t goal, double seconds,
-                     uint64_t nodes, Incumbent &best) {
-  auto start = Clock::now();
-  uint64_t used = 0;
+/// Stops when one fits, when the time share runs out, or when `nodes` of
+/// the budget (a descent costs one node per buffer) are spent.
+void runRestarts(const Problem &problem, int64_t goal, uint64_t nodes,
+                 Budget &budget, Incumbent &best) {
+  if (best.plan.arenaSize <= goal)
+    return;
   const uint64_t cost = std::max<uint64_t>(problem.buffers.size(), 1);
+  const uint64_t stopAt = budget.spent() + std::min(nodes, budget.left());
   const SkylineRank plain[] = {SkylineRank::Area, SkylineRank::Lifetime,
                                SkylineRank::Size};
-  for (uint64_t attempt = 0; attempt < kMaxRestarts; ++attempt) {
-    if (best.plan.arenaSize <= goal || nodes - used < cost ||
-        (attempt > 0 && secondsSince(start) >= seconds))
-      break;
-    used += cost;
-    SkylineRank rank = attempt < 3 ? plain[attempt] : SkylineRank::Area;
-    uint64_t seed = attempt < 3 ? 0 : attempt - 2;
-    Plan plan;
-    if (planSkylineWithin(problem, rank, goal, plan, seed))
-      best.offer(std::move(plan), "skyline-within/" + std::to_string(attempt));
-  }
-  return used;
+  budget.timed(0.5, [&](double seconds) {
+    const auto start = Clock::now();
+    for (uint64_t attempt = 0; attempt < kMaxRestarts; ++attempt) {
+      if (best.plan.arenaSize <= goal || stopAt - budget.spent() < cost)
+        return 0;
+      if (attempt > 0 && secondsSince(start) >= seconds)
+        return 0; // noted by timed()
+      budget.spend(cost);
+      SkylineRank rank = attempt < 3 ? plain[attempt] : SkylineRank::Area;
+      uint64_t seed = attempt < 3 ? 0 : attempt - 2;
+      Plan plan;
+      if (planSkylineWithin(problem, rank, goal, plan, seed))
+        best.offer(std::move(plan), "skyline-within/" + std::to_string(attempt),
+                   budget.spent());
+    }
+    return 0;
+  });
 }
 
 PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   Bounds bounds(problem);
   const int64_t goal = goalOf(options, bounds);
-  uint64_t nodesLeft = nodeBudget(options);
+  Budget budget(options);
   Incumbent best;
   runSkylines(problem, goal, best);
-  // Restarts get at most half the time and nodes; the exact search the rest.
-  nodesLeft -= runRestarts(problem, goal, options.timeLimitSeconds / 2,
-                           nodesLeft / 2, best);
+  // Restarts get at most half the nodes; the exact search the rest.
+  runRestarts(problem, goal, budget.left() / 2, budget, best);
   if (best.plan.arenaSize > goal) {
     std::string name;
-    Plan plan =
-        planGreedyBest(problem, goal, name,
-                       options.timeLimitSeconds - secondsSince(best.start));
-    best.offer(std::move(plan), std::move(name));
+    Plan plan = budget.timed(1.0, [&](double seconds) {
+      return planGreedyBest(problem, goal, name, seconds);
+    });
+    best.offer(std::move(plan), std::move(name), budget.spent());
   }
   // In time order, from scratch and as a repair of the best plan so far:
   // staggered lifetimes that the offset-order searches miss.
   for (bool repair : {false, true}) {
-    if (best.plan.arenaSize <= goal || nodesLeft == 0)
+    if (best.plan.arenaSize <= goal || budget.left() == 0)
       break;
-    nodesLeft -= std::min(
-        nodesLeft,
-        runTimeOrderAt(
-            problem, goal, repair,
-            (options.timeLimitSeconds - secondsSince(best.start)) / 4,
-            std::min(timeOrderBudget(problem, repair), nodesLeft / 8), best));
+    runTimeOrderAt(
+        problem, goal, repair, 0.25,
+        std::min(timeOrderBudget(problem, repair), budget.left() / 8), budget,
+        best);
   }
   if (best.plan.arenaSize <= goal)
-    return finish(options, bounds, std::move(best), bounds.proven);
+    return finish(options, bounds, std::move(best), bounds.proven, &budget);
   // The busiest buffers first, at the goal, with at most a quarter of the
   // nodes left: cheap when it works, and a core with no plan under the goal
   // proves that nothing below the next granule fits.
@@ -365,12 +421,13 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   {
     Plan plan;
     uint64_t nodes = 0;
-    ExactStatus status = planCoreFirst(
-        problem, goal, options.timeLimitSeconds - secondsSince(best.start),
-        plan, &nodes, nodesLeft / 4);
-    nodesLeft -= std::min(nodes, nodesLeft);
+    ExactStatus status = budget.timed(1.0, [&](double seconds) {
+      return planCoreFirst(problem, goal, seconds, plan, &nodes,
+                           budget.left() / 4);
+    });
+    budget.spend(nodes);
     if (status == ExactStatus::Found)
-      best.offer(std::move(plan), "core-first");
+      best.offer(std::move(plan), "core-first", budget.spent());
     else if (status == ExactStatus::Infeasible)
       proven =
           std::max(proven, roundDown(goal, bounds.granule) + bounds.granule);
@@ -378,7 +435,7 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   // At the goal, or the goal refuted (a capacity proven infeasible; without
   // one, the search goes on above the bound).
   if (best.plan.arenaSize <= goal || (options.capacity && proven > goal))
-    return finish(options, bounds, std::move(best), proven);
+    return finish(options, bounds, std::move(best), proven, &budget);
   // Without a capacity, time order above the goal. Its plan is held until
   // the exact search ends, which starts from the plan it started from
   // before: its first plans, repaired, reach the bound on the 6-layer GPT's
@@ -386,14 +443,10 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   // repair.
   Incumbent held;
   if (!options.capacity)
-    nodesLeft -=
-        std::min(nodesLeft,
-                 runTimeOrderDescent(
-                     problem, goal, bounds.granule,
-                     (options.timeLimitSeconds - secondsSince(best.start)) / 4,
-                     nodesLeft / 8, best, held));
-  return searchExact(problem, options, bounds, std::move(best), nodesLeft,
-                     proven, /*repairInTimeOrder=*/true, std::move(held));
+    runTimeOrderDescent(problem, goal, bounds.granule, budget.left() / 8,
+                        budget, best, held);
+  return searchExact(problem, options, bounds, std::move(best), budget, proven,
+                     /*repairInTimeOrder=*/true, std::move(held));
 }
 
 } // namespace

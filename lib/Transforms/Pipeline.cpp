@@ -46,6 +46,8 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
   ZTPlanMemoryOptions plan;
   plan.alignment = options.alignment;
   plan.algorithm = options.algorithm;
+  plan.timeLimit = options.plannerTimeLimit;
+  plan.nodeLimit = options.plannerNodeLimit;
   plan.plantInPlaceBug = options.plantInPlaceBug;
   pm.addPass(createZTPlanMemory(plan));
 }

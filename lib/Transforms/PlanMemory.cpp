@@ -17,7 +17,9 @@
 #include "zcc/Transforms/BufferLiveness.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
 
+#include <sstream>
 #include <vector>
 
 namespace zcc {
@@ -99,6 +101,12 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
       module.emitError() << "zt-plan-memory option 'alignment' must be a "
                             "power of two, got "
                          << static_cast<int64_t>(alignment);
+      return signalPassFailure();
+    }
+    if (!(timeLimit > 0)) {
+      module.emitError() << "zt-plan-memory option 'time-limit' must be a "
+                            "positive number of seconds, got "
+                         << static_cast<double>(timeLimit);
       return signalPassFailure();
     }
     if (!planner::findPlannerAlgorithm(algorithm)) {
@@ -224,6 +232,28 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
                 "bug; nothing was written): "
              << run.violation;
     const planner::Plan &plan = run.outcome.plan;
+    if (run.outcome.timeLimited) {
+      // Nodes give every machine the same plan; the clock does not. Ranks
+      // that compile their own plans must agree on it (plan hash at load).
+      std::ostringstream limits;
+      limits << "its time limit (" << static_cast<double>(timeLimit) << " s)";
+      if (nodeLimit)
+        limits << " before its node limit (" << static_cast<uint64_t>(nodeLimit)
+               << " nodes)";
+      const int64_t lower = run.outcome.lowerBound;
+      std::string where = "at the lower bound";
+      if (plan.arenaSize > lower)
+        where = llvm::formatv("{0:F2}% above the lower bound",
+                              100.0 * (plan.arenaSize - lower) /
+                                  std::max<int64_t>(lower, 1))
+                    .str();
+      fn.emitWarning() << "memory planning of '" << fn.getName()
+                       << "' stopped at " << limits.str() << ", " << where
+                       << ": the plan may differ on another machine or a "
+                          "busier one; raise the planner's time limit or "
+                          "lower its node limit (zcc --planner-time-limit, "
+                          "--planner-node-limit) for the same plan everywhere";
+    }
 
     OpBuilder b(fn);
     auto entry = b.create<zplan::EntryOp>(fn.getLoc(), fn.getName(),

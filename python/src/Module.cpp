@@ -531,12 +531,13 @@ NB_MODULE(_zcc, m) {
           "compile",
           [](const Graph &g, const zcc::CompileOptions &options, bool ir) {
             PyPlan plan{std::make_shared<rt::Plan>()};
-            std::string planned;
+            std::string planned, warnings;
             {
               nb::gil_scoped_release release;
-              check(g.compile(options, *plan.plan, ir ? &planned : nullptr));
+              check(g.compile(options, *plan.plan, ir ? &planned : nullptr,
+                              &warnings));
             }
-            return std::make_pair(plan, planned);
+            return std::make_tuple(plan, planned, warnings);
           },
           "options"_a, "planned_ir"_a = false);
 
@@ -558,6 +559,8 @@ NB_MODULE(_zcc, m) {
       .def_rw("grad_scale", &zcc::CompileOptions::gradScale)
       .def_rw("alignment", &zcc::CompileOptions::alignment)
       .def_rw("algorithm", &zcc::CompileOptions::algorithm)
+      .def_rw("planner_time_limit", &zcc::CompileOptions::plannerTimeLimit)
+      .def_rw("planner_node_limit", &zcc::CompileOptions::plannerNodeLimit)
       .def_rw("matmul_workspace", &zcc::CompileOptions::matmulWorkspace)
       .def_rw("plant_in_place_bug", &zcc::CompileOptions::plantInPlaceBug)
       .def_rw("data_parallel", &zcc::CompileOptions::dataParallel)
@@ -571,9 +574,12 @@ NB_MODULE(_zcc, m) {
       [](const std::string &text, const std::string &name,
          const zcc::CompileOptions &options) {
         PyPlan plan{std::make_shared<rt::Plan>()};
-        nb::gil_scoped_release release;
-        check(zcc::compileSource(text, name, options, *plan.plan));
-        return plan;
+        std::string warnings;
+        {
+          nb::gil_scoped_release release;
+          check(zcc::compileSource(text, name, options, *plan.plan, &warnings));
+        }
+        return std::make_pair(plan, warnings);
       },
       "text"_a, "name"_a, "options"_a);
 

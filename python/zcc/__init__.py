@@ -24,6 +24,7 @@ from . import init, ops
 from ._torch_import import from_torch
 from ._trace import (
     Compiled,
+    CompileWarning,
     Session,
     Tensor,
     Traced,
@@ -40,6 +41,7 @@ from ._trace import (
 
 __all__ = [
     "Compiled",
+    "CompileWarning",
     "Error",
     "Session",
     "Tensor",

@@ -6,6 +6,7 @@ import os
 import re
 import sys
 import threading
+import warnings
 
 import numpy as np
 
@@ -13,6 +14,26 @@ from . import _zcc
 from ._zcc import Error
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class CompileWarning(UserWarning):
+    """A compile that succeeded with something to say: a parameter that does
+    not affect the loss, or a memory plan the planner's time limit ended
+    (which may then differ on another machine)."""
+
+
+def _warn(text):
+    """The compiler's warnings ("file:line:col: warning: ..." lines, notes
+    indented under them), one CompileWarning each, attributed to the caller
+    of compile."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith(" ") and found:
+            found[-1] += "\n" + line
+        elif line.strip():
+            found.append(line)
+    for message in found:
+        warnings.warn(message, CompileWarning, stacklevel=3)
 _state = threading.local()
 
 
@@ -339,6 +360,7 @@ class Traced:
                 recompute=True, memory_budget=None, precision="f32",
                 remat_problem=None, data_parallel=False, bucket_mb=None,
                 shard_optimizer_state=False, world_size=None,
+                planner_time_limit=60.0, planner_node_limit=2_000_000,
                 _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
@@ -357,7 +379,12 @@ class Traced:
         (session(distributed=True)) in buckets of `bucket_mb` MiB (None: a
         sixteenth of the gradients, from 1 to 25 MiB);
         `shard_optimizer_state` (ZeRO-1, with `world_size`) keeps 1/N of the
-        optimizer state on each rank (docs/distributed.md)."""
+        optimizer state on each rank (docs/distributed.md).
+        `planner_node_limit` bounds the memory planner's search per entry in
+        nodes (the same plan on every machine; 0: none) and
+        `planner_time_limit` in seconds, a guard: when it ends a search
+        first, a CompileWarning says the plan may differ on another machine
+        (docs/planner.md)."""
         options = _zcc.CompileOptions()
         if isinstance(optimizer, str) and optimizer == "default":
             optimizer = adamw()
@@ -389,11 +416,14 @@ class Traced:
         options.shard_optimizer_state = bool(shard_optimizer_state)
         if world_size is not None:
             options.ranks = int(world_size)
+        options.planner_time_limit = float(planner_time_limit)
+        options.planner_node_limit = int(planner_node_limit)
         # Tests of the random-program driver only: a wrong plan.
         options.plant_in_place_bug = bool(_plant_in_place_bug)
         if matmul_workspace is not None:
             options.matmul_workspace = int(matmul_workspace)
-        plan, _ = self.graph.compile(options)
+        plan, _, warned = self.graph.compile(options)
+        _warn(warned)
         return Compiled(plan, self._inputs + self._labels, self.parameters,
                         accumulate=bool(accumulate), traced=self,
                         options=options, values=self._values)
@@ -492,7 +522,8 @@ def compile_mlir(text, optimizer="default", accumulate=False, name="<string>",
         optimizer._apply(options)
     options.accumulate = bool(accumulate)
     options.precision = str(precision)
-    plan = _zcc.compile_source(text, name, options)
+    plan, warned = _zcc.compile_source(text, name, options)
+    _warn(warned)
     return Compiled(plan, None, None, accumulate=bool(accumulate))
 
 

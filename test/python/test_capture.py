@@ -284,3 +284,63 @@ def test_session_options_are_checked():
     images, labels = mixture(0)
     assert compiled.session(device="emulator").step(images, labels) == \
         pytest.approx(compiled.session().step(images, labels), rel=1e-5)
+
+
+def chain_loss(x, labels):
+    """32 square products of 512 (the lit tests' matmul chain): under ZeRO-1
+    on 2 ranks the planner must search to reach its lower bound."""
+    h = x
+    for i in range(32):
+        h = h @ zcc.param(f"w{i}", (512, 512),
+                          init=zcc.init.uniform(-0.01, 0.01))
+    return zcc.ops.cross_entropy(h, labels)
+
+
+def test_planner_limits_and_compile_warnings(tmp_path):
+    import warnings
+
+    traced = zcc.trace(chain_loss, x=zcc.input((2, 512)),
+                       labels=zcc.label((2,), "int32"))
+    zero1 = dict(data_parallel=True, shard_optimizer_state=True, world_size=2)
+    # Within the node limit: no warning, and the same plan under any time
+    # limit (the nodes decide it).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = traced.compile(planner_node_limit=1000, planner_time_limit=1000,
+                           **zero1)
+        b = traced.compile(planner_node_limit=1000, planner_time_limit=100,
+                           **zero1)
+    a.save(tmp_path / "a.zplan")
+    b.save(tmp_path / "b.zplan")
+    assert (tmp_path / "a.zplan").read_bytes() == \
+        (tmp_path / "b.zplan").read_bytes()
+    # The clock ends the search first: a CompileWarning naming the entry,
+    # attributed to the line that compiled, and still a plan.
+    with pytest.warns(zcc.CompileWarning,
+                      match=r"memory planning of 'chain_loss' stopped at its "
+                            r"time limit \(1e-06 s\) before its node limit "
+                            r"\(2000000 nodes\)") as caught:
+        clocked = traced.compile(planner_time_limit=1e-6, **zero1)  # clocked
+    assert caught[0].filename == __file__
+    assert caught[0].lineno == line_of("# clocked")
+    assert clocked.memory_analysis()["arena"] > 0
+    with pytest.raises(zcc.Error, match="planner time limit must be a "
+                                        "positive number of seconds, got 0"):
+        traced.compile(planner_time_limit=0)
+    with pytest.raises(zcc.Error, match="planner node limit must be a node "
+                                        "count"):
+        traced.compile(planner_node_limit=-1)
+
+
+def test_a_parameter_the_loss_ignores_warns():
+    def loss(x, labels):
+        zcc.param("unused", (3,))
+        w = zcc.param("w", (4, 2), init=zcc.init.uniform(-0.1, 0.1))
+        return zcc.ops.cross_entropy(x @ w, labels)
+
+    traced = zcc.trace(loss, x=zcc.input((2, 4)),
+                       labels=zcc.label((2,), "int32"))
+    with pytest.warns(zcc.CompileWarning,
+                      match="parameter 'unused' does not affect the loss; "
+                            "its gradient is zero"):
+        traced.compile()

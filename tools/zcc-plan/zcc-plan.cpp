@@ -38,7 +38,9 @@ const char *kUsage =
     "search\n"
     "                      short, the best plan so far is used\n"
     "  --node-limit NODES  search budget in nodes: same plan on every "
-    "machine\n";
+    "machine\n"
+    "                      (the time limit is then a guard; the summary's\n"
+    "                      time_limited=yes says it ended the search first)\n";
 
 int usageError(const std::string &message) {
   std::fprintf(stderr, "zcc-plan: %s\n%s", message.c_str(), kUsage);
@@ -161,9 +163,10 @@ int main(int argc, char **argv) {
   const PlanOutcome &outcome = run.outcome;
   if (minimize) {
     for (const PlanOutcome::Improvement &step : outcome.improvements)
-      std::fprintf(stderr, "improved: arena=%lld after %.3fs (%s)\n",
-                   static_cast<long long>(step.arenaSize), step.seconds,
-                   step.producedBy.c_str());
+      std::fprintf(
+          stderr, "improved: arena=%lld after %.3fs, %llu nodes (%s)\n",
+          static_cast<long long>(step.arenaSize), step.seconds,
+          static_cast<unsigned long long>(step.nodes), step.producedBy.c_str());
   }
   int64_t bound = outcome.lowerBound;
   double ratio =
@@ -172,12 +175,13 @@ int main(int argc, char **argv) {
   std::snprintf(summary, sizeof(summary),
                 "buffers=%zu lower_bound=%lld arena=%lld ratio=%.4f "
                 "optimal=%s algorithm=%s produced_by=%s time=%.3fs "
-                "proven_bound=%lld",
+                "proven_bound=%lld time_limited=%s",
                 input.problem.buffers.size(), static_cast<long long>(bound),
                 static_cast<long long>(outcome.plan.arenaSize), ratio,
                 outcome.optimal ? "proven" : "unknown", algorithm->name,
                 outcome.producedBy.c_str(), run.seconds,
-                static_cast<long long>(outcome.provenBound));
+                static_cast<long long>(outcome.provenBound),
+                outcome.timeLimited ? "yes" : "no");
 
   if (!outcome.found) {
     if (outcome.provenInfeasible)

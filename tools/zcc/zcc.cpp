@@ -105,6 +105,17 @@ cl::opt<int64_t> alignment("alignment", cl::desc("Slot alignment in bytes"),
                            cl::init(256), cl::cat(category));
 cl::opt<std::string> algorithm("algorithm", cl::desc("Planner algorithm"),
                                cl::init("auto"), cl::cat(category));
+cl::opt<double> plannerTimeLimit(
+    "planner-time-limit",
+    cl::desc("Seconds the planner may search per entry (default 60): a "
+             "guard; a warning says when it ends a search before the node "
+             "limit, as the plan may then differ between machines"),
+    cl::init(60.0), cl::cat(category));
+cl::opt<int64_t> plannerNodeLimit(
+    "planner-node-limit",
+    cl::desc("Search nodes the planner may expand per entry (default "
+             "2000000; 0: none): the same plan on every machine"),
+    cl::init(2000000), cl::cat(category));
 cl::opt<int64_t> matmulWorkspace(
     "matmul-workspace",
     cl::desc("Bytes of each entry's workspace given to cuBLAS (default: "
@@ -183,6 +194,8 @@ int main(int argc, char **argv) {
   }
   options.alignment = alignment.getValue();
   options.algorithm = algorithm.getValue();
+  options.plannerTimeLimit = plannerTimeLimit.getValue();
+  options.plannerNodeLimit = plannerNodeLimit.getValue();
   options.matmulWorkspace = matmulWorkspace.getValue();
   if (zcc::runtime::Status bad = zcc::checkCompileOptions(options); !bad)
     return fail(bad.message());
@@ -208,11 +221,12 @@ int main(int argc, char **argv) {
     return fail("'" + inputFile + "' is not a valid zt program (see above)");
 
   zcc::runtime::Plan plan;
-  std::string plannedIR;
+  std::string plannedIR, warnings;
   zcc::runtime::Status compiled = zcc::compileModule(
-      *module, options, plan, emitIR.empty() ? nullptr : &plannedIR);
+      *module, options, plan, emitIR.empty() ? nullptr : &plannedIR, &warnings);
   if (!compiled)
     return fail("'" + inputFile + "': " + compiled.message());
+  llvm::errs() << warnings;
   if (!emitIR.empty()) {
     auto out = openOutputFile(emitIR, &error);
     if (!out)

@@ -257,9 +257,10 @@ public:
 
   /// The whole compiler in process (zcc/Compiler/Compile.h): the plan the
   /// runtime runs. Needs finish(); the graph is unchanged and may be
-  /// compiled again with other options.
+  /// compiled again with other options. `warnings` as compileModule's.
   Status compile(const CompileOptions &options, runtime::Plan &out,
-                 std::string *plannedIR = nullptr) const;
+                 std::string *plannedIR = nullptr,
+                 std::string *warnings = nullptr) const;
 
   /// Names of the arguments in declaration order, by role.
   std::vector<std::string> inputNames() const;

@@ -55,6 +55,12 @@ struct CompileOptions {
   int64_t ranks = 0;
   int64_t alignment = 256;
   std::string algorithm = "auto";
+  /// The planner's budget per entry: nodes (the same plan on every machine)
+  /// and seconds, a guard; when the clock ends a search first, the compile
+  /// warns that the plan may differ elsewhere (docs/planner.md). A node
+  /// limit of 0 leaves the time limit alone to bound the search.
+  double plannerTimeLimit = 60.0;
+  int64_t plannerNodeLimit = 2000000;
   int64_t matmulWorkspace = runtime::kAutoMatmulWorkspace;
   /// Tests of the random-program driver only: a wrong plan every plan check
   /// accepts (results written over operands read again later).
@@ -70,19 +76,21 @@ std::string producerLine(const CompileOptions &options);
 /// Compiles a verified forward + loss module in place (it ends in the planned
 /// zplan form) into a plan the runtime accepts. Every diagnostic the passes
 /// emit is collected, with its location, into the returned status; none is
-/// printed. `plannedIR`, when given, receives the planned module's text.
+/// printed. `plannedIR`, when given, receives the planned module's text;
+/// `warnings`, the warnings of a successful compile ("file:line:col:
+/// warning: ..." lines, empty when none), which the caller shows.
 /// With a memory budget, a plan whose arena stays above it is an error
 /// naming the smallest arena recomputation reaches.
 runtime::Status compileModule(mlir::ModuleOp module,
-                              const CompileOptions &options,
-                              runtime::Plan &out,
-                              std::string *plannedIR = nullptr);
+                              const CompileOptions &options, runtime::Plan &out,
+                              std::string *plannedIR = nullptr,
+                              std::string *warnings = nullptr);
 
 /// Parses zt text (`bufferName` names it in messages) and compiles it.
 runtime::Status compileSource(std::string_view text,
                               std::string_view bufferName,
-                              const CompileOptions &options,
-                              runtime::Plan &out);
+                              const CompileOptions &options, runtime::Plan &out,
+                              std::string *warnings = nullptr);
 
 /// A context with the zt, zplan and func dialects loaded.
 void loadCompilerDialects(mlir::MLIRContext &context);

@@ -25,7 +25,9 @@ struct PlanOptions {
   double timeLimitSeconds = 10.0;
   /// Effort budget in search nodes (0: unlimited). Unlike the time limit it
   /// gives the same plan on every machine, so tests and reproducible builds
-  /// use it.
+  /// use it. With it, the time limit is only a guard: every stage may run
+  /// until it, and PlanOutcome::timeLimited says when it ended one. Without
+  /// it, the stages get shares of the time.
   uint64_t nodeLimit = 0;
 };
 
@@ -52,14 +54,20 @@ struct PlanOutcome {
   /// where the exact search refuted a capacity. `optimal` means the arena
   /// equals it.
   int64_t provenBound = 0;
-  /// Each time the best plan improved: seconds since the start, its arena and
-  /// what produced it (the last is `plan`).
+  /// Each time the best plan improved: seconds since the start, its arena,
+  /// what produced it (the last is `plan`) and the search nodes spent before
+  /// it (the same on every machine, unlike the seconds).
   struct Improvement {
     double seconds = 0;
     int64_t arenaSize = 0;
     std::string producedBy;
+    uint64_t nodes = 0;
   };
   std::vector<Improvement> improvements;
+  /// The time limit, not the node limit, may have ended a search: the plan
+  /// can then differ on a faster or slower (or busier) machine. Never set
+  /// when the search ended on nodes, or on the bound.
+  bool timeLimited = false;
 };
 
 using PlannerFunction = PlanOutcome (*)(const Problem &, const PlanOptions &);

@@ -88,6 +88,15 @@ struct TrainStepPipelineOptions
   Option<std::string> algorithm{*this, "algorithm",
                                 llvm::cl::desc("Planner algorithm"),
                                 llvm::cl::init("auto")};
+  Option<double> plannerTimeLimit{
+      *this, "planner-time-limit",
+      llvm::cl::desc("Seconds the planner may search per entry"),
+      llvm::cl::init(60.0)};
+  Option<uint64_t> plannerNodeLimit{
+      *this, "planner-node-limit",
+      llvm::cl::desc("Search nodes the planner may expand per entry (0: "
+                     "none)"),
+      llvm::cl::init(2000000)};
   Option<bool> plantInPlaceBug{
       *this, "test-plant-in-place-bug",
       llvm::cl::desc("Tests of the random-program driver only: a wrong "

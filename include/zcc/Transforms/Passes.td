@@ -400,10 +400,12 @@ def ZTPlanMemory : Pass<"zt-plan-memory", "::mlir::ModuleOp"> {
            "Planner algorithm (auto, exact, skyline, time-order, greedy-best, "
            "greedy-size)">,
     Option<"timeLimit", "time-limit", "double", /*default=*/"60.0",
-           "Seconds the planner may search per entry">,
+           "Seconds the planner may search per entry: with a node limit, "
+           "a guard (a warning says when it ends a search first, as the plan "
+           "may then differ between machines)">,
     Option<"nodeLimit", "node-limit", "uint64_t", /*default=*/"2000000",
            "Search nodes the planner may expand per entry (the same plan on "
-           "every machine unless the time limit comes first)">,
+           "every machine unless the time limit comes first; 0: none)">,
     Option<"inPlace", "in-place", "bool", /*default=*/"true",
            "Write a result over an operand that dies at its op (same size, a "
            "kernel that may run in place); false gives every value its own "

@@ -507,6 +507,47 @@ TEST(Exact, OutOfBudgetReturnsTheBestPlanSoFar) {
   EXPECT_FALSE(findPlannerAlgorithm("auto")->run(p, options).found);
 }
 
+// With a node limit, the nodes decide the plan: a time limit that never
+// comes first changes nothing, improvements count the nodes spent before
+// them, and a time limit that ends a stage first is reported.
+TEST(Budget, NodesDecideAndTheClockIsReported) {
+  Problem p;
+  ASSERT_NO_FATAL_FAILURE(readInput("zero1-apply24.csv", 185, p));
+  const PlannerAlgorithm &automatic = *findPlannerAlgorithm("auto");
+  PlanOptions options;
+  options.nodeLimit = 100000;
+  options.timeLimitSeconds = 600;
+  PlanOutcome a = automatic.run(p, options);
+  options.timeLimitSeconds = 300;
+  PlanOutcome b = automatic.run(p, options);
+  EXPECT_FALSE(a.timeLimited);
+  EXPECT_FALSE(b.timeLimited);
+  EXPECT_FALSE(a.optimal); // it ends on its nodes, above the bound
+  EXPECT_EQ(a.plan.offsets, b.plan.offsets);
+  ASSERT_EQ(a.improvements.size(), b.improvements.size());
+  for (size_t k = 0; k < a.improvements.size(); ++k) {
+    EXPECT_EQ(a.improvements[k].nodes, b.improvements[k].nodes);
+    EXPECT_EQ(a.improvements[k].arenaSize, b.improvements[k].arenaSize);
+    if (k > 0)
+      EXPECT_GE(a.improvements[k].nodes, a.improvements[k - 1].nodes);
+  }
+  EXPECT_GT(a.improvements.back().nodes, 0u);
+  EXPECT_LE(a.improvements.back().nodes, options.nodeLimit);
+
+  options.timeLimitSeconds = 1e-9;
+  PlanOutcome clocked = automatic.run(p, options);
+  EXPECT_TRUE(clocked.timeLimited);
+  EXPECT_EQ(checkPlan(p, clocked.plan.offsets, clocked.plan.arenaSize), "");
+  // The heuristics never look at the clock: a plan they find at the bound
+  // (here the largest buffer: no two overlap) cuts nothing short.
+  Problem easy;
+  for (int64_t i = 0; i < 8; ++i)
+    easy.buffers.push_back({i, 2 * i, 2 * i + 1, 64 + 64 * (i % 3), 64});
+  PlanOutcome easyOutcome = automatic.run(easy, options);
+  EXPECT_TRUE(easyOutcome.optimal);
+  EXPECT_FALSE(easyOutcome.timeLimited);
+}
+
 // Sizes that are multiples of 1 KiB make every arena one: a capacity a byte
 // under 3 KiB is refuted as 2 KiB would be, and proves 3 KiB optimal.
 TEST(Exact, CapacitiesBetweenGranulesAreRefutedWholeGranules) {
