@@ -360,7 +360,7 @@ class Traced:
                 recompute=True, memory_budget=None, precision="f32",
                 remat_problem=None, data_parallel=False, bucket_mb=None,
                 shard_optimizer_state=False, world_size=None,
-                planner_time_limit=60.0, planner_node_limit=2_000_000,
+                planner_time_limit=None, planner_node_limit=None,
                 _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
@@ -381,10 +381,10 @@ class Traced:
         `shard_optimizer_state` (ZeRO-1, with `world_size`) keeps 1/N of the
         optimizer state on each rank (docs/distributed.md).
         `planner_node_limit` bounds the memory planner's search per entry in
-        nodes (the same plan on every machine; 0: none) and
-        `planner_time_limit` in seconds, a guard: when it ends a search
-        first, a CompileWarning says the plan may differ on another machine
-        (docs/planner.md)."""
+        nodes (the same plan on every machine; 0: none; None: zcc's
+        2,000,000) and `planner_time_limit` in seconds (None: 60), a guard:
+        when it ends a search first, a CompileWarning says the plan may
+        differ on another machine (docs/planner.md)."""
         options = _zcc.CompileOptions()
         if isinstance(optimizer, str) and optimizer == "default":
             optimizer = adamw()
@@ -416,8 +416,10 @@ class Traced:
         options.shard_optimizer_state = bool(shard_optimizer_state)
         if world_size is not None:
             options.ranks = int(world_size)
-        options.planner_time_limit = float(planner_time_limit)
-        options.planner_node_limit = int(planner_node_limit)
+        if planner_time_limit is not None:
+            options.planner_time_limit = float(planner_time_limit)
+        if planner_node_limit is not None:
+            options.planner_node_limit = int(planner_node_limit)
         # Tests of the random-program driver only: a wrong plan.
         options.plant_in_place_bug = bool(_plant_in_place_bug)
         if matmul_workspace is not None:

@@ -110,12 +110,12 @@ cl::opt<double> plannerTimeLimit(
     cl::desc("Seconds the planner may search per entry (default 60): a "
              "guard; a warning says when it ends a search before the node "
              "limit, as the plan may then differ between machines"),
-    cl::init(60.0), cl::cat(category));
+    cl::init(zcc::CompileOptions().plannerTimeLimit), cl::cat(category));
 cl::opt<int64_t> plannerNodeLimit(
     "planner-node-limit",
     cl::desc("Search nodes the planner may expand per entry (default "
              "2000000; 0: none): the same plan on every machine"),
-    cl::init(2000000), cl::cat(category));
+    cl::init(zcc::CompileOptions().plannerNodeLimit), cl::cat(category));
 cl::opt<int64_t> matmulWorkspace(
     "matmul-workspace",
     cl::desc("Bytes of each entry's workspace given to cuBLAS (default: "
