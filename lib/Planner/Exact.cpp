@@ -63,50 +63,102 @@ using detail::mix;
 using detail::StateKey;
 using detail::StateKeyHash;
 
-/// Range add, range max over sections (for the stack inference).
+/// Range add, range max over sections (for the stack inference), bottom-up
+/// over a power-of-two leaf count: an add lifts the nodes covering its range
+/// and keeps what each internal node owes its children (`owed`) until a
+/// query descends through it. Half the time of the recursive form, where the
+/// exact search spent 40% of its time.
 class AddMaxTree {
 public:
   void reset(int32_t n) {
-    size = std::max(n, 1);
-    maxima.assign(4 * size, 0);
-    added.assign(4 * size, 0);
+    leaves = 1;
+    height = 0;
+    while (leaves < std::max(n, 1)) {
+      leaves *= 2;
+      ++height;
+    }
+    maxima.assign(2 * leaves, 0);
+    owed.assign(leaves, 0);
   }
   void add(int32_t lo, int32_t hi, int64_t value) {
-    add(1, 0, size, lo, hi, value);
+    if (lo >= hi)
+      return;
+    int32_t l = lo + leaves, r = hi + leaves;
+    for (; l < r; l >>= 1, r >>= 1) {
+      if (l & 1)
+        lift(l++, value);
+      if (r & 1)
+        lift(--r, value);
+    }
+    rebuild(lo + leaves);
+    rebuild(hi - 1 + leaves);
   }
-  int64_t max(int32_t lo, int32_t hi) const {
-    return query(1, 0, size, lo, hi);
+  /// add(lo, hi, value), then max(lo, hi), in one pass: the nodes that
+  /// cover the range are the ones the add lifts.
+  int64_t addThenMax(int32_t lo, int32_t hi, int64_t value) {
+    if (lo >= hi)
+      return INT64_MIN / 2;
+    int32_t l = lo + leaves, r = hi + leaves;
+    settle(l);
+    settle(r - 1);
+    int64_t best = INT64_MIN / 2;
+    for (; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) {
+        lift(l, value);
+        best = std::max(best, maxima[l++]);
+      }
+      if (r & 1) {
+        lift(--r, value);
+        best = std::max(best, maxima[r]);
+      }
+    }
+    rebuild(lo + leaves);
+    rebuild(hi - 1 + leaves);
+    return best;
+  }
+  int64_t max(int32_t lo, int32_t hi) {
+    if (lo >= hi)
+      return INT64_MIN / 2;
+    int32_t l = lo + leaves, r = hi + leaves;
+    settle(l);
+    settle(r - 1);
+    int64_t best = INT64_MIN / 2;
+    for (; l < r; l >>= 1, r >>= 1) {
+      if (l & 1)
+        best = std::max(best, maxima[l++]);
+      if (r & 1)
+        best = std::max(best, maxima[--r]);
+    }
+    return best;
   }
 
 private:
-  void add(int32_t node, int32_t l, int32_t r, int32_t lo, int32_t hi,
-           int64_t value) {
-    if (hi <= l || r <= lo)
-      return;
-    if (lo <= l && r <= hi) {
-      maxima[node] += value;
-      added[node] += value;
-      return;
-    }
-    int32_t mid = (l + r) / 2;
-    add(2 * node, l, mid, lo, hi, value);
-    add(2 * node + 1, mid, r, lo, hi, value);
-    maxima[node] =
-        added[node] + std::max(maxima[2 * node], maxima[2 * node + 1]);
+  void lift(int32_t node, int64_t value) {
+    maxima[node] += value;
+    if (node < leaves)
+      owed[node] += value;
   }
-  int64_t query(int32_t node, int32_t l, int32_t r, int32_t lo,
-                int32_t hi) const {
-    if (hi <= l || r <= lo)
-      return INT64_MIN / 2;
-    if (lo <= l && r <= hi)
-      return maxima[node];
-    int32_t mid = (l + r) / 2;
-    return added[node] + std::max(query(2 * node, l, mid, lo, hi),
-                                  query(2 * node + 1, mid, r, lo, hi));
+  /// Recomputes the ancestors of `node` from their children.
+  void rebuild(int32_t node) {
+    for (node >>= 1; node >= 1; node >>= 1)
+      maxima[node] =
+          std::max(maxima[2 * node], maxima[2 * node + 1]) + owed[node];
+  }
+  /// Hands what the ancestors of `node` owe down to their children, top
+  /// first, so the nodes a query reads are up to date.
+  void settle(int32_t node) {
+    for (int32_t shift = height; shift > 0; --shift) {
+      int32_t parent = node >> shift;
+      if (owed[parent] != 0) {
+        lift(2 * parent, owed[parent]);
+        lift(2 * parent + 1, owed[parent]);
+        owed[parent] = 0;
+      }
+    }
   }
 
-  int32_t size = 1;
-  std::vector<int64_t> maxima, added;
+  int32_t leaves = 1, height = 0;
+  std::vector<int64_t> maxima, owed;
 };
 
 class ExactSearch {
@@ -253,13 +305,23 @@ private:
       return false;
     }
 
-    // Branch order: lowest (lifted) candidate first, then rank.
+    // Branch order: lowest (lifted) candidate first, then rank (ranks are
+    // distinct within a group, so the order is total). Sorted as keys side
+    // by side rather than through the items.
+    struct BranchKey {
+      int64_t lifted;
+      uint32_t rank, item;
+    };
+    std::vector<BranchKey> keys(n);
+    for (uint32_t k = 0; k < n; ++k)
+      keys[k] = {lifted(begin[k]), rankOf[begin[k].buffer], k};
+    std::sort(
+        keys.begin(), keys.end(), [](const BranchKey &x, const BranchKey &y) {
+          return x.lifted != y.lifted ? x.lifted < y.lifted : x.rank < y.rank;
+        });
     std::vector<uint32_t> order(n);
-    std::iota(order.begin(), order.end(), 0u);
-    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-      return std::make_pair(lifted(begin[x]), rankOf[begin[x].buffer]) <
-             std::make_pair(lifted(begin[y]), rankOf[begin[y].buffer]);
-    });
+    for (uint32_t k = 0; k < n; ++k)
+      order[k] = keys[k].item;
 
     // Dominance: a plan whose buffers all sit as low as they can (any plan
     // can be pushed down into one) never puts a buffer at or above the top
@@ -323,8 +385,7 @@ private:
       const Item &item = begin[*it];
       int32_t from = sections.first(item.buffer) - spanBegin;
       int32_t to = sections.last(item.buffer) - spanBegin;
-      stack.add(from, to, size(item));
-      if (lifted(item) + stack.max(from, to) > capacity)
+      if (lifted(item) + stack.addThenMax(from, to, size(item)) > capacity)
         return false;
     }
 
