@@ -90,8 +90,7 @@ public:
       if (r & 1)
         lift(--r, value);
     }
-    rebuild(lo + leaves);
-    rebuild(hi - 1 + leaves);
+    rebuild(lo + leaves, hi - 1 + leaves);
   }
   /// add(lo, hi, value), then max(lo, hi), in one pass: the nodes that
   /// cover the range are the ones the add lifts.
@@ -112,8 +111,7 @@ public:
         best = std::max(best, maxima[r]);
       }
     }
-    rebuild(lo + leaves);
-    rebuild(hi - 1 + leaves);
+    rebuild(lo + leaves, hi - 1 + leaves);
     return best;
   }
   int64_t max(int32_t lo, int32_t hi) {
@@ -138,11 +136,19 @@ private:
     if (node < leaves)
       owed[node] += value;
   }
-  /// Recomputes the ancestors of `node` from their children.
-  void rebuild(int32_t node) {
-    for (node >>= 1; node >= 1; node >>= 1)
+  /// Recomputes the ancestors of leaves `a` and `b` from their children,
+  /// their common ones once.
+  void rebuild(int32_t a, int32_t b) {
+    auto recompute = [&](int32_t node) {
       maxima[node] =
           std::max(maxima[2 * node], maxima[2 * node + 1]) + owed[node];
+    };
+    for (a >>= 1, b >>= 1; a != b; a >>= 1, b >>= 1) {
+      recompute(a);
+      recompute(b);
+    }
+    for (; a >= 1; a >>= 1)
+      recompute(a);
   }
   /// Hands what the ancestors of `node` owe down to their children, top
   /// first, so the nodes a query reads are up to date.
@@ -379,10 +385,14 @@ private:
 
     // Stack inference (it implies floor + demand <= capacity per section): a
     // buffer with candidate c ends up above c, under every buffer with a
-    // candidate >= c that shares a section with it; all must fit.
+    // candidate >= c that shares a section with it; all must fit. Those
+    // stacks are at most the peak demand, so from the first buffer (going
+    // down the candidates) that fits under the peak, the rest do too.
     stack.reset(span);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const Item &item = begin[*it];
+      if (lifted(item) + peakDemand <= capacity)
+        break;
       int32_t from = sections.first(item.buffer) - spanBegin;
       int32_t to = sections.last(item.buffer) - spanBegin;
       if (lifted(item) + stack.addThenMax(from, to, size(item)) > capacity)
