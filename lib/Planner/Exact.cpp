@@ -345,49 +345,41 @@ private:
     for (const Item *item = begin; item != end; ++item)
       spanEnd = std::max(spanEnd, sections.last(item->buffer));
     const int32_t span = spanEnd - spanBegin;
-    std::vector<int64_t> demand(span + 1, 0), floor(span, 0);
+    // Per section, the demand, and how many buffers that may go at the
+    // lowest level now cover it (its floor is that level when any does).
+    const int64_t lowest = lifted(begin[order[0]]);
+    std::vector<int64_t> demand(span + 1, 0);
+    std::vector<int32_t> atLowest(span + 1, 0);
     for (const Item *item = begin; item != end; ++item) {
-      demand[sections.first(item->buffer) - spanBegin] += size(*item);
-      demand[sections.last(item->buffer) - spanBegin] -= size(*item);
-    }
-    // Paint each section with the lowest candidate covering it: ascending
-    // candidates, skipping painted sections through `next`.
-    std::vector<int32_t> next(span + 1);
-    std::iota(next.begin(), next.end(), 0);
-    auto findUnpainted = [&](int32_t t) {
-      while (next[t] != t) {
-        next[t] = next[next[t]];
-        t = next[t];
-      }
-      return t;
-    };
-    for (uint32_t k : order) {
-      const Item &item = begin[k];
-      int32_t stop = sections.last(item.buffer) - spanBegin;
-      for (int32_t t = findUnpainted(sections.first(item.buffer) - spanBegin);
-           t < stop; t = findUnpainted(t + 1)) {
-        floor[t] = lifted(item);
-        next[t] = t + 1;
+      const int32_t from = sections.first(item->buffer) - spanBegin;
+      const int32_t to = sections.last(item->buffer) - spanBegin;
+      demand[from] += size(*item);
+      demand[to] -= size(*item);
+      if (lifted(*item) == lowest) {
+        ++atLowest[from];
+        --atLowest[to];
       }
     }
     // Sections whose demand exactly fills them from the lowest level up are
     // tight (used below); the peak demand bounds the levels worth trying.
-    const int64_t lowest = lifted(begin[order[0]]);
     std::vector<char> tight(span, 0);
     bool anyTight = false;
     int64_t live = 0, peakDemand = 0;
+    int32_t lowestCover = 0;
     for (int32_t t = 0; t < span; ++t) {
       live += demand[t];
+      lowestCover += atLowest[t];
       peakDemand = std::max(peakDemand, live);
-      tight[t] = live > 0 && floor[t] == lowest && lowest + live == capacity;
+      tight[t] = live > 0 && lowestCover > 0 && lowest + live == capacity;
       anyTight = anyTight || tight[t];
     }
 
-    // Stack inference (it implies floor + demand <= capacity per section): a
-    // buffer with candidate c ends up above c, under every buffer with a
-    // candidate >= c that shares a section with it; all must fit. Those
-    // stacks are at most the peak demand, so from the first buffer (going
-    // down the candidates) that fits under the peak, the rest do too.
+    // Stack inference (it implies, per section, lowest candidate covering it
+    // + demand <= capacity): a buffer with candidate c ends up above c, under
+    // every buffer with a candidate >= c that shares a section with it; all
+    // must fit. Those stacks are at most the peak demand, so from the first
+    // buffer (going down the candidates) that fits under the peak, the rest
+    // do too.
     stack.reset(span);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const Item &item = begin[*it];
