@@ -80,20 +80,8 @@ public:
     maxima.assign(2 * leaves, 0);
     owed.assign(leaves, 0);
   }
-  void add(int32_t lo, int32_t hi, int64_t value) {
-    if (lo >= hi)
-      return;
-    int32_t l = lo + leaves, r = hi + leaves;
-    for (; l < r; l >>= 1, r >>= 1) {
-      if (l & 1)
-        lift(l++, value);
-      if (r & 1)
-        lift(--r, value);
-    }
-    rebuild(lo + leaves, hi - 1 + leaves);
-  }
-  /// add(lo, hi, value), then max(lo, hi), in one pass: the nodes that
-  /// cover the range are the ones the add lifts.
+  /// Adds `value` over [lo, hi), then returns the maximum there, in one
+  /// pass: the nodes that cover the range are the ones the add lifts.
   int64_t addThenMax(int32_t lo, int32_t hi, int64_t value) {
     if (lo >= hi)
       return INT64_MIN / 2;
@@ -114,21 +102,8 @@ public:
     rebuild(lo + leaves, hi - 1 + leaves);
     return best;
   }
-  int64_t max(int32_t lo, int32_t hi) {
-    if (lo >= hi)
-      return INT64_MIN / 2;
-    int32_t l = lo + leaves, r = hi + leaves;
-    settle(l);
-    settle(r - 1);
-    int64_t best = INT64_MIN / 2;
-    for (; l < r; l >>= 1, r >>= 1) {
-      if (l & 1)
-        best = std::max(best, maxima[l++]);
-      if (r & 1)
-        best = std::max(best, maxima[--r]);
-    }
-    return best;
-  }
+  void add(int32_t lo, int32_t hi, int64_t value) { addThenMax(lo, hi, value); }
+  int64_t max(int32_t lo, int32_t hi) { return addThenMax(lo, hi, 0); }
 
 private:
   void lift(int32_t node, int64_t value) {
