@@ -7,6 +7,7 @@
 #include <chrono>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace zcc::planner {
@@ -70,10 +71,33 @@ public:
   template <typename Stage> auto timed(double fraction, Stage &&stage) {
     const double given = share(fraction);
     const auto since = Clock::now();
-    auto result = stage(given);
-    if (secondsSince(since) >= given)
-      clockStopped = true;
-    return result;
+    auto noteClock = [&] {
+      if (secondsSince(since) >= given)
+        clockStopped = true;
+    };
+    if constexpr (std::is_void_v<decltype(stage(given))>) {
+      stage(given);
+      noteClock();
+    } else {
+      auto result = stage(given);
+      noteClock();
+      return result;
+    }
+  }
+  /// One search, `run(seconds, nodeLimit, &nodesUsed)`, timed as above with
+  /// at most `nodes` of what is left; its nodes are spent (and, with `used`,
+  /// returned).
+  template <typename Run>
+  ExactStatus search(double fraction, uint64_t nodes, Run &&run,
+                     uint64_t *used = nullptr) {
+    uint64_t spentHere = 0;
+    ExactStatus status = timed(fraction, [&](double seconds) {
+      return run(seconds, std::min(nodes, left()), &spentHere);
+    });
+    spend(spentHere);
+    if (used)
+      *used = spentHere;
+    return status;
   }
   /// Whether the clock may have ended a stage before its nodes did.
   bool clockStopped = false;
@@ -195,16 +219,14 @@ void runTimeOrderAt(const Problem &problem, int64_t goal, bool repair,
                     double fraction, uint64_t nodes, Budget &budget,
                     Incumbent &best) {
   Plan plan;
-  uint64_t used = 0;
   std::vector<int64_t> hint;
   if (repair)
     hint = best.plan.offsets;
-  ExactStatus status = budget.timed(fraction, [&](double seconds) {
-    return planTimeOrder(problem, goal, seconds, plan, &used,
-                         std::min(nodes, budget.left()),
-                         repair ? &hint : nullptr);
-  });
-  budget.spend(used);
+  ExactStatus status = budget.search(
+      fraction, nodes, [&](double seconds, uint64_t limit, uint64_t *used) {
+        return planTimeOrder(problem, goal, seconds, plan, used, limit,
+                             repair ? &hint : nullptr);
+      });
   if (status == ExactStatus::Found)
     best.offer(std::move(plan), repair ? "time-order-repair" : "time-order",
                budget.spent());
@@ -245,7 +267,6 @@ void runTimeOrderDescent(const Problem &problem, int64_t low, int64_t granule,
         low = capacity;
       }
     }
-    return 0;
   });
 }
 
@@ -270,11 +291,12 @@ PlanOutcome searchExact(const Problem &problem, const PlanOptions &options,
   auto probe = [&](int64_t capacity, uint64_t nodeBudget) {
     Plan plan;
     uint64_t nodes = 0;
-    ExactStatus status = budget.timed(1.0, [&](double seconds) {
-      return planExact(problem, capacity, seconds, plan, &nodes,
-                       std::min(nodeBudget, budget.left()));
-    });
-    budget.spend(nodes);
+    ExactStatus status = budget.search(
+        1.0, nodeBudget,
+        [&](double seconds, uint64_t limit, uint64_t *used) {
+          return planExact(problem, capacity, seconds, plan, used, limit);
+        },
+        &nodes);
     exactNodes += nodes;
     if (status == ExactStatus::Found) {
       best.offer(std::move(plan), "exact", budget.spent());
@@ -372,9 +394,9 @@ void runRestarts(const Problem &problem, int64_t goal, uint64_t nodes,
     const auto start = Clock::now();
     for (uint64_t attempt = 0; attempt < kMaxRestarts; ++attempt) {
       if (best.plan.arenaSize <= goal || stopAt - budget.spent() < cost)
-        return 0;
+        return;
       if (attempt > 0 && secondsSince(start) >= seconds)
-        return 0; // noted by timed()
+        return; // noted by timed()
       budget.spend(cost);
       SkylineRank rank = attempt < 3 ? plain[attempt] : SkylineRank::Area;
       uint64_t seed = attempt < 3 ? 0 : attempt - 2;
@@ -383,7 +405,6 @@ void runRestarts(const Problem &problem, int64_t goal, uint64_t nodes,
         best.offer(std::move(plan), "skyline-within/" + std::to_string(attempt),
                    budget.spent());
     }
-    return 0;
   });
 }
 
@@ -420,12 +441,11 @@ PlanOutcome runAuto(const Problem &problem, const PlanOptions &options) {
   int64_t proven = bounds.proven;
   {
     Plan plan;
-    uint64_t nodes = 0;
-    ExactStatus status = budget.timed(1.0, [&](double seconds) {
-      return planCoreFirst(problem, goal, seconds, plan, &nodes,
-                           budget.left() / 4);
-    });
-    budget.spend(nodes);
+    ExactStatus status = budget.search(
+        1.0, budget.left() / 4,
+        [&](double seconds, uint64_t limit, uint64_t *used) {
+          return planCoreFirst(problem, goal, seconds, plan, used, limit);
+        });
     if (status == ExactStatus::Found)
       best.offer(std::move(plan), "core-first", budget.spent());
     else if (status == ExactStatus::Infeasible)

@@ -34,6 +34,8 @@ def _warn(text):
             found.append(line)
     for message in found:
         warnings.warn(message, CompileWarning, stacklevel=3)
+
+
 _state = threading.local()
 
 
