@@ -387,50 +387,65 @@ class Traced:
         2,000,000) and `planner_time_limit` in seconds (None: 60), a guard:
         when it ends a search first, a CompileWarning says the plan may
         differ on another machine (docs/planner.md)."""
-        options = _zcc.CompileOptions()
-        if isinstance(optimizer, str) and optimizer == "default":
-            optimizer = adamw()
-        if optimizer is None:
-            options.optimizer = "none"
-        elif isinstance(optimizer, _Optimizer):
-            optimizer._apply(options)
-        else:
-            raise Error(
-                "optimizer must be zcc.adamw(...), zcc.sgd(...) or None, got "
-                f"{optimizer!r}"
-            )
-        options.accumulate = bool(accumulate)
-        options.alignment = int(alignment)
-        options.algorithm = str(algorithm)
-        options.grad_scale = float(grad_scale)
-        options.recompute = bool(recompute)
-        if memory_budget is not None:
-            options.memory_budget = int(memory_budget)
-        if remat_problem is not None:
-            options.remat_problem = str(remat_problem)
-        options.precision = str(precision)
-        options.data_parallel = bool(data_parallel)
-        if bucket_mb is not None:
-            if not float(bucket_mb) > 0:
-                raise Error(f"bucket_mb must be a positive number of MiB, "
-                            f"got {bucket_mb!r}")
-            options.bucket_bytes = max(1, int(float(bucket_mb) * (1 << 20)))
-        options.shard_optimizer_state = bool(shard_optimizer_state)
-        if world_size is not None:
-            options.ranks = int(world_size)
-        if planner_time_limit is not None:
-            options.planner_time_limit = float(planner_time_limit)
-        if planner_node_limit is not None:
-            options.planner_node_limit = int(planner_node_limit)
-        # Tests of the random-program driver only: a wrong plan.
-        options.plant_in_place_bug = bool(_plant_in_place_bug)
-        if matmul_workspace is not None:
-            options.matmul_workspace = int(matmul_workspace)
+        options = _compile_options(
+            optimizer, accumulate, alignment, algorithm, matmul_workspace,
+            grad_scale, recompute, memory_budget, precision, remat_problem,
+            data_parallel, bucket_mb, shard_optimizer_state, world_size,
+            planner_time_limit, planner_node_limit, _plant_in_place_bug)
         plan, _, warned = self.graph.compile(options)
         _warn(warned)
         return Compiled(plan, self._inputs + self._labels, self.parameters,
                         accumulate=bool(accumulate), traced=self,
                         options=options, values=self._values)
+
+
+def _compile_options(optimizer, accumulate, alignment, algorithm,
+                     matmul_workspace, grad_scale, recompute, memory_budget,
+                     precision, remat_problem, data_parallel, bucket_mb,
+                     shard_optimizer_state, world_size, planner_time_limit,
+                     planner_node_limit, plant_in_place_bug=False):
+    """Traced.compile's arguments (which say what each means) as the
+    compiler's options; compile_mlir takes the same."""
+    options = _zcc.CompileOptions()
+    if isinstance(optimizer, str) and optimizer == "default":
+        optimizer = adamw()
+    if optimizer is None:
+        options.optimizer = "none"
+    elif isinstance(optimizer, _Optimizer):
+        optimizer._apply(options)
+    else:
+        raise Error(
+            "optimizer must be zcc.adamw(...), zcc.sgd(...) or None, got "
+            f"{optimizer!r}"
+        )
+    options.accumulate = bool(accumulate)
+    options.alignment = int(alignment)
+    options.algorithm = str(algorithm)
+    options.grad_scale = float(grad_scale)
+    options.recompute = bool(recompute)
+    if memory_budget is not None:
+        options.memory_budget = int(memory_budget)
+    if remat_problem is not None:
+        options.remat_problem = str(remat_problem)
+    options.precision = str(precision)
+    options.data_parallel = bool(data_parallel)
+    if bucket_mb is not None:
+        if not float(bucket_mb) > 0:
+            raise Error(f"bucket_mb must be a positive number of MiB, "
+                        f"got {bucket_mb!r}")
+        options.bucket_bytes = max(1, int(float(bucket_mb) * (1 << 20)))
+    options.shard_optimizer_state = bool(shard_optimizer_state)
+    if world_size is not None:
+        options.ranks = int(world_size)
+    if planner_time_limit is not None:
+        options.planner_time_limit = float(planner_time_limit)
+    if planner_node_limit is not None:
+        options.planner_node_limit = int(planner_node_limit)
+    # Tests of the random-program driver only: a wrong plan.
+    options.plant_in_place_bug = bool(plant_in_place_bug)
+    if matmul_workspace is not None:
+        options.matmul_workspace = int(matmul_workspace)
+    return options
 
 
 def trace(fn, *specs, **named_specs):
@@ -514,18 +529,19 @@ def sgd(lr, momentum=0.0, nesterov=False, weight_decay=0.0):
 
 
 def compile_mlir(text, optimizer="default", accumulate=False, name="<string>",
-                 precision="f32"):
-    """Compiles zt text (what `zcc` reads) in process; `precision` as in
-    Traced.compile."""
-    options = _zcc.CompileOptions()
-    if isinstance(optimizer, str) and optimizer == "default":
-        optimizer = adamw()
-    if optimizer is None:
-        options.optimizer = "none"
-    else:
-        optimizer._apply(options)
-    options.accumulate = bool(accumulate)
-    options.precision = str(precision)
+                 precision="f32", *, alignment=256, algorithm="auto",
+                 matmul_workspace=None, grad_scale=1.0, recompute=True,
+                 memory_budget=None, remat_problem=None, data_parallel=False,
+                 bucket_mb=None, shard_optimizer_state=False, world_size=None,
+                 planner_time_limit=None, planner_node_limit=None):
+    """Compiles zt text (what `zcc` reads; `name` names it in messages and
+    the plan's locations) in process, with Traced.compile's options: the
+    same plan, byte for byte, as `zcc` with the same flags."""
+    options = _compile_options(
+        optimizer, accumulate, alignment, algorithm, matmul_workspace,
+        grad_scale, recompute, memory_budget, precision, remat_problem,
+        data_parallel, bucket_mb, shard_optimizer_state, world_size,
+        planner_time_limit, planner_node_limit)
     plan, warned = _zcc.compile_source(text, name, options)
     _warn(warned)
     return Compiled(plan, None, None, accumulate=bool(accumulate))

@@ -332,6 +332,38 @@ def test_planner_limits_and_compile_warnings(tmp_path):
         traced.compile(planner_node_limit=-1)
 
 
+def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
+    # zt text from Python with zcc's flags (data parallel, ZeRO-1, buckets,
+    # the planner's budget): the plan zcc writes, byte for byte.
+    import subprocess
+
+    from test_memory_timeline import tools_dir
+
+    path = os.path.join(examples, "gpt_block.mlir")
+    text = open(path).read()
+    for extra, flags in [
+        (dict(), []),
+        (dict(shard_optimizer_state=True, world_size=2),
+         ["--shard-optimizer-state", "--world-size", "2"]),
+    ]:
+        written = zcc.compile_mlir(
+            text, optimizer=zcc.adamw(lr=1e-3, weight_decay=0.0), name=path,
+            data_parallel=True, bucket_mb=0.05, planner_node_limit=100000,
+            **extra)
+        out = tmp_path / "zcc.zplan"
+        subprocess.run([os.path.join(tools_dir(), "zcc"), path, "-o", str(out),
+                        "--optimizer", "adamw", "--lr", "0.001",
+                        "--data-parallel", "--bucket-mb", "0.05",
+                        "--planner-node-limit", "100000", *flags], check=True)
+        assert written.plan.to_bytes() == out.read_bytes(), flags
+    with pytest.raises(zcc.Error, match="for data-parallel jobs"):
+        zcc.compile_mlir(text, shard_optimizer_state=True, world_size=2)
+    with pytest.warns(zcc.CompileWarning, match="stopped at its time limit"):
+        zcc.compile_mlir(open(os.path.join(examples, "mlp.mlir")).read(),
+                         data_parallel=True, shard_optimizer_state=True,
+                         world_size=2, planner_time_limit=1e-9)
+
+
 def test_a_parameter_the_loss_ignores_warns():
     def loss(x, labels):
         zcc.param("unused", (3,))

@@ -47,6 +47,16 @@ zrt_status zrt_plan_load_file(const char *path, zrt_plan **out_plan);
 zrt_status zrt_plan_load_bytes(const void *data, size_t size,
                                zrt_plan **out_plan);
 void zrt_plan_free(zrt_plan *plan);
+/* The plan as .zplan bytes (what zrt_plan_load_bytes reads): the size is
+ * always written to *out_size (`data` NULL and `capacity` 0 asks only for
+ * it); the bytes when `capacity` holds them, else ZRT_INVALID_ARGUMENT and
+ * nothing written. For a job whose ranks must load the same plan: one compiles
+ * and sends the bytes to the others. */
+zrt_status zrt_plan_to_bytes(const zrt_plan *plan, void *data, size_t capacity,
+                             size_t *out_size);
+/* Writes the plan to `path` (a temporary file renamed over it: a reader
+ * never sees half a plan); zrun and zrt_plan_load_file read it. */
+zrt_status zrt_plan_save_file(const zrt_plan *plan, const char *path);
 
 typedef enum {
   ZRT_MODE_PLANNED = 0,

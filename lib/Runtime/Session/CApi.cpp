@@ -215,6 +215,28 @@ zrt_status zrt_plan_load_bytes(const void *data, size_t size,
 
 void zrt_plan_free(zrt_plan *plan) { delete plan; }
 
+zrt_status zrt_plan_to_bytes(const zrt_plan *plan, void *data, size_t capacity,
+                             size_t *out_size) {
+  if (!plan || !out_size || (!data && capacity))
+    return invalidArgument("zrt_plan_to_bytes: null argument");
+  std::vector<uint8_t> bytes = serializePlan(*plan->plan);
+  *out_size = bytes.size();
+  if (!data)
+    return nullptr; // asked the size
+  if (capacity < bytes.size())
+    return invalidArgument("zrt_plan_to_bytes: the plan takes " +
+                           std::to_string(bytes.size()) + " bytes, " +
+                           std::to_string(capacity) + " given");
+  std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t *>(data));
+  return nullptr;
+}
+
+zrt_status zrt_plan_save_file(const zrt_plan *plan, const char *path) {
+  if (!plan || !path)
+    return invalidArgument("zrt_plan_save_file: null argument");
+  return wrap(savePlanFile(path, *plan->plan));
+}
+
 void zrt_session_options_init(zrt_session_options *options) {
   if (!options)
     return;

@@ -19,8 +19,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <vector>
 
 using namespace zcc;
 using capture::DType;
@@ -522,6 +525,137 @@ TEST(CompilerCApi, CompilesRunsAndReportsErrors) {
   EXPECT_EQ(zrt_status_get_code(s), ZRT_INVALID_ARGUMENT);
   EXPECT_STREQ(zrt_status_message(s), "returned");
   zrt_status_free(s);
+}
+
+/// Every option of `zcc` reaches the compile through zcc.h: a data-parallel
+/// plan, and a ZeRO-1 one, are byte for byte the plans `zcc` made at build
+/// time from the same options, and zrt_plan_to_bytes / zrt_plan_save_file
+/// give those bytes back.
+TEST(CompilerCApi, DataParallelPlansAreZccsBytes) {
+  std::string text = readExample("gpt_block.mlir");
+  // The name zcc was given: it is in the plan's locations.
+  std::string name = std::string(ZCC_EXAMPLES_DIR) + "/gpt_block.mlir";
+  for (bool zero : {false, true}) {
+    SCOPED_TRACE(zero ? "gpt_block_zero" : "gpt_block_dp");
+    zcc_compile_options options;
+    zcc_compile_options_init(&options);
+    options.optimizer = "adamw";
+    options.lr = 0.001;
+    options.data_parallel = 1;
+    options.bucket_bytes = static_cast<int64_t>(0.05 * (1 << 20)); // 0.05 MiB
+    options.shard_optimizer_state = zero;
+    options.world_size = zero ? 1 : 0;
+    zrt_plan *plan = nullptr;
+    zrt_status s =
+        zcc_compile(text.data(), text.size(), name.c_str(), &options, &plan);
+    ASSERT_EQ(s, nullptr) << zrt_status_message(s);
+    std::string path = std::string(ZCC_TEST_PLANS_DIR) +
+                       (zero ? "/gpt_block_zero.zplan" : "/gpt_block_dp.zplan");
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(in) << path;
+    std::string expected((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+    size_t size = 0;
+    ASSERT_EQ(zrt_plan_to_bytes(plan, nullptr, 0, &size), nullptr);
+    ASSERT_EQ(size, expected.size());
+    std::string bytes(size, '\0');
+    // Too small a buffer: refused, nothing written.
+    s = zrt_plan_to_bytes(plan, bytes.data(), size - 1, &size);
+    ASSERT_NE(s, nullptr);
+    EXPECT_NE(std::string(zrt_status_message(s)).find("takes"),
+              std::string::npos)
+        << zrt_status_message(s);
+    zrt_status_free(s);
+    EXPECT_EQ(bytes, std::string(size, '\0'));
+    ASSERT_EQ(zrt_plan_to_bytes(plan, bytes.data(), size, &size), nullptr);
+    EXPECT_TRUE(bytes == expected) << "the C API's plan differs from zcc's";
+    std::string saved = ::testing::TempDir() + "zcc-capi-saved.zplan";
+    ASSERT_EQ(zrt_plan_save_file(plan, saved.c_str()), nullptr);
+    std::ifstream back(saved, std::ios::binary);
+    EXPECT_TRUE(std::string((std::istreambuf_iterator<char>(back)),
+                            std::istreambuf_iterator<char>()) == expected);
+    std::remove(saved.c_str());
+    zrt_plan_free(plan);
+  }
+}
+
+/// A successful compile's warnings reach the caller's function, one call
+/// each; bad options are errors naming the option, with no plan.
+TEST(CompilerCApi, WarningsReachTheCallerAndBadOptionsAreErrors) {
+  const std::string unused =
+      "func.func @unused_loss(%x: tensor<4xf32> {zt.name = \"x\", zt.role = "
+      "#zt.role<input>},\n"
+      "    %w: tensor<4xf32> {zt.name = \"w\", zt.role = #zt.role<parameter>, "
+      "zt.init = #zt.init<zeros>},\n"
+      "    %u: tensor<3xf32> {zt.name = \"unused\", zt.role = "
+      "#zt.role<parameter>, zt.init = #zt.init<zeros>}) -> tensor<f32> {\n"
+      "  %p = zt.mul %x, %w : tensor<4xf32>\n"
+      "  %l = zt.sum %p, dims = [0] : (tensor<4xf32>) -> tensor<f32>\n"
+      "  return %l : tensor<f32>\n}\n";
+  std::vector<std::string> heard;
+  zcc_compile_options options;
+  zcc_compile_options_init(&options);
+  options.warning = [](void *context, const char *message) {
+    static_cast<std::vector<std::string> *>(context)->push_back(message);
+  };
+  options.warning_context = &heard;
+  zrt_plan *plan = nullptr;
+  zrt_status s =
+      zcc_compile(unused.data(), unused.size(), "unused.mlir", &options, &plan);
+  ASSERT_EQ(s, nullptr) << zrt_status_message(s);
+  zrt_plan_free(plan);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0], "unused.mlir:1:1: warning: parameter 'unused' does not "
+                      "affect the loss; its gradient is zero");
+
+  // The planner's clock ends the search before its nodes: a warning (the
+  // MLP's ZeRO-1 step on two ranks has a search to cut).
+  heard.clear();
+  std::string text = readExample("mlp.mlir");
+  options.optimizer = "adamw";
+  options.data_parallel = 1;
+  options.shard_optimizer_state = 1;
+  options.world_size = 2;
+  options.planner_time_limit = 1e-9;
+  s = zcc_compile(text.data(), text.size(), "mlp.mlir", &options, &plan);
+  ASSERT_EQ(s, nullptr) << zrt_status_message(s);
+  zrt_plan_free(plan);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_NE(heard[0].find("stopped at its time limit"), std::string::npos)
+      << heard[0];
+
+  // Bad options: named, and no plan.
+  struct Bad {
+    void (*set)(zcc_compile_options &);
+    const char *says;
+  };
+  for (Bad bad : {
+           Bad{[](zcc_compile_options &o) { o.planner_time_limit = 0; },
+               "planner time limit"},
+           Bad{[](zcc_compile_options &o) { o.planner_node_limit = -1; },
+               "planner node limit"},
+           Bad{[](zcc_compile_options &o) { o.precision = "f16"; },
+               "precision must be f32 or bf16"},
+           Bad{[](zcc_compile_options &o) { o.data_parallel = 0; },
+               "for data-parallel jobs"},
+           Bad{[](zcc_compile_options &o) { o.alignment = 3; },
+               "alignment must be a power of two"},
+           Bad{[](zcc_compile_options &o) { o.algorithm = nullptr; },
+               "null argument"},
+       }) {
+    zcc_compile_options o = options;
+    o.planner_time_limit = 60;
+    bad.set(o);
+    plan = nullptr;
+    s = zcc_compile(text.data(), text.size(), "mlp.mlir", &o, &plan);
+    ASSERT_NE(s, nullptr) << bad.says;
+    EXPECT_EQ(plan, nullptr);
+    EXPECT_EQ(zrt_status_get_code(s), ZRT_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(zrt_status_message(s)).find(bad.says),
+              std::string::npos)
+        << zrt_status_message(s);
+    zrt_status_free(s);
+  }
 }
 
 } // namespace

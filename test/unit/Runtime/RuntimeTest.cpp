@@ -966,6 +966,48 @@ TEST(CApi, DistributedSessionReducesThroughTheCallersCommunicator) {
   zrt_plan_free(dp);
 }
 
+/// A plan's bytes from the C API are the file it was loaded from, load
+/// again, and save to a file of the same bytes; bad calls are refused.
+TEST(CApi, PlanBytesRoundTrip) {
+  REQUIRE_PLANS();
+  std::string path = planPath("gpt_block_zero");
+  std::ifstream in(path, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  zrt_plan *plan = nullptr;
+  ASSERT_EQ(zrt_plan_load_file(path.c_str(), &plan), nullptr);
+  size_t size = 0;
+  ASSERT_EQ(zrt_plan_to_bytes(plan, nullptr, 0, &size), nullptr);
+  ASSERT_EQ(size, file.size());
+  std::string bytes(size, '\0');
+  ASSERT_EQ(zrt_plan_to_bytes(plan, bytes.data(), bytes.size(), &size),
+            nullptr);
+  EXPECT_TRUE(bytes == file);
+  zrt_plan *again = nullptr;
+  ASSERT_EQ(zrt_plan_load_bytes(bytes.data(), bytes.size(), &again), nullptr);
+  std::string saved = ::testing::TempDir() + "zrt-plan-bytes.zplan";
+  ASSERT_EQ(zrt_plan_save_file(again, saved.c_str()), nullptr);
+  std::ifstream back(saved, std::ios::binary);
+  EXPECT_TRUE(std::string((std::istreambuf_iterator<char>(back)),
+                          std::istreambuf_iterator<char>()) == file);
+  std::remove(saved.c_str());
+  zrt_status s = zrt_plan_to_bytes(plan, bytes.data(), 16, &size);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(size, file.size()); // the size needed, still
+  zrt_status_free(s);
+  for (zrt_status bad :
+       {zrt_plan_to_bytes(nullptr, nullptr, 0, &size),
+        zrt_plan_to_bytes(plan, nullptr, 16, &size),
+        zrt_plan_to_bytes(plan, nullptr, 0, nullptr),
+        zrt_plan_save_file(plan, nullptr),
+        zrt_plan_save_file(plan, "/nonexistent-dir/x.zplan")}) {
+    ASSERT_NE(bad, nullptr);
+    zrt_status_free(bad);
+  }
+  zrt_plan_free(plan);
+  zrt_plan_free(again);
+}
+
 TEST(CApi, TrainsAndReportsErrors) {
   REQUIRE_PLANS();
   zrt_plan *plan = nullptr;
