@@ -125,17 +125,24 @@ def batches(count, batch, sequence, vocab, seed=0):
     return out
 
 
-def train_both(model, data, steps, lr=1e-3, precision="f32"):
-    """Losses of zcc and of PyTorch training copies of `model` on `data`."""
+def train_both(model, data, steps, lr=1e-3, precision="f32", sgd=False,
+               clip_grad_norm=None, norms=None):
+    """Losses of zcc and of PyTorch training copies of `model` on `data`,
+    with AdamW (or SGD, momentum 0.9), the gradients clipped by their
+    global norm when `clip_grad_norm` is given (PyTorch's norms before
+    clipping are appended to `norms`)."""
     dtype = torch.float64 if precision == "f64" else torch.float32
     reference = copy.deepcopy(model).to(dtype)
     x0, y0 = (torch.from_numpy(a) for a in data[0])
     start = time.perf_counter()
     traced = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,), loss=lm_loss)
-    compiled = traced.compile(optimizer=zcc.adamw(lr=lr))
+    compiled = traced.compile(
+        optimizer=zcc.sgd(lr=lr, momentum=0.9) if sgd else zcc.adamw(lr=lr),
+        clip_grad_norm=clip_grad_norm)
     compile_seconds = time.perf_counter() - start
     session = compiled.session(precision=precision)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=lr)
+    optimizer = (torch.optim.SGD(reference.parameters(), lr=lr, momentum=0.9)
+                 if sgd else torch.optim.AdamW(reference.parameters(), lr=lr))
     ours, theirs = [], []
     for step in range(steps):
         x, y = data[step % len(data)]
@@ -143,6 +150,11 @@ def train_both(model, data, steps, lr=1e-3, precision="f32"):
         optimizer.zero_grad()
         loss = lm_loss(reference(torch.from_numpy(x)), torch.from_numpy(y))
         loss.backward()
+        if clip_grad_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(reference.parameters(),
+                                                  clip_grad_norm)
+            if norms is not None:
+                norms.append(norm.item())
         optimizer.step()
         theirs.append(loss.item())
     return ours, theirs, compiled, compile_seconds

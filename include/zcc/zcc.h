@@ -66,6 +66,10 @@ typedef struct {
   /* Where the warnings go; NULL: to stderr, one line each. */
   zcc_warning_fn warning;
   void *warning_context;
+  /* Gradients clipped by their global norm to at most this before the
+   * updates, as torch.nn.utils.clip_grad_norm_ (data parallel: of the
+   * averaged gradients); 0: no clipping (the default). */
+  double clip_grad_norm;
 } zcc_compile_options;
 
 /* zcc's defaults: sgd, lr 0.01, no momentum, AdamW's 0.9/0.999/1e-8,

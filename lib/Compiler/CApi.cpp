@@ -56,6 +56,7 @@ void zcc_compile_options_init(zcc_compile_options *options) {
   options->eps = defaults.eps;
   options->accumulate = defaults.accumulate;
   options->grad_scale = defaults.gradScale;
+  options->clip_grad_norm = defaults.clipGradNorm;
   options->recompute = defaults.recompute;
   options->memory_budget = defaults.memoryBudget;
   options->remat_problem = nullptr;
@@ -90,6 +91,7 @@ zrt_status zcc_compile(const char *source, size_t size, const char *name,
   compile.eps = options->eps;
   compile.accumulate = options->accumulate != 0;
   compile.gradScale = options->grad_scale;
+  compile.clipGradNorm = options->clip_grad_norm;
   compile.recompute = options->recompute != 0;
   compile.memoryBudget = options->memory_budget;
   compile.rematProblem = options->remat_problem ? options->remat_problem : "";

@@ -111,6 +111,15 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
                      "data parallel needs an optimizer in the plan (sgd or "
                      "adamw): the gradients are averaged over the ranks "
                      "before the update");
+  if (options.clipGradNorm < 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "clip grad norm must be >= 0 (0: no clipping), got ",
+                     options.clipGradNorm);
+  if (options.clipGradNorm > 0 && options.optimizer == "none")
+    return makeError(StatusCode::InvalidArgument,
+                     "clipping the gradients needs an optimizer in the plan "
+                     "(sgd or adamw): the clipped gradients are never "
+                     "materialized, the updates read them");
   if (options.shardOptimizerState && !options.dataParallel)
     return makeError(StatusCode::InvalidArgument,
                      "sharding the optimizer state (ZeRO-1) is for "
@@ -134,14 +143,14 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
     return makeError(StatusCode::InvalidArgument,
                      "alignment must be a power of two, got ",
                      options.alignment);
-  for (auto [name, value] :
-       {std::pair<const char *, double>{"lr", options.lr},
-        {"momentum", options.momentum},
-        {"weight decay", options.weightDecay},
-        {"beta1", options.beta1},
-        {"beta2", options.beta2},
-        {"eps", options.eps},
-        {"grad scale", options.gradScale}})
+  for (auto [name, value] : {std::pair<const char *, double>{"lr", options.lr},
+                             {"momentum", options.momentum},
+                             {"weight decay", options.weightDecay},
+                             {"beta1", options.beta1},
+                             {"beta2", options.beta2},
+                             {"eps", options.eps},
+                             {"grad scale", options.gradScale},
+                             {"clip grad norm", options.clipGradNorm}})
     if (!std::isfinite(value))
       return makeError(StatusCode::InvalidArgument, name,
                        " must be a finite number, got ", value);
@@ -164,6 +173,8 @@ std::string zcc::producerLine(const CompileOptions &options) {
     os << " weight-decay=" << options.weightDecay;
   if (options.accumulate)
     os << " accumulate grad-scale=" << options.gradScale;
+  if (options.clipGradNorm > 0)
+    os << " clip-grad-norm=" << options.clipGradNorm;
   if (options.matmulWorkspace >= 0)
     os << " matmul-workspace=" << options.matmulWorkspace;
   if (!options.recompute)
@@ -213,6 +224,7 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   pipeline.rematProblem = options.rematProblem;
   pipeline.precision = options.precision;
   pipeline.gradScale = options.gradScale;
+  pipeline.clipGradNorm = options.clipGradNorm;
   pipeline.dataParallel = options.dataParallel;
   pipeline.bucketBytes = options.bucketBytes;
   pipeline.shardOptimizerState = options.shardOptimizerState;

@@ -146,6 +146,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return fail("weight-decay", weightDecay, ">= 0");
     if (!finite(gradScale) || gradScale <= 0)
       return fail("grad-scale", gradScale, "> 0");
+    if (!finite(clipGradNorm) || clipGradNorm < 0)
+      return fail("clip-grad-norm", clipGradNorm, ">= 0 (0: no clipping)");
     if (bucketBytes < 0)
       return fail("bucket-bytes", static_cast<double>(bucketBytes),
                   ">= 0 (0: sized from the gradients)");
@@ -195,9 +197,10 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
   /// Emits the update of `param` from `grad`: the new parameter and state,
   /// each tied to its argument.
   LogicalResult emitUpdate(OpBuilder &b, StepSignature &sig,
-                           BlockArgument param, Value grad) {
-    FailureOr<Update> update =
-        emitStep(b, sig, param, grad, argName(sig.fn, param.getArgNumber()));
+                           BlockArgument param, Value grad,
+                           Value sumSquares = {}) {
+    FailureOr<Update> update = emitStep(
+        b, sig, param, grad, argName(sig.fn, param.getArgNumber()), sumSquares);
     if (failed(update))
       return failure();
     update->tie(sig, param);
@@ -218,16 +221,33 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     }
   };
 
+  /// `grad` times grad-scale.
+  Value scaled(OpBuilder &b, Value grad) {
+    if (gradScale == 1.0)
+      return grad;
+    return b.create<ScaleOp>(grad.getLoc(), grad.getType(), grad,
+                             b.getF64FloatAttr(gradScale));
+  }
+
+  /// `partial` (null: none) plus the sum of `grad`'s squares: the next link
+  /// of clipping's chain.
+  static Value sumSquares(OpBuilder &b, Value grad, Value partial) {
+    auto type = RankedTensorType::get(
+        {}, cast<RankedTensorType>(grad.getType()).getElementType());
+    return b.create<SumSquaresOp>(grad.getLoc(), type, grad, partial);
+  }
+
   /// The optimizer's step on `param` (an argument, or a shard of several)
-  /// from `grad`, its state added as arguments named `name` + ".momentum"
-  /// or ".exp_avg" / ".exp_avg_sq".
+  /// from `grad` (scaled), its state added as arguments named `name` +
+  /// ".momentum" or ".exp_avg" / ".exp_avg_sq"; clipped by the global norm
+  /// when `sumSquares` (the sum of every gradient's squares) is given.
   FailureOr<Update> emitStep(OpBuilder &b, StepSignature &sig, Value param,
-                             Value grad, const std::string &name) {
+                             Value grad, const std::string &name,
+                             Value sumSquares) {
     Location loc = sig.fn.getLoc();
     Type type = param.getType();
-    if (gradScale != 1.0)
-      grad = b.create<ScaleOp>(loc, type, grad, b.getF64FloatAttr(gradScale));
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
+    FloatAttr maxGradNorm = sumSquares ? f64(clipGradNorm) : FloatAttr();
     auto state = [&](const char *suffix) {
       return sig.addState(ArgRole::OptimizerState, type, name + suffix);
     };
@@ -239,10 +259,10 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
         buffer = state(".momentum");
         types.push_back(type);
       }
-      auto sgd = b.create<SgdOp>(loc, types, param, grad,
-                                 buffer ? Value(buffer) : Value(), f64(lr),
-                                 f64(momentum), f64(weightDecay),
-                                 nesterov ? b.getUnitAttr() : UnitAttr());
+      auto sgd = b.create<SgdOp>(
+          loc, types, param, grad, buffer ? Value(buffer) : Value(), sumSquares,
+          f64(lr), f64(momentum), f64(weightDecay),
+          nesterov ? b.getUnitAttr() : UnitAttr(), maxGradNorm);
       update.param = sgd.getNewParam();
       if (buffer)
         update.states.push_back(
@@ -254,9 +274,10 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return failure();
     BlockArgument expAvg = state(".exp_avg");
     BlockArgument expAvgSq = state(".exp_avg_sq");
-    auto adamw = b.create<AdamwOp>(
-        loc, TypeRange{type, type, type}, param, grad, expAvg, expAvgSq, *step,
-        f64(lr), f64(beta1), f64(beta2), f64(eps), f64(weightDecay));
+    auto adamw =
+        b.create<AdamwOp>(loc, TypeRange{type, type, type}, param, grad, expAvg,
+                          expAvgSq, *step, f64(lr), f64(beta1), f64(beta2),
+                          f64(eps), f64(weightDecay), sumSquares, maxGradNorm);
     update.param = adamw.getNewParam();
     update.states.push_back({adamw.getNewExpAvg(), expAvg, ".exp_avg"});
     update.states.push_back({adamw.getNewExpAvgSq(), expAvgSq, ".exp_avg_sq"});
@@ -291,6 +312,13 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     }
     if (dataParallel)
       averageOverRanks(b, fn, gradients, /*inProductionOrder=*/true);
+    if (clipGradNorm > 0) {
+      b.setInsertionPoint(ret);
+      if (failed(clippedUpdates(b, sig, gradients)))
+        return failure();
+      sig.finish(b);
+      return success();
+    }
     for (auto [param, grad] : gradients) {
       // Each update goes right after its gradient and the parameter's last
       // read, so a gradient dies as soon as it is computed instead of all of
@@ -306,11 +334,36 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
         b.setInsertionPointAfter(after);
       else
         b.setInsertionPointToStart(&fn.getBody().front());
-      if (failed(emitUpdate(b, sig, param, grad)))
+      if (failed(emitUpdate(b, sig, param, scaled(b, grad))))
         return failure();
     }
     sig.finish(b);
     return success();
+  }
+
+  /// Clipping by the global norm, at `b`: the squares of every gradient
+  /// summed in the list's order, then every update, clipped.
+  LogicalResult
+  clippedUpdates(OpBuilder &b, StepSignature &sig,
+                 ArrayRef<std::pair<BlockArgument, Value>> gradients) {
+    Value total;
+    for (auto [param, grad] : gradients)
+      total = sumSquares(b, grad, total);
+    total = scaledSquares(b, total);
+    for (auto [param, grad] : gradients)
+      if (failed(emitUpdate(b, sig, param, scaled(b, grad), total)))
+        return failure();
+    return success();
+  }
+
+  /// A sum of squares of gradients as that of the scaled gradients: times
+  /// grad-scale squared, so that no scaled copy of every gradient has to
+  /// live until the norm is known.
+  Value scaledSquares(OpBuilder &b, Value sum) {
+    if (gradScale == 1.0)
+      return sum;
+    return b.create<ScaleOp>(sum.getLoc(), sum.getType(), sum,
+                             b.getF64FloatAttr(gradScale * gradScale));
   }
 
   /// Groups `gradients` into buckets of about bucket-bytes and calls
@@ -435,6 +488,9 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     int bucketIndex = 0;
     LogicalResult result = success();
 
+    // Clipping: the sum of the squares of every rank's shards, all reduced
+    // (sum) once every bucket is; null without clipping.
+    Value sumOfSquares;
     // The step on this rank's shard, then the all_gather; the states'
     // records for the plan.
     auto step = [&](ShardedBucket &k) -> LogicalResult {
@@ -445,8 +501,9 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
         members.push_back(gradients[i].first);
       Value params = b.create<ShardOp>(loc, shardType, members, ranksAttr);
       std::string name = "zero." + std::to_string(bucketIndex++);
+      Value grad = scaled(b, k.reduceScatter->getResult(0));
       FailureOr<Update> update =
-          emitStep(b, sig, params, k.reduceScatter->getResult(0), name);
+          emitStep(b, sig, params, grad, name, sumOfSquares);
       if (failed(update))
         return failure();
       for (auto &[value, arg, suffix] : update->states)
@@ -485,6 +542,9 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
 
     // Buckets whose step, or whose slices, wait for the next collective.
     std::optional<ShardedBucket> stepPending, slicesPending;
+    // Clipping: every bucket, reduced, and this rank's sum of squares.
+    SmallVector<ShardedBucket> clipped;
+    Value partialSum;
     // Runs the stages due after `rs`, the reduce_scatter just placed (null
     // after the last bucket: then what is still pending, after the last op
     // placed).
@@ -537,6 +597,14 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
           k.reduceScatter = b.create<ReduceScatterOp>(
               loc, RankedTensorType::get({k.shard}, k.element),
               packed.getResults(), ranksAttr, b.getUnitAttr());
+          if (clipGradNorm > 0) {
+            // Every step waits for the norm: the buckets' steps come after
+            // the last one, each shard's squares summed as it arrives.
+            partialSum =
+                sumSquares(b, k.reduceScatter->getResult(0), partialSum);
+            clipped.push_back(std::move(k));
+            return;
+          }
           Operation *rs = k.reduceScatter;
           advance(rs);
           stepPending = std::move(k);
@@ -546,7 +614,26 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
         });
     if (failed(result))
       return failure();
-    advance(nullptr);
+    if (clipGradNorm > 0) {
+      // This rank's shards' squares summed over the ranks (one number), then
+      // each bucket's step and all_gather, the previous bucket's slices
+      // after it.
+      sumOfSquares =
+          scaledSquares(b, b.create<AllReduceOp>(loc, partialSum.getType(),
+                                                 partialSum, UnitAttr())
+                               .getResult(0));
+      std::optional<ShardedBucket> previous;
+      for (ShardedBucket &k : clipped) {
+        if (failed(step(k)))
+          return failure();
+        if (previous)
+          slices(*previous);
+        previous = std::move(k);
+      }
+      slices(*previous);
+    } else {
+      advance(nullptr);
+    }
     if (failed(result))
       return failure();
     if (slicesPending) {
@@ -645,9 +732,14 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       if (dataParallel)
         averageOverRanks(b, apply, updates, /*inProductionOrder=*/false);
       b.setInsertionPoint(body->getTerminator());
-      for (auto [param, grad] : updates)
-        if (failed(emitUpdate(b, sig, param, grad)))
+      if (clipGradNorm > 0) {
+        if (failed(clippedUpdates(b, sig, updates)))
           return failure();
+      } else {
+        for (auto [param, grad] : updates)
+          if (failed(emitUpdate(b, sig, param, scaled(b, grad))))
+            return failure();
+      }
     }
     b.setInsertionPoint(body->getTerminator());
     // Zeroing comes last, after every read of the accumulators.

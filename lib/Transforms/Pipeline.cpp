@@ -30,6 +30,7 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
     optimizer.beta2 = options.beta2;
     optimizer.eps = options.eps;
     optimizer.gradScale = options.gradScale;
+    optimizer.clipGradNorm = options.clipGradNorm;
     optimizer.dataParallel = options.dataParallel;
     optimizer.bucketBytes = options.bucketBytes;
     optimizer.shardOptimizerState = options.shardOptimizerState;

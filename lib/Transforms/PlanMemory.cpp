@@ -42,10 +42,13 @@ DictionaryAttr launchParams(Operation *op) {
   std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
   if (!info)
     return params.getDictionary(op->getContext());
-  for (StringAttr name : info->getAttributeNames())
+  for (StringAttr name : info->getAttributeNames()) {
+    if (!zt::isKernelParameter(name.strref()))
+      continue;
     if (std::optional<Attribute> value = op->getInherentAttr(name.strref()))
       if (*value)
         params.set(name, *value);
+  }
   info->populateDefaultAttrs(params);
   return params.getDictionary(op->getContext());
 }
@@ -186,13 +189,14 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
   /// Plans `fn`'s arena, replaces it with a zplan.entry, and returns the
   /// arena bytes it needs.
   /// The part of the step an op belongs to, for the memory timeline:
-  /// "update" (the optimizer's updates, every op of an apply entry),
+  /// "update" (the optimizer's updates and their clipping's sums, every
+  /// op of an apply entry),
   /// "recompute" (a forward op copied into the backward),
   /// "backward" (from zt-autodiff's zt.backward_start on), else "" (the
   /// forward).
   static StringRef phaseOf(func::FuncOp fn, const BufferLiveness &live,
                            Operation *op) {
-    if (isa<SgdOp, AdamwOp>(op) || entryKind(fn) == "apply")
+    if (isa<SgdOp, AdamwOp, SumSquaresOp>(op) || entryKind(fn) == "apply")
       return "update";
     if (op->hasAttr(ZTDialect::kRecomputeAttrName))
       return "recompute";

@@ -129,7 +129,7 @@ public:
   /// An op the pass may copy: a forward op whose results are arena buffers
   /// (or views of them), not an optimizer update.
   bool recomputable(Operation *op) const {
-    if (inBackward(op) || isa<SgdOp, AdamwOp, ConstantOp>(op) ||
+    if (inBackward(op) || isa<SgdOp, AdamwOp, SumSquaresOp, ConstantOp>(op) ||
         op->getNumResults() == 0)
       return false;
     return llvm::all_of(op->getResults(), [&](Value r) {

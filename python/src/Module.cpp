@@ -557,6 +557,7 @@ NB_MODULE(_zcc, m) {
       .def_rw("remat_problem", &zcc::CompileOptions::rematProblem)
       .def_rw("precision", &zcc::CompileOptions::precision)
       .def_rw("grad_scale", &zcc::CompileOptions::gradScale)
+      .def_rw("clip_grad_norm", &zcc::CompileOptions::clipGradNorm)
       .def_rw("alignment", &zcc::CompileOptions::alignment)
       .def_rw("algorithm", &zcc::CompileOptions::algorithm)
       .def_rw("planner_time_limit", &zcc::CompileOptions::plannerTimeLimit)

@@ -2,6 +2,7 @@
 
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -363,7 +364,7 @@ class Traced:
                 remat_problem=None, data_parallel=False, bucket_mb=None,
                 shard_optimizer_state=False, world_size=None,
                 planner_time_limit=None, planner_node_limit=None,
-                _plant_in_place_bug=False):
+                clip_grad_norm=None, _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
         gradients become outputs); the default is zcc.adamw(). `recompute`
@@ -382,6 +383,10 @@ class Traced:
         sixteenth of the gradients, from 1 to 25 MiB);
         `shard_optimizer_state` (ZeRO-1, with `world_size`) keeps 1/N of the
         optimizer state on each rank (docs/distributed.md).
+        `clip_grad_norm` clips the gradients by their global norm to at most
+        this before the updates, as torch.nn.utils.clip_grad_norm_ (with
+        data_parallel: the norm of the averaged gradients; None: no
+        clipping).
         `planner_node_limit` bounds the memory planner's search per entry in
         nodes (the same plan on every machine; 0: none; None: zcc's
         2,000,000) and `planner_time_limit` in seconds (None: 60), a guard:
@@ -391,7 +396,8 @@ class Traced:
             optimizer, accumulate, alignment, algorithm, matmul_workspace,
             grad_scale, recompute, memory_budget, precision, remat_problem,
             data_parallel, bucket_mb, shard_optimizer_state, world_size,
-            planner_time_limit, planner_node_limit, _plant_in_place_bug)
+            planner_time_limit, planner_node_limit, _plant_in_place_bug,
+            clip_grad_norm=clip_grad_norm)
         plan, _, warned = self.graph.compile(options)
         _warn(warned)
         return Compiled(plan, self._inputs + self._labels, self.parameters,
@@ -403,7 +409,8 @@ def _compile_options(optimizer, accumulate, alignment, algorithm,
                      matmul_workspace, grad_scale, recompute, memory_budget,
                      precision, remat_problem, data_parallel, bucket_mb,
                      shard_optimizer_state, world_size, planner_time_limit,
-                     planner_node_limit, plant_in_place_bug=False):
+                     planner_node_limit, plant_in_place_bug=False, *,
+                     clip_grad_norm=None):
     """Traced.compile's arguments (which say what each means) as the
     compiler's options; compile_mlir takes the same."""
     options = _zcc.CompileOptions()
@@ -445,6 +452,12 @@ def _compile_options(optimizer, accumulate, alignment, algorithm,
     options.plant_in_place_bug = bool(plant_in_place_bug)
     if matmul_workspace is not None:
         options.matmul_workspace = int(matmul_workspace)
+    if clip_grad_norm is not None:
+        norm = float(clip_grad_norm)
+        if not (norm > 0 and math.isfinite(norm)):
+            raise Error(f"clip_grad_norm must be a positive number (None: no "
+                        f"clipping), got {clip_grad_norm!r}")
+        options.clip_grad_norm = norm
     return options
 
 
@@ -533,7 +546,8 @@ def compile_mlir(text, optimizer="default", accumulate=False, name="<string>",
                  matmul_workspace=None, grad_scale=1.0, recompute=True,
                  memory_budget=None, remat_problem=None, data_parallel=False,
                  bucket_mb=None, shard_optimizer_state=False, world_size=None,
-                 planner_time_limit=None, planner_node_limit=None):
+                 planner_time_limit=None, planner_node_limit=None,
+                 clip_grad_norm=None):
     """Compiles zt text (what `zcc` reads; `name` names it in messages and
     the plan's locations) in process, with Traced.compile's options: the
     same plan, byte for byte, as `zcc` with the same flags."""
@@ -541,7 +555,7 @@ def compile_mlir(text, optimizer="default", accumulate=False, name="<string>",
         optimizer, accumulate, alignment, algorithm, matmul_workspace,
         grad_scale, recompute, memory_budget, precision, remat_problem,
         data_parallel, bucket_mb, shard_optimizer_state, world_size,
-        planner_time_limit, planner_node_limit)
+        planner_time_limit, planner_node_limit, clip_grad_norm=clip_grad_norm)
     plan, warned = _zcc.compile_source(text, name, options)
     _warn(warned)
     return Compiled(plan, None, None, accumulate=bool(accumulate))

@@ -8,6 +8,7 @@
 // RUN: not zt-opt %s -zt-optimizer="optimizer=adamw beta2=1" -split-input-file 2>&1 | FileCheck %s --check-prefix=BETA
 // RUN: not zt-opt %s -zt-optimizer="grad-scale=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=SCALE
 // RUN: not zt-opt %s -zt-optimizer="data-parallel=true bucket-bytes=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=BUCKET
+// RUN: not zt-opt %s -zt-optimizer="clip-grad-norm=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=CLIP
 
 // LR: zt-optimizer option 'lr' must be >= 0, got -1.000000e+00
 // NAME: zt-optimizer option 'optimizer' must be 'sgd' or 'adamw', got 'adam'
@@ -17,6 +18,7 @@
 // BETA: zt-optimizer option 'beta2' must be >= 0 and < 1, got 1.000000e+00
 // SCALE: zt-optimizer option 'grad-scale' must be > 0, got 0.000000e+00
 // BUCKET: zt-optimizer option 'bucket-bytes' must be >= 0 (0: sized from the gradients), got -1.000000e+00
+// CLIP: zt-optimizer option 'clip-grad-norm' must be >= 0 (0: no clipping), got -1.000000e+00
 
 // A forward-only module has nothing to update.
 // expected-error @+1 {{zt-optimizer found no training step: run zt-autodiff first}}

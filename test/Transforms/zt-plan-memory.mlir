@@ -88,8 +88,8 @@ func.func @mixed(%x: tensor<64x16xf32> {zt.role = #zt.role<input>, zt.name = "x"
 // CHECK-NEXT: %[[V:.+]] = zplan.slot persistent offset = 256 size = 16 name = "v" {init = #zt.init<zeros>} : memref<4xf32>
 // CHECK-NEXT: %[[K:.+]] = zplan.slot constant offset = 0 size = 16 {init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>} : memref<4xf32>
 // CHECK-NEXT: %[[NV:.+]] = zplan.slot arena offset = 0 size = 16 live = [1, 5] : memref<4xf32>
-// CHECK: zplan.launch "sgd"(%[[V]], %[[K]]) -> (%[[NV]]) {lr = 5.000000e-01 : f64, momentum = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} {phase = "update"} :
-// CHECK-NEXT: zplan.launch "sgd"(%[[W]], %[[K]]) -> (%[[W]]) {lr = 5.000000e-01 : f64, momentum = 0.000000e+00 : f64, weight_decay = 2.500000e-01 : f64} {phase = "update"} :
+// CHECK: zplan.launch "sgd"(%[[V]], %[[K]]) -> (%[[NV]]) {lr = 5.000000e-01 : f64, max_grad_norm = 0.000000e+00 : f64, momentum = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} {phase = "update"} :
+// CHECK-NEXT: zplan.launch "sgd"(%[[W]], %[[K]]) -> (%[[W]]) {lr = 5.000000e-01 : f64, max_grad_norm = 0.000000e+00 : f64, momentum = 0.000000e+00 : f64, weight_decay = 2.500000e-01 : f64} {phase = "update"} :
 // CHECK-NEXT: zplan.launch "sum"(%[[V]])
 // CHECK-NEXT: zplan.launch "copy"(%[[NV]]) -> (%[[V]]) {}
 func.func @persistent(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<ones>, zt.name = "w"},

@@ -2,10 +2,10 @@
 traced in Python, trained for 10 AdamW steps in f64 on fixed rows, each rank
 on its share; rank 0 prints the losses and the parameters as JSON.
 
-    [mpirun -np N] python dp_worker.py MODE ROWS_PER_RANK
+    [mpirun -np N] python dp_worker.py MODE ROWS_PER_RANK [CLIP]
 
 MODE: single (no data parallelism), dp (data_parallel=True), zero (ZeRO-1
-over 2 ranks).
+over 2 ranks). CLIP: clip_grad_norm, with buckets of 1 KiB (several).
 """
 import json
 import sys
@@ -15,6 +15,7 @@ import numpy as np
 import zcc
 
 mode, rows = sys.argv[1], int(sys.argv[2])
+clip = float(sys.argv[3]) if len(sys.argv) > 3 else None
 
 
 def loss_fn(x, y):
@@ -27,7 +28,9 @@ def loss_fn(x, y):
 traced = zcc.trace(loss_fn, x=zcc.input((rows, 16)), y=zcc.label((rows,), "int32"))
 compiled = traced.compile(optimizer=zcc.adamw(lr=1e-2), data_parallel=mode != "single",
                           shard_optimizer_state=mode == "zero",
-                          world_size=2 if mode == "zero" else None)
+                          world_size=2 if mode == "zero" else None,
+                          clip_grad_norm=clip,
+                          bucket_mb=1 / 1024 if clip and mode != "single" else None)
 session = compiled.session(precision="f64", distributed=mode != "single")
 rank, world = session.rank, session.world_size
 data = np.random.default_rng(3)

@@ -345,6 +345,7 @@ def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
         (dict(), []),
         (dict(shard_optimizer_state=True, world_size=2),
          ["--shard-optimizer-state", "--world-size", "2"]),
+        (dict(clip_grad_norm=0.5), ["--clip-grad-norm", "0.5"]),
     ]:
         written = zcc.compile_mlir(
             text, optimizer=zcc.adamw(lr=1e-3, weight_decay=0.0), name=path,
@@ -358,6 +359,8 @@ def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
         assert written.plan.to_bytes() == out.read_bytes(), flags
     with pytest.raises(zcc.Error, match="for data-parallel jobs"):
         zcc.compile_mlir(text, shard_optimizer_state=True, world_size=2)
+    with pytest.raises(zcc.Error, match="clip_grad_norm must be a positive"):
+        zcc.compile_mlir(text, clip_grad_norm=-1)
     with pytest.warns(zcc.CompileWarning, match="stopped at its time limit"):
         zcc.compile_mlir(open(os.path.join(examples, "mlp.mlir")).read(),
                          data_parallel=True, shard_optimizer_state=True,

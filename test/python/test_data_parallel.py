@@ -51,6 +51,26 @@ def test_zero_one_gives_the_bits_of_plain_data_parallelism():
     assert zero["params"] == dp["params"]
 
 
+def test_clipped_gradients_are_clipped_by_the_norm_of_the_mean():
+    # The norm of the averaged gradients, as one process at twice the batch
+    # (clip_grad_norm_ after DDP's all-reduce); ZeRO-1 sums each rank's
+    # shards' squares and all-reduces the sum: another order, not the bits.
+    single = job("single", "8", "0.05")
+    dp = job("dp", "4", "0.05", ranks=2)
+    zero = job("zero", "4", "0.05", ranks=2)
+    unclipped = job("single", "8")
+    for name in ("w1", "b1", "w2"):
+        np.testing.assert_allclose(dp["params"][name], single["params"][name],
+                                   rtol=0, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(zero["params"][name], dp["params"][name],
+                                   rtol=0, atol=1e-12, err_msg=name)
+    # The clipping bites: without it the parameters end elsewhere.
+    moved = max(np.abs(np.array(unclipped["params"][n]) -
+                       np.array(single["params"][n])).max()
+                for n in ("w1", "b1", "w2"))
+    assert moved > 1e-4, moved
+
+
 def test_distributed_without_a_job_is_one_rank():
     # Not started by mpirun: MPI makes a job of this one process.
     alone = job("dp", "8")

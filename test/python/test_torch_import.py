@@ -31,6 +31,30 @@ def test_gpt_trains_like_pytorch(precision, tolerance):
     assert memory["arena"] == memory["lower_bound"]
 
 
+@pytest.mark.parametrize("sgd", [False, True], ids=["adamw", "sgd"])
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_clipped_gradients_train_like_clip_grad_norm(sgd, precision, tolerance):
+    # compile(clip_grad_norm=) against torch.nn.utils.clip_grad_norm_
+    # between backward() and step().
+    torch.manual_seed(0)
+    model = nanogpt.GPT(vocab=128, sequence=16, width=64, heads=4, layers=2)
+    data = nanogpt.batches(4, batch=4, sequence=16, vocab=128)
+    lr, clip = (0.3, 0.5) if sgd else (3e-3, 0.5)
+    norms = []
+    ours, theirs, _, _ = nanogpt.train_both(model, data, 20, lr=lr, sgd=sgd,
+                                            precision=precision,
+                                            clip_grad_norm=clip, norms=norms)
+    relative = np.abs(np.array(ours) - theirs) / np.abs(theirs)
+    assert relative.max() < tolerance, list(zip(ours, theirs))
+    # Not vacuous: the norm exceeds the limit, and unclipped training
+    # ends elsewhere.
+    assert sum(n > clip for n in norms) >= 10, norms
+    unclipped, _, _, _ = nanogpt.train_both(model, data, 20, lr=lr, sgd=sgd,
+                                            precision=precision)
+    apart = np.abs(np.array(unclipped) - theirs) / np.abs(theirs)
+    assert apart.max() > 100 * tolerance, list(zip(unclipped, theirs))
+
+
 def test_gpt_parameters_keep_pytorch_names_and_values():
     torch.manual_seed(1)
     model = nanogpt.GPT(layers=1)

@@ -81,6 +81,12 @@ cl::opt<double> gradScale("grad-scale",
                           cl::desc("Scale of the accumulated gradient in "
                                    "the apply entry"),
                           cl::init(1.0), cl::cat(category));
+cl::opt<double> clipGradNorm(
+    "clip-grad-norm",
+    cl::desc("Clip the gradients by their global norm to at most this "
+             "before the updates, as torch.nn.utils.clip_grad_norm_ (with "
+             "--data-parallel: of the averaged gradients; 0: no clipping)"),
+    cl::init(0.0), cl::cat(category));
 cl::opt<bool> dataParallel(
     "data-parallel",
     cl::desc("Average the gradients over the ranks of a data-parallel job "
@@ -182,6 +188,7 @@ int main(int argc, char **argv) {
   options.rematProblem = rematProblem.getValue();
   options.precision = precision.getValue();
   options.gradScale = gradScale.getValue();
+  options.clipGradNorm = clipGradNorm.getValue();
   options.dataParallel = dataParallel.getValue();
   options.shardOptimizerState = shardOptimizerState.getValue();
   options.ranks = worldSize.getValue();

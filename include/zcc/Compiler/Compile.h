@@ -44,6 +44,9 @@ struct CompileOptions {
   /// f32 master weights (zt-mixed-precision).
   std::string precision = "f32";
   double gradScale = 1.0;
+  /// Gradients clipped by their global norm to at most this before the
+  /// updates (torch.nn.utils.clip_grad_norm_); 0: no clipping.
+  double clipGradNorm = 0.0;
   /// Gradients averaged over the ranks of a data-parallel job before the
   /// updates, in buckets of about `bucketBytes` (docs/distributed.md); 0:
   /// sized from the gradients (zcc::autoBucketBytes).

@@ -50,6 +50,10 @@ struct TrainStepPipelineOptions
   Option<double> gradScale{*this, "grad-scale",
                            llvm::cl::desc("Gradient scale before the update"),
                            llvm::cl::init(1.0)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("Clip the gradients by their global norm (0: off)"),
+      llvm::cl::init(0.0)};
   Option<bool> dataParallel{
       *this, "data-parallel",
       llvm::cl::desc("Average the gradients over the ranks of a "

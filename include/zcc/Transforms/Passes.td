@@ -209,6 +209,13 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     The module's `zt.sharded_states` says which parameters each state
     tensor covers, so that checkpoints hold it per parameter.
 
+    With `clip-grad-norm` > 0 the gradients (averaged over the ranks, and
+    scaled) are clipped by their global norm, as
+    `torch.nn.utils.clip_grad_norm_`: a chain of `zt.sum_squares` sums the
+    squares of every gradient (ZeRO-1: of this rank's shards, then one
+    `zt.all_reduce` of the sum), and every update, placed after it, takes
+    the sum and `max_grad_norm`.
+
     Out-of-range options are an error naming the option.
   }];
   let options = [
@@ -230,6 +237,10 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     Option<"gradScale", "grad-scale", "double", /*default=*/"1.0",
            "Gradients are multiplied by this before the update (1/K to "
            "average K accumulated microbatches)">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "Clip the gradients by their global norm to at most this, as "
+           "torch.nn.utils.clip_grad_norm_ (0: no clipping); with "
+           "data-parallel, the norm of the averaged gradients">,
     Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
            "Average the gradients over the ranks of a data-parallel job "
            "(zt.all_reduce with mean) before the updates, in buckets">,

@@ -100,6 +100,28 @@ static LogicalResult verifyHyperparameter(Operation *op, StringRef name,
   return diag << ", got " << formatNumber(value);
 }
 
+/// An optimizer update's clipping: `grad_sum_squares` present exactly when
+/// `max_grad_norm > 0`, in the parameter's element type.
+static LogicalResult verifyClipping(Operation *op, double maxGradNorm,
+                                    Value sumSquares, Type paramType) {
+  if (failed(verifyHyperparameter(op, "max_grad_norm", maxGradNorm, 0.0, true,
+                                  std::nullopt)))
+    return failure();
+  if ((maxGradNorm > 0) != static_cast<bool>(sumSquares))
+    return op->emitOpError()
+           << "takes a grad_sum_squares operand exactly when max_grad_norm > "
+              "0 (clipping), got max_grad_norm = "
+           << formatNumber(maxGradNorm) << (sumSquares ? " with" : " without")
+           << " one";
+  if (sumSquares && cast<ShapedType>(sumSquares.getType()).getElementType() !=
+                        cast<ShapedType>(paramType).getElementType())
+    return op->emitOpError()
+           << "grad_sum_squares must have the element type of param ("
+           << cast<ShapedType>(paramType).getElementType() << "), got "
+           << sumSquares.getType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ConstantOp, CausalMaskOp
 //===----------------------------------------------------------------------===//
@@ -704,7 +726,8 @@ LogicalResult SgdOp::verify() {
                                              getNewMomentumBuffer().getType(),
                                              "param", paramType))))
     return failure();
-  return success();
+  return verifyClipping(*this, getMaxGradNorm().convertToDouble(),
+                        getGradSumSquares(), paramType);
 }
 
 /// A bucket (zt.all_reduce, zt.pack): one or more operands, each result
@@ -830,6 +853,15 @@ LogicalResult AdamwOp::verify() {
                                   getWeightDecay().convertToDouble(), 0.0, true,
                                   std::nullopt)))
     return failure();
+  return verifyClipping(*this, getMaxGradNorm().convertToDouble(),
+                        getGradSumSquares(), paramType);
+}
+
+LogicalResult SumSquaresOp::verify() {
+  if (getPartial() && getPartial().getType() != getResult().getType())
+    return emitOpError() << "partial must have the result's type ("
+                         << getResult().getType() << "), got "
+                         << getPartial().getType();
   return success();
 }
 

@@ -653,17 +653,36 @@ template <typename T, typename S = T> struct Dropout : Functor {
   }
 };
 
+/// Clipping by the global norm, as torch.nn.utils.clip_grad_norm_: the
+/// gradients' factor min(1, max_norm / (norm + 1e-6)) in T, from the sum of
+/// their squares; 1 without clipping (no sum). A NaN norm gives NaN.
+template <typename T>
+ZRT_HOST_DEVICE inline T clipCoefficient(const T *sumSquares, T maxNorm) {
+  if (!sumSquares)
+    return T(1.0);
+  T c = maxNorm / (fSqrt(*sumSquares) + T(1e-6));
+  return c > T(1.0) ? T(1.0) : c;
+}
+
 /// Updated in place when the outputs are the state's buffers.
 template <typename T> struct Sgd : Functor {
   static constexpr bool kGrouped = false;
   const T *param = nullptr, *grad = nullptr, *buffer = nullptr;
+  const T *gradSumSquares = nullptr; // clipping, else null
   T *newParam = nullptr, *newBuffer = nullptr;
-  T lr = 0, momentum = 0, weightDecay = 0;
+  T lr = 0, momentum = 0, weightDecay = 0, maxGradNorm = 0;
   bool nesterov = false;
 
-  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+  struct Prepared {
+    T clip;
+  };
+  ZRT_HOST_DEVICE Prepared prepare() const {
+    return {clipCoefficient(gradSumSquares, maxGradNorm)};
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
     T p = param[i];
-    T g = grad[i] + weightDecay * p;
+    T g = grad[i] * c.clip + weightDecay * p;
     if (!buffer) {
       newParam[i] = p - lr * g;
       return;
@@ -679,23 +698,27 @@ template <typename T> struct Adamw : Functor {
   const T *param = nullptr, *grad = nullptr, *expAvg = nullptr,
           *expAvgSq = nullptr;
   const int64_t *step = nullptr;
+  const T *gradSumSquares = nullptr; // clipping, else null
   T *newParam = nullptr, *newExpAvg = nullptr, *newExpAvgSq = nullptr;
   double beta1 = 0, beta2 = 0; // from the plan, which states every one
-  T lr = 0, eps = 0, weightDecay = 0;
+  T lr = 0, eps = 0, weightDecay = 0, maxGradNorm = 0;
 
   struct Prepared {
-    T correction1, correction2;
+    T correction1, correction2, clip;
   };
-  /// The bias corrections, once per launch rather than per element.
+  /// The bias corrections and the clipping factor, once per launch rather
+  /// than per element.
   ZRT_HOST_DEVICE Prepared prepare() const {
     // The step counter counts from 0; bias correction uses t = step + 1.
     double t = static_cast<double>(*step) + 1.0;
     return {static_cast<T>(1.0 - dPow(beta1, t)),
-            static_cast<T>(1.0 - dPow(beta2, t))};
+            static_cast<T>(1.0 - dPow(beta2, t)),
+            clipCoefficient(gradSumSquares, maxGradNorm)};
   }
 
   /// One element's update: p, m, v become the new parameter and moments.
   ZRT_HOST_DEVICE void update(T &p, T g, T &m, T &v, const Prepared &c) const {
+    g = g * c.clip;
     T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
     T oneMinusB1 = static_cast<T>(1.0 - beta1);
     T oneMinusB2 = static_cast<T>(1.0 - beta2);
@@ -1091,6 +1114,29 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
       return;
     }
     losses[r] = max + fLog(sum) - loadAs<T>(row[label]);
+  }
+};
+
+/// partial + sum x[i]^2 (one group), summed in double: a link of the chain
+/// that clipping by the global norm sums the gradients' squares in.
+template <typename T> struct SumSquares : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr;
+  const T *partial = nullptr; // the running total, or null
+  T *y = nullptr;
+  int64_t elements = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t, G &group) const {
+    double total = 0.0;
+    for (int64_t i = group.lane; i < elements; i += group.lanes) {
+      double v = static_cast<double>(x[i]);
+      total += v * v;
+    }
+    total = group.reduce(total, Sum());
+    if (group.lane == 0)
+      *y = static_cast<T>((partial ? static_cast<double>(*partial) : 0.0) +
+                          total);
   }
 };
 

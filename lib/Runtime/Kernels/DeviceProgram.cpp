@@ -916,12 +916,32 @@ private:
     f.param = in(0);
     f.grad = in(1);
     f.newParam = result(0);
-    if (launch.inputs.size() == 3) {
+    if (launch.params.momentum != 0) {
       f.buffer = in(2);
       f.newBuffer = result(1);
     }
+    clipping(f);
     f.count = inType(0).numElements();
     push(f);
+  }
+
+  /// An optimizer update's clipping by the global norm: the last input.
+  template <typename F> void clipping(F &f) {
+    if (launch.params.maxGradNorm == 0)
+      return;
+    f.maxGradNorm = static_cast<T>(launch.params.maxGradNorm);
+    f.gradSumSquares = in(launch.inputs.size() - 1);
+  }
+
+  void sumSquares() {
+    SumSquares<T> f;
+    f.x = in(0);
+    if (launch.inputs.size() == 2)
+      f.partial = in(1);
+    f.y = result(0);
+    f.elements = inType(0).numElements();
+    f.count = 1;
+    push(f, f.elements);
   }
 
   void adamw() {
@@ -939,6 +959,7 @@ private:
     f.newParam = result(0);
     f.newExpAvg = result(1);
     f.newExpAvgSq = result(2);
+    clipping(f);
     f.count = inType(0).numElements();
     push(f);
   }
@@ -1065,6 +1086,9 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     break;
   case KernelId::Adamw:
     adamw();
+    break;
+  case KernelId::SumSquares:
+    sumSquares();
     break;
   case KernelId::AllReduce:
     allReduce();

@@ -91,8 +91,8 @@ struct Collective {
 template <typename T>
 using StepOf = std::variant<
     Elementwise<T>, Fill, CausalMask<T>, StridedCopy, ConcatPart, SliceGrad<T>,
-    Embedding<T>, EmbeddingGrad<T>, Dropout<T>, Sgd<T>, Adamw<T>, Reduce<T>,
-    MaxGrad<T>, Softmax<T>, SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>,
+    Embedding<T>, EmbeddingGrad<T>, Dropout<T>, Sgd<T>, Adamw<T>, SumSquares<T>,
+    Reduce<T>, MaxGrad<T>, Softmax<T>, SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>,
     LayerNormGradRows<T>, LayerNormGradColumns<T>, RmsNormGradRows<T>,
     RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
     CrossEntropyGradRows<T>, AttentionRows<T>, AttentionGradDelta<T>,

@@ -611,6 +611,22 @@ Status checkEmbeddingGrad(const LaunchRules &r) {
   return r.expectShape("grad", grad, expected);
 }
 
+/// Clipping by the global norm: with max_grad_norm > 0, the last input is
+/// the sum of the squares of the step's gradients: `added` is how many
+/// inputs it adds (0 or 1).
+Status clippingInputs(const LaunchRules &r, size_t &added) {
+  added = 0;
+  ZRT_RETURN_IF_ERROR(r.expectRange("max_grad_norm", r.params.maxGradNorm, 0.0,
+                                    true, std::nullopt));
+  if (r.params.maxGradNorm == 0)
+    return Status::ok();
+  if (r.numInputs() == 0)
+    return r.fail("clipping (max_grad_norm > 0) needs the grad_sum_squares "
+                  "input");
+  added = 1;
+  return r.expectFloatScalar("grad_sum_squares", r.input(r.numInputs() - 1));
+}
+
 Status checkSgd(const LaunchRules &r) {
   double lr = r.params.lr, momentum = r.params.momentum,
          weightDecay = r.params.weightDecay;
@@ -624,7 +640,10 @@ Status checkSgd(const LaunchRules &r) {
     return r.fail("nesterov needs momentum != 0");
   // The momentum buffer is an operand and a result exactly when momentum
   // is on.
-  ZRT_RETURN_IF_ERROR(r.expectCounts(hasBuffer ? 3 : 2, hasBuffer ? 2 : 1));
+  size_t clip = 0;
+  ZRT_RETURN_IF_ERROR(clippingInputs(r, clip));
+  ZRT_RETURN_IF_ERROR(
+      r.expectCounts((hasBuffer ? 3 : 2) + clip, hasBuffer ? 2 : 1));
   const TensorType &param = r.input(0);
   ZRT_RETURN_IF_ERROR(r.expectFloat("param", param));
   ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(1), "param", param));
@@ -640,7 +659,9 @@ Status checkSgd(const LaunchRules &r) {
 }
 
 Status checkAdamw(const LaunchRules &r) {
-  ZRT_RETURN_IF_ERROR(r.expectCounts(5, 3));
+  size_t clip = 0;
+  ZRT_RETURN_IF_ERROR(clippingInputs(r, clip));
+  ZRT_RETURN_IF_ERROR(r.expectCounts(5 + clip, 3));
   const TensorType &param = r.input(0);
   ZRT_RETURN_IF_ERROR(r.expectFloat("param", param));
   ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(1), "param", param));
@@ -865,6 +886,13 @@ Status checkKernel(const LaunchRules &r) {
         r.expectSameType("result", r.output(0), "operand", r.input(0)));
     return r.expectRange("rate", r.params.rate, 0.0, true, 1.0);
   }
+  case KernelId::SumSquares:
+    // The operand, and the running total when it continues one.
+    ZRT_RETURN_IF_ERROR(r.expectCounts(r.numInputs() == 1 ? 1 : 2, 1));
+    ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
+    if (r.numInputs() == 2)
+      ZRT_RETURN_IF_ERROR(r.expectFloatScalar("partial", r.input(1)));
+    return r.expectFloatScalar("result", r.output(0));
   case KernelId::Sgd:
     return checkSgd(r);
   case KernelId::Adamw:

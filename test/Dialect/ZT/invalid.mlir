@@ -445,6 +445,41 @@ func.func @sgd_momentum_without_buffer(%p: tensor<4xf32>, %g: tensor<4xf32>) {
 }
 
 // -----
+func.func @sgd_clip_without_sum(%p: tensor<4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{takes a grad_sum_squares operand exactly when max_grad_norm > 0 (clipping), got max_grad_norm = 1 without one}}
+  %0 = zt.sgd %p, %g {lr = 0.1 : f64, max_grad_norm = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @adamw_sum_without_clip(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %step: tensor<i64>, %s: tensor<f32>) {
+  // expected-error @+1 {{takes a grad_sum_squares operand exactly when max_grad_norm > 0 (clipping), got max_grad_norm = 0 with one}}
+  %0:3 = zt.adamw %p, %g, %m, %v, %step clip %s {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @adamw_negative_clip(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %step: tensor<i64>, %s: tensor<f32>) {
+  // expected-error @+1 {{max_grad_norm must be >= 0, got -1}}
+  %0:3 = zt.adamw %p, %g, %m, %v, %step clip %s {lr = 0.1 : f64, max_grad_norm = -1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+func.func @sgd_clip_sum_type(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<bf16>) {
+  // expected-error @+1 {{grad_sum_squares must have the element type of param ('f32'), got 'tensor<bf16>'}}
+  %0 = zt.sgd %p, %g clip %s {lr = 0.1 : f64, max_grad_norm = 1.0 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<bf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @sum_squares_partial_type(%g: tensor<4xf32>, %s: tensor<bf16>) {
+  // expected-error @+1 {{partial must have the result's type ('tensor<f32>'), got 'tensor<bf16>'}}
+  %0 = zt.sum_squares %g, %s : (tensor<4xf32>, tensor<bf16>) -> tensor<f32>
+  return
+}
+
+// -----
 func.func @sgd_buffer_without_momentum(%p: tensor<4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
   // expected-error @+1 {{a momentum_buffer operand needs momentum != 0}}
   %0, %1 = zt.sgd %p, %g, %b {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)

@@ -158,6 +158,21 @@ func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %buf: tensor<10xf3
   return %0, %1, %2, %3, %4, %5 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>
 }
 
+// Clipping by the global norm: the sum of squares chained over the
+// gradients, and the updates that read it.
+// CHECK-LABEL: func.func @clipped_optimizers
+func.func @clipped_optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %buf: tensor<10xf32>, %m: tensor<10xf32>, %v: tensor<10xf32>, %step: tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) {
+  // CHECK: %[[S0:.+]] = zt.sum_squares %{{.+}} : (tensor<10xf32>) -> tensor<f32>
+  %s0 = zt.sum_squares %g : (tensor<10xf32>) -> tensor<f32>
+  // CHECK: %[[S1:.+]] = zt.sum_squares %{{.+}}, %[[S0]] : (tensor<10xf32>, tensor<f32>) -> tensor<f32>
+  %s1 = zt.sum_squares %buf, %s0 : (tensor<10xf32>, tensor<f32>) -> tensor<f32>
+  // CHECK: zt.sgd %{{.+}}, %{{.+}}, %{{.+}} clip %[[S1]] {lr = 1.000000e-01 : f64, max_grad_norm = 1.000000e+00 : f64, momentum = 9.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>)
+  %0, %1 = zt.sgd %p, %g, %buf clip %s1 {lr = 0.1 : f64, momentum = 0.9 : f64, max_grad_norm = 1.0 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>)
+  // CHECK: zt.adamw %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} clip %[[S1]] {lr = 1.000000e-03 : f64, max_grad_norm = 5.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  %2, %3, %4 = zt.adamw %p, %g, %m, %v, %step clip %s1 {lr = 1.0e-3 : f64, max_grad_norm = 0.5 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  return %0, %1, %2, %3 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>
+}
+
 // CHECK-LABEL: func.func @collectives
 func.func @collectives(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>) {
   // CHECK: zt.all_reduce %{{.+}}, %{{.+}} {mean} : (tensor<8x4xf32>, tensor<4xf32>) -> (tensor<8x4xf32>, tensor<4xf32>)

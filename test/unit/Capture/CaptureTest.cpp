@@ -535,8 +535,16 @@ TEST(CompilerCApi, DataParallelPlansAreZccsBytes) {
   std::string text = readExample("gpt_block.mlir");
   // The name zcc was given: it is in the plan's locations.
   std::string name = std::string(ZCC_EXAMPLES_DIR) + "/gpt_block.mlir";
-  for (bool zero : {false, true}) {
-    SCOPED_TRACE(zero ? "gpt_block_zero" : "gpt_block_dp");
+  struct Case {
+    const char *plan;
+    bool zero;
+    double clip;
+  };
+  for (Case c :
+       {Case{"gpt_block_dp", false, 0.0}, Case{"gpt_block_zero", true, 0.0},
+        Case{"gpt_block_zero_clip", true, 0.5}}) {
+    SCOPED_TRACE(c.plan);
+    bool zero = c.zero;
     zcc_compile_options options;
     zcc_compile_options_init(&options);
     options.optimizer = "adamw";
@@ -545,12 +553,13 @@ TEST(CompilerCApi, DataParallelPlansAreZccsBytes) {
     options.bucket_bytes = static_cast<int64_t>(0.05 * (1 << 20)); // 0.05 MiB
     options.shard_optimizer_state = zero;
     options.world_size = zero ? 1 : 0;
+    options.clip_grad_norm = c.clip;
     zrt_plan *plan = nullptr;
     zrt_status s =
         zcc_compile(text.data(), text.size(), name.c_str(), &options, &plan);
     ASSERT_EQ(s, nullptr) << zrt_status_message(s);
-    std::string path = std::string(ZCC_TEST_PLANS_DIR) +
-                       (zero ? "/gpt_block_zero.zplan" : "/gpt_block_dp.zplan");
+    std::string path =
+        std::string(ZCC_TEST_PLANS_DIR) + "/" + c.plan + ".zplan";
     std::ifstream in(path, std::ios::binary);
     ASSERT_TRUE(in) << path;
     std::string expected((std::istreambuf_iterator<char>(in)),

@@ -154,16 +154,18 @@ public:
   /// States the optimizer parameters the case left out, as zcc always
   /// states them (PyTorch's defaults; the runtime has none of its own):
   /// sgd momentum 0 and weight_decay 0; adamw betas 0.9, 0.999, eps 1e-8,
-  /// weight_decay 0.01.
+  /// weight_decay 0.01; neither clipping (max_grad_norm 0).
   LaunchCase &stateOptimizerParams() {
     std::vector<std::pair<const char *, double>> stated;
     if (kernel == "sgd")
-      stated = {{"momentum", 0.0}, {"weight_decay", 0.0}};
+      stated = {
+          {"momentum", 0.0}, {"weight_decay", 0.0}, {"max_grad_norm", 0.0}};
     else if (kernel == "adamw")
       stated = {{"beta1", 0.9},
                 {"beta2", 0.999},
                 {"eps", 1e-8},
-                {"weight_decay", 0.01}};
+                {"weight_decay", 0.01},
+                {"max_grad_norm", 0.0}};
     for (const auto &[name, value] : stated)
       if (!findParam(name))
         param(floatParam(name, value));
@@ -627,15 +629,18 @@ inline std::vector<LaunchCase> everyKernel() {
       .input({}, {1})
       .output({3, 4});
   add("mse_grad").input({2, 3}).input({2, 3}).input({}, {1}).output({2, 3});
+  // Clipped by the global norm (sqrt 16: a factor of about 1/4).
   add("sgd")
       .input({4})
       .input({4})
       .input({4})
+      .input({}, {16})
       .outputInPlace(0)
       .outputInPlace(2)
       .param(floatParam("lr", 0.1))
       .param(floatParam("momentum", 0.9))
       .param(unitParam("nesterov"))
+      .param(floatParam("max_grad_norm", 1.0))
       .stateOptimizerParams();
   add("adamw")
       .input({4})
@@ -648,6 +653,7 @@ inline std::vector<LaunchCase> everyKernel() {
       .outputInPlace(3)
       .param(floatParam("lr", 1e-3))
       .stateOptimizerParams();
+  add("sum_squares").input({2, 3}).input({}, {0.5}).output({});
   // One part reduced in place, one copied in first (one rank: the mean is
   // the value itself).
   add("all_reduce")

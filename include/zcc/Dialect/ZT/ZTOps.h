@@ -15,4 +15,13 @@
 #define GET_OP_CLASSES
 #include "zcc/Dialect/ZT/ZTOps.h.inc"
 
+namespace zcc::zt {
+/// The attributes of a zt op that are its kernel's parameters: all it
+/// defines but the operand segment sizes (the loader counts operands from
+/// the parameters, e.g. momentum and max_grad_norm).
+inline bool isKernelParameter(llvm::StringRef attribute) {
+  return attribute != "operandSegmentSizes";
+}
+} // namespace zcc::zt
+
 #endif // ZCC_DIALECT_ZT_ZTOPS_H

@@ -767,7 +767,7 @@ def ZT_MseGradOp : ZT_Op<"mse_grad", [Pure,
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-def ZT_SgdOp : ZT_Op<"sgd", [Pure]> {
+def ZT_SgdOp : ZT_Op<"sgd", [Pure, AttrSizedOperandSegments]> {
   let summary = "one SGD step, with optional momentum and weight decay";
   let description = [{
     With `g = grad + weight_decay * param`:
@@ -781,6 +781,12 @@ def ZT_SgdOp : ZT_Op<"sgd", [Pure]> {
     `momentum_buffer` and `new_momentum_buffer` are present exactly when
     `momentum != 0`.
 
+    With `max_grad_norm > 0` (gradient clipping by the global norm, as
+    `torch.nn.utils.clip_grad_norm_`), `grad_sum_squares` is the sum of the
+    squares of every gradient of the step (`zt.sum_squares`) and `grad` is
+    first multiplied by `min(1, max_grad_norm / (sqrt(grad_sum_squares) +
+    1e-6))`.
+
     ```mlir
     %p1 = zt.sgd %p, %g {lr = 1.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
     %p2, %b2 = zt.sgd %p, %g, %b {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> (tensor<10xf32>, tensor<10xf32>)
@@ -788,14 +794,16 @@ def ZT_SgdOp : ZT_Op<"sgd", [Pure]> {
   }];
   let arguments = (ins ZT_FloatTensor:$param, ZT_FloatTensor:$grad,
                        Optional<ZT_FloatTensor>:$momentum_buffer,
+                       Optional<ZT_FloatScalar>:$grad_sum_squares,
                        F64Attr:$lr,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       UnitAttr:$nesterov);
+                       UnitAttr:$nesterov,
+                       DefaultValuedAttr<F64Attr, "0.0">:$max_grad_norm);
   let results = (outs ZT_FloatTensor:$new_param,
                       Optional<ZT_FloatTensor>:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad (`,` $momentum_buffer^)? attr-dict `:` functional-type(operands, results)
+    $param `,` $grad (`,` $momentum_buffer^)? (`clip` $grad_sum_squares^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -810,6 +818,8 @@ def ZT_AdamwOp : ZT_Op<"adamw", [Pure]> {
     `param' = param - lr * (mhat / (sqrt(vhat) + eps) + weight_decay * param)`.
     Results are `(param', m', v')`, tied in place by `zt-optimizer`.
     `0 <= beta1, beta2 < 1`, `eps > 0`, `lr >= 0`, `weight_decay >= 0`.
+    With `max_grad_norm > 0`, `grad` is first clipped by the global norm
+    from `grad_sum_squares`, as in `zt.sgd`.
 
     ```mlir
     %p1, %m1, %v1 = zt.adamw %p, %g, %m, %v, %step {lr = 1.000000e-03 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
@@ -822,11 +832,36 @@ def ZT_AdamwOp : ZT_Op<"adamw", [Pure]> {
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
-                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                       Optional<ZT_FloatScalar>:$grad_sum_squares,
+                       DefaultValuedAttr<F64Attr, "0.0">:$max_grad_norm);
   let results = (outs ZT_FloatTensor:$new_param, ZT_FloatTensor:$new_exp_avg,
                       ZT_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` functional-type(operands, results)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step (`clip` $grad_sum_squares^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_SumSquaresOp : ZT_Op<"sum_squares", [Pure,
+    AllElementTypesMatch<["operand", "result"]>]> {
+  let summary = "sum of the squares of every element, plus a running total";
+  let description = [{
+    `result = partial + sum_i operand[i]^2` (`partial` 0 when absent), a
+    rank-0 tensor, summed in f64 and rounded once to the element type.
+    `zt-optimizer` chains one per gradient, in a fixed order, for clipping
+    by the global norm (`max_grad_norm` of `zt.sgd` and `zt.adamw`).
+
+    ```mlir
+    %s0 = zt.sum_squares %g0 : (tensor<8x4xf32>) -> tensor<f32>
+    %s1 = zt.sum_squares %g1, %s0 : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand,
+                       Optional<ZT_FloatScalar>:$partial);
+  let results = (outs ZT_FloatScalar:$result);
+  let assemblyFormat = [{
+    $operand (`,` $partial^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -61,6 +61,7 @@ namespace zcc::runtime {
   X(MseGrad, "mse_grad")                                                       \
   X(Sgd, "sgd")                                                                \
   X(Adamw, "adamw")                                                            \
+  X(SumSquares, "sum_squares")                                                 \
   X(AllReduce, "all_reduce")                                                   \
   X(ReduceScatter, "reduce_scatter")                                           \
   X(AllGather, "all_gather")                                                   \
@@ -138,11 +139,13 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Sgd, "momentum", Float, momentum)                                          \
   X(Sgd, "weight_decay", Float, weightDecay)                                   \
   X(Sgd, "nesterov", Unit, nesterov)                                           \
+  X(Sgd, "max_grad_norm", Float, maxGradNorm)                                  \
   X(Adamw, "lr", Float, lr)                                                    \
   X(Adamw, "beta1", Float, beta1)                                              \
   X(Adamw, "beta2", Float, beta2)                                              \
   X(Adamw, "eps", Float, eps)                                                  \
   X(Adamw, "weight_decay", Float, weightDecay)                                 \
+  X(Adamw, "max_grad_norm", Float, maxGradNorm)                                \
   X(AllReduce, "mean", Unit, mean)                                             \
   X(ReduceScatter, "ranks", Int, ranks)                                        \
   X(ReduceScatter, "mean", Unit, mean)                                         \
@@ -154,7 +157,7 @@ std::optional<ElementArity> elementArity(KernelId id);
 struct LaunchParams {
   double factor = 0, value = 0, epsilon = 0, rate = 0;
   double lr = 0, momentum = 0, weightDecay = 0, beta1 = 0, beta2 = 0, eps = 0;
-  double scale = 0;
+  double scale = 0, maxGradNorm = 0;
   int64_t dimension = 0, axis = 0, seed = 0, ranks = 0;
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
   bool nesterov = false, causal = false, mean = false;
