@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -1556,37 +1558,61 @@ TEST(RandomKernels, DropoutKeepsAboutOneMinusRate) {
   expectNear(none.result(), {1, 2, 3, 4}, 0);
 }
 
-TEST(OptimizerKernels, AdamwOneStepInPlace) {
+/// One AdamW step on two elements: the launch (clipped when `maxNorm` > 0,
+/// from `sumSquares`) and its written-out result.
+struct AdamwStep {
   std::vector<double> p = {1.0, -2.0}, g = {0.5, 0.25}, m = {0.1, 0.0},
                       v = {0.01, 0.0};
   double lr = 0.01, b1 = 0.8, b2 = 0.9, eps = 1e-6, wd = 0.1;
-  int64_t step = 2; // t = 3
-  LaunchCase c("adamw");
-  c.input({2}, p).input({2}, g).input({2}, m).input({2}, v);
-  c.typedInput(DType::I64, {}, {double(step)});
-  c.outputInPlace(0).outputInPlace(2).outputInPlace(3);
-  c.param(floatParam("lr", lr))
-      .param(floatParam("beta1", b1))
-      .param(floatParam("beta2", b2))
-      .param(floatParam("eps", eps))
-      .param(floatParam("weight_decay", wd))
-      .stateOptimizerParams();
-  std::vector<double> newP, newM, newV;
-  for (int i = 0; i < 2; ++i) {
-    double mi = b1 * m[i] + (1 - b1) * g[i];
-    double vi = b2 * v[i] + (1 - b2) * g[i] * g[i];
-    double mHat = mi / (1 - std::pow(b1, 3)), vHat = vi / (1 - std::pow(b2, 3));
-    newM.push_back(mi);
-    newV.push_back(vi);
-    newP.push_back(p[i] - lr * (mHat / (std::sqrt(vHat) + eps) + wd * p[i]));
+
+  LaunchCase launch(int64_t step, double maxNorm = 0,
+                    double sumSquares = 0) const {
+    LaunchCase c("adamw");
+    c.input({2}, p).input({2}, g).input({2}, m).input({2}, v);
+    c.typedInput(DType::I64, {}, {double(step)});
+    if (maxNorm > 0)
+      c.input({}, {sumSquares});
+    c.outputInPlace(0).outputInPlace(2).outputInPlace(3);
+    c.param(floatParam("lr", lr))
+        .param(floatParam("beta1", b1))
+        .param(floatParam("beta2", b2))
+        .param(floatParam("eps", eps))
+        .param(floatParam("weight_decay", wd))
+        .param(floatParam("max_grad_norm", maxNorm));
+    return c;
   }
+
+  /// The new parameter, exp_avg and exp_avg_sq at t = step + 1, the
+  /// gradient multiplied by `clip`.
+  std::array<std::vector<double>, 3> expected(int64_t step,
+                                              double clip = 1) const {
+    double t = double(step + 1);
+    std::array<std::vector<double>, 3> out;
+    for (int i = 0; i < 2; ++i) {
+      double gi = g[i] * clip;
+      double mi = b1 * m[i] + (1 - b1) * gi;
+      double vi = b2 * v[i] + (1 - b2) * gi * gi;
+      double mHat = mi / (1 - std::pow(b1, t)),
+             vHat = vi / (1 - std::pow(b2, t));
+      out[0].push_back(p[i] -
+                       lr * (mHat / (std::sqrt(vHat) + eps) + wd * p[i]));
+      out[1].push_back(mi);
+      out[2].push_back(vi);
+    }
+    return out;
+  }
+};
+
+TEST(OptimizerKernels, AdamwOneStepInPlace) {
+  AdamwStep a;
+  LaunchCase c = a.launch(/*step=*/2); // t = 3
+  auto [newP, newM, newV] = a.expected(2);
   ASSERT_TRUE(c.run<double>().isOk());
   expectNear(c.result(0), newP, 1e-12);
   expectNear(c.result(1), newM, 1e-12);
   expectNear(c.result(2), newV, 1e-12);
   ASSERT_TRUE(c.run<float>().isOk());
   expectNear(c.result(0), newP, 1e-6);
-
 }
 
 TEST(OptimizerKernels, SumSquaresChainsInDouble) {
@@ -1605,41 +1631,23 @@ TEST(OptimizerKernels, SumSquaresChainsInDouble) {
 
 TEST(OptimizerKernels, ClippingScalesTheGradientByTheGlobalNorm) {
   // torch.nn.utils.clip_grad_norm_: g * min(1, max_norm / (norm + 1e-6)).
-  std::vector<double> p = {1.0, -2.0}, g = {0.5, 0.25}, m = {0.1, 0.0},
-                      v = {0.01, 0.0};
-  double lr = 0.01, b1 = 0.8, b2 = 0.9, eps = 1e-6, wd = 0.1;
+  AdamwStep a;
   for (double sumSquares : {9.0, 0.25}) {
     double maxNorm = 1.5;
     double clip = std::min(1.0, maxNorm / (std::sqrt(sumSquares) + 1e-6));
-    LaunchCase c("adamw");
-    c.input({2}, p).input({2}, g).input({2}, m).input({2}, v);
-    c.typedInput(DType::I64, {}, {0});
-    c.input({}, {sumSquares});
-    c.outputInPlace(0).outputInPlace(2).outputInPlace(3);
-    c.param(floatParam("lr", lr))
-        .param(floatParam("beta1", b1))
-        .param(floatParam("beta2", b2))
-        .param(floatParam("eps", eps))
-        .param(floatParam("weight_decay", wd))
-        .param(floatParam("max_grad_norm", maxNorm));
-    std::vector<double> newP, newM;
-    for (int i = 0; i < 2; ++i) {
-      double gi = g[i] * clip;
-      double mi = b1 * m[i] + (1 - b1) * gi;
-      double vi = b2 * v[i] + (1 - b2) * gi * gi;
-      double mHat = mi / (1 - b1), vHat = vi / (1 - b2);
-      newM.push_back(mi);
-      newP.push_back(p[i] - lr * (mHat / (std::sqrt(vHat) + eps) + wd * p[i]));
-    }
+    LaunchCase c = a.launch(/*step=*/0, maxNorm, sumSquares);
+    auto [newP, newM, newV] = a.expected(0, clip);
     ASSERT_TRUE(c.run<double>().isOk());
     expectNear(c.result(0), newP, 1e-12);
     expectNear(c.result(1), newM, 1e-12);
+    expectNear(c.result(2), newV, 1e-12);
 
     LaunchCase s("sgd");
-    s.input({2}, p).input({2}, g).input({}, {sumSquares}).outputInPlace(0);
-    s.param(floatParam("lr", lr)).param(floatParam("max_grad_norm", maxNorm));
+    s.input({2}, a.p).input({2}, a.g).input({}, {sumSquares}).outputInPlace(0);
+    s.param(floatParam("lr", a.lr)).param(floatParam("max_grad_norm", maxNorm));
     ASSERT_TRUE(s.stateOptimizerParams().run<double>().isOk());
-    expectNear(s.result(), {p[0] - lr * g[0] * clip, p[1] - lr * g[1] * clip},
+    expectNear(s.result(),
+               {a.p[0] - a.lr * a.g[0] * clip, a.p[1] - a.lr * a.g[1] * clip},
                1e-15);
   }
 }
