@@ -30,6 +30,9 @@ mid_arena=$("$build/bin/zcc" "$work/gpt_mid.mlir" --optimizer adamw --lr 0.001 -
   awk '/^  arena/ {print $2; exit}')
 "$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_half.zplan" --optimizer adamw --lr 0.001 \
   --memory-budget $((mid_arena / 2))
+# With the gradients clipped by their global norm, against clip_grad_norm_.
+"$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_clip.zplan" --optimizer adamw --lr 0.001 \
+  --clip-grad-norm 1
 # And in bf16 mixed precision (zt-mixed-precision), against PyTorch's autocast.
 "$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_bf16.zplan" --optimizer adamw --lr 0.001 \
   --precision bf16
@@ -41,6 +44,7 @@ models=(
   "GPT 4 layers, width 256, batch 8, sequence 128, vocabulary 512|gpt_mid|--model gpt --gpt 4,256,4,128,512 --batch 8"
   "the same, zcc with --memory-budget of half its arena|gpt_mid_half|--model gpt --gpt 4,256,4,128,512 --batch 8"
   "the same in bf16: zcc --precision bf16, PyTorch autocast bf16|gpt_mid_bf16|--model gpt --gpt 4,256,4,128,512 --batch 8 --autocast-bf16"
+  "the same in f32, gradients clipped: zcc --clip-grad-norm 1, PyTorch clip_grad_norm_(1)|gpt_mid_clip|--model gpt --gpt 4,256,4,128,512 --batch 8 --clip-grad-norm 1"
 )
 # zcc runs its products on its own kernel threads (BLAS single-threaded);
 # PyTorch gets the same count. OpenBLAS picks its kernels for the CPU, as
@@ -54,7 +58,7 @@ if [ -n "${OPENBLAS_CORETYPE:-}" ] && [ "$keepblas" = 0 ]; then
   unset OPENBLAS_CORETYPE
 fi
 blas=$(OPENBLAS_VERBOSE=2 "$build/bin/zcc-cpu-bench" 2>&1 | sed -n 's/^Core: //p' || true)
-declare -A zcc_ms
+declare -A zcc_ms torch_ms
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 {
   echo "zcc CPU executor against PyTorch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') eager, $threads threads, $(nproc) CPUs ($(uname -m)), OpenBLAS ${blas:-?} kernels$blasenv, $rounds rounds of $steps steps alternating, medians"
@@ -72,11 +76,15 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
     z=$(printf '%s\n' "${zs[@]}" | median)
     t=$(printf '%s\n' "${ts[@]}" | median)
     zcc_ms[$plan]=$z
+    torch_ms[$plan]=$t
     echo "| $name | $z | $t | $(awk -v z="$z" -v t="$t" 'BEGIN {printf "%.2f", z / t}') |"
   done
   echo
   echo "Half the arena ($((mid_arena / 2)) of $mid_arena bytes) costs the 4-layer GPT" \
     "$(awk -v a="${zcc_ms[gpt_mid_half]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its step time."
+  echo "Clipping takes the 4-layer GPT" \
+    "$(awk -v a="${zcc_ms[gpt_mid_clip]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its step time" \
+    "(PyTorch's clip_grad_norm_: $(awk -v a="${torch_ms[gpt_mid_clip]}" -v b="${torch_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x)."
   echo "bf16 takes the 4-layer GPT" \
     "$(awk -v a="${zcc_ms[gpt_mid_bf16]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its f32 step time."
 } | tee "$root/bench/cpu/results.md"

@@ -27,6 +27,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--autocast-bf16", action="store_true")
+    ap.add_argument("--clip-grad-norm", type=float, default=None,
+                    help="clip_grad_norm_ between backward() and step()")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -52,6 +54,9 @@ def main():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(batch)
         loss.backward()
+        if a.clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(list(params.values()),
+                                           a.clip_grad_norm)
         opt.step()
         return loss
 

@@ -129,8 +129,8 @@ def train_both(model, data, steps, lr=1e-3, precision="f32", sgd=False,
                clip_grad_norm=None, norms=None):
     """Losses of zcc and of PyTorch training copies of `model` on `data`,
     with AdamW (or SGD, momentum 0.9), the gradients clipped by their
-    global norm when `clip_grad_norm` is given (PyTorch's norms before
-    clipping are appended to `norms`)."""
+    global norm when `clip_grad_norm` is given (each step's norms before
+    clipping, zcc's `grad_norm` and PyTorch's, are appended to `norms`)."""
     dtype = torch.float64 if precision == "f64" else torch.float32
     reference = copy.deepcopy(model).to(dtype)
     x0, y0 = (torch.from_numpy(a) for a in data[0])
@@ -154,7 +154,7 @@ def train_both(model, data, steps, lr=1e-3, precision="f32", sgd=False,
             norm = torch.nn.utils.clip_grad_norm_(reference.parameters(),
                                                   clip_grad_norm)
             if norms is not None:
-                norms.append(norm.item())
+                norms.append((float(session.read("grad_norm")), norm.item()))
         optimizer.step()
         theirs.append(loss.item())
     return ours, theirs, compiled, compile_seconds

@@ -350,11 +350,38 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     for (auto [param, grad] : gradients)
       total = sumSquares(b, grad, total);
     total = scaledSquares(b, total);
+    if (failed(returnGradNorm(b, sig, total)))
+      return failure();
     for (auto [param, grad] : gradients)
       if (failed(emitUpdate(b, sig, param, scaled(b, grad), total)))
         return failure();
     return success();
   }
+
+  /// Returns the gradients' global norm before clipping (what
+  /// clip_grad_norm_ returns, for logging) as the entry's `grad_norm`.
+  LogicalResult returnGradNorm(OpBuilder &b, StepSignature &sig,
+                               Value sumOfSquares) {
+    func::FuncOp fn = sig.fn;
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+      if (argName(fn, i) == kGradNorm)
+        return fn.emitOpError() << "argument #" << i << " is named '"
+                                << kGradNorm << "', the output clipping adds";
+    for (const NamedAttrList &attrs : sig.resultAttrs)
+      if (auto name =
+              dyn_cast_or_null<StringAttr>(attrs.get(ZTDialect::kNameAttrName));
+          name && name.getValue() == kGradNorm)
+        return fn.emitOpError() << "returns a result named '" << kGradNorm
+                                << "', the output clipping adds";
+    Value norm = b.create<SqrtOp>(sumOfSquares.getLoc(), sumOfSquares.getType(),
+                                  sumOfSquares);
+    NamedAttrList attrs;
+    attrs.set(ZTDialect::kNameAttrName, b.getStringAttr(kGradNorm));
+    sig.results.push_back(norm);
+    sig.resultAttrs.push_back(attrs);
+    return success();
+  }
+  static constexpr const char *kGradNorm = "grad_norm";
 
   /// A sum of squares of gradients as that of the scaled gradients: times
   /// grad-scale squared, so that no scaled copy of every gradient has to
@@ -622,6 +649,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
           scaledSquares(b, b.create<AllReduceOp>(loc, partialSum.getType(),
                                                  partialSum, UnitAttr())
                                .getResult(0));
+      if (failed(returnGradNorm(b, sig, sumOfSquares)))
+        return failure();
       std::optional<ShardedBucket> previous;
       for (ShardedBucket &k : clipped) {
         if (failed(step(k)))

@@ -384,7 +384,7 @@ private:
 
   rt::TensorInfo find(const std::string &name) const {
     rt::TensorInfo info;
-    check(session_->findTensor(trainer_->entry(), name, info));
+    check(trainer_->findTensor(name, info));
     return info;
   }
 

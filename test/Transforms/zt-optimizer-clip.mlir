@@ -1,9 +1,11 @@
 // zt-optimizer with clip-grad-norm: the gradients are clipped by their
 // global norm (torch.nn.utils.clip_grad_norm_). A chain of zt.sum_squares
 // sums every gradient's squares, and every update, placed after it, reads
-// the sum: no clipped copy of a gradient is made.
+// the sum: no clipped copy of a gradient is made. The norm before clipping
+// (what clip_grad_norm_ returns) is the step's `grad_norm` output.
 // RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 clip-grad-norm=1.0" | FileCheck %s
 // CHECK-LABEL: func.func @mlp_loss
+// CHECK-SAME: -> (tensor<f32> {zt.name = "loss"}, tensor<f32> {zt.name = "grad_norm"}, 
 // CHECK-NOT: zt.adamw
 // CHECK: %[[S0:.+]] = zt.sum_squares %{{.+}} : (tensor<784x256xf32>) -> tensor<f32>
 // CHECK-NEXT: %[[S1:.+]] = zt.sum_squares %{{.+}}, %[[S0]] : (tensor<256xf32>, tensor<f32>) -> tensor<f32>
@@ -11,9 +13,10 @@
 // CHECK-NEXT: %[[S3:.+]] = zt.sum_squares %{{.+}}, %[[S2]]
 // CHECK-NEXT: %[[S4:.+]] = zt.sum_squares %{{.+}}, %[[S3]]
 // CHECK-NEXT: %[[S:.+]] = zt.sum_squares %{{.+}}, %[[S4]] : (tensor<10xf32>, tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: %[[NORM:.+]] = zt.sqrt %[[S]] : tensor<f32>
 // CHECK-COUNT-6: zt.adamw {{.+}} clip %[[S]] {lr = 1.000000e-01 : f64, max_grad_norm = 1.000000e+00 : f64, weight_decay = 0.000000e+00 : f64}
 // CHECK-NOT: zt.sum_squares
-// CHECK: return
+// CHECK: return %{{.+}}, %[[NORM]],
 
 // Data parallel: the norm of the averaged gradients, after the last bucket.
 // RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=sgd lr=0.1 clip-grad-norm=1.0 data-parallel=true bucket-bytes=2000" | FileCheck %s --check-prefix=DP
@@ -38,6 +41,7 @@
 // ZERO-NEXT: %[[P2:.+]] = zt.sum_squares %[[RS2]], %[[P1]]
 // ZERO-NEXT: %[[SUM:.+]] = zt.all_reduce %[[P2]] : (tensor<f32>) -> tensor<f32>
 // ZERO-NEXT: %[[S:.+]] = zt.scale %[[SUM]], factor = 2.500000e-01 : tensor<f32>
+// ZERO-NEXT: zt.sqrt %[[S]] : tensor<f32>
 // ZERO: %[[G0:.+]] = zt.scale %[[RS0]], factor = 5.000000e-01
 // ZERO-NEXT: zt.adamw %{{.+}}, %[[G0]], {{.+}} clip %[[S]]
 // ZERO-NEXT: zt.all_gather
@@ -50,6 +54,7 @@
 // ACC-LABEL: func.func @mlp_loss(
 // ACC-NOT: zt.sum_squares
 // ACC-LABEL: func.func @mlp_loss_apply(
+// ACC-SAME: -> (tensor<f32> {zt.name = "grad_norm"}, 
 // ACC-COUNT-6: zt.sum_squares
 // ACC-NEXT: %[[S:.+]] = zt.scale %{{.+}}, factor = 2.500000e-01 : tensor<f32>
 // ACC-COUNT-6: zt.sgd {{.+}} clip %[[S]]
@@ -58,3 +63,13 @@
 // RUN: zcc %examples/mlp.mlir --optimizer adamw --clip-grad-norm 1 --emit-ir=- -o %t.zplan | FileCheck %s --check-prefix=PLAN
 // PLAN: zplan.launch "sum_squares"({{.+}}) {} {phase = "update"}
 // PLAN: zplan.launch "adamw"({{.+}}) {{{.+}}max_grad_norm = 1.000000e+00 : f64{{.+}}} {phase = "update"}
+
+// A step that already returns a `grad_norm` is refused.
+// RUN: not zt-opt %S/Inputs/returns-grad-norm.mlir -zt-optimizer="optimizer=sgd clip-grad-norm=1.0" 2>&1 | FileCheck %s --check-prefix=CLASH
+// CLASH: error: 'func.func' op returns a result named 'grad_norm', the output clipping adds
+
+// zrun prints it with the loss.
+// RUN: zcc %examples/gpt_block.mlir --optimizer adamw --lr 0.001 --clip-grad-norm 0.5 -o %t.clip.zplan
+// RUN: zrun %t.clip.zplan --steps 2 | FileCheck %s --check-prefix=PRINTED
+// PRINTED: step 1 loss {{[0-9.]+}} grad_norm {{[0-9.]+}}
+// PRINTED-NEXT: step 2 loss {{[0-9.]+}} grad_norm {{[0-9.]+}}

@@ -36,12 +36,15 @@ rank, world = session.rank, session.world_size
 data = np.random.default_rng(3)
 images = data.normal(size=(400, 16)).astype(np.float32)
 labels = data.integers(0, 4, size=400).astype(np.int32)
-losses = []
+losses, norms = [], []
 for step in range(10):
     # The job's batch: rows [step * world * rows, ...), rank r its share.
     begin = (step * world + rank) * rows
     loss = session.step(images[begin:begin + rows], labels[begin:begin + rows])
     losses.append(loss)
+    if clip:
+        norms.append(float(session.read("grad_norm")))
 if rank == 0:
     print(json.dumps({"rank": rank, "world": world, "losses": losses,
+                      "grad_norms": norms,
                       "params": {n: session.read(n).tolist() for n in ("w1", "b1", "w2")}}))

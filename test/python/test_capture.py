@@ -131,6 +131,27 @@ def test_accumulation_takes_stacked_microbatches():
         session.step(images[0], labels[0])
 
 
+def test_accumulated_clipping_reports_the_norm_of_the_scaled_sum():
+    # The apply entry clips grad_scale * (sum of the microbatches'
+    # gradients); its grad_norm output against that norm from the
+    # gradients themselves (optimizer=None), in f64.
+    batches = [mixture(0), mixture(1)]
+    grads = trace_mlp().compile(optimizer=None).session(precision="f64")
+    total = {}
+    for b in batches:
+        grads.step(*b)
+        for name in ("w1", "b1", "w2", "b2", "w3", "b3"):
+            total[name] = total.get(name, 0) + grads.read(name + ".grad")
+    expected = np.sqrt(sum(np.sum((0.5 * g) ** 2) for g in total.values()))
+    compiled = trace_mlp().compile(optimizer=zcc.sgd(lr=0.05), accumulate=True,
+                                   grad_scale=0.5, clip_grad_norm=0.01)
+    session = compiled.session(microbatches=2, precision="f64")
+    session.step(np.stack([b[0] for b in batches]),
+                 np.stack([b[1] for b in batches]))
+    assert session.read("grad_norm") == pytest.approx(expected, rel=1e-12)
+    assert expected > 0.01  # clipped
+
+
 def test_the_saved_plan_runs_in_a_new_session(tmp_path):
     compiled = trace_mlp().compile()
     path = tmp_path / "mlp.zplan"

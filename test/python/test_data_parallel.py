@@ -59,6 +59,11 @@ def test_clipped_gradients_are_clipped_by_the_norm_of_the_mean():
     dp = job("dp", "4", "0.05", ranks=2)
     zero = job("zero", "4", "0.05", ranks=2)
     unclipped = job("single", "8")
+    # The grad_norm output is the job's norm (of the mean), above the limit
+    # each step: every step is clipped.
+    np.testing.assert_allclose(dp["grad_norms"], single["grad_norms"], rtol=1e-12)
+    np.testing.assert_allclose(zero["grad_norms"], single["grad_norms"], rtol=1e-12)
+    assert min(single["grad_norms"]) > 0.05, single["grad_norms"]
     for name in ("w1", "b1", "w2"):
         np.testing.assert_allclose(dp["params"][name], single["params"][name],
                                    rtol=0, atol=1e-12, err_msg=name)

@@ -46,9 +46,12 @@ def test_clipped_gradients_train_like_clip_grad_norm(sgd, precision, tolerance):
                                             clip_grad_norm=clip, norms=norms)
     relative = np.abs(np.array(ours) - theirs) / np.abs(theirs)
     assert relative.max() < tolerance, list(zip(ours, theirs))
+    # The step's grad_norm output is clip_grad_norm_'s return value.
+    our_norms, their_norms = np.array(norms).T
+    np.testing.assert_allclose(our_norms, their_norms, rtol=tolerance)
     # Not vacuous: the norm exceeds the limit, and unclipped training
     # ends elsewhere.
-    assert sum(n > clip for n in norms) >= 10, norms
+    assert sum(n > clip for n in their_norms) >= 10, norms
     unclipped, _, _, _ = nanogpt.train_both(model, data, 20, lr=lr, sgd=sgd,
                                             precision=precision)
     apart = np.abs(np.array(unclipped) - theirs) / np.abs(theirs)

@@ -308,6 +308,10 @@ int main(int argc, char **argv) {
   if (printEvery == 0)
     printEvery = steps <= 1000 ? 1 : std::max<int64_t>(1, steps / 100);
 
+  // Plans compiled with --clip-grad-norm return the norm before clipping.
+  TensorInfo gradNorm;
+  bool hasGradNorm = trainer->findTensor("grad_norm", gradNorm).isOk() &&
+                     gradNorm.region == Region::Output;
   double firstLoss = NAN, lastLoss = NAN;
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 1; step <= steps; ++step) {
@@ -332,14 +336,25 @@ int main(int argc, char **argv) {
                   "\n",
                   step, value, bits, persistentHash(*session));
     } else if (step % printEvery == 0 || step == steps) {
+      std::string norm;
+      if (hasGradNorm) {
+        double n = 0;
+        if (Status s = session->readValues(gradNorm, &n, 1); !s.isOk())
+          return fail(s);
+        char text[48];
+        std::snprintf(text, sizeof text, " grad_norm %.6f", n);
+        norm = text;
+      }
       if (printEvery == 1) {
-        std::printf("step %" PRId64 " loss %.6f\n", step, value);
+        std::printf("step %" PRId64 " loss %.6f%s\n", step, value,
+                    norm.c_str());
       } else {
         double seconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - start)
                              .count();
-        std::printf("step %" PRId64 "/%" PRId64 " loss %.6f  (%.1f steps/s)\n",
-                    step, steps, value, step / std::max(seconds, 1e-9));
+        std::printf(
+            "step %" PRId64 "/%" PRId64 " loss %.6f%s  (%.1f steps/s)\n", step,
+            steps, value, norm.c_str(), step / std::max(seconds, 1e-9));
       }
     }
     if (!std::isfinite(value)) {

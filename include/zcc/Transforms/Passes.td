@@ -214,7 +214,8 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     `torch.nn.utils.clip_grad_norm_`: a chain of `zt.sum_squares` sums the
     squares of every gradient (ZeRO-1: of this rank's shards, then one
     `zt.all_reduce` of the sum), and every update, placed after it, takes
-    the sum and `max_grad_norm`.
+    the sum and `max_grad_norm`. The norm before clipping is returned as
+    `grad_norm`.
 
     Out-of-range options are an error naming the option.
   }];

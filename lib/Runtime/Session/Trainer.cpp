@@ -48,6 +48,15 @@ Status Trainer::run(const Feed &feed, double &lossOut) {
   return Status::ok();
 }
 
+Status Trainer::findTensor(std::string_view name, TensorInfo &out) const {
+  Status status = session.findTensor(dataEntry, name, out);
+  if (status.isOk() || apply < 0)
+    return status;
+  if (session.findTensor(apply, name, out).isOk())
+    return Status::ok();
+  return status;
+}
+
 Status Trainer::step(const DataSource &data, double &loss) {
   return run(
       [&](int64_t batch) {

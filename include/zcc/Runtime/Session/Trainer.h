@@ -37,6 +37,10 @@ public:
   /// The entry that reads the data (train_step or microbatch).
   int entry() const { return dataEntry; }
 
+  /// A tensor of the step by name: the data entry's, else the apply
+  /// entry's (an output of the update, as `grad_norm` with clipping).
+  Status findTensor(std::string_view name, TensorInfo &out) const;
+
 private:
   Trainer(Session &session) : session(session) {}
   template <typename Feed> Status run(const Feed &feed, double &loss);
