@@ -11,8 +11,9 @@ its tolerance, whether the repeated 2-rank runs are bit for bit the same
 (traces and checkpoints), whether ZeRO-1 gives plain data parallelism's bits,
 whether the emulator (the CUDA executor's program on the host) gives the CPU's,
 whether data parallelism keeps its bits with ZeRO-1 buckets smaller than a
-gradient, recomputation under a memory budget and bf16 products, and the
-persistent bytes per rank. Needs zcc, zrun and mpirun on PATH.
+gradient, recomputation under a memory budget and bf16 products, whether
+gradients clipped by their global norm train as one rank's (plain and
+ZeRO-1, the same norms printed), and the persistent bytes per rank. Needs zcc, zrun and mpirun on PATH.
 Exit status 1 when a check fails.
 """
 import json
@@ -251,6 +252,60 @@ def main():
               "max |difference| %.3g, tolerance 1e-06: %s" % (
                   name, worst, "ok" if worst <= 1e-6 else "FAIL"))
         ok &= worst <= 1e-6
+
+    # Clipping by the global norm, below every step's norm: two ranks clip by
+    # the norm of the averaged gradients (ZeRO-1: each rank's shards' sums of
+    # squares all-reduced), as one rank at twice the batch, f64; the norms
+    # zrun prints (before clipping) are the same; and the emulator's
+    # collectives (the scalar's all-reduce too) give the CPU's bits.
+    clip = ["--clip-grad-norm", "0.5"]
+    untraced = ["--data", data, "--steps", str(STEPS)]
+
+    def norms(out):
+        return [l.split(" grad_norm ")[1] for l in out.splitlines()
+                if l.startswith("step ") and " grad_norm " in l]
+    plan = os.path.join(work, "one-clip.zplan")
+    run(["zcc", os.path.join(work, "gpt4.mlir"), "-o", plan] + clip + common)
+    ck = os.path.join(work, "one-clip.safetensors")
+    one_norms = norms(run(["zrun", plan, "--precision", "f64",
+                           "--save-checkpoint", ck] + untraced))
+    reference = read_safetensors(ck)
+    clipped = (len(one_norms) == STEPS and
+               min(float(n) for n in one_norms) > 0.5)
+    print("one rank at batch 4, clipped at 0.5, f64: grad_norm %s to %s "
+          "over %d steps: %s" % (one_norms[0], one_norms[-1], len(one_norms),
+                                 "every step clipped" if clipped else "FAIL"))
+    ok &= clipped
+    for zero_flags, name in (([], ""),
+                             (["--shard-optimizer-state", "--world-size", "2"],
+                              " with ZeRO-1")):
+        plan = os.path.join(work, "clip.zplan")
+        run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan,
+             "--data-parallel", "--bucket-mb", "0.05"] + clip + zero_flags +
+            common)
+        ck = os.path.join(work, "clip.safetensors")
+        out = run(["mpirun", "-np", "2", "zrun", plan, "--precision", "f64",
+                   "--save-checkpoint", ck] + untraced, env=env)
+        got = read_safetensors(ck)
+        worst = max(abs(x - y) for k in reference for x, y in
+                    zip(reference[k], got[k]))
+        same_norms = norms(out) == one_norms
+        print("two ranks%s at batch 2 clipped vs one at batch 4, f64: max "
+              "|difference| %.3g, tolerance 1e-06, grad_norm %s: %s" % (
+                  name, worst, "the same" if same_norms else "DIFFERS",
+                  "ok" if worst <= 1e-6 and same_norms else "FAIL"))
+        ok &= worst <= 1e-6 and same_norms
+        traced = []
+        for device in ("cpu", "emulator"):
+            out = run(["mpirun", "-np", "2", "zrun", plan, "--device", device,
+                       "--data", data, "--steps", str(STEPS), "--trace"],
+                      env=env)
+            traced.append([l for l in out.splitlines()
+                           if l.startswith("step ")])
+        same = traced[0] == traced[1] and len(traced[0]) == STEPS
+        print("two ranks%s clipped on the emulator vs the CPU, f32: traces "
+              "%s" % (name, "identical" if same else "DIFFER"))
+        ok &= same
 
     # Persistent bytes per rank: the parameters, plus the optimizer state
     # whole (plain) or one shard of it (ZeRO-1).
