@@ -6,7 +6,8 @@
 # of B rows (default 8): one process with 2 threads at batch B, against two
 # ranks of one thread each at batch B/2 (zcc: plain data parallel with its
 # default buckets and with DDP's 25 MiB, and ZeRO-1; PyTorch:
-# DistributedDataParallel). Prints median ms per step, the ratios and zcc's
+# DistributedDataParallel), and both with the gradients clipped by their
+# global norm (zcc --clip-grad-norm 1; DDP then clip_grad_norm_(1)). Prints median ms per step, the ratios and zcc's
 # bytes per rank, and writes bench/distributed/results.md. Builds zcc if needed
 # and installs PyTorch into .cache/bench-venv (once), as bench/cpu/run.sh.
 set -euo pipefail
@@ -43,6 +44,9 @@ z=("$build/bin/zcc" --optimizer adamw --lr 0.001)
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/dp25.zplan" --data-parallel --bucket-mb 25
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/zero.zplan" --data-parallel \
   --shard-optimizer-state --world-size 2
+"${z[@]}" "$work/gpt_$half.mlir" -o "$work/dpclip.zplan" --data-parallel --clip-grad-norm 1
+"${z[@]}" "$work/gpt_$half.mlir" -o "$work/zeroclip.zplan" --data-parallel \
+  --shard-optimizer-state --world-size 2 --clip-grad-norm 1
 # zrun's stats: ms per step over all steps (the first included; PyTorch
 # leaves 3 warm-up steps out), the persistent region and the arena.
 zms() { awk '/steps run/ {gsub(/[(,]/, ""); for (i = 1; i <= NF; ++i) if ($i == "ms") print $(i - 1)}'; }
@@ -67,11 +71,16 @@ for ((r = 0; r < rounds; ++r)); do
   zrecord zdp --mpi "$work/dp.zplan" --threads 1
   zrecord zdp25 --mpi "$work/dp25.zplan" --threads 1
   zrecord zzero --mpi "$work/zero.zplan" --threads 1
+  zrecord zdpclip --mpi "$work/dpclip.zplan" --threads 1
+  zrecord zzeroclip --mpi "$work/zeroclip.zplan" --threads 1
   ms[tone]+="$("$venv/bin/python" "$root/bench/distributed/torch_ddp.py" --gpt $gpt \
     --batch "$batch" --steps "$steps" --threads 2 | awk '{print $2}') "
   ms[tddp]+="$("$venv/bin/torchrun" --standalone --nproc_per_node 2 \
     "$root/bench/distributed/torch_ddp.py" --gpt $gpt --batch "$half" --steps "$steps" \
     --threads 1 2> /dev/null | awk '/ms_per_step/ {print $2}') "
+  ms[tddpclip]+="$("$venv/bin/torchrun" --standalone --nproc_per_node 2 \
+    "$root/bench/distributed/torch_ddp.py" --gpt $gpt --batch "$half" --steps "$steps" \
+    --threads 1 --clip-grad-norm 1 2> /dev/null | awk '/ms_per_step/ {print $2}') "
 done
 med() { printf '%s\n' ${ms[$1]} | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
@@ -84,8 +93,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
   echo "| 2 ranks, 1 thread each, batch $half each (zcc data parallel; DDP) | $(med zdp) | $(med tddp) | $(ratio "$(med zdp)" "$(med tddp)") | ${mem[zdp]} | ${arena[zdp]} |"
   echo "| the same, zcc with DDP's 25 MiB buckets (\`--bucket-mb 25\`) | $(med zdp25) | $(med tddp) | $(ratio "$(med zdp25)" "$(med tddp)") | ${mem[zdp25]} | ${arena[zdp25]} |"
   echo "| the same, zcc with ZeRO-1 | $(med zzero) | $(med tddp) | $(ratio "$(med zzero)" "$(med tddp)") | ${mem[zzero]} | ${arena[zzero]} |"
+  echo "| 2 ranks, gradients clipped (zcc \`--clip-grad-norm 1\`; DDP, then \`clip_grad_norm_(1)\`) | $(med zdpclip) | $(med tddpclip) | $(ratio "$(med zdpclip)" "$(med tddpclip)") | ${mem[zdpclip]} | ${arena[zdpclip]} |"
+  echo "| the same, zcc with ZeRO-1 | $(med zzeroclip) | $(med tddpclip) | $(ratio "$(med zzeroclip)" "$(med tddpclip)") | ${mem[zzeroclip]} | ${arena[zzeroclip]} |"
   echo
   echo "Two ranks against one process: zcc $(ratio "$(med zdp)" "$(med zone)")x the step time (ZeRO-1 $(ratio "$(med zzero)" "$(med zone)")x), PyTorch $(ratio "$(med tddp)" "$(med tone)")x."
+  echo "Clipping: zcc $(ratio "$(med zdpclip)" "$(med zdp)")x its data-parallel step (ZeRO-1 $(ratio "$(med zzeroclip)" "$(med zzero)")x), PyTorch $(ratio "$(med tddpclip)" "$(med tddp)")x."
   echo
   echo "Command: \`bash bench/distributed/run.sh --rounds $rounds --steps $steps --batch $batch\`"
 } | tee "$root/bench/distributed/results.md"

@@ -40,6 +40,8 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--clip-grad-norm", type=float, default=None,
+                    help="clip_grad_norm_ after DDP's all-reduce")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -59,6 +61,9 @@ def main():
         opt.zero_grad(set_to_none=True)
         loss = model(batch)
         loss.backward()
+        if a.clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(list(params.values()),
+                                           a.clip_grad_norm)
         opt.step()
         return loss
 
