@@ -1117,22 +1117,43 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
   }
 };
 
-/// partial + sum x[i]^2 (one group), summed in double: a link of the chain
-/// that clipping by the global norm sums the gradients' squares in.
-template <typename T> struct SumSquares : Functor {
+/// sum x[i]^2 over chunk g of x (one group per chunk), summed in double
+/// into sums[g]: the first step of sum_squares.
+template <typename T> struct SumSquaresChunks : Functor {
   static constexpr bool kGrouped = true;
   const T *x = nullptr;
+  double *sums = nullptr;
+  int64_t elements = 0, chunk = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
+    int64_t begin = g * chunk;
+    int64_t end = elements - begin < chunk ? elements : begin + chunk;
+    double total = 0.0;
+    for (int64_t i = begin + group.lane; i < end; i += group.lanes) {
+      double v = static_cast<double>(x[i]);
+      total += v * v;
+    }
+    total = group.reduce(total, Sum());
+    if (group.lane == 0)
+      sums[g] = total;
+  }
+};
+
+/// partial + the chunks' sums (one group), rounded once to T: a link of the
+/// chain that clipping by the global norm sums the gradients' squares in.
+template <typename T> struct SumSquares : Functor {
+  static constexpr bool kGrouped = true;
+  const double *sums = nullptr;
   const T *partial = nullptr; // the running total, or null
   T *y = nullptr;
-  int64_t elements = 0;
+  int64_t chunks = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t, G &group) const {
     double total = 0.0;
-    for (int64_t i = group.lane; i < elements; i += group.lanes) {
-      double v = static_cast<double>(x[i]);
-      total += v * v;
-    }
+    for (int64_t i = group.lane; i < chunks; i += group.lanes)
+      total += sums[i];
     total = group.reduce(total, Sum());
     if (group.lane == 0)
       *y = static_cast<T>((partial ? static_cast<double>(*partial) : 0.0) +

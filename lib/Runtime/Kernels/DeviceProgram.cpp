@@ -933,15 +933,25 @@ private:
     f.gradSumSquares = in(launch.inputs.size() - 1);
   }
 
-  void sumSquares() {
+  Status sumSquares() {
+    T *scratchAt = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), scratchAt));
+    SumSquaresChunks<T> chunks;
+    chunks.x = in(0);
+    chunks.sums = reinterpret_cast<double *>(scratchAt);
+    chunks.elements = inType(0).numElements();
+    chunks.chunk = kSumSquaresChunk;
+    chunks.count = sumSquaresChunks(chunks.elements);
+    push(chunks, std::min(chunks.elements, kSumSquaresChunk));
     SumSquares<T> f;
-    f.x = in(0);
+    f.sums = chunks.sums;
     if (launch.inputs.size() == 2)
       f.partial = in(1);
     f.y = result(0);
-    f.elements = inType(0).numElements();
+    f.chunks = chunks.count;
     f.count = 1;
-    push(f, f.elements);
+    push(f, f.chunks);
+    return Status::ok();
   }
 
   void adamw() {
@@ -1088,8 +1098,7 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     adamw();
     break;
   case KernelId::SumSquares:
-    sumSquares();
-    break;
+    return sumSquares();
   case KernelId::AllReduce:
     allReduce();
     break;

@@ -91,15 +91,16 @@ struct Collective {
 template <typename T>
 using StepOf = std::variant<
     Elementwise<T>, Fill, CausalMask<T>, StridedCopy, ConcatPart, SliceGrad<T>,
-    Embedding<T>, EmbeddingGrad<T>, Dropout<T>, Sgd<T>, Adamw<T>, SumSquares<T>,
-    Reduce<T>, MaxGrad<T>, Softmax<T>, SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>,
-    LayerNormGradRows<T>, LayerNormGradColumns<T>, RmsNormGradRows<T>,
-    RmsNormGradColumns<T>, CrossEntropyRows<T>, MeanOf<T>,
-    CrossEntropyGradRows<T>, AttentionRows<T>, AttentionGradDelta<T>,
-    AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn, CopyOut,
-    Elementwise<T, BFloat16>, Convert<T>, GemmBf16, SliceGrad<T, BFloat16>,
-    Dropout<T, BFloat16>, Reduce<T, BFloat16>, CrossEntropyRows<T, BFloat16>,
-    CrossEntropyGradRows<T, BFloat16>, Collective>;
+    Embedding<T>, EmbeddingGrad<T>, Dropout<T>, Sgd<T>, Adamw<T>,
+    SumSquaresChunks<T>, SumSquares<T>, Reduce<T>, MaxGrad<T>, Softmax<T>,
+    SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>, LayerNormGradRows<T>,
+    LayerNormGradColumns<T>, RmsNormGradRows<T>, RmsNormGradColumns<T>,
+    CrossEntropyRows<T>, MeanOf<T>, CrossEntropyGradRows<T>, AttentionRows<T>,
+    AttentionGradDelta<T>, AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn,
+    CopyOut, Elementwise<T, BFloat16>, Convert<T>, GemmBf16,
+    SliceGrad<T, BFloat16>, Dropout<T, BFloat16>, Reduce<T, BFloat16>,
+    CrossEntropyRows<T, BFloat16>, CrossEntropyGradRows<T, BFloat16>,
+    Collective>;
 
 /// The product a step runs (either kind), or null.
 template <typename T> const GemmShape *productOf(const StepOf<T> &step) {

@@ -61,6 +61,9 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
     return 2 * kFloat * rowsOf(entry, launch);
   case KernelId::RmsNormGrad: // 1/rms per row
     return kFloat * rowsOf(entry, launch);
+  case KernelId::SumSquares: // one f64 sum per chunk
+    return 8 * static_cast<uint64_t>(sumSquaresChunks(
+                   entry.tensors[launch.inputs[0]].type.numElements()));
   case KernelId::Attention:
   case KernelId::AttentionGrad: {
     AttentionShape a = attentionShape(entry, launch);
