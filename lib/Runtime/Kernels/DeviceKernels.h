@@ -1118,11 +1118,14 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
 };
 
 /// sum x[i]^2 over chunk g of x (one group per chunk), summed in double
-/// into sums[g]: the first step of sum_squares.
+/// into sums[g]: the first step of sum_squares. An operand of one chunk
+/// (`y` set) is the whole step: partial + its sum goes to y, rounded once.
 template <typename T> struct SumSquaresChunks : Functor {
   static constexpr bool kGrouped = true;
   const T *x = nullptr;
   double *sums = nullptr;
+  const T *partial = nullptr; // one chunk: the running total, or null
+  T *y = nullptr;             // one chunk: the result
   int64_t elements = 0, chunk = 0;
 
   template <typename G>
@@ -1135,7 +1138,12 @@ template <typename T> struct SumSquaresChunks : Functor {
       total += v * v;
     }
     total = group.reduce(total, Sum());
-    if (group.lane == 0)
+    if (group.lane != 0)
+      return;
+    if (y)
+      *y = static_cast<T>((partial ? static_cast<double>(*partial) : 0.0) +
+                          total);
+    else
       sums[g] = total;
   }
 };

@@ -933,20 +933,28 @@ private:
     f.gradSumSquares = in(launch.inputs.size() - 1);
   }
 
+  /// One step for an operand of one chunk (most gradients); else the
+  /// chunks' sums into the workspace, then their sum.
   Status sumSquares() {
-    T *scratchAt = nullptr;
-    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), scratchAt));
+    const T *partial = launch.inputs.size() == 2 ? in(1) : nullptr;
     SumSquaresChunks<T> chunks;
     chunks.x = in(0);
-    chunks.sums = reinterpret_cast<double *>(scratchAt);
     chunks.elements = inType(0).numElements();
     chunks.chunk = kSumSquaresChunk;
     chunks.count = sumSquaresChunks(chunks.elements);
-    push(chunks, std::min(chunks.elements, kSumSquaresChunk));
+    if (chunks.count == 1) {
+      chunks.partial = partial;
+      chunks.y = result(0);
+      push(chunks, chunks.elements);
+      return Status::ok();
+    }
+    T *scratchAt = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), scratchAt));
+    chunks.sums = reinterpret_cast<double *>(scratchAt);
+    push(chunks, kSumSquaresChunk);
     SumSquares<T> f;
     f.sums = chunks.sums;
-    if (launch.inputs.size() == 2)
-      f.partial = in(1);
+    f.partial = partial;
     f.y = result(0);
     f.chunks = chunks.count;
     f.count = 1;

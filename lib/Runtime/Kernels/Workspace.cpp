@@ -61,9 +61,11 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
     return 2 * kFloat * rowsOf(entry, launch);
   case KernelId::RmsNormGrad: // 1/rms per row
     return kFloat * rowsOf(entry, launch);
-  case KernelId::SumSquares: // one f64 sum per chunk
-    return 8 * static_cast<uint64_t>(sumSquaresChunks(
-                   entry.tensors[launch.inputs[0]].type.numElements()));
+  case KernelId::SumSquares: { // one f64 sum per chunk, when several
+    int64_t chunks =
+        sumSquaresChunks(entry.tensors[launch.inputs[0]].type.numElements());
+    return chunks > 1 ? 8 * static_cast<uint64_t>(chunks) : 0;
+  }
   case KernelId::Attention:
   case KernelId::AttentionGrad: {
     AttentionShape a = attentionShape(entry, launch);

@@ -1627,8 +1627,8 @@ TEST(OptimizerKernels, SumSquaresChainsInDouble) {
   next.input({2}, {3, -4}).input({}, {0.5}).output({});
   ASSERT_TRUE(next.run<double>().isOk());
   expectNear(next.result(), {25.5}, 0);
-  // Several chunks, the last a part one: every element once, element i
-  // counting i % 3 + 1 squared.
+  // Several chunks, the last a part one, continuing a total: every element
+  // once, element i counting i % 3 + 1 squared.
   int64_t n = 3 * kSumSquaresChunk + 5;
   std::vector<double> y(n);
   double expected = 0;
@@ -1638,9 +1638,9 @@ TEST(OptimizerKernels, SumSquaresChainsInDouble) {
   }
   ASSERT_EQ(sumSquaresChunks(n), 4);
   LaunchCase chunks("sum_squares");
-  chunks.input({n}, y).output({});
+  chunks.input({n}, y).input({}, {0.5}).output({});
   ASSERT_TRUE(chunks.run<float>().isOk());
-  expectNear(chunks.result(), {expected}, 0);
+  expectNear(chunks.result(), {expected + 0.5}, 0);
 }
 
 TEST(OptimizerKernels, ClippingScalesTheGradientByTheGlobalNorm) {

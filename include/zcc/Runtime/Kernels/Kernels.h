@@ -77,13 +77,19 @@ AttentionShape attentionShape(const Entry &entry, const Launch &launch);
 /// Bytes of scratch the device executors' version of a launch needs from the
 /// entry's workspace: per-row statistics (layer_norm_grad, rms_norm_grad)
 /// and per-row losses (softmax_cross_entropy), so that their column sums run
-/// in a fixed order without atomics; one f64 sum per chunk (sum_squares); a
-/// block of attention probabilities (attention; twice, and one number per query
-/// row, for attention_grad). 0 for every other kernel. cuBLAS never gets these
-/// bytes while the launch's products run (they hold the block between them).
+/// in a fixed order without atomics; one f64 sum per chunk (sum_squares of
+/// more than one chunk); a block of attention probabilities (attention;
+/// twice, and one number per query row, for attention_grad). 0 for every
+/// other kernel. cuBLAS never gets these bytes while the launch's products
+/// run (they hold the block between them).
 uint64_t kernelScratchBytes(const Entry &entry, const Launch &launch);
 /// The largest kernelScratchBytes of the entry's launches.
 uint64_t entryScratchBytes(const Entry &entry);
+
+/// The largest scratch of the entry's launches whose products run while the
+/// scratch holds data (attention, attention_grad): it takes the workspace's
+/// last bytes, which cuBLAS is never given.
+uint64_t pinnedScratchBytes(const Entry &entry);
 
 /// sum_squares reads its operand in chunks of this many elements, one group
 /// each, whose f64 sums (scratch) one group then adds in order: every
@@ -94,10 +100,6 @@ inline int64_t sumSquaresChunks(int64_t elements) {
   return elements <= 0 ? 1
                        : (elements + kSumSquaresChunk - 1) / kSumSquaresChunk;
 }
-/// The largest scratch of the entry's launches whose products run while the
-/// scratch holds data (attention, attention_grad): it takes the workspace's
-/// last bytes, which cuBLAS is never given.
-uint64_t pinnedScratchBytes(const Entry &entry);
 
 /// cuBLAS's share of a workspace when the compiler picks it: room for the
 /// split-K partial products of the entry's largest need, one output per 128
