@@ -125,12 +125,30 @@ def batches(count, batch, sequence, vocab, seed=0):
     return out
 
 
+def get_lr(step, lr, warmup_steps=0, decay=None, decay_steps=0, min_lr=0.0):
+    """nanoGPT's learning rate at optimizer step `step` (from 0): what
+    zcc.lr_schedule(warmup_steps, decay, decay_steps, min_lr) computes."""
+    if step < warmup_steps:
+        return lr * (step + 1) / (warmup_steps + 1)
+    if decay is None:
+        return lr
+    if step >= decay_steps:
+        return min_lr
+    ratio = (step - warmup_steps) / (decay_steps - warmup_steps)
+    c = 0.5 * (1.0 + math.cos(math.pi * ratio)) if decay == "cosine" \
+        else 1.0 - ratio
+    return min_lr + c * (lr - min_lr)
+
+
 def train_both(model, data, steps, lr=1e-3, precision="f32", sgd=False,
-               clip_grad_norm=None, norms=None):
+               clip_grad_norm=None, norms=None, schedule=None, lrs=None):
     """Losses of zcc and of PyTorch training copies of `model` on `data`,
     with AdamW (or SGD, momentum 0.9), the gradients clipped by their
     global norm when `clip_grad_norm` is given (each step's norms before
-    clipping, zcc's `grad_norm` and PyTorch's, are appended to `norms`)."""
+    clipping, zcc's `grad_norm` and PyTorch's, are appended to `norms`).
+    `schedule` (zcc.lr_schedule's arguments) changes the learning rate by
+    step: zcc.lr_schedule in the plan, a LambdaLR of get_lr in PyTorch
+    (each step's rates, zcc's `lr` and PyTorch's, are appended to `lrs`)."""
     dtype = torch.float64 if precision == "f64" else torch.float32
     reference = copy.deepcopy(model).to(dtype)
     x0, y0 = (torch.from_numpy(a) for a in data[0])
@@ -138,11 +156,16 @@ def train_both(model, data, steps, lr=1e-3, precision="f32", sgd=False,
     traced = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,), loss=lm_loss)
     compiled = traced.compile(
         optimizer=zcc.sgd(lr=lr, momentum=0.9) if sgd else zcc.adamw(lr=lr),
-        clip_grad_norm=clip_grad_norm)
+        clip_grad_norm=clip_grad_norm,
+        lr_schedule=zcc.lr_schedule(**schedule) if schedule else None)
     compile_seconds = time.perf_counter() - start
     session = compiled.session(precision=precision)
     optimizer = (torch.optim.SGD(reference.parameters(), lr=lr, momentum=0.9)
                  if sgd else torch.optim.AdamW(reference.parameters(), lr=lr))
+    scheduler = None
+    if schedule:
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda k: get_lr(k, lr, **schedule) / lr)
     ours, theirs = [], []
     for step in range(steps):
         x, y = data[step % len(data)]
@@ -155,7 +178,12 @@ def train_both(model, data, steps, lr=1e-3, precision="f32", sgd=False,
                                                   clip_grad_norm)
             if norms is not None:
                 norms.append((float(session.read("grad_norm")), norm.item()))
+        if scheduler is not None and lrs is not None:
+            lrs.append((float(session.read("lr")),
+                        optimizer.param_groups[0]["lr"]))
         optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
         theirs.append(loss.item())
     return ours, theirs, compiled, compile_seconds
 

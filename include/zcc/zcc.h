@@ -70,6 +70,14 @@ typedef struct {
    * updates, as torch.nn.utils.clip_grad_norm_ (data parallel: of the
    * averaged gradients); 0: no clipping (the default). */
   double clip_grad_norm;
+  /* Learning-rate schedule (nanoGPT's): lr raised linearly over
+   * `lr_warmup_steps` optimizer steps, then constant (`lr_decay` "none",
+   * the default, or NULL), or "cosine" / "linear" down to `min_lr` at step
+   * `lr_decay_steps` (counted from 0, warmup included). */
+  int64_t lr_warmup_steps;
+  const char *lr_decay;
+  int64_t lr_decay_steps;
+  double min_lr;
 } zcc_compile_options;
 
 /* zcc's defaults: sgd, lr 0.01, no momentum, AdamW's 0.9/0.999/1e-8,

@@ -57,6 +57,10 @@ void zcc_compile_options_init(zcc_compile_options *options) {
   options->accumulate = defaults.accumulate;
   options->grad_scale = defaults.gradScale;
   options->clip_grad_norm = defaults.clipGradNorm;
+  options->lr_warmup_steps = defaults.lrWarmupSteps;
+  options->lr_decay = "none";
+  options->lr_decay_steps = defaults.lrDecaySteps;
+  options->min_lr = defaults.minLr;
   options->recompute = defaults.recompute;
   options->memory_budget = defaults.memoryBudget;
   options->remat_problem = nullptr;
@@ -92,6 +96,10 @@ zrt_status zcc_compile(const char *source, size_t size, const char *name,
   compile.accumulate = options->accumulate != 0;
   compile.gradScale = options->grad_scale;
   compile.clipGradNorm = options->clip_grad_norm;
+  compile.lrWarmupSteps = options->lr_warmup_steps;
+  compile.lrDecay = options->lr_decay ? options->lr_decay : "none";
+  compile.lrDecaySteps = options->lr_decay_steps;
+  compile.minLr = options->min_lr;
   compile.recompute = options->recompute != 0;
   compile.memoryBudget = options->memory_budget;
   compile.rematProblem = options->remat_problem ? options->remat_problem : "";

@@ -54,6 +54,38 @@ void appendDiagnostic(std::string &text, Diagnostic &diag,
   text += ": " + diag.str() + "\n";
 }
 
+/// The learning-rate schedule's options: a decay this pass knows, steps in
+/// order, min lr within [0, lr], and only with an optimizer in the plan.
+Status checkSchedule(const zcc::CompileOptions &o) {
+  bool decays = o.lrDecay != "none";
+  if (decays && o.lrDecay != "cosine" && o.lrDecay != "linear")
+    return makeError(StatusCode::InvalidArgument,
+                     "lr decay must be 'none', 'cosine' or 'linear', got '",
+                     o.lrDecay, "'");
+  if (o.lrWarmupSteps < 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "lr warmup steps must be >= 0, got ", o.lrWarmupSteps);
+  if ((decays || o.lrWarmupSteps > 0) && o.optimizer == "none")
+    return makeError(StatusCode::InvalidArgument,
+                     "a learning-rate schedule needs an optimizer in the plan "
+                     "(sgd or adamw)");
+  if (!decays && (o.lrDecaySteps != 0 || o.minLr != 0))
+    return makeError(StatusCode::InvalidArgument,
+                     "lr decay steps and min lr need a decay (lr decay "
+                     "'cosine' or 'linear')");
+  if (decays && o.lrDecaySteps <= o.lrWarmupSteps)
+    return makeError(StatusCode::InvalidArgument,
+                     "lr decay steps (the optimizer step where the decay "
+                     "reaches min lr, counted from 0, warmup included) must "
+                     "be > lr warmup steps (",
+                     o.lrWarmupSteps, "), got ", o.lrDecaySteps);
+  if (!(o.minLr >= 0 && o.minLr <= o.lr))
+    return makeError(StatusCode::InvalidArgument,
+                     "min lr must be >= 0 and <= lr (", o.lr, "), got ",
+                     o.minLr);
+  return Status::ok();
+}
+
 } // namespace
 
 zcc::DiagnosticCollector::DiagnosticCollector(MLIRContext &context)
@@ -120,6 +152,7 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
                      "clipping the gradients needs an optimizer in the plan "
                      "(sgd or adamw): the clipped gradients are never "
                      "materialized, the updates read them");
+  ZRT_RETURN_IF_ERROR(checkSchedule(options));
   if (options.shardOptimizerState && !options.dataParallel)
     return makeError(StatusCode::InvalidArgument,
                      "sharding the optimizer state (ZeRO-1) is for "
@@ -150,7 +183,8 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
                              {"beta2", options.beta2},
                              {"eps", options.eps},
                              {"grad scale", options.gradScale},
-                             {"clip grad norm", options.clipGradNorm}})
+                             {"clip grad norm", options.clipGradNorm},
+                             {"min lr", options.minLr}})
     if (!std::isfinite(value))
       return makeError(StatusCode::InvalidArgument, name,
                        " must be a finite number, got ", value);
@@ -175,6 +209,12 @@ std::string zcc::producerLine(const CompileOptions &options) {
     os << " accumulate grad-scale=" << options.gradScale;
   if (options.clipGradNorm > 0)
     os << " clip-grad-norm=" << options.clipGradNorm;
+  if (options.lrWarmupSteps > 0)
+    os << " lr-warmup-steps=" << options.lrWarmupSteps;
+  if (options.lrDecay != "none")
+    os << " lr-decay=" << options.lrDecay
+       << " lr-decay-steps=" << options.lrDecaySteps
+       << " min-lr=" << options.minLr;
   if (options.matmulWorkspace >= 0)
     os << " matmul-workspace=" << options.matmulWorkspace;
   if (!options.recompute)
@@ -225,6 +265,10 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   pipeline.precision = options.precision;
   pipeline.gradScale = options.gradScale;
   pipeline.clipGradNorm = options.clipGradNorm;
+  pipeline.lrWarmupSteps = options.lrWarmupSteps;
+  pipeline.lrDecay = options.lrDecay;
+  pipeline.lrDecaySteps = options.lrDecaySteps;
+  pipeline.minLr = options.minLr;
   pipeline.dataParallel = options.dataParallel;
   pipeline.bucketBytes = options.bucketBytes;
   pipeline.shardOptimizerState = options.shardOptimizerState;

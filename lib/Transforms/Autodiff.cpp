@@ -535,7 +535,7 @@ LogicalResult GradientBuilder::backward(Operation *op,
                                        o.getRateAttr(), o.getSeedAttr()));
         return success();
       })
-      .Case<SgdOp, AdamwOp, SumSquaresOp>([&](Operation *o) {
+      .Case<SgdOp, AdamwOp, SumSquaresOp, LrScheduleOp>([&](Operation *o) {
         return o->emitOpError()
                << "has no gradient rule: optimizer updates belong after "
                   "zt-autodiff (zt-optimizer adds them)";

@@ -49,6 +49,9 @@ struct StepSignature {
   func::FuncOp fn;
   SmallVector<Value> results;
   SmallVector<NamedAttrList> resultAttrs;
+  /// The learning-rate schedule's factor per parameter element type, made
+  /// once per entry (lrFactor).
+  SmallVector<std::pair<Type, Value>, 1> lrFactors;
 
   /// Appends a persistent, zero-initialised argument.
   BlockArgument addState(ArgRole role, Type type, StringRef name) {
@@ -148,6 +151,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return fail("grad-scale", gradScale, "> 0");
     if (!finite(clipGradNorm) || clipGradNorm < 0)
       return fail("clip-grad-norm", clipGradNorm, ">= 0 (0: no clipping)");
+    if (failed(checkSchedule()))
+      return failure();
     if (bucketBytes < 0)
       return fail("bucket-bytes", static_cast<double>(bucketBytes),
                   ">= 0 (0: sized from the gradients)");
@@ -172,6 +177,76 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return fail("eps", eps, "> 0");
     return success();
   }
+
+  /// The learning-rate schedule's options: in range, and only together
+  /// with a decay where they mean one.
+  LogicalResult checkSchedule() {
+    auto fail = [&](StringRef name, std::string value, StringRef rule) {
+      return getOperation().emitError()
+             << "zt-optimizer option '" << name << "' must be " << rule
+             << ", got " << value;
+    };
+    bool decays = lrDecay != "none";
+    if (decays && lrDecay != "cosine" && lrDecay != "linear")
+      return fail("lr-decay", "'" + lrDecay + "'",
+                  "'none', 'cosine' or 'linear'");
+    if (lrWarmupSteps < 0)
+      return fail("lr-warmup-steps", std::to_string(lrWarmupSteps), ">= 0");
+    if (!decays && lrDecaySteps != 0)
+      return fail("lr-decay-steps", std::to_string(lrDecaySteps),
+                  "0 without a decay (lr-decay cosine or linear)");
+    if (decays && lrDecaySteps <= lrWarmupSteps)
+      return fail("lr-decay-steps", std::to_string(lrDecaySteps),
+                  "> lr-warmup-steps (" + std::to_string(lrWarmupSteps) +
+                      "): the step where the decay reaches min-lr, counted "
+                      "from 0");
+    if (!decays && minLr != 0)
+      return fail("min-lr", std::to_string(minLr),
+                  "0 without a decay (lr-decay cosine or linear)");
+    if (!std::isfinite(minLr) || minLr < 0 || minLr > lr)
+      return fail("min-lr", std::to_string(minLr),
+                  ">= 0 and <= lr (" + std::to_string(lr.getValue()) + ")");
+    return success();
+  }
+
+  bool scheduled() const { return lrWarmupSteps > 0 || lrDecay != "none"; }
+
+  /// The schedule's factor for updates of `element` parameters: one
+  /// zt.lr_schedule at the top of the entry (it reads only the step
+  /// counter), made the first time; the learning rate it gives is returned
+  /// as `lr`, computed at the end. Null without a schedule.
+  FailureOr<Value> lrFactor(StepSignature &sig, Type element) {
+    if (!scheduled())
+      return Value();
+    for (auto &[type, factor] : sig.lrFactors)
+      if (type == element)
+        return factor;
+    FailureOr<Value> step = stepCounter(sig);
+    if (failed(step))
+      return failure();
+    OpBuilder b(sig.fn.getContext());
+    b.setInsertionPointToStart(&sig.fn.getBody().front());
+    Location loc = sig.fn.getLoc();
+    auto type = RankedTensorType::get({}, element);
+    bool decays = lrDecay != "none";
+    Value factor = b.create<LrScheduleOp>(
+        loc, type, *step, b.getI64IntegerAttr(lrWarmupSteps),
+        b.getI64IntegerAttr(decays ? lrDecaySteps : 0),
+        b.getF64FloatAttr(decays && lr > 0 ? minLr / lr : 0.0),
+        lrDecay == "cosine" ? b.getUnitAttr() : UnitAttr(),
+        lrDecay == "linear" ? b.getUnitAttr() : UnitAttr());
+    if (sig.lrFactors.empty()) {
+      // At the end, after the loss: the runtime takes an entry's first
+      // scalar output as its loss.
+      b.setInsertionPoint(sig.fn.getBody().front().getTerminator());
+      Value rate = b.create<ScaleOp>(loc, type, factor, b.getF64FloatAttr(lr));
+      if (failed(returnNamed(sig, rate, kLr, "the learning-rate schedule")))
+        return failure();
+    }
+    sig.lrFactors.push_back({element, factor});
+    return factor;
+  }
+  static constexpr const char *kLr = "lr";
 
   /// The step counter AdamW's bias correction needs: the existing `step`
   /// argument, or a new one.
@@ -248,6 +323,10 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     Type type = param.getType();
     auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
     FloatAttr maxGradNorm = sumSquares ? f64(clipGradNorm) : FloatAttr();
+    FailureOr<Value> factor =
+        lrFactor(sig, cast<RankedTensorType>(type).getElementType());
+    if (failed(factor))
+      return failure();
     auto state = [&](const char *suffix) {
       return sig.addState(ArgRole::OptimizerState, type, name + suffix);
     };
@@ -262,7 +341,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       auto sgd = b.create<SgdOp>(
           loc, types, param, grad, buffer ? Value(buffer) : Value(), sumSquares,
           f64(lr), f64(momentum), f64(weightDecay),
-          nesterov ? b.getUnitAttr() : UnitAttr(), maxGradNorm);
+          nesterov ? b.getUnitAttr() : UnitAttr(), maxGradNorm, *factor);
       update.param = sgd.getNewParam();
       if (buffer)
         update.states.push_back(
@@ -274,10 +353,10 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return failure();
     BlockArgument expAvg = state(".exp_avg");
     BlockArgument expAvgSq = state(".exp_avg_sq");
-    auto adamw =
-        b.create<AdamwOp>(loc, TypeRange{type, type, type}, param, grad, expAvg,
-                          expAvgSq, *step, f64(lr), f64(beta1), f64(beta2),
-                          f64(eps), f64(weightDecay), sumSquares, maxGradNorm);
+    auto adamw = b.create<AdamwOp>(
+        loc, TypeRange{type, type, type}, param, grad, expAvg, expAvgSq, *step,
+        f64(lr), f64(beta1), f64(beta2), f64(eps), f64(weightDecay), sumSquares,
+        maxGradNorm, *factor);
     update.param = adamw.getNewParam();
     update.states.push_back({adamw.getNewExpAvg(), expAvg, ".exp_avg"});
     update.states.push_back({adamw.getNewExpAvgSq(), expAvgSq, ".exp_avg_sq"});
@@ -362,22 +441,29 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
   /// clip_grad_norm_ returns, for logging) as the entry's `grad_norm`.
   LogicalResult returnGradNorm(OpBuilder &b, StepSignature &sig,
                                Value sumOfSquares) {
-    func::FuncOp fn = sig.fn;
-    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
-      if (argName(fn, i) == kGradNorm)
-        return fn.emitOpError() << "argument #" << i << " is named '"
-                                << kGradNorm << "', the output clipping adds";
-    for (const NamedAttrList &attrs : sig.resultAttrs)
-      if (auto name =
-              dyn_cast_or_null<StringAttr>(attrs.get(ZTDialect::kNameAttrName));
-          name && name.getValue() == kGradNorm)
-        return fn.emitOpError() << "returns a result named '" << kGradNorm
-                                << "', the output clipping adds";
     Value norm = b.create<SqrtOp>(sumOfSquares.getLoc(), sumOfSquares.getType(),
                                   sumOfSquares);
+    return returnNamed(sig, norm, kGradNorm, "clipping");
+  }
+
+  /// Adds `value` as the entry's output `name`, which no argument or
+  /// result may have already (`what` says what adds it).
+  static LogicalResult returnNamed(StepSignature &sig, Value value,
+                                   StringRef name, StringRef what) {
+    func::FuncOp fn = sig.fn;
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+      if (argName(fn, i) == name)
+        return fn.emitOpError() << "argument #" << i << " is named '" << name
+                                << "', the output " << what << " adds";
+    for (const NamedAttrList &attrs : sig.resultAttrs)
+      if (auto n =
+              dyn_cast_or_null<StringAttr>(attrs.get(ZTDialect::kNameAttrName));
+          n && n.getValue() == name)
+        return fn.emitOpError() << "returns a result named '" << name
+                                << "', the output " << what << " adds";
     NamedAttrList attrs;
-    attrs.set(ZTDialect::kNameAttrName, b.getStringAttr(kGradNorm));
-    sig.results.push_back(norm);
+    attrs.set(ZTDialect::kNameAttrName, StringAttr::get(fn.getContext(), name));
+    sig.results.push_back(value);
     sig.resultAttrs.push_back(attrs);
     return success();
   }

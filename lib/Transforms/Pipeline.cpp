@@ -31,6 +31,10 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
     optimizer.eps = options.eps;
     optimizer.gradScale = options.gradScale;
     optimizer.clipGradNorm = options.clipGradNorm;
+    optimizer.lrWarmupSteps = options.lrWarmupSteps;
+    optimizer.lrDecay = options.lrDecay;
+    optimizer.lrDecaySteps = options.lrDecaySteps;
+    optimizer.minLr = options.minLr;
     optimizer.dataParallel = options.dataParallel;
     optimizer.bucketBytes = options.bucketBytes;
     optimizer.shardOptimizerState = options.shardOptimizerState;

@@ -189,14 +189,18 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
   /// Plans `fn`'s arena, replaces it with a zplan.entry, and returns the
   /// arena bytes it needs.
   /// The part of the step an op belongs to, for the memory timeline:
-  /// "update" (the optimizer's updates and their clipping's sums, every
-  /// op of an apply entry),
+  /// "update" (the optimizer's updates, their clipping's sums and
+  /// learning-rate schedule, every op of an apply entry),
   /// "recompute" (a forward op copied into the backward),
   /// "backward" (from zt-autodiff's zt.backward_start on), else "" (the
   /// forward).
   static StringRef phaseOf(func::FuncOp fn, const BufferLiveness &live,
                            Operation *op) {
-    if (isa<SgdOp, AdamwOp, SumSquaresOp>(op) || entryKind(fn) == "apply")
+    if (isa<SgdOp, AdamwOp, SumSquaresOp, LrScheduleOp>(op) ||
+        entryKind(fn) == "apply")
+      return "update";
+    // The learning rate the schedule gives, returned as `lr`.
+    if (isa<ScaleOp>(op) && op->getOperand(0).getDefiningOp<LrScheduleOp>())
       return "update";
     if (op->hasAttr(ZTDialect::kRecomputeAttrName))
       return "recompute";

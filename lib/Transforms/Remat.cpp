@@ -129,7 +129,8 @@ public:
   /// An op the pass may copy: a forward op whose results are arena buffers
   /// (or views of them), not an optimizer update.
   bool recomputable(Operation *op) const {
-    if (inBackward(op) || isa<SgdOp, AdamwOp, SumSquaresOp, ConstantOp>(op) ||
+    if (inBackward(op) ||
+        isa<SgdOp, AdamwOp, SumSquaresOp, LrScheduleOp, ConstantOp>(op) ||
         op->getNumResults() == 0)
       return false;
     return llvm::all_of(op->getResults(), [&](Value r) {

@@ -364,7 +364,8 @@ class Traced:
                 remat_problem=None, data_parallel=False, bucket_mb=None,
                 shard_optimizer_state=False, world_size=None,
                 planner_time_limit=None, planner_node_limit=None,
-                clip_grad_norm=None, _plant_in_place_bug=False):
+                clip_grad_norm=None, lr_schedule=None,
+                _plant_in_place_bug=False):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
         gradients become outputs); the default is zcc.adamw(). `recompute`
@@ -387,6 +388,9 @@ class Traced:
         this before the updates, as torch.nn.utils.clip_grad_norm_ (with
         data_parallel: the norm of the averaged gradients; None: no
         clipping).
+        `lr_schedule` (zcc.lr_schedule(...)) changes the learning rate from
+        step to step (warmup, then cosine or linear decay); the plan
+        computes it from its step counter and returns it as `lr`.
         `planner_node_limit` bounds the memory planner's search per entry in
         nodes (the same plan on every machine; 0: none; None: zcc's
         2,000,000) and `planner_time_limit` in seconds (None: 60), a guard:
@@ -397,7 +401,7 @@ class Traced:
             grad_scale, recompute, memory_budget, precision, remat_problem,
             data_parallel, bucket_mb, shard_optimizer_state, world_size,
             planner_time_limit, planner_node_limit, _plant_in_place_bug,
-            clip_grad_norm=clip_grad_norm)
+            clip_grad_norm=clip_grad_norm, lr_schedule=lr_schedule)
         plan, _, warned = self.graph.compile(options)
         _warn(warned)
         return Compiled(plan, self._inputs + self._labels, self.parameters,
@@ -410,7 +414,7 @@ def _compile_options(optimizer, accumulate, alignment, algorithm,
                      precision, remat_problem, data_parallel, bucket_mb,
                      shard_optimizer_state, world_size, planner_time_limit,
                      planner_node_limit, plant_in_place_bug=False, *,
-                     clip_grad_norm=None):
+                     clip_grad_norm=None, lr_schedule=None):
     """Traced.compile's arguments (which say what each means) as the
     compiler's options; compile_mlir takes the same."""
     options = _zcc.CompileOptions()
@@ -458,6 +462,11 @@ def _compile_options(optimizer, accumulate, alignment, algorithm,
             raise Error(f"clip_grad_norm must be a positive number (None: no "
                         f"clipping), got {clip_grad_norm!r}")
         options.clip_grad_norm = norm
+    if lr_schedule is not None:
+        if not isinstance(lr_schedule, _Schedule):
+            raise Error("lr_schedule must be zcc.lr_schedule(...) or None, "
+                        f"got {lr_schedule!r}")
+        lr_schedule._apply(options)
     return options
 
 
@@ -541,13 +550,47 @@ def sgd(lr, momentum=0.0, nesterov=False, weight_decay=0.0):
                       weight_decay=float(weight_decay))
 
 
+class _Schedule:
+    def __init__(self, **values):
+        self.values = values
+
+    def _apply(self, options):
+        for key, value in self.values.items():
+            setattr(options, key, value)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
+        return f"zcc.lr_schedule({args})"
+
+
+def lr_schedule(warmup_steps=0, decay=None, decay_steps=0, min_lr=0.0):
+    """A learning-rate schedule (nanoGPT's): at optimizer step k (counted
+    from 0), lr * (k + 1) / (warmup_steps + 1) during the warmup, then lr
+    (decay None), or a `decay` "cosine" or "linear" to `min_lr` at step
+    `decay_steps` (warmup included), min_lr after it. The same numbers as a
+    torch.optim.lr_scheduler.LambdaLR of that function
+    (docs/python.md#learning-rate-schedules)."""
+    def whole(name, value):
+        if isinstance(value, bool) or int(value) != value:
+            raise Error(f"{name} must be a whole number of steps, got "
+                        f"{value!r}")
+        return int(value)
+    if decay is not None and decay not in ("cosine", "linear"):
+        raise Error(f"decay must be None, 'cosine' or 'linear', got "
+                    f"{decay!r}")
+    return _Schedule(lr_warmup_steps=whole("warmup_steps", warmup_steps),
+                     lr_decay=decay or "none",
+                     lr_decay_steps=whole("decay_steps", decay_steps),
+                     min_lr=float(min_lr))
+
+
 def compile_mlir(text, optimizer="default", accumulate=False, name="<string>",
                  precision="f32", *, alignment=256, algorithm="auto",
                  matmul_workspace=None, grad_scale=1.0, recompute=True,
                  memory_budget=None, remat_problem=None, data_parallel=False,
                  bucket_mb=None, shard_optimizer_state=False, world_size=None,
                  planner_time_limit=None, planner_node_limit=None,
-                 clip_grad_norm=None):
+                 clip_grad_norm=None, lr_schedule=None):
     """Compiles zt text (what `zcc` reads; `name` names it in messages and
     the plan's locations) in process, with Traced.compile's options: the
     same plan, byte for byte, as `zcc` with the same flags."""
@@ -555,7 +598,8 @@ def compile_mlir(text, optimizer="default", accumulate=False, name="<string>",
         optimizer, accumulate, alignment, algorithm, matmul_workspace,
         grad_scale, recompute, memory_budget, precision, remat_problem,
         data_parallel, bucket_mb, shard_optimizer_state, world_size,
-        planner_time_limit, planner_node_limit, clip_grad_norm=clip_grad_norm)
+        planner_time_limit, planner_node_limit, clip_grad_norm=clip_grad_norm,
+        lr_schedule=lr_schedule)
     plan, warned = _zcc.compile_source(text, name, options)
     _warn(warned)
     return Compiled(plan, None, None, accumulate=bool(accumulate))

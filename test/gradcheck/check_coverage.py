@@ -8,7 +8,8 @@ fails. Every forward op must appear as `zt.<name>` in the body of some
 GRADCHECK_DIR/*.mlir file; every fused backward op (`*_grad`) must appear in
 `zt-opt -zt-autodiff` of those files (zt-opt from PATH), since only then does
 a gradient check run it. scale (emitted for mean), the optimizer updates
-(sgd, adamw, and clipping's sum_squares) and the data-parallel ops (all_reduce, and ZeRO-1's
+(sgd, adamw, clipping's sum_squares and the learning-rate schedule's
+lr_schedule) and the data-parallel ops (all_reduce, and ZeRO-1's
 reduce_scatter, all_gather and shard) are not forward ops of a loss and are
 not required.
 """
@@ -18,7 +19,8 @@ import re
 import subprocess
 import sys
 
-NOT_FORWARD = {"scale", "sgd", "adamw", "sum_squares", "all_reduce",
+NOT_FORWARD = {"scale", "sgd", "adamw", "sum_squares", "lr_schedule",
+               "all_reduce",
                "reduce_scatter", "all_gather", "shard", "pack"}
 # bf16 rounding has no finite-difference derivative: convert's rule (the
 # conversion back) is checked against the f32 program's gradients instead

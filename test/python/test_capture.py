@@ -152,6 +152,24 @@ def test_accumulated_clipping_reports_the_norm_of_the_scaled_sum():
     assert expected > 0.01  # clipped
 
 
+def test_accumulation_schedules_by_optimizer_step():
+    # Two microbatches per step: the apply entry's counter drives the
+    # schedule, so step k's rate is get_lr(k) whatever the microbatches.
+    compiled = trace_mlp().compile(
+        optimizer=zcc.sgd(lr=0.05), accumulate=True, grad_scale=0.5,
+        lr_schedule=zcc.lr_schedule(warmup_steps=2, decay="linear",
+                                    decay_steps=4, min_lr=0.01))
+    session = compiled.session(microbatches=2)
+    batches = [mixture(0), mixture(1)]
+    rates = []
+    for _ in range(6):
+        session.step(np.stack([b[0] for b in batches]),
+                     np.stack([b[1] for b in batches]))
+        rates.append(float(session.read("lr")))
+    expected = [0.05 / 3, 0.1 / 3, 0.05, 0.03, 0.01, 0.01]
+    np.testing.assert_allclose(rates, expected, rtol=1e-6)
+
+
 def test_the_saved_plan_runs_in_a_new_session(tmp_path):
     compiled = trace_mlp().compile()
     path = tmp_path / "mlp.zplan"
@@ -367,6 +385,10 @@ def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
         (dict(shard_optimizer_state=True, world_size=2),
          ["--shard-optimizer-state", "--world-size", "2"]),
         (dict(clip_grad_norm=0.5), ["--clip-grad-norm", "0.5"]),
+        (dict(lr_schedule=zcc.lr_schedule(warmup_steps=10, decay="cosine",
+                                          decay_steps=100, min_lr=1e-4)),
+         ["--lr-warmup-steps", "10", "--lr-decay", "cosine",
+          "--lr-decay-steps", "100", "--min-lr", "0.0001"]),
     ]:
         written = zcc.compile_mlir(
             text, optimizer=zcc.adamw(lr=1e-3, weight_decay=0.0), name=path,
@@ -382,6 +404,17 @@ def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
         zcc.compile_mlir(text, shard_optimizer_state=True, world_size=2)
     with pytest.raises(zcc.Error, match="clip_grad_norm must be a positive"):
         zcc.compile_mlir(text, clip_grad_norm=-1)
+    with pytest.raises(zcc.Error, match="decay must be None, 'cosine' or"):
+        zcc.lr_schedule(decay="exponential")
+    with pytest.raises(zcc.Error, match="warmup_steps must be a whole number"):
+        zcc.lr_schedule(warmup_steps=2.5)
+    with pytest.raises(zcc.Error, match="lr_schedule must be zcc.lr_schedule"):
+        zcc.compile_mlir(text, lr_schedule=100)
+    with pytest.raises(zcc.Error, match=r"min lr must be >= 0 and <= lr"):
+        zcc.compile_mlir(text, optimizer=zcc.adamw(lr=1e-3),
+                         lr_schedule=zcc.lr_schedule(decay="linear",
+                                                     decay_steps=10,
+                                                     min_lr=0.1))
     with pytest.warns(zcc.CompileWarning, match="stopped at its time limit"):
         zcc.compile_mlir(open(os.path.join(examples, "mlp.mlir")).read(),
                          data_parallel=True, shard_optimizer_state=True,

@@ -58,6 +58,42 @@ def test_clipped_gradients_train_like_clip_grad_norm(sgd, precision, tolerance):
     assert apart.max() > 100 * tolerance, list(zip(unclipped, theirs))
 
 
+@pytest.mark.parametrize("decay", ["cosine", "linear"])
+@pytest.mark.parametrize("sgd", [False, True], ids=["adamw", "sgd"])
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_lr_schedule_trains_like_lambda_lr(decay, sgd, precision, tolerance):
+    # compile(lr_schedule=) against a LambdaLR of nanoGPT's get_lr stepped
+    # after each optimizer.step(): 4 warmup steps, decay to min_lr at step
+    # 14, then 6 steps at min_lr.
+    torch.manual_seed(0)
+    model = nanogpt.GPT(vocab=128, sequence=16, width=64, heads=4, layers=2)
+    data = nanogpt.batches(4, batch=4, sequence=16, vocab=128)
+    lr = 0.3 if sgd else 3e-3
+    schedule = dict(warmup_steps=4, decay=decay, decay_steps=14,
+                    min_lr=lr / 10)
+    lrs = []
+    ours, theirs, _, _ = nanogpt.train_both(
+        model, data, 20, lr=lr, sgd=sgd, precision=precision,
+        clip_grad_norm=0.5 if sgd else None, schedule=schedule, lrs=lrs)
+    relative = np.abs(np.array(ours) - theirs) / np.abs(theirs)
+    assert relative.max() < tolerance, list(zip(ours, theirs))
+    # The step's lr output is the rate PyTorch's scheduler gave that step.
+    our_lrs, their_lrs = np.array(lrs).T
+    # f32: lr and the factor each rounded to f32, then their product.
+    np.testing.assert_allclose(our_lrs, their_lrs,
+                               rtol=1e-15 if precision == "f64" else 2e-7)
+    assert their_lrs[0] == pytest.approx(lr / 5)
+    assert their_lrs[4] == pytest.approx(lr)
+    assert their_lrs[14] == pytest.approx(lr / 10)
+    assert their_lrs[19] == pytest.approx(lr / 10)
+    # Not vacuous: at the constant lr training ends elsewhere.
+    constant, _, _, _ = nanogpt.train_both(
+        model, data, 20, lr=lr, sgd=sgd, precision=precision,
+        clip_grad_norm=0.5 if sgd else None)
+    apart = np.abs(np.array(constant) - theirs) / np.abs(theirs)
+    assert apart.max() > 100 * tolerance, list(zip(constant, theirs))
+
+
 def test_gpt_parameters_keep_pytorch_names_and_values():
     torch.manual_seed(1)
     model = nanogpt.GPT(layers=1)

@@ -87,6 +87,26 @@ cl::opt<double> clipGradNorm(
              "before the updates, as torch.nn.utils.clip_grad_norm_ (with "
              "--data-parallel: of the averaged gradients; 0: no clipping)"),
     cl::init(0.0), cl::cat(category));
+cl::opt<int64_t> lrWarmupSteps(
+    "lr-warmup-steps",
+    cl::desc("Learning-rate schedule: raise lr linearly over this many "
+             "optimizer steps ((k+1)/(N+1) of lr at step k, counted from 0)"),
+    cl::init(0), cl::cat(category));
+cl::opt<std::string> lrDecay(
+    "lr-decay",
+    cl::desc("After the warmup: none (constant lr, the default), cosine or "
+             "linear, to --min-lr at step --lr-decay-steps (nanoGPT's "
+             "schedule; the learning rate of each step is the output 'lr')"),
+    cl::init("none"), cl::cat(category));
+cl::opt<int64_t> lrDecaySteps(
+    "lr-decay-steps",
+    cl::desc("With --lr-decay: the optimizer step (counted from 0, warmup "
+             "included) where lr reaches --min-lr"),
+    cl::init(0), cl::cat(category));
+cl::opt<double> minLr("min-lr",
+                      cl::desc("With --lr-decay: the learning rate the decay "
+                               "ends at (default 0)"),
+                      cl::init(0.0), cl::cat(category));
 cl::opt<bool> dataParallel(
     "data-parallel",
     cl::desc("Average the gradients over the ranks of a data-parallel job "
@@ -189,6 +209,10 @@ int main(int argc, char **argv) {
   options.precision = precision.getValue();
   options.gradScale = gradScale.getValue();
   options.clipGradNorm = clipGradNorm.getValue();
+  options.lrWarmupSteps = lrWarmupSteps.getValue();
+  options.lrDecay = lrDecay.getValue();
+  options.lrDecaySteps = lrDecaySteps.getValue();
+  options.minLr = minLr.getValue();
   options.dataParallel = dataParallel.getValue();
   options.shardOptimizerState = shardOptimizerState.getValue();
   options.ranks = worldSize.getValue();

@@ -308,10 +308,18 @@ int main(int argc, char **argv) {
   if (printEvery == 0)
     printEvery = steps <= 1000 ? 1 : std::max<int64_t>(1, steps / 100);
 
-  // Plans compiled with --clip-grad-norm return the norm before clipping.
-  TensorInfo gradNorm;
-  bool hasGradNorm = trainer->findTensor("grad_norm", gradNorm).isOk() &&
-                     gradNorm.region == Region::Output;
+  // Scalar outputs printed after the loss: the norm before clipping
+  // (--clip-grad-norm), the learning rate of the step (a schedule).
+  struct Metric {
+    const char *name, *format;
+    TensorInfo tensor;
+  };
+  std::vector<Metric> metrics;
+  for (Metric m : {Metric{"grad_norm", " grad_norm %.6f", {}},
+                   Metric{"lr", " lr %.6g", {}}})
+    if (trainer->findTensor(m.name, m.tensor).isOk() &&
+        m.tensor.region == Region::Output)
+      metrics.push_back(m);
   double firstLoss = NAN, lastLoss = NAN;
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 1; step <= steps; ++step) {
@@ -337,13 +345,13 @@ int main(int argc, char **argv) {
                   step, value, bits, persistentHash(*session));
     } else if (step % printEvery == 0 || step == steps) {
       std::string norm;
-      if (hasGradNorm) {
+      for (const Metric &m : metrics) {
         double n = 0;
-        if (Status s = session->readValues(gradNorm, &n, 1); !s.isOk())
+        if (Status s = session->readValues(m.tensor, &n, 1); !s.isOk())
           return fail(s);
         char text[48];
-        std::snprintf(text, sizeof text, " grad_norm %.6f", n);
-        norm = text;
+        std::snprintf(text, sizeof text, m.format, n);
+        norm += text;
       }
       if (printEvery == 1) {
         std::printf("step %" PRId64 " loss %.6f%s\n", step, value,

@@ -47,6 +47,14 @@ struct CompileOptions {
   /// Gradients clipped by their global norm to at most this before the
   /// updates (torch.nn.utils.clip_grad_norm_); 0: no clipping.
   double clipGradNorm = 0.0;
+  /// Learning-rate schedule (nanoGPT's): lr raised linearly over
+  /// `lrWarmupSteps` optimizer steps, then constant ("none"), or decaying
+  /// ("cosine", "linear") to `minLr` at step `lrDecaySteps` (counted from 0,
+  /// warmup included). The plan computes it from its step counter.
+  int64_t lrWarmupSteps = 0;
+  std::string lrDecay = "none";
+  int64_t lrDecaySteps = 0;
+  double minLr = 0.0;
   /// Gradients averaged over the ranks of a data-parallel job before the
   /// updates, in buckets of about `bucketBytes` (docs/distributed.md); 0:
   /// sized from the gradients (zcc::autoBucketBytes).

@@ -54,6 +54,21 @@ struct TrainStepPipelineOptions
       *this, "clip-grad-norm",
       llvm::cl::desc("Clip the gradients by their global norm (0: off)"),
       llvm::cl::init(0.0)};
+  Option<int64_t> lrWarmupSteps{
+      *this, "lr-warmup-steps",
+      llvm::cl::desc("Learning-rate warmup: optimizer steps"),
+      llvm::cl::init(0)};
+  Option<std::string> lrDecay{
+      *this, "lr-decay",
+      llvm::cl::desc("Learning-rate decay: none, cosine or linear"),
+      llvm::cl::init("none")};
+  Option<int64_t> lrDecaySteps{
+      *this, "lr-decay-steps",
+      llvm::cl::desc("The step where the decay reaches min-lr"),
+      llvm::cl::init(0)};
+  Option<double> minLr{*this, "min-lr",
+                       llvm::cl::desc("The learning rate the decay ends at"),
+                       llvm::cl::init(0.0)};
   Option<bool> dataParallel{
       *this, "data-parallel",
       llvm::cl::desc("Average the gradients over the ranks of a "

@@ -217,6 +217,13 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     the sum and `max_grad_norm`. The norm before clipping is returned as
     `grad_norm`.
 
+    With `lr-warmup-steps` > 0 or `lr-decay` `cosine` / `linear`, the
+    learning rate follows a schedule: one `zt.lr_schedule` of the step
+    counter at the top of the entry that updates (linear warmup over
+    `lr-warmup-steps`, then a decay to `min-lr` at step `lr-decay-steps`),
+    whose factor every update takes as its `lr_factor` operand; the
+    learning rate used is returned as `lr`.
+
     Out-of-range options are an error naming the option.
   }];
   let options = [
@@ -242,6 +249,17 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
            "Clip the gradients by their global norm to at most this, as "
            "torch.nn.utils.clip_grad_norm_ (0: no clipping); with "
            "data-parallel, the norm of the averaged gradients">,
+    Option<"lrWarmupSteps", "lr-warmup-steps", "int64_t", /*default=*/"0",
+           "Learning-rate schedule: raise lr linearly over this many "
+           "optimizer steps first ((k + 1) / (W + 1) at step k)">,
+    Option<"lrDecay", "lr-decay", "std::string", /*default=*/"\"none\"",
+           "Learning-rate schedule after the warmup: none (constant), cosine "
+           "or linear (to min-lr at lr-decay-steps)">,
+    Option<"lrDecaySteps", "lr-decay-steps", "int64_t", /*default=*/"0",
+           "The optimizer step (counted from 0, warmup included) where the "
+           "decay reaches min-lr; > lr-warmup-steps">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "The learning rate the decay ends at, in [0, lr]">,
     Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
            "Average the gradients over the ranks of a data-parallel job "
            "(zt.all_reduce with mean) before the updates, in buckets">,

@@ -122,6 +122,18 @@ static LogicalResult verifyClipping(Operation *op, double maxGradNorm,
   return success();
 }
 
+/// A learning-rate schedule's factor, when an update takes one: in the
+/// parameter's element type.
+static LogicalResult verifyLrFactor(Operation *op, Value factor,
+                                    Type paramType) {
+  Type element = cast<ShapedType>(paramType).getElementType();
+  if (factor && cast<ShapedType>(factor.getType()).getElementType() != element)
+    return op->emitOpError()
+           << "lr_factor must have the element type of param (" << element
+           << "), got " << factor.getType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ConstantOp, CausalMaskOp
 //===----------------------------------------------------------------------===//
@@ -726,8 +738,10 @@ LogicalResult SgdOp::verify() {
                                              getNewMomentumBuffer().getType(),
                                              "param", paramType))))
     return failure();
-  return verifyClipping(*this, getMaxGradNorm().convertToDouble(),
-                        getGradSumSquares(), paramType);
+  if (failed(verifyClipping(*this, getMaxGradNorm().convertToDouble(),
+                            getGradSumSquares(), paramType)))
+    return failure();
+  return verifyLrFactor(*this, getLrFactor(), paramType);
 }
 
 /// A bucket (zt.all_reduce, zt.pack): one or more operands, each result
@@ -853,8 +867,10 @@ LogicalResult AdamwOp::verify() {
                                   getWeightDecay().convertToDouble(), 0.0, true,
                                   std::nullopt)))
     return failure();
-  return verifyClipping(*this, getMaxGradNorm().convertToDouble(),
-                        getGradSumSquares(), paramType);
+  if (failed(verifyClipping(*this, getMaxGradNorm().convertToDouble(),
+                            getGradSumSquares(), paramType)))
+    return failure();
+  return verifyLrFactor(*this, getLrFactor(), paramType);
 }
 
 LogicalResult SumSquaresOp::verify() {
@@ -862,6 +878,30 @@ LogicalResult SumSquaresOp::verify() {
     return emitOpError() << "partial must have the result's type ("
                          << getResult().getType() << "), got "
                          << getPartial().getType();
+  return success();
+}
+
+LogicalResult LrScheduleOp::verify() {
+  int64_t warmup = getWarmupSteps(), decay = getDecaySteps();
+  double minFactor = getMinFactor().convertToDouble();
+  if (warmup < 0)
+    return emitOpError() << "warmup_steps must be >= 0, got " << warmup;
+  if (getCosine() && getLinear())
+    return emitOpError() << "decays one way: cosine or linear, not both";
+  bool decays = getCosine() || getLinear();
+  if (decays && decay <= warmup)
+    return emitOpError() << "decay_steps (the step where the decay ends, "
+                            "counted from 0) must be > warmup_steps ("
+                         << warmup << "), got " << decay;
+  if (!decays && decay != 0)
+    return emitOpError() << "decay_steps = " << decay
+                         << " needs a decay (cosine or linear)";
+  if (!decays && minFactor != 0.0)
+    return emitOpError() << "min_factor = " << formatNumber(minFactor)
+                         << " needs a decay (cosine or linear)";
+  if (!std::isfinite(minFactor) || minFactor < 0.0 || minFactor > 1.0)
+    return emitOpError() << "min_factor must be >= 0 and <= 1, got "
+                         << formatNumber(minFactor);
   return success();
 }
 

@@ -94,6 +94,7 @@ ZRT_HOST_DEVICE inline double fLog(double x) { return ::log(x); }
 ZRT_HOST_DEVICE inline double fTanh(double x) { return ::tanh(x); }
 ZRT_HOST_DEVICE inline double fSqrt(double x) { return ::sqrt(x); }
 ZRT_HOST_DEVICE inline double dPow(double x, double y) { return ::pow(x, y); }
+ZRT_HOST_DEVICE inline double dCos(double x) { return ::cos(x); }
 ZRT_HOST_DEVICE inline float fExpLoop(float x) { return ::expf(x); }
 ZRT_HOST_DEVICE inline double fExpLoop(double x) { return ::exp(x); }
 #else
@@ -140,6 +141,7 @@ template <typename T> inline T fTanh(T x) { return std::tanh(x); }
 template <typename T> inline T fSqrt(T x) { return std::sqrt(x); }
 template <typename T> inline T fErf(T x) { return std::erf(x); }
 inline double dPow(double x, double y) { return std::pow(x, y); }
+inline double dCos(double x) { return std::cos(x); }
 #endif
 
 template <typename T> ZRT_HOST_DEVICE inline T sigmoidOf(T x) {
@@ -664,32 +666,75 @@ ZRT_HOST_DEVICE inline T clipCoefficient(const T *sumSquares, T maxNorm) {
   return c > T(1.0) ? T(1.0) : c;
 }
 
+/// A learning-rate schedule (zt.lr_schedule): the factor of lr at step k
+/// (optimizer steps taken before this one): linear warmup over `warmup`
+/// steps, then constant, or decaying (cosine or linear) to `minFactor` at
+/// step `decayEnd`. nanoGPT's get_lr divided by lr.
+ZRT_HOST_DEVICE inline double lrScheduleFactor(int64_t k, int64_t warmup,
+                                               int64_t decayEnd, bool cosine,
+                                               bool linear, double minFactor) {
+  if (k < warmup)
+    return static_cast<double>(k + 1) / static_cast<double>(warmup + 1);
+  if (!cosine && !linear)
+    return 1.0;
+  if (k >= decayEnd)
+    return minFactor;
+  double r =
+      static_cast<double>(k - warmup) / static_cast<double>(decayEnd - warmup);
+  double c = cosine ? 0.5 * (1.0 + dCos(3.14159265358979323846 * r)) : 1.0 - r;
+  return minFactor + c * (1.0 - minFactor);
+}
+
+/// One element: the schedule's factor at the step counter's value.
+template <typename T> struct LrSchedule : Functor {
+  static constexpr bool kGrouped = false;
+  const int64_t *step = nullptr;
+  T *y = nullptr;
+  int64_t warmupSteps = 0, decaySteps = 0;
+  double minFactor = 0;
+  bool cosine = false, linear = false;
+
+  ZRT_HOST_DEVICE void operator()(int64_t) const {
+    *y = static_cast<T>(lrScheduleFactor(*step, warmupSteps, decaySteps, cosine,
+                                         linear, minFactor));
+  }
+};
+
+/// The learning rate of this step: lr, times the schedule's factor when
+/// there is one (read once per launch).
+template <typename T>
+ZRT_HOST_DEVICE inline T scheduledLr(T lr, const T *factor) {
+  return factor ? lr * *factor : lr;
+}
+
 /// Updated in place when the outputs are the state's buffers.
 template <typename T> struct Sgd : Functor {
   static constexpr bool kGrouped = false;
   const T *param = nullptr, *grad = nullptr, *buffer = nullptr;
   const T *gradSumSquares = nullptr; // clipping, else null
+  const T *lrFactor = nullptr;       // a schedule, else null
   T *newParam = nullptr, *newBuffer = nullptr;
   T lr = 0, momentum = 0, weightDecay = 0, maxGradNorm = 0;
   bool nesterov = false;
 
   struct Prepared {
-    T clip;
+    T clip, lr;
   };
   ZRT_HOST_DEVICE Prepared prepare() const {
-    return {clipCoefficient(gradSumSquares, maxGradNorm)};
+    return {clipCoefficient(gradSumSquares, maxGradNorm),
+            scheduledLr(lr, lrFactor)};
   }
 
   ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
     T p = param[i];
     T g = grad[i] * c.clip + weightDecay * p;
     if (!buffer) {
-      newParam[i] = p - lr * g;
+      newParam[i] = p - c.lr * g;
       return;
     }
     T b = momentum * buffer[i] + g;
     newBuffer[i] = b;
-    newParam[i] = nesterov ? p - lr * (g + momentum * b) : p - lr * b;
+    newParam[i] = nesterov ? p - c.lr * (g + momentum * b) : p - c.lr * b;
   }
 };
 
@@ -699,21 +744,23 @@ template <typename T> struct Adamw : Functor {
           *expAvgSq = nullptr;
   const int64_t *step = nullptr;
   const T *gradSumSquares = nullptr; // clipping, else null
+  const T *lrFactor = nullptr;       // a schedule, else null
   T *newParam = nullptr, *newExpAvg = nullptr, *newExpAvgSq = nullptr;
   double beta1 = 0, beta2 = 0; // from the plan, which states every one
   T lr = 0, eps = 0, weightDecay = 0, maxGradNorm = 0;
 
   struct Prepared {
-    T correction1, correction2, clip;
+    T correction1, correction2, clip, lr;
   };
-  /// The bias corrections and the clipping factor, once per launch rather
-  /// than per element.
+  /// The bias corrections, the clipping factor and the learning rate, once
+  /// per launch rather than per element.
   ZRT_HOST_DEVICE Prepared prepare() const {
     // The step counter counts from 0; bias correction uses t = step + 1.
     double t = static_cast<double>(*step) + 1.0;
     return {static_cast<T>(1.0 - dPow(beta1, t)),
             static_cast<T>(1.0 - dPow(beta2, t)),
-            clipCoefficient(gradSumSquares, maxGradNorm)};
+            clipCoefficient(gradSumSquares, maxGradNorm),
+            scheduledLr(lr, lrFactor)};
   }
 
   /// One element's update: p, m, v become the new parameter and moments.
@@ -726,7 +773,7 @@ template <typename T> struct Adamw : Functor {
     v = b2 * v + oneMinusB2 * g * g;
     T mHat = m / c.correction1;
     T vHat = v / c.correction2;
-    p = p - lr * (mHat / (fSqrt(vHat) + eps) + weightDecay * p);
+    p = p - c.lr * (mHat / (fSqrt(vHat) + eps) + weightDecay * p);
   }
 
   ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {

@@ -920,17 +920,35 @@ private:
       f.buffer = in(2);
       f.newBuffer = result(1);
     }
-    clipping(f);
+    updateInputs(f, launch.params.momentum != 0 ? 3 : 2);
     f.count = inType(0).numElements();
     push(f);
   }
 
-  /// An optimizer update's clipping by the global norm: the last input.
-  template <typename F> void clipping(F &f) {
-    if (launch.params.maxGradNorm == 0)
-      return;
-    f.maxGradNorm = static_cast<T>(launch.params.maxGradNorm);
-    f.gradSumSquares = in(launch.inputs.size() - 1);
+  /// An optimizer update's inputs after its `state` ones (KernelRules'
+  /// updateInputs): the sum of squares when clipping by the global norm,
+  /// then the schedule's factor when there is one more.
+  template <typename F> void updateInputs(F &f, size_t state) {
+    size_t next = state;
+    if (launch.params.maxGradNorm != 0) {
+      f.maxGradNorm = static_cast<T>(launch.params.maxGradNorm);
+      f.gradSumSquares = in(next++);
+    }
+    if (launch.inputs.size() > next)
+      f.lrFactor = in(next);
+  }
+
+  void lrSchedule() {
+    LrSchedule<T> f;
+    f.step = in<int64_t>(0);
+    f.y = result(0);
+    f.warmupSteps = launch.params.warmupSteps;
+    f.decaySteps = launch.params.decaySteps;
+    f.minFactor = launch.params.minFactor;
+    f.cosine = launch.params.cosine;
+    f.linear = launch.params.linear;
+    f.count = 1;
+    push(f);
   }
 
   /// One step for an operand of one chunk (most gradients); else the
@@ -977,7 +995,7 @@ private:
     f.newParam = result(0);
     f.newExpAvg = result(1);
     f.newExpAvgSq = result(2);
-    clipping(f);
+    updateInputs(f, 5);
     f.count = inType(0).numElements();
     push(f);
   }
@@ -1107,6 +1125,9 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     break;
   case KernelId::SumSquares:
     return sumSquares();
+  case KernelId::LrSchedule:
+    lrSchedule();
+    break;
   case KernelId::AllReduce:
     allReduce();
     break;

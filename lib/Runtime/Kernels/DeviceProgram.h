@@ -92,8 +92,8 @@ template <typename T>
 using StepOf = std::variant<
     Elementwise<T>, Fill, CausalMask<T>, StridedCopy, ConcatPart, SliceGrad<T>,
     Embedding<T>, EmbeddingGrad<T>, Dropout<T>, Sgd<T>, Adamw<T>,
-    SumSquaresChunks<T>, SumSquares<T>, Reduce<T>, MaxGrad<T>, Softmax<T>,
-    SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>, LayerNormGradRows<T>,
+    SumSquaresChunks<T>, SumSquares<T>, LrSchedule<T>, Reduce<T>, MaxGrad<T>,
+    Softmax<T>, SoftmaxGrad<T>, LayerNorm<T>, RmsNorm<T>, LayerNormGradRows<T>,
     LayerNormGradColumns<T>, RmsNormGradRows<T>, RmsNormGradColumns<T>,
     CrossEntropyRows<T>, MeanOf<T>, CrossEntropyGradRows<T>, AttentionRows<T>,
     AttentionGradDelta<T>, AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn,

@@ -611,20 +611,49 @@ Status checkEmbeddingGrad(const LaunchRules &r) {
   return r.expectShape("grad", grad, expected);
 }
 
-/// Clipping by the global norm: with max_grad_norm > 0, the last input is
-/// the sum of the squares of the step's gradients: `added` is how many
-/// inputs it adds (0 or 1).
-Status clippingInputs(const LaunchRules &r, size_t &added) {
-  added = 0;
+/// The optional inputs after an update's `state` inputs (parameter,
+/// gradient and optimizer state): the sum of the squares of the step's
+/// gradients when clipping (max_grad_norm > 0), then the learning-rate
+/// schedule's factor when there is one more input, a scalar (the ops'
+/// operand segments, which a plan does not state). Checks their count and
+/// types, and the update's `outputs`.
+Status updateInputs(const LaunchRules &r, size_t state, size_t outputs) {
   ZRT_RETURN_IF_ERROR(r.expectRange("max_grad_norm", r.params.maxGradNorm, 0.0,
                                     true, std::nullopt));
-  if (r.params.maxGradNorm == 0)
-    return Status::ok();
-  if (r.numInputs() == 0)
+  size_t clip = r.params.maxGradNorm > 0 ? 1 : 0;
+  if (clip && r.numInputs() < state + 1)
     return r.fail("clipping (max_grad_norm > 0) needs the grad_sum_squares "
                   "input");
-  added = 1;
-  return r.expectFloatScalar("grad_sum_squares", r.input(r.numInputs() - 1));
+  bool scheduled = r.numInputs() == state + clip + 1 &&
+                   r.input(state + clip).rank() == 0;
+  ZRT_RETURN_IF_ERROR(
+      r.expectCounts(state + clip + (scheduled ? 1 : 0), outputs));
+  if (clip)
+    ZRT_RETURN_IF_ERROR(
+        r.expectFloatScalar("grad_sum_squares", r.input(state)));
+  if (scheduled)
+    ZRT_RETURN_IF_ERROR(
+        r.expectFloatScalar("lr_factor", r.input(state + clip)));
+  return Status::ok();
+}
+
+/// The schedule's parameters, as zt.lr_schedule's verifier states them.
+Status checkLrSchedule(const LaunchRules &r) {
+  const LaunchParams &p = r.params;
+  if (p.warmupSteps < 0)
+    return r.fail("warmup_steps must be >= 0, got ", p.warmupSteps);
+  if (p.cosine && p.linear)
+    return r.fail("decays one way: cosine or linear, not both");
+  bool decays = p.cosine || p.linear;
+  if (decays && p.decaySteps <= p.warmupSteps)
+    return r.fail("decay_steps must be > warmup_steps (", p.warmupSteps,
+                  "), got ", p.decaySteps);
+  if (!decays && (p.decaySteps != 0 || p.minFactor != 0))
+    return r.fail("decay_steps and min_factor need a decay (cosine or "
+                  "linear)");
+  if (!std::isfinite(p.minFactor) || p.minFactor < 0 || p.minFactor > 1)
+    return r.fail("min_factor must be >= 0 and <= 1, got ", p.minFactor);
+  return Status::ok();
 }
 
 Status checkSgd(const LaunchRules &r) {
@@ -640,10 +669,7 @@ Status checkSgd(const LaunchRules &r) {
     return r.fail("nesterov needs momentum != 0");
   // The momentum buffer is an operand and a result exactly when momentum
   // is on.
-  size_t clip = 0;
-  ZRT_RETURN_IF_ERROR(clippingInputs(r, clip));
-  ZRT_RETURN_IF_ERROR(
-      r.expectCounts((hasBuffer ? 3 : 2) + clip, hasBuffer ? 2 : 1));
+  ZRT_RETURN_IF_ERROR(updateInputs(r, hasBuffer ? 3 : 2, hasBuffer ? 2 : 1));
   const TensorType &param = r.input(0);
   ZRT_RETURN_IF_ERROR(r.expectFloat("param", param));
   ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(1), "param", param));
@@ -659,9 +685,7 @@ Status checkSgd(const LaunchRules &r) {
 }
 
 Status checkAdamw(const LaunchRules &r) {
-  size_t clip = 0;
-  ZRT_RETURN_IF_ERROR(clippingInputs(r, clip));
-  ZRT_RETURN_IF_ERROR(r.expectCounts(5 + clip, 3));
+  ZRT_RETURN_IF_ERROR(updateInputs(r, 5, 3));
   const TensorType &param = r.input(0);
   ZRT_RETURN_IF_ERROR(r.expectFloat("param", param));
   ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(1), "param", param));
@@ -893,6 +917,12 @@ Status checkKernel(const LaunchRules &r) {
     if (r.numInputs() == 2)
       ZRT_RETURN_IF_ERROR(r.expectFloatScalar("partial", r.input(1)));
     return r.expectFloatScalar("result", r.output(0));
+  case KernelId::LrSchedule: {
+    ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
+    ZRT_RETURN_IF_ERROR(r.expectStep("step", r.input(0)));
+    ZRT_RETURN_IF_ERROR(r.expectFloatScalar("result", r.output(0)));
+    return checkLrSchedule(r);
+  }
   case KernelId::Sgd:
     return checkSgd(r);
   case KernelId::Adamw:

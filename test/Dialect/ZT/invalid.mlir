@@ -473,6 +473,55 @@ func.func @sgd_clip_sum_type(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<bf
 }
 
 // -----
+func.func @sgd_lr_factor_type(%p: tensor<4xf32>, %g: tensor<4xf32>, %f: tensor<bf16>) {
+  // expected-error @+1 {{lr_factor must have the element type of param ('f32'), got 'tensor<bf16>'}}
+  %0 = zt.sgd %p, %g lr_factor %f {lr = 0.1 : f64} : (tensor<4xf32>, tensor<4xf32>, tensor<bf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @lr_schedule_negative_warmup(%step: tensor<i64>) {
+  // expected-error @+1 {{warmup_steps must be >= 0, got -1}}
+  %0 = zt.lr_schedule %step {warmup_steps = -1 : i64} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @lr_schedule_two_decays(%step: tensor<i64>) {
+  // expected-error @+1 {{decays one way: cosine or linear, not both}}
+  %0 = zt.lr_schedule %step {decay_steps = 10 : i64, cosine, linear} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @lr_schedule_decay_before_warmup_ends(%step: tensor<i64>) {
+  // expected-error @+1 {{decay_steps (the step where the decay ends, counted from 0) must be > warmup_steps (10), got 10}}
+  %0 = zt.lr_schedule %step {warmup_steps = 10 : i64, decay_steps = 10 : i64, linear} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @lr_schedule_steps_without_decay(%step: tensor<i64>) {
+  // expected-error @+1 {{decay_steps = 10 needs a decay (cosine or linear)}}
+  %0 = zt.lr_schedule %step {decay_steps = 10 : i64} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @lr_schedule_min_factor(%step: tensor<i64>) {
+  // expected-error @+1 {{min_factor must be >= 0 and <= 1, got 1.5}}
+  %0 = zt.lr_schedule %step {decay_steps = 10 : i64, min_factor = 1.5 : f64, cosine} : (tensor<i64>) -> tensor<f32>
+  return
+}
+
+// -----
+func.func @lr_schedule_result(%step: tensor<i64>) {
+  // expected-error @+1 {{result #0 must be 0D tensor of}}
+  %0 = zt.lr_schedule %step {warmup_steps = 1 : i64} : (tensor<i64>) -> tensor<2xf32>
+  return
+}
+
+// -----
 func.func @sum_squares_partial_type(%g: tensor<4xf32>, %s: tensor<bf16>) {
   // expected-error @+1 {{partial must have the result's type ('tensor<f32>'), got 'tensor<bf16>'}}
   %0 = zt.sum_squares %g, %s : (tensor<4xf32>, tensor<bf16>) -> tensor<f32>

@@ -160,6 +160,19 @@ func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %buf: tensor<10xf3
 
 // Clipping by the global norm: the sum of squares chained over the
 // gradients, and the updates that read it.
+// CHECK-LABEL: func.func @scheduled_optimizers
+func.func @scheduled_optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %m: tensor<10xf32>, %v: tensor<10xf32>, %step: tensor<i64>, %s: tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<f32>, tensor<f32>) {
+  // CHECK: %[[F:.+]] = zt.lr_schedule %{{.+}} {cosine, decay_steps = 100 : i64, min_factor = 1.000000e-01 : f64, warmup_steps = 10 : i64} : (tensor<i64>) -> tensor<f32>
+  %f = zt.lr_schedule %step {warmup_steps = 10 : i64, decay_steps = 100 : i64, min_factor = 0.1 : f64, cosine} : (tensor<i64>) -> tensor<f32>
+  // CHECK: zt.lr_schedule %{{.+}} {warmup_steps = 5 : i64} : (tensor<i64>) -> tensor<f32>
+  %w = zt.lr_schedule %step {warmup_steps = 5 : i64} : (tensor<i64>) -> tensor<f32>
+  // CHECK: zt.sgd %{{.+}}, %{{.+}} lr_factor %[[F]] {lr = 1.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<f32>) -> tensor<10xf32>
+  %0 = zt.sgd %p, %g lr_factor %f {lr = 0.1 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<f32>) -> tensor<10xf32>
+  // CHECK: zt.adamw %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} clip %{{.+}} lr_factor %[[F]] {lr = 1.000000e-03 : f64, max_grad_norm = 5.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>, tensor<f32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  %1, %2, %3 = zt.adamw %p, %g, %m, %v, %step clip %s lr_factor %f {lr = 1.0e-3 : f64, max_grad_norm = 0.5 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>, tensor<f32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  return %0, %1, %f, %w : tensor<10xf32>, tensor<10xf32>, tensor<f32>, tensor<f32>
+}
+
 // CHECK-LABEL: func.func @clipped_optimizers
 func.func @clipped_optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %buf: tensor<10xf32>, %m: tensor<10xf32>, %v: tensor<10xf32>, %step: tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) {
   // CHECK: %[[S0:.+]] = zt.sum_squares %{{.+}} : (tensor<10xf32>) -> tensor<f32>

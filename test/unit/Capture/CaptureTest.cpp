@@ -539,10 +539,12 @@ TEST(CompilerCApi, DataParallelPlansAreZccsBytes) {
     const char *plan;
     bool zero;
     double clip;
+    bool schedule; // gpt_block_zero_schedule's (test/unit/CMakeLists.txt)
   };
-  for (Case c :
-       {Case{"gpt_block_dp", false, 0.0}, Case{"gpt_block_zero", true, 0.0},
-        Case{"gpt_block_zero_clip", true, 0.5}}) {
+  for (Case c : {Case{"gpt_block_dp", false, 0.0, false},
+                 Case{"gpt_block_zero", true, 0.0, false},
+                 Case{"gpt_block_zero_clip", true, 0.5, false},
+                 Case{"gpt_block_zero_schedule", true, 0.5, true}}) {
     SCOPED_TRACE(c.plan);
     bool zero = c.zero;
     zcc_compile_options options;
@@ -554,6 +556,11 @@ TEST(CompilerCApi, DataParallelPlansAreZccsBytes) {
     options.shard_optimizer_state = zero;
     options.world_size = zero ? 1 : 0;
     options.clip_grad_norm = c.clip;
+    if (c.schedule) {
+      options.lr_warmup_steps = 3;
+      options.lr_decay = "linear";
+      options.lr_decay_steps = 20;
+    }
     zrt_plan *plan = nullptr;
     zrt_status s =
         zcc_compile(text.data(), text.size(), name.c_str(), &options, &plan);

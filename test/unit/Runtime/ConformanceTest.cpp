@@ -554,8 +554,9 @@ TEST_P(Conformance, GptBlockGradientsMatchTheCpuExecutor) {
 /// 30 AdamW steps: the losses stay together (bit for bit where the target
 /// is exact), and nothing is allocated after load.
 TEST_P(Conformance, TrainingLossesTrackTheCpuExecutor) {
-  for (const char *name : {"mlp", "gpt_block", "mlp_sgd", "gpt_block_clip",
-                           "gpt_block_zero_clip"}) {
+  for (const char *name :
+       {"mlp", "gpt_block", "mlp_sgd", "gpt_block_clip", "gpt_block_zero_clip",
+        "gpt_block_schedule", "gpt_block_zero_schedule"}) {
     SCOPED_TRACE(name);
     std::shared_ptr<Plan> plan = loadTestPlan(name);
     ASSERT_TRUE(plan);

@@ -542,10 +542,11 @@ TEST(KernelRules, Optimizers) {
   expectRejected(noBeta2, "missing parameter 'beta2'");
   expectRejected(eps, "eps must be > 0, got 0");
 
-  // Clipping: max_grad_norm > 0 takes the sum of squares as the last input.
+  // Clipping: max_grad_norm > 0 takes the sum of squares after the state;
+  // one input more is a learning-rate schedule's factor.
   LaunchCase clipped = adamw(0.9);
-  clipped.input({}, {4});
-  expectRejected(clipped, "expected 5 inputs and 3 outputs, got 6 and 3");
+  clipped.input({}, {4}).input({}, {0.5});
+  expectRejected(clipped, "expected 5 inputs and 3 outputs, got 7 and 3");
   clipped.param(floatParam("max_grad_norm", 1.0));
   std::vector<Param> &stated = clipped.params;
   stated.erase(std::remove_if(stated.begin(), stated.end(),
@@ -555,13 +556,21 @@ TEST(KernelRules, Optimizers) {
                               }),
                stated.end());
   expectAccepted(clipped);
-  clipped.entry.tensors.back().type.shape = {1};
+  clipped.entry.tensors[5].type.shape = {1};
   expectRejected(clipped, "grad_sum_squares must be a rank-0 f32 tensor");
+  clipped.entry.tensors[5].type.shape = {};
+  clipped.entry.tensors[6].type.dtype = DType::I64;
+  expectRejected(clipped, "lr_factor must be a rank-0 f32 tensor");
+  LaunchCase scheduled("sgd");
+  scheduled.input({10}).input({10}).input({}, {0.5}).output({10});
+  scheduled.param(floatParam("lr", 0.1));
+  expectAccepted(scheduled.stateOptimizerParams());
   LaunchCase noSum("sgd");
   noSum.input({10}).input({10}).output({10}).param(floatParam("lr", 0.1));
   noSum.param(floatParam("max_grad_norm", 1.0));
   expectRejected(noSum.stateOptimizerParams(),
-                 "grad_sum_squares must be a rank-0 f32 tensor, got 10xf32");
+                 "clipping (max_grad_norm > 0) needs the grad_sum_squares "
+                 "input");
   LaunchCase negativeNorm("sgd");
   negativeNorm.input({10}).input({10}).output({10});
   negativeNorm.param(floatParam("lr", 0.1))
@@ -571,6 +580,40 @@ TEST(KernelRules, Optimizers) {
   LaunchCase sum("sum_squares");
   sum.input({3}).input({}).input({}).output({});
   expectRejected(sum, "expected 2 inputs and 1 outputs, got 3 and 1");
+}
+
+TEST(KernelRules, LrSchedule) {
+  auto schedule = [](int64_t warmup, int64_t decay, double minFactor,
+                     const char *kind) {
+    LaunchCase c("lr_schedule");
+    c.typedInput(DType::I64, {}, {3}).output({});
+    c.param(intParam("warmup_steps", warmup))
+        .param(intParam("decay_steps", decay))
+        .param(floatParam("min_factor", minFactor));
+    if (kind)
+      c.param(unitParam(kind));
+    return c;
+  };
+  expectAccepted(schedule(10, 0, 0, nullptr));
+  expectAccepted(schedule(10, 100, 0.1, "cosine"));
+  expectAccepted(schedule(0, 1, 1, "linear"));
+  expectRejected(schedule(-1, 0, 0, nullptr),
+                 "warmup_steps must be >= 0, got -1");
+  expectRejected(schedule(10, 10, 0, "linear"),
+                 "decay_steps must be > warmup_steps (10), got 10");
+  expectRejected(schedule(0, 10, 0, nullptr),
+                 "decay_steps and min_factor need a decay");
+  expectRejected(schedule(0, 10, 1.5, "cosine"),
+                 "min_factor must be >= 0 and <= 1, got 1.5");
+  LaunchCase both = schedule(0, 10, 0, "cosine");
+  both.param(unitParam("linear"));
+  expectRejected(both, "decays one way: cosine or linear, not both");
+  LaunchCase step = schedule(1, 0, 0, nullptr);
+  step.entry.tensors[0].type.dtype = DType::I32;
+  expectRejected(step, "step");
+  LaunchCase result = schedule(1, 0, 0, nullptr);
+  result.entry.tensors[1].type.shape = {2};
+  expectRejected(result, "result must be a rank-0 f32 tensor");
 }
 
 TEST(KernelRules, Copy) {
@@ -1664,6 +1707,79 @@ TEST(OptimizerKernels, ClippingScalesTheGradientByTheGlobalNorm) {
                {a.p[0] - a.lr * a.g[0] * clip, a.p[1] - a.lr * a.g[1] * clip},
                1e-15);
   }
+}
+
+/// nanoGPT's get_lr (train.py), written out: the learning rate at step k.
+double nanoGptLr(int64_t k, double lr, int64_t warmup, int64_t decayEnd,
+                 double minLr, bool cosine) {
+  if (k < warmup)
+    return lr * double(k + 1) / double(warmup + 1);
+  if (k > decayEnd)
+    return minLr;
+  double ratio = double(k - warmup) / double(decayEnd - warmup);
+  double c = cosine ? 0.5 * (1.0 + std::cos(M_PI * ratio)) : 1.0 - ratio;
+  return minLr + c * (lr - minLr);
+}
+
+TEST(OptimizerKernels, LrScheduleIsNanoGptsGetLr) {
+  // 4 warmup steps, then cosine or linear decay to 1e-4 at step 12.
+  double lr = 6e-4, minLr = 6e-5;
+  for (const char *kind : {"cosine", "linear"}) {
+    for (int64_t k : {0, 1, 3, 4, 5, 8, 11, 12, 13, 1000}) {
+      LaunchCase c("lr_schedule");
+      c.typedInput(DType::I64, {}, {double(k)}).output({});
+      c.param(intParam("warmup_steps", 4))
+          .param(intParam("decay_steps", 12))
+          .param(floatParam("min_factor", minLr / lr))
+          .param(unitParam(kind));
+      double expected =
+          nanoGptLr(k, lr, 4, 12, minLr, std::string(kind) == "cosine") / lr;
+      ASSERT_TRUE(c.run<double>().isOk());
+      expectNear(c.result(), {expected}, 1e-15);
+      ASSERT_TRUE(c.run<float>().isOk());
+      expectNear(c.result(), {expected}, 1e-7);
+    }
+  }
+  // Warmup alone: then lr itself.
+  for (int64_t k : {0, 2, 3, 50}) {
+    LaunchCase c("lr_schedule");
+    c.typedInput(DType::I64, {}, {double(k)}).output({});
+    c.param(intParam("warmup_steps", 3))
+        .param(intParam("decay_steps", 0))
+        .param(floatParam("min_factor", 0));
+    ASSERT_TRUE(c.run<double>().isOk());
+    expectNear(c.result(), {k < 3 ? double(k + 1) / 4 : 1.0}, 0);
+  }
+}
+
+TEST(OptimizerKernels, UpdatesTakeTheScheduledLr) {
+  // AdamW: lr * factor everywhere lr was, the weight decay included.
+  AdamwStep a;
+  double factor = 0.375;
+  LaunchCase c = a.launch(/*step=*/1);
+  c.input({}, {factor});
+  AdamwStep scaled = a;
+  scaled.lr = a.lr * factor;
+  auto [newP, newM, newV] = scaled.expected(1);
+  ASSERT_TRUE(c.run<double>().isOk());
+  expectNear(c.result(0), newP, 1e-15);
+  expectNear(c.result(1), newM, 1e-15);
+  // With clipping too: the sum of squares first, then the factor.
+  LaunchCase both = a.launch(/*step=*/1, /*maxNorm=*/1.5, /*sumSquares=*/9);
+  both.input({}, {factor});
+  double clip = 1.5 / (3 + 1e-6);
+  auto [bothP, bothM, bothV] = scaled.expected(1, clip);
+  ASSERT_TRUE(both.run<double>().isOk());
+  expectNear(both.result(0), bothP, 1e-15);
+  // SGD with momentum.
+  LaunchCase s("sgd");
+  s.input({2}, a.p).input({2}, a.g).input({2}, {0.5, 1.0}).input({}, {factor});
+  s.outputInPlace(0).outputInPlace(2);
+  s.param(floatParam("lr", 0.1)).param(floatParam("momentum", 0.9));
+  ASSERT_TRUE(s.stateOptimizerParams().run<double>().isOk());
+  double b0 = 0.9 * 0.5 + a.g[0], b1 = 0.9 * 1.0 + a.g[1];
+  expectNear(s.result(0),
+             {a.p[0] - 0.1 * factor * b0, a.p[1] - 0.1 * factor * b1}, 1e-15);
 }
 
 TEST(OptimizerKernels, SgdPlainMomentumAndNesterov) {

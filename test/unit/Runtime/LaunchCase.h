@@ -651,9 +651,17 @@ inline std::vector<LaunchCase> everyKernel() {
       .outputInPlace(0)
       .outputInPlace(2)
       .outputInPlace(3)
+      .input({}, {0.5}) // a learning-rate schedule's factor
       .param(floatParam("lr", 1e-3))
       .stateOptimizerParams();
   add("sum_squares").input({2, 3}).input({}, {0.5}).output({});
+  add("lr_schedule")
+      .typedInput(DType::I64, {}, {7})
+      .output({})
+      .param(intParam("warmup_steps", 2))
+      .param(intParam("decay_steps", 20))
+      .param(floatParam("min_factor", 0.1))
+      .param(unitParam("cosine"));
   // One part reduced in place, one copied in first (one rank: the mean is
   // the value itself).
   add("all_reduce")

@@ -787,6 +787,9 @@ def ZT_SgdOp : ZT_Op<"sgd", [Pure, AttrSizedOperandSegments]> {
     first multiplied by `min(1, max_grad_norm / (sqrt(grad_sum_squares) +
     1e-6))`.
 
+    With an `lr_factor` operand (a learning-rate schedule, `zt.lr_schedule`),
+    the step uses `lr * lr_factor` wherever it says `lr`.
+
     ```mlir
     %p1 = zt.sgd %p, %g {lr = 1.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
     %p2, %b2 = zt.sgd %p, %g, %b {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> (tensor<10xf32>, tensor<10xf32>)
@@ -799,16 +802,17 @@ def ZT_SgdOp : ZT_Op<"sgd", [Pure, AttrSizedOperandSegments]> {
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        UnitAttr:$nesterov,
-                       DefaultValuedAttr<F64Attr, "0.0">:$max_grad_norm);
+                       DefaultValuedAttr<F64Attr, "0.0">:$max_grad_norm,
+                       Optional<ZT_FloatScalar>:$lr_factor);
   let results = (outs ZT_FloatTensor:$new_param,
                       Optional<ZT_FloatTensor>:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad (`,` $momentum_buffer^)? (`clip` $grad_sum_squares^)? attr-dict `:` functional-type(operands, results)
+    $param `,` $grad (`,` $momentum_buffer^)? (`clip` $grad_sum_squares^)? (`lr_factor` $lr_factor^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def ZT_AdamwOp : ZT_Op<"adamw", [Pure]> {
+def ZT_AdamwOp : ZT_Op<"adamw", [Pure, AttrSizedOperandSegments]> {
   let summary = "one AdamW step (decoupled weight decay)";
   let description = [{
     With `t = step + 1` (the step counter counts from 0):
@@ -819,7 +823,9 @@ def ZT_AdamwOp : ZT_Op<"adamw", [Pure]> {
     Results are `(param', m', v')`, tied in place by `zt-optimizer`.
     `0 <= beta1, beta2 < 1`, `eps > 0`, `lr >= 0`, `weight_decay >= 0`.
     With `max_grad_norm > 0`, `grad` is first clipped by the global norm
-    from `grad_sum_squares`, as in `zt.sgd`.
+    from `grad_sum_squares`, as in `zt.sgd`. With an `lr_factor` operand
+    (`zt.lr_schedule`), `lr * lr_factor` replaces `lr`, in the weight decay
+    too (as a PyTorch scheduler sets the group's lr).
 
     ```mlir
     %p1, %m1, %v1 = zt.adamw %p, %g, %m, %v, %step {lr = 1.000000e-03 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
@@ -834,11 +840,12 @@ def ZT_AdamwOp : ZT_Op<"adamw", [Pure]> {
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
                        DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
                        Optional<ZT_FloatScalar>:$grad_sum_squares,
-                       DefaultValuedAttr<F64Attr, "0.0">:$max_grad_norm);
+                       DefaultValuedAttr<F64Attr, "0.0">:$max_grad_norm,
+                       Optional<ZT_FloatScalar>:$lr_factor);
   let results = (outs ZT_FloatTensor:$new_param, ZT_FloatTensor:$new_exp_avg,
                       ZT_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step (`clip` $grad_sum_squares^)? attr-dict `:` functional-type(operands, results)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step (`clip` $grad_sum_squares^)? (`lr_factor` $lr_factor^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -862,6 +869,42 @@ def ZT_SumSquaresOp : ZT_Op<"sum_squares", [Pure,
   let results = (outs ZT_FloatScalar:$result);
   let assemblyFormat = [{
     $operand (`,` $partial^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ZT_LrScheduleOp : ZT_Op<"lr_schedule", [Pure]> {
+  let summary = "the learning rate's factor at a step: warmup, then decay";
+  let description = [{
+    The factor `f` that `zt.sgd` and `zt.adamw` multiply their `lr` by
+    (their `lr_factor` operand), at `k = step`, the number of optimizer
+    steps taken before this one (the step counter counts from 0), with
+    `W = warmup_steps` and `D = decay_steps`:
+
+    - `k < W`: `f = (k + 1) / (W + 1)` (linear warmup);
+    - neither `cosine` nor `linear`: `f = 1` after the warmup;
+    - `k >= D`: `f = min_factor`;
+    - else, with `r = (k - W) / (D - W)`: `f = min_factor + c * (1 -
+      min_factor)`, `c = (1 + cos(pi r)) / 2` with `cosine`, `1 - r` with
+      `linear`.
+
+    That is nanoGPT's schedule (`min_factor = min_lr / lr`); `D` counts
+    from step 0, warmup included. `W >= 0`; with a decay `D > W`;
+    `0 <= min_factor <= 1`. Computed in f64, rounded once to the result's
+    element type.
+
+    ```mlir
+    %f = zt.lr_schedule %step {warmup_steps = 100 : i64, decay_steps = 2000 : i64, min_factor = 1.000000e-01 : f64, cosine} : (tensor<i64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins ZT_StepScalar:$step,
+                       DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
+                       DefaultValuedAttr<I64Attr, "0">:$decay_steps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$min_factor,
+                       UnitAttr:$cosine, UnitAttr:$linear);
+  let results = (outs ZT_FloatScalar:$result);
+  let assemblyFormat = [{
+    $step attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -62,6 +62,7 @@ namespace zcc::runtime {
   X(Sgd, "sgd")                                                                \
   X(Adamw, "adamw")                                                            \
   X(SumSquares, "sum_squares")                                                 \
+  X(LrSchedule, "lr_schedule")                                                 \
   X(AllReduce, "all_reduce")                                                   \
   X(ReduceScatter, "reduce_scatter")                                           \
   X(AllGather, "all_gather")                                                   \
@@ -146,6 +147,11 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Adamw, "eps", Float, eps)                                                  \
   X(Adamw, "weight_decay", Float, weightDecay)                                 \
   X(Adamw, "max_grad_norm", Float, maxGradNorm)                                \
+  X(LrSchedule, "warmup_steps", Int, warmupSteps)                              \
+  X(LrSchedule, "decay_steps", Int, decaySteps)                                \
+  X(LrSchedule, "min_factor", Float, minFactor)                                \
+  X(LrSchedule, "cosine", Unit, cosine)                                        \
+  X(LrSchedule, "linear", Unit, linear)                                        \
   X(AllReduce, "mean", Unit, mean)                                             \
   X(ReduceScatter, "ranks", Int, ranks)                                        \
   X(ReduceScatter, "mean", Unit, mean)                                         \
@@ -157,10 +163,12 @@ std::optional<ElementArity> elementArity(KernelId id);
 struct LaunchParams {
   double factor = 0, value = 0, epsilon = 0, rate = 0;
   double lr = 0, momentum = 0, weightDecay = 0, beta1 = 0, beta2 = 0, eps = 0;
-  double scale = 0, maxGradNorm = 0;
+  double scale = 0, maxGradNorm = 0, minFactor = 0;
   int64_t dimension = 0, axis = 0, seed = 0, ranks = 0;
+  int64_t warmupSteps = 0, decaySteps = 0;
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
   bool nesterov = false, causal = false, mean = false;
+  bool cosine = false, linear = false;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
 
