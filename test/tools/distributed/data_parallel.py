@@ -13,7 +13,8 @@ whether the emulator (the CUDA executor's program on the host) gives the CPU's,
 whether data parallelism keeps its bits with ZeRO-1 buckets smaller than a
 gradient, recomputation under a memory budget and bf16 products, whether
 gradients clipped by their global norm train as one rank's (plain and
-ZeRO-1, the same norms printed), and the persistent bytes per rank. Needs zcc, zrun and mpirun on PATH.
+ZeRO-1, the same norms printed), whether a learning-rate schedule does
+(ZeRO-1, the same rates printed), and the persistent bytes per rank. Needs zcc, zrun and mpirun on PATH.
 Exit status 1 when a check fails.
 """
 import json
@@ -326,6 +327,51 @@ def main():
               worst, "the same" if same_norms else "DIFFERS",
               "ok" if worst <= 1e-6 and same_norms else "FAIL"))
     ok &= worst <= 1e-6 and same_norms
+
+    # A learning-rate schedule (5 warmup steps, cosine decay to lr/10 at
+    # step 15): every rank computes the same rate from its step counter, so
+    # two ranks with ZeRO-1 train as one rank at twice the batch, printing
+    # the same rates, and training ends elsewhere than at a constant rate.
+    schedule = ["--lr-warmup-steps", "5", "--lr-decay", "cosine",
+                "--lr-decay-steps", "15", "--min-lr", str(LR / 10)]
+
+    def rates(out):
+        return [l.split(" lr ")[1] for l in out.splitlines()
+                if l.startswith("step ") and " lr " in l]
+    plan = os.path.join(work, "one-lrs.zplan")
+    run(["zcc", os.path.join(work, "gpt4.mlir"), "-o", plan] + schedule +
+        common)
+    ck = os.path.join(work, "one-lrs.safetensors")
+    one_rates = rates(run(["zrun", plan, "--precision", "f64",
+                           "--save-checkpoint", ck] + untraced))
+    scheduled = read_safetensors(ck)
+    plan = os.path.join(work, "lrs.zplan")
+    run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan, "--data-parallel",
+         "--bucket-mb", "0.05", "--shard-optimizer-state", "--world-size",
+         "2"] + schedule + common)
+    ck = os.path.join(work, "lrs.safetensors")
+    out = run(["mpirun", "-np", "2", "zrun", plan, "--precision", "f64",
+               "--save-checkpoint", ck] + untraced, env=env)
+    got = read_safetensors(ck)
+    worst = max(abs(x - y) for k in scheduled for x, y in
+                zip(scheduled[k], got[k]))
+    same_rates = rates(out) == one_rates and len(one_rates) == STEPS
+    plan = os.path.join(work, "one-constant.zplan")
+    run(["zcc", os.path.join(work, "gpt4.mlir"), "-o", plan] + common)
+    ck = os.path.join(work, "one-constant.safetensors")
+    run(["zrun", plan, "--precision", "f64", "--save-checkpoint", ck] +
+        untraced)
+    constant = read_safetensors(ck)
+    apart = max(abs(x - y) for k in constant for x, y in
+                zip(constant[k], scheduled[k]))
+    good = worst <= 1e-6 and same_rates and apart > 1e-3
+    print("two ranks with ZeRO-1 at batch 2 with a cosine schedule (lr %s to "
+          "%s) vs one at batch 4, f64: max |difference| %.3g, tolerance "
+          "1e-06, lr the same every step; %.3g from a constant lr: %s" % (
+              one_rates[0] if one_rates else "?",
+              one_rates[-1] if one_rates else "?", worst, apart,
+              "ok" if good else "FAIL"))
+    ok &= good
 
     # Persistent bytes per rank: the parameters, plus the optimizer state
     # whole (plain) or one shard of it (ZeRO-1).
