@@ -33,6 +33,9 @@ mid_arena=$("$build/bin/zcc" "$work/gpt_mid.mlir" --optimizer adamw --lr 0.001 -
 # With the gradients clipped by their global norm, against clip_grad_norm_.
 "$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_clip.zplan" --optimizer adamw --lr 0.001 \
   --clip-grad-norm 1
+# With a learning-rate schedule (warmup, cosine decay), against LambdaLR.
+"$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_lrs.zplan" --optimizer adamw --lr 0.001 \
+  --lr-warmup-steps 10 --lr-decay cosine --lr-decay-steps 1000 --min-lr 0.0001
 # And in bf16 mixed precision (zt-mixed-precision), against PyTorch's autocast.
 "$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_bf16.zplan" --optimizer adamw --lr 0.001 \
   --precision bf16
@@ -45,6 +48,7 @@ models=(
   "the same, zcc with --memory-budget of half its arena|gpt_mid_half|--model gpt --gpt 4,256,4,128,512 --batch 8"
   "the same in bf16: zcc --precision bf16, PyTorch autocast bf16|gpt_mid_bf16|--model gpt --gpt 4,256,4,128,512 --batch 8 --autocast-bf16"
   "the same in f32, gradients clipped: zcc --clip-grad-norm 1, PyTorch clip_grad_norm_(1)|gpt_mid_clip|--model gpt --gpt 4,256,4,128,512 --batch 8 --clip-grad-norm 1"
+  "the same in f32, a learning-rate schedule (10 warmup steps, cosine to step 1000): zcc --lr-decay cosine ..., PyTorch LambdaLR|gpt_mid_lrs|--model gpt --gpt 4,256,4,128,512 --batch 8 --lr-schedule 10,1000,0.0001"
 )
 # zcc runs its products on its own kernel threads (BLAS single-threaded);
 # PyTorch gets the same count. OpenBLAS picks its kernels for the CPU, as
@@ -85,6 +89,9 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   echo "Clipping takes the 4-layer GPT" \
     "$(awk -v a="${zcc_ms[gpt_mid_clip]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its step time" \
     "(PyTorch's clip_grad_norm_: $(awk -v a="${torch_ms[gpt_mid_clip]}" -v b="${torch_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x)."
+  echo "The schedule takes the 4-layer GPT" \
+    "$(awk -v a="${zcc_ms[gpt_mid_lrs]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its step time" \
+    "(PyTorch's LambdaLR: $(awk -v a="${torch_ms[gpt_mid_lrs]}" -v b="${torch_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x)."
   echo "bf16 takes the 4-layer GPT" \
     "$(awk -v a="${zcc_ms[gpt_mid_bf16]}" -v b="${zcc_ms[gpt_mid]}" 'BEGIN {printf "%.2f", a / b}')x its f32 step time."
 } | tee "$root/bench/cpu/results.md"

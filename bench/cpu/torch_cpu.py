@@ -5,11 +5,16 @@ cross-entropy, backward, AdamW) and prints `ms_per_step MEDIAN`.
 
     torch_cpu.py --model mlp|gpt [--gpt L,D,H,T,V[,F]] --batch B
                  [--steps N] [--warmup W] [--threads T] [--autocast-bf16]
+                 [--clip-grad-norm C] [--lr-schedule W,D,MIN_LR]
 
 --autocast-bf16 runs the loss under torch.autocast("cpu", bfloat16), the
-peer of zcc --precision bf16.
+peer of zcc --precision bf16. --lr-schedule steps a LambdaLR of nanoGPT's
+get_lr (W warmup steps, cosine decay to MIN_LR at step D) after each
+optimizer step, the peer of zcc --lr-warmup-steps W --lr-decay cosine
+--lr-decay-steps D --min-lr MIN_LR.
 """
 import argparse
+import math
 import os
 import sys
 
@@ -29,6 +34,8 @@ def main():
     ap.add_argument("--autocast-bf16", action="store_true")
     ap.add_argument("--clip-grad-norm", type=float, default=None,
                     help="clip_grad_norm_ between backward() and step()")
+    ap.add_argument("--lr-schedule", default=None,
+                    help="W,D,MIN_LR: warmup, then cosine decay (LambdaLR)")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -49,6 +56,20 @@ def main():
 
     opt = torch.optim.AdamW(list(params.values()), **models.OPTIM_KW)
     batch = make_batch()
+    scheduler = None
+    if a.lr_schedule:
+        warmup, decay, min_lr = a.lr_schedule.split(",")
+        warmup, decay, lr = int(warmup), int(decay), models.OPTIM_KW["lr"]
+        min_factor = float(min_lr) / lr
+
+        def factor(k):  # nanoGPT's get_lr(k) / lr
+            if k < warmup:
+                return (k + 1) / (warmup + 1)
+            if k >= decay:
+                return min_factor
+            r = (k - warmup) / (decay - warmup)
+            return min_factor + 0.5 * (1 + math.cos(math.pi * r)) * (1 - min_factor)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -58,6 +79,8 @@ def main():
             torch.nn.utils.clip_grad_norm_(list(params.values()),
                                            a.clip_grad_norm)
         opt.step()
+        if scheduler is not None:
+            scheduler.step()
         return loss
 
     ms, loss = models.cpu_step_ms(step, a.warmup, a.steps)
