@@ -140,28 +140,47 @@ def get_lr(step, lr, warmup_steps=0, decay=None, decay_steps=0, min_lr=0.0):
     return min_lr + c * (lr - min_lr)
 
 
+def param_groups(model, weight_decay, decay_min_rank):
+    """nanoGPT's configure_optimizers groups: weight decay on parameters of
+    `decay_min_rank` or more dimensions only."""
+    params = list(model.parameters())
+    return [{"params": [p for p in params if p.dim() >= decay_min_rank],
+             "weight_decay": weight_decay},
+            {"params": [p for p in params if p.dim() < decay_min_rank],
+             "weight_decay": 0.0}]
+
+
 def train_both(model, data, steps, lr=1e-3, precision="f32", sgd=False,
-               clip_grad_norm=None, norms=None, schedule=None, lrs=None):
+               clip_grad_norm=None, norms=None, schedule=None, lrs=None,
+               weight_decay=None, decay_min_rank=0, betas=(0.9, 0.999)):
     """Losses of zcc and of PyTorch training copies of `model` on `data`,
     with AdamW (or SGD, momentum 0.9), the gradients clipped by their
     global norm when `clip_grad_norm` is given (each step's norms before
     clipping, zcc's `grad_norm` and PyTorch's, are appended to `norms`).
     `schedule` (zcc.lr_schedule's arguments) changes the learning rate by
     step: zcc.lr_schedule in the plan, a LambdaLR of get_lr in PyTorch
-    (each step's rates, zcc's `lr` and PyTorch's, are appended to `lrs`)."""
+    (each step's rates, zcc's `lr` and PyTorch's, are appended to `lrs`).
+    `weight_decay` (None: each optimizer's default) applies to parameters of
+    `decay_min_rank` or more dimensions only, as nanoGPT's groups."""
+    if weight_decay is None:
+        weight_decay = 0.0 if sgd else 0.01
     dtype = torch.float64 if precision == "f64" else torch.float32
     reference = copy.deepcopy(model).to(dtype)
     x0, y0 = (torch.from_numpy(a) for a in data[0])
     start = time.perf_counter()
     traced = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,), loss=lm_loss)
     compiled = traced.compile(
-        optimizer=zcc.sgd(lr=lr, momentum=0.9) if sgd else zcc.adamw(lr=lr),
+        optimizer=zcc.sgd(lr=lr, momentum=0.9, weight_decay=weight_decay,
+                          decay_min_rank=decay_min_rank) if sgd else
+        zcc.adamw(lr=lr, betas=betas, weight_decay=weight_decay,
+                  decay_min_rank=decay_min_rank),
         clip_grad_norm=clip_grad_norm,
         lr_schedule=zcc.lr_schedule(**schedule) if schedule else None)
     compile_seconds = time.perf_counter() - start
     session = compiled.session(precision=precision)
-    optimizer = (torch.optim.SGD(reference.parameters(), lr=lr, momentum=0.9)
-                 if sgd else torch.optim.AdamW(reference.parameters(), lr=lr))
+    groups = param_groups(reference, weight_decay, decay_min_rank)
+    optimizer = (torch.optim.SGD(groups, lr=lr, momentum=0.9) if sgd else
+                 torch.optim.AdamW(groups, lr=lr, betas=betas))
     scheduler = None
     if schedule:
         scheduler = torch.optim.lr_scheduler.LambdaLR(

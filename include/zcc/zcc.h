@@ -78,6 +78,12 @@ typedef struct {
   const char *lr_decay;
   int64_t lr_decay_steps;
   double min_lr;
+  /* Parameter groups: parameters of fewer dimensions than
+   * `weight_decay_min_rank` (nanoGPT: 2), or named in `no_weight_decay`
+   * (comma-separated names or patterns with * and ?; NULL: none), take no
+   * weight decay. */
+  int64_t weight_decay_min_rank;
+  const char *no_weight_decay;
 } zcc_compile_options;
 
 /* zcc's defaults: sgd, lr 0.01, no momentum, AdamW's 0.9/0.999/1e-8,

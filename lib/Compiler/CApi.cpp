@@ -5,6 +5,7 @@
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -61,6 +62,8 @@ void zcc_compile_options_init(zcc_compile_options *options) {
   options->lr_decay = "none";
   options->lr_decay_steps = defaults.lrDecaySteps;
   options->min_lr = defaults.minLr;
+  options->weight_decay_min_rank = defaults.weightDecayMinRank;
+  options->no_weight_decay = nullptr;
   options->recompute = defaults.recompute;
   options->memory_budget = defaults.memoryBudget;
   options->remat_problem = nullptr;
@@ -100,6 +103,15 @@ zrt_status zcc_compile(const char *source, size_t size, const char *name,
   compile.lrDecay = options->lr_decay ? options->lr_decay : "none";
   compile.lrDecaySteps = options->lr_decay_steps;
   compile.minLr = options->min_lr;
+  compile.weightDecayMinRank = options->weight_decay_min_rank;
+  if (options->no_weight_decay && *options->no_weight_decay) {
+    std::string names = options->no_weight_decay;
+    for (size_t at = 0; at <= names.size();) {
+      size_t comma = std::min(names.find(',', at), names.size());
+      compile.noWeightDecay.push_back(names.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
   compile.recompute = options->recompute != 0;
   compile.memoryBudget = options->memory_budget;
   compile.rematProblem = options->remat_problem ? options->remat_problem : "";

@@ -153,6 +153,15 @@ Status zcc::checkCompileOptions(const CompileOptions &options) {
                      "(sgd or adamw): the clipped gradients are never "
                      "materialized, the updates read them");
   ZRT_RETURN_IF_ERROR(checkSchedule(options));
+  if (options.weightDecayMinRank < 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "weight decay min rank must be >= 0, got ",
+                     options.weightDecayMinRank);
+  for (const std::string &name : options.noWeightDecay)
+    if (name.empty())
+      return makeError(StatusCode::InvalidArgument,
+                       "no-weight-decay names a parameter or a pattern; got "
+                       "an empty one");
   if (options.shardOptimizerState && !options.dataParallel)
     return makeError(StatusCode::InvalidArgument,
                      "sharding the optimizer state (ZeRO-1) is for "
@@ -205,6 +214,10 @@ std::string zcc::producerLine(const CompileOptions &options) {
        << " eps=" << options.eps;
   if (optimizer != "none")
     os << " weight-decay=" << options.weightDecay;
+  if (optimizer != "none" && options.weightDecayMinRank > 0)
+    os << " weight-decay-min-rank=" << options.weightDecayMinRank;
+  for (const std::string &name : options.noWeightDecay)
+    os << " no-weight-decay=" << name;
   if (options.accumulate)
     os << " accumulate grad-scale=" << options.gradScale;
   if (options.clipGradNorm > 0)
@@ -255,6 +268,8 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   pipeline.momentum = options.momentum;
   pipeline.nesterov = options.nesterov;
   pipeline.weightDecay = options.weightDecay;
+  pipeline.weightDecayMinRank = options.weightDecayMinRank;
+  pipeline.noWeightDecay = options.noWeightDecay;
   pipeline.beta1 = options.beta1;
   pipeline.beta2 = options.beta2;
   pipeline.eps = options.eps;

@@ -18,6 +18,7 @@
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
 
 #include <algorithm>
 #include <cmath>
@@ -126,6 +127,13 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     for (func::FuncOp fn : microbatches)
       if (failed(buildApply(fn)))
         return signalPassFailure();
+    // A pattern that names no parameter is a typo, not a choice.
+    for (auto [text, used] : llvm::zip(noWeightDecay, noDecayUsed))
+      if (!used && weightDecay > 0) {
+        getOperation().emitError() << "zt-optimizer option 'no-weight-decay': '"
+                                   << text << "' matches no parameter";
+        return signalPassFailure();
+      }
     if (!shardedStates.empty())
       getOperation()->setAttr(ZTDialect::kShardedStatesAttrName,
                               ArrayAttr::get(&getContext(), shardedStates));
@@ -147,6 +155,20 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return fail("lr", lr, ">= 0");
     if (!finite(weightDecay) || weightDecay < 0)
       return fail("weight-decay", weightDecay, ">= 0");
+    if (weightDecayMinRank < 0)
+      return fail("weight-decay-min-rank",
+                  static_cast<double>(weightDecayMinRank), ">= 0");
+    for (const std::string &text : noWeightDecay) {
+      llvm::Expected<llvm::GlobPattern> pattern =
+          llvm::GlobPattern::create(text);
+      if (!pattern)
+        return getOperation().emitError()
+               << "zt-optimizer option 'no-weight-decay': '" << text
+               << "' is not a name pattern: "
+               << llvm::toString(pattern.takeError());
+      noDecayPatterns.push_back(std::move(*pattern));
+      noDecayUsed.push_back(false);
+    }
     if (!finite(gradScale) || gradScale <= 0)
       return fail("grad-scale", gradScale, "> 0");
     if (!finite(clipGradNorm) || clipGradNorm < 0)
@@ -208,6 +230,27 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
                   ">= 0 and <= lr (" + std::to_string(lr.getValue()) + ")");
     return success();
   }
+
+  /// The weight decay of parameter `param` (an argument of its entry):
+  /// none below weight-decay-min-rank dimensions or when a no-weight-decay
+  /// pattern matches its name (PyTorch's parameter groups, as nanoGPT's
+  /// configure_optimizers makes them), else weight-decay.
+  double weightDecayOf(BlockArgument param) {
+    if (weightDecay == 0)
+      return 0;
+    auto type = cast<RankedTensorType>(param.getType());
+    func::FuncOp fn = cast<func::FuncOp>(param.getOwner()->getParentOp());
+    std::string name = argName(fn, param.getArgNumber());
+    bool excluded = type.getRank() < weightDecayMinRank;
+    for (auto [pattern, used] : llvm::zip(noDecayPatterns, noDecayUsed))
+      if (pattern.match(name)) {
+        used = true;
+        excluded = true;
+      }
+    return excluded ? 0.0 : weightDecay.getValue();
+  }
+  SmallVector<llvm::GlobPattern> noDecayPatterns;
+  SmallVector<bool> noDecayUsed;
 
   bool scheduled() const { return lrWarmupSteps > 0 || lrDecay != "none"; }
 
@@ -274,8 +317,9 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
   LogicalResult emitUpdate(OpBuilder &b, StepSignature &sig,
                            BlockArgument param, Value grad,
                            Value sumSquares = {}) {
-    FailureOr<Update> update = emitStep(
-        b, sig, param, grad, argName(sig.fn, param.getArgNumber()), sumSquares);
+    FailureOr<Update> update =
+        emitStep(b, sig, param, grad, argName(sig.fn, param.getArgNumber()),
+                 weightDecayOf(param), sumSquares);
     if (failed(update))
       return failure();
     update->tie(sig, param);
@@ -314,10 +358,11 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
 
   /// The optimizer's step on `param` (an argument, or a shard of several)
   /// from `grad` (scaled), its state added as arguments named `name` +
-  /// ".momentum" or ".exp_avg" / ".exp_avg_sq"; clipped by the global norm
-  /// when `sumSquares` (the sum of every gradient's squares) is given.
+  /// ".momentum" or ".exp_avg" / ".exp_avg_sq", with weight decay `decay`;
+  /// clipped by the global norm when `sumSquares` (the sum of every
+  /// gradient's squares) is given.
   FailureOr<Update> emitStep(OpBuilder &b, StepSignature &sig, Value param,
-                             Value grad, const std::string &name,
+                             Value grad, const std::string &name, double decay,
                              Value sumSquares) {
     Location loc = sig.fn.getLoc();
     Type type = param.getType();
@@ -340,7 +385,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       }
       auto sgd = b.create<SgdOp>(
           loc, types, param, grad, buffer ? Value(buffer) : Value(), sumSquares,
-          f64(lr), f64(momentum), f64(weightDecay),
+          f64(lr), f64(momentum), f64(decay),
           nesterov ? b.getUnitAttr() : UnitAttr(), maxGradNorm, *factor);
       update.param = sgd.getNewParam();
       if (buffer)
@@ -353,10 +398,10 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return failure();
     BlockArgument expAvg = state(".exp_avg");
     BlockArgument expAvgSq = state(".exp_avg_sq");
-    auto adamw = b.create<AdamwOp>(
-        loc, TypeRange{type, type, type}, param, grad, expAvg, expAvgSq, *step,
-        f64(lr), f64(beta1), f64(beta2), f64(eps), f64(weightDecay), sumSquares,
-        maxGradNorm, *factor);
+    auto adamw = b.create<AdamwOp>(loc, TypeRange{type, type, type}, param,
+                                   grad, expAvg, expAvgSq, *step, f64(lr),
+                                   f64(beta1), f64(beta2), f64(eps), f64(decay),
+                                   sumSquares, maxGradNorm, *factor);
     update.param = adamw.getNewParam();
     update.states.push_back({adamw.getNewExpAvg(), expAvg, ".exp_avg"});
     update.states.push_back({adamw.getNewExpAvgSq(), expAvgSq, ".exp_avg_sq"});
@@ -487,10 +532,14 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
   /// yields them in reverse, as PyTorch DDP's buckets), or the list's order
   /// (an apply entry's accumulators, all there from its start: those
   /// buckets go first, one after the other).
+  ///
+  /// With `decayClass` (ZeRO-1), parameters of its two classes never share
+  /// a bucket.
   template <typename Emit>
   void forEachBucket(OpBuilder &b, func::FuncOp fn,
                      ArrayRef<std::pair<BlockArgument, Value>> gradients,
-                     bool inProductionOrder, Emit emit) {
+                     bool inProductionOrder, Emit emit,
+                     function_ref<int(BlockArgument)> decayClass = {}) {
     SmallVector<unsigned> order;
     for (unsigned i = 0; i < gradients.size(); ++i)
       order.push_back(i);
@@ -504,6 +553,11 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       });
     Block &body = fn.getBody().front();
     Operation *lastOfArguments = nullptr;
+    // The latest gradient a bucket was placed after: buckets are placed in
+    // the order they are emitted (ZeRO-1's stages chain them), so one whose
+    // gradients were all done earlier (a class's last) goes after the ops
+    // the previous bucket placed, where the builder was left.
+    Operation *latest = nullptr;
     auto flush = [&](ArrayRef<unsigned> bucket) {
       if (bucket.empty())
         return;
@@ -512,6 +566,12 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
         if (Operation *d = def(i))
           if (!last || last->isBeforeInBlock(d))
             last = d;
+      if (last && latest && last->isBeforeInBlock(latest)) {
+        emit(bucket);
+        return;
+      }
+      if (last)
+        latest = last;
       if (last)
         b.setInsertionPointAfter(last);
       else if (lastOfArguments)
@@ -531,18 +591,34 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
           total += zcc::tensorBytes(g.second.getType());
       cap = zcc::autoBucketBytes(total);
     }
-    SmallVector<unsigned> bucket;
-    int64_t bytes = 0;
+    // One open bucket per class (ZeRO-1: parameters with and without
+    // weight decay, whose shards take different steps); each closes at the
+    // cap, right after its last gradient.
+    SmallVector<unsigned> bucket[2];
+    int64_t bytes[2] = {0, 0};
     for (unsigned i : order) {
-      bucket.push_back(i);
-      bytes += zcc::tensorBytes(gradients[i].second.getType());
-      if (bytes >= cap) {
-        flush(bucket);
-        bucket.clear();
-        bytes = 0;
+      int c = decayClass ? decayClass(gradients[i].first) : 0;
+      bucket[c].push_back(i);
+      bytes[c] += zcc::tensorBytes(gradients[i].second.getType());
+      if (bytes[c] >= cap) {
+        flush(bucket[c]);
+        bucket[c].clear();
+        bytes[c] = 0;
       }
     }
-    flush(bucket);
+    // The last ones in the order their gradients complete.
+    auto lastDef = [&](ArrayRef<unsigned> members) -> Operation * {
+      Operation *last = nullptr;
+      for (unsigned i : members)
+        if (Operation *d = def(i))
+          if (!last || last->isBeforeInBlock(d))
+            last = d;
+      return last;
+    };
+    Operation *last0 = lastDef(bucket[0]), *last1 = lastDef(bucket[1]);
+    bool oneFirst = last1 && (!last0 || last1->isBeforeInBlock(last0));
+    flush(bucket[oneFirst ? 1 : 0]);
+    flush(bucket[oneFirst ? 0 : 1]);
   }
 
   /// Replaces each gradient of `gradients` by its mean over the ranks: each
@@ -585,6 +661,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     SmallVector<unsigned> members;
     SmallVector<int64_t> offsets, counts;
     int64_t total = 0, shard = 0;
+    double weightDecay = 0; // its members' (one class of forEachBucket)
     Type element;
     Operation *reduceScatter = nullptr;
     Operation *allGather = nullptr;
@@ -616,7 +693,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       std::string name = "zero." + std::to_string(bucketIndex++);
       Value grad = scaled(b, k.reduceScatter->getResult(0));
       FailureOr<Update> update =
-          emitStep(b, sig, params, grad, name, sumOfSquares);
+          emitStep(b, sig, params, grad, name, k.weightDecay, sumOfSquares);
       if (failed(update))
         return failure();
       for (auto &[value, arg, suffix] : update->states)
@@ -678,7 +755,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       stepPending.reset();
     };
     forEachBucket(
-        b, fn, gradients, inProductionOrder, [&](ArrayRef<unsigned> members) {
+        b, fn, gradients, inProductionOrder,
+        [&](ArrayRef<unsigned> members) {
           if (failed(result))
             return;
           ShardedBucket k;
@@ -686,6 +764,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
           k.element =
               cast<RankedTensorType>(gradients[members[0]].first.getType())
                   .getElementType();
+          k.weightDecay = weightDecayOf(gradients[members[0]].first);
           for (unsigned i : members) {
             auto type = cast<RankedTensorType>(gradients[i].first.getType());
             k.offsets.push_back(k.total);
@@ -724,7 +803,8 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
           // The insertion point is left after the last op placed, where
           // forEachBucket puts a next bucket of arguments (the apply
           // entry's accumulators).
-        });
+        },
+        [&](BlockArgument param) { return weightDecayOf(param) > 0 ? 1 : 0; });
     if (failed(result))
       return failure();
     if (clipGradNorm > 0) {

@@ -26,6 +26,8 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
     optimizer.momentum = options.momentum;
     optimizer.nesterov = options.nesterov;
     optimizer.weightDecay = options.weightDecay;
+    optimizer.weightDecayMinRank = options.weightDecayMinRank;
+    optimizer.noWeightDecay = options.noWeightDecay;
     optimizer.beta1 = options.beta1;
     optimizer.beta2 = options.beta2;
     optimizer.eps = options.eps;

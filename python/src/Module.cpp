@@ -548,6 +548,8 @@ NB_MODULE(_zcc, m) {
       .def_rw("momentum", &zcc::CompileOptions::momentum)
       .def_rw("nesterov", &zcc::CompileOptions::nesterov)
       .def_rw("weight_decay", &zcc::CompileOptions::weightDecay)
+      .def_rw("weight_decay_min_rank", &zcc::CompileOptions::weightDecayMinRank)
+      .def_rw("no_weight_decay", &zcc::CompileOptions::noWeightDecay)
       .def_rw("beta1", &zcc::CompileOptions::beta1)
       .def_rw("beta2", &zcc::CompileOptions::beta2)
       .def_rw("eps", &zcc::CompileOptions::eps)

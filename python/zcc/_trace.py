@@ -536,18 +536,44 @@ class _Optimizer:
         return f"zcc.{self.name}({args})"
 
 
-def adamw(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
-    """AdamW with PyTorch's defaults (torch.optim.AdamW)."""
+def _decay_groups(decay_min_rank, no_decay):
+    """The parameter groups' options: parameters of fewer dimensions than
+    `decay_min_rank`, or named by `no_decay` (names, or patterns with * and
+    ?), take no weight decay."""
+    if isinstance(decay_min_rank, bool) or int(decay_min_rank) != decay_min_rank \
+            or decay_min_rank < 0:
+        raise Error(f"decay_min_rank must be a whole number >= 0, got "
+                    f"{decay_min_rank!r}")
+    if isinstance(no_decay, str):
+        no_decay = [no_decay]
+    names = list(no_decay or ())
+    if not all(isinstance(n, str) and n for n in names):
+        raise Error(f"no_decay must be parameter names or patterns, got "
+                    f"{no_decay!r}")
+    return dict(weight_decay_min_rank=int(decay_min_rank),
+                no_weight_decay=names)
+
+
+def adamw(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+          decay_min_rank=0, no_decay=None):
+    """AdamW with PyTorch's defaults (torch.optim.AdamW). Parameters of fewer
+    dimensions than `decay_min_rank` (nanoGPT: 2), or named by `no_decay`
+    (names, or patterns with * and ?), take no weight decay: PyTorch's
+    parameter groups."""
     return _Optimizer("adamw", lr=float(lr), beta1=float(betas[0]),
                       beta2=float(betas[1]), eps=float(eps),
-                      weight_decay=float(weight_decay))
+                      weight_decay=float(weight_decay),
+                      **_decay_groups(decay_min_rank, no_decay))
 
 
-def sgd(lr, momentum=0.0, nesterov=False, weight_decay=0.0):
-    """SGD (torch.optim.SGD's meaning of each number)."""
+def sgd(lr, momentum=0.0, nesterov=False, weight_decay=0.0, decay_min_rank=0,
+        no_decay=None):
+    """SGD (torch.optim.SGD's meaning of each number); `decay_min_rank` and
+    `no_decay` as in zcc.adamw."""
     return _Optimizer("sgd", lr=float(lr), momentum=float(momentum),
                       nesterov=bool(nesterov),
-                      weight_decay=float(weight_decay))
+                      weight_decay=float(weight_decay),
+                      **_decay_groups(decay_min_rank, no_decay))
 
 
 class _Schedule:

@@ -389,11 +389,17 @@ def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
                                           decay_steps=100, min_lr=1e-4)),
          ["--lr-warmup-steps", "10", "--lr-decay", "cosine",
           "--lr-decay-steps", "100", "--min-lr", "0.0001"]),
+        (dict(optimizer=zcc.adamw(lr=1e-3, weight_decay=0.1, decay_min_rank=2,
+                                  no_decay=["wpe", "h?.w_o"]),
+              shard_optimizer_state=True, world_size=2),
+         ["--weight-decay", "0.1", "--weight-decay-min-rank", "2",
+          "--no-weight-decay", "wpe,h?.w_o", "--shard-optimizer-state",
+          "--world-size", "2"]),
     ]:
+        extra = {"optimizer": zcc.adamw(lr=1e-3, weight_decay=0.0), **extra}
         written = zcc.compile_mlir(
-            text, optimizer=zcc.adamw(lr=1e-3, weight_decay=0.0), name=path,
-            data_parallel=True, bucket_mb=0.05, planner_node_limit=100000,
-            **extra)
+            text, name=path, data_parallel=True, bucket_mb=0.05,
+            planner_node_limit=100000, **extra)
         out = tmp_path / "zcc.zplan"
         subprocess.run([os.path.join(tools_dir(), "zcc"), path, "-o", str(out),
                         "--optimizer", "adamw", "--lr", "0.001",
@@ -404,6 +410,13 @@ def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
         zcc.compile_mlir(text, shard_optimizer_state=True, world_size=2)
     with pytest.raises(zcc.Error, match="clip_grad_norm must be a positive"):
         zcc.compile_mlir(text, clip_grad_norm=-1)
+    with pytest.raises(zcc.Error, match="'bias' matches no parameter"):
+        zcc.compile_mlir(text, optimizer=zcc.adamw(weight_decay=0.1,
+                                                   no_decay="bias"))
+    with pytest.raises(zcc.Error, match="decay_min_rank must be a whole"):
+        zcc.adamw(decay_min_rank=-1)
+    with pytest.raises(zcc.Error, match="no_decay must be parameter names"):
+        zcc.sgd(lr=0.1, no_decay=[3])
     with pytest.raises(zcc.Error, match="decay must be None, 'cosine' or"):
         zcc.lr_schedule(decay="exponential")
     with pytest.raises(zcc.Error, match="warmup_steps must be a whole number"):

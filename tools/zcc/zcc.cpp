@@ -43,6 +43,17 @@ cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
                        cl::cat(category));
 cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
                             cl::init(0.0), cl::cat(category));
+cl::opt<int64_t> weightDecayMinRank(
+    "weight-decay-min-rank",
+    cl::desc("Parameters of fewer dimensions take no weight decay (2: "
+             "nanoGPT's groups, no decay on biases and normalization "
+             "scales)"),
+    cl::init(0), cl::cat(category));
+cl::list<std::string> noWeightDecay(
+    "no-weight-decay",
+    cl::desc("Parameters that take no weight decay, by name or pattern with "
+             "* and ? (comma-separated or repeated; each must match one)"),
+    cl::CommaSeparated, cl::value_desc("names"), cl::cat(category));
 cl::opt<double> beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
                       cl::cat(category));
 cl::opt<double> beta2("beta2", cl::desc("AdamW beta2"), cl::init(0.999),
@@ -199,6 +210,8 @@ int main(int argc, char **argv) {
   options.momentum = momentum.getValue();
   options.nesterov = nesterov.getValue();
   options.weightDecay = weightDecay.getValue();
+  options.weightDecayMinRank = weightDecayMinRank.getValue();
+  options.noWeightDecay.assign(noWeightDecay.begin(), noWeightDecay.end());
   options.beta1 = beta1.getValue();
   options.beta2 = beta2.getValue();
   options.eps = eps.getValue();

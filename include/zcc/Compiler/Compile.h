@@ -17,6 +17,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zcc {
 
@@ -27,6 +28,11 @@ struct CompileOptions {
   double momentum = 0.0;
   bool nesterov = false;
   double weightDecay = 0.0;
+  /// Parameter groups: parameters of fewer dimensions than this, or whose
+  /// names match one of `noWeightDecay` (names, or patterns with * and ?),
+  /// take no weight decay (nanoGPT: rank 2, so no biases or norm scales).
+  int64_t weightDecayMinRank = 0;
+  std::vector<std::string> noWeightDecay;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;

@@ -41,6 +41,13 @@ struct TrainStepPipelineOptions
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("Weight decay"),
                              llvm::cl::init(0.0)};
+  Option<int64_t> weightDecayMinRank{
+      *this, "weight-decay-min-rank",
+      llvm::cl::desc("Parameters of fewer dimensions take no weight decay"),
+      llvm::cl::init(0)};
+  ListOption<std::string> noWeightDecay{
+      *this, "no-weight-decay",
+      llvm::cl::desc("Parameters (names or patterns) without weight decay")};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
                        llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),

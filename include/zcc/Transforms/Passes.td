@@ -209,6 +209,11 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     The module's `zt.sharded_states` says which parameters each state
     tensor covers, so that checkpoints hold it per parameter.
 
+    `weight-decay-min-rank` and `no-weight-decay` leave some parameters
+    undecayed (PyTorch's parameter groups: nanoGPT decays only parameters of
+    2 or more dimensions). ZeRO-1 keeps the two groups in separate buckets,
+    since a shard takes one step.
+
     With `clip-grad-norm` > 0 the gradients (averaged over the ranks, and
     scaled) are clipped by their global norm, as
     `torch.nn.utils.clip_grad_norm_`: a chain of `zt.sum_squares` sums the
@@ -236,6 +241,13 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
            "SGD with Nesterov momentum (needs momentum > 0)">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
            "Weight decay (>= 0): L2 for SGD, decoupled for AdamW">,
+    Option<"weightDecayMinRank", "weight-decay-min-rank", "int64_t",
+           /*default=*/"0",
+           "Parameters of fewer dimensions take no weight decay (nanoGPT's "
+           "2: biases and normalization scales are not decayed)">,
+    ListOption<"noWeightDecay", "no-weight-decay", "std::string",
+               "Parameters that take no weight decay: names, or patterns "
+               "with * and ? (each must match a parameter)">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9",
            "AdamW first-moment decay in [0, 1)">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999",

@@ -198,14 +198,21 @@ def main():
              "--world-size", "2"]
     budget = ["--memory-budget", "340000"]
     bf16 = ["--precision", "bf16"]
-    for flags, name, precision, against in (
+    # Weight decay on parameters of 2 or more dimensions only (nanoGPT's
+    # groups): ZeRO-1 keeps the groups in separate buckets.
+    groups = ["--weight-decay", "0.1", "--weight-decay-min-rank", "2"]
+    for flags, name, precision, against, against_name in (
             (small, "with ZeRO-1 in buckets smaller than a gradient", "f64",
-             []),
+             [], ""),
             (["--bucket-mb", "0.05"] + budget,
-             "recomputing under a memory budget", "f64", []),
+             "recomputing under a memory budget", "f64", [], ""),
             (small + budget, "with ZeRO-1 recomputing under a memory budget",
-             "f64", []),
-            (small + bf16, "with ZeRO-1 in bf16", "f32", bf16)):
+             "f64", [], ""),
+            (small + bf16, "with ZeRO-1 in bf16", "f32", bf16, " in bf16"),
+            (["--bucket-mb", "0.05", "--shard-optimizer-state",
+              "--world-size", "2"] + groups,
+             "with ZeRO-1 and weight decay on weights only", "f64", groups,
+             " with the same groups")):
         if not against:
             reference = checkpoints[("two", precision, "a")]
         else:
@@ -213,8 +220,8 @@ def main():
             run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan,
                  "--data-parallel", "--bucket-mb", "0.05"] + against + common)
             reference = os.path.join(work, "against.safetensors")
-            run(["mpirun", "-np", "2", "zrun", plan, "--save-checkpoint",
-                 reference] + train, env=env)
+            run(["mpirun", "-np", "2", "zrun", plan, "--precision",
+                 precision, "--save-checkpoint", reference] + train, env=env)
         plan = os.path.join(work, "composed.zplan")
         report = run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan,
                       "--data-parallel", "--report"] + flags + common)
@@ -225,7 +232,7 @@ def main():
              "--save-checkpoint", ck] + train, env=env)
         same = read_safetensors(ck) == read_safetensors(reference)
         print("two ranks %s vs plain data parallel%s, %s: checkpoint "
-              "tensors %s" % (name, " in bf16" if against else "", precision,
+              "tensors %s" % (name, against_name, precision,
                               "identical" if same else "DIFFER"))
         ok &= same
 

@@ -560,6 +560,9 @@ TEST(CompilerCApi, DataParallelPlansAreZccsBytes) {
       options.lr_warmup_steps = 3;
       options.lr_decay = "linear";
       options.lr_decay_steps = 20;
+      options.weight_decay = 0.1;
+      options.weight_decay_min_rank = 2;
+      options.no_weight_decay = "wpe";
     }
     zrt_plan *plan = nullptr;
     zrt_status s =
