@@ -521,19 +521,31 @@ class _TraceState:
         self.values = {}  # parameter name -> its given initial value
 
 
-class _Optimizer:
+class _Options:
+    """Compile options made by zcc.<name>(...): set on CompileOptions."""
+
     def __init__(self, name, **values):
         self.name = name
         self.values = values
 
     def _apply(self, options):
-        options.optimizer = self.name
         for key, value in self.values.items():
             setattr(options, key, value)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v}" for k, v in self.values.items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
         return f"zcc.{self.name}({args})"
+
+
+class _Optimizer(_Options):
+    def _apply(self, options):
+        options.optimizer = self.name
+        super()._apply(options)
+
+
+class _Schedule(_Options):
+    def __init__(self, **values):
+        super().__init__("lr_schedule", **values)
 
 
 def _decay_groups(decay_min_rank, no_decay):
@@ -574,19 +586,6 @@ def sgd(lr, momentum=0.0, nesterov=False, weight_decay=0.0, decay_min_rank=0,
                       nesterov=bool(nesterov),
                       weight_decay=float(weight_decay),
                       **_decay_groups(decay_min_rank, no_decay))
-
-
-class _Schedule:
-    def __init__(self, **values):
-        self.values = values
-
-    def _apply(self, options):
-        for key, value in self.values.items():
-            setattr(options, key, value)
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
-        return f"zcc.lr_schedule({args})"
 
 
 def lr_schedule(warmup_steps=0, decay=None, decay_steps=0, min_lr=0.0):

@@ -17,11 +17,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
 import nanogpt  # noqa: E402
 
 
+def small_gpt():
+    """The GPT the training comparisons use (2 layers, width 64, vocabulary
+    128, 16 positions; seeded) and its 4 batches of 4 sequences."""
+    torch.manual_seed(0)
+    return (nanogpt.GPT(vocab=128, sequence=16, width=64, heads=4, layers=2),
+            nanogpt.batches(4, batch=4, sequence=16, vocab=128))
+
+
 @pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
 def test_gpt_trains_like_pytorch(precision, tolerance):
-    torch.manual_seed(0)
-    model = nanogpt.GPT(vocab=128, sequence=16, width=64, heads=4, layers=2)
-    data = nanogpt.batches(4, batch=4, sequence=16, vocab=128)
+    model, data = small_gpt()
     ours, theirs, compiled, _ = nanogpt.train_both(model, data, 20,
                                                    precision=precision)
     relative = np.abs(np.array(ours) - theirs) / np.abs(theirs)
@@ -36,9 +42,7 @@ def test_gpt_trains_like_pytorch(precision, tolerance):
 def test_clipped_gradients_train_like_clip_grad_norm(sgd, precision, tolerance):
     # compile(clip_grad_norm=) against torch.nn.utils.clip_grad_norm_
     # between backward() and step().
-    torch.manual_seed(0)
-    model = nanogpt.GPT(vocab=128, sequence=16, width=64, heads=4, layers=2)
-    data = nanogpt.batches(4, batch=4, sequence=16, vocab=128)
+    model, data = small_gpt()
     lr, clip = (0.3, 0.5) if sgd else (3e-3, 0.5)
     norms = []
     ours, theirs, _, _ = nanogpt.train_both(model, data, 20, lr=lr, sgd=sgd,
@@ -65,9 +69,7 @@ def test_lr_schedule_trains_like_lambda_lr(decay, sgd, precision, tolerance):
     # compile(lr_schedule=) against a LambdaLR of nanoGPT's get_lr stepped
     # after each optimizer.step(): 4 warmup steps, decay to min_lr at step
     # 14, then 6 steps at min_lr.
-    torch.manual_seed(0)
-    model = nanogpt.GPT(vocab=128, sequence=16, width=64, heads=4, layers=2)
-    data = nanogpt.batches(4, batch=4, sequence=16, vocab=128)
+    model, data = small_gpt()
     lr = 0.3 if sgd else 3e-3
     schedule = dict(warmup_steps=4, decay=decay, decay_steps=14,
                     min_lr=lr / 10)
@@ -100,9 +102,7 @@ def test_nanogpt_recipe_trains_like_pytorch(sgd, precision, tolerance):
     # nanoGPT's train.py: weight decay 0.1 on parameters of 2 or more
     # dimensions only (configure_optimizers' groups), betas (0.9, 0.95),
     # gradients clipped at 1.0, warmup then cosine decay to lr / 10.
-    torch.manual_seed(0)
-    model = nanogpt.GPT(vocab=128, sequence=16, width=64, heads=4, layers=2)
-    data = nanogpt.batches(4, batch=4, sequence=16, vocab=128)
+    model, data = small_gpt()
     lr = 0.3 if sgd else 3e-3
     recipe = dict(lr=lr, sgd=sgd, precision=precision, clip_grad_norm=1.0,
                   schedule=dict(warmup_steps=4, decay="cosine",

@@ -30,6 +30,12 @@ LR = 1e-3
 ROWS = 64  # examples in the file; a step takes 4 of them
 
 
+def largest_difference(a, b):
+    """The largest |difference| of two checkpoints' tensors, element by
+    element (the tensors of `a`)."""
+    return max(abs(x - y) for k in a for x, y in zip(a[k], b[k]))
+
+
 def run(cmd, **kw):
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if proc.returncode != 0:
@@ -254,8 +260,7 @@ def main():
         run(["mpirun", "-np", "2", "zrun", plan, "--microbatches", "2",
              "--precision", "f64", "--save-checkpoint", ck] + train, env=env)
         got = read_safetensors(ck)
-        worst = max(abs(x - y) for k in reference for x, y in
-                    zip(reference[k], got[k]))
+        worst = largest_difference(reference, got)
         print("two ranks %s 2 microbatches of 1 row vs two at batch 2, f64: "
               "max |difference| %.3g, tolerance 1e-06: %s" % (
                   name, worst, "ok" if worst <= 1e-6 else "FAIL"))
@@ -295,8 +300,7 @@ def main():
         out = run(["mpirun", "-np", "2", "zrun", plan, "--precision", "f64",
                    "--save-checkpoint", ck] + untraced, env=env)
         got = read_safetensors(ck)
-        worst = max(abs(x - y) for k in reference for x, y in
-                    zip(reference[k], got[k]))
+        worst = largest_difference(reference, got)
         same_norms = norms(out) == one_norms
         print("two ranks%s at batch 2 clipped vs one at batch 4, f64: max "
               "|difference| %.3g, tolerance 1e-06, grad_norm %s: %s" % (
@@ -325,8 +329,7 @@ def main():
                "--precision", "f64", "--save-checkpoint", ck] + untraced,
               env=env)
     got = read_safetensors(ck)
-    worst = max(abs(x - y) for k in reference for x, y in
-                zip(reference[k], got[k]))
+    worst = largest_difference(reference, got)
     same_norms = norms(out) == one_norms
     print("two ranks accumulating with ZeRO-1 2 microbatches of 1 row "
           "clipped vs one at batch 4, f64: max |difference| %.3g, tolerance "
@@ -360,8 +363,7 @@ def main():
     out = run(["mpirun", "-np", "2", "zrun", plan, "--precision", "f64",
                "--save-checkpoint", ck] + untraced, env=env)
     got = read_safetensors(ck)
-    worst = max(abs(x - y) for k in scheduled for x, y in
-                zip(scheduled[k], got[k]))
+    worst = largest_difference(scheduled, got)
     same_rates = rates(out) == one_rates and len(one_rates) == STEPS
     plan = os.path.join(work, "one-constant.zplan")
     run(["zcc", os.path.join(work, "gpt4.mlir"), "-o", plan] + common)
@@ -369,8 +371,7 @@ def main():
     run(["zrun", plan, "--precision", "f64", "--save-checkpoint", ck] +
         untraced)
     constant = read_safetensors(ck)
-    apart = max(abs(x - y) for k in constant for x, y in
-                zip(constant[k], scheduled[k]))
+    apart = largest_difference(constant, scheduled)
     good = worst <= 1e-6 and same_rates and apart > 1e-3
     print("two ranks with ZeRO-1 at batch 2 with a cosine schedule (lr %s to "
           "%s) vs one at batch 4, f64: max |difference| %.3g, tolerance "
