@@ -558,26 +558,31 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     // gradients were all done earlier (a class's last) goes after the ops
     // the previous bucket placed, where the builder was left.
     Operation *latest = nullptr;
-    auto flush = [&](ArrayRef<unsigned> bucket) {
-      if (bucket.empty())
-        return;
+    // The op computing a bucket's last gradient; null: all arguments.
+    auto lastDef = [&](ArrayRef<unsigned> members) -> Operation * {
       Operation *last = nullptr;
-      for (unsigned i : bucket)
+      for (unsigned i : members)
         if (Operation *d = def(i))
           if (!last || last->isBeforeInBlock(d))
             last = d;
+      return last;
+    };
+    auto flush = [&](ArrayRef<unsigned> bucket) {
+      if (bucket.empty())
+        return;
+      Operation *last = lastDef(bucket);
       if (last && latest && last->isBeforeInBlock(latest)) {
         emit(bucket);
         return;
       }
-      if (last)
+      if (last) {
         latest = last;
-      if (last)
         b.setInsertionPointAfter(last);
-      else if (lastOfArguments)
+      } else if (lastOfArguments) {
         b.setInsertionPointAfter(lastOfArguments);
-      else
+      } else {
         b.setInsertionPointToStart(&body);
+      }
       emit(bucket);
       if (!last)
         lastOfArguments = &*std::prev(b.getInsertionPoint());
@@ -607,14 +612,6 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       }
     }
     // The last ones in the order their gradients complete.
-    auto lastDef = [&](ArrayRef<unsigned> members) -> Operation * {
-      Operation *last = nullptr;
-      for (unsigned i : members)
-        if (Operation *d = def(i))
-          if (!last || last->isBeforeInBlock(d))
-            last = d;
-      return last;
-    };
     Operation *last0 = lastDef(bucket[0]), *last1 = lastDef(bucket[1]);
     bool oneFirst = last1 && (!last0 || last1->isBeforeInBlock(last0));
     flush(bucket[oneFirst ? 1 : 0]);
