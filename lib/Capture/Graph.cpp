@@ -116,8 +116,7 @@ struct Graph::Impl {
   /// False (recording why, unless an error is already recorded) when an
   /// op cannot be built: after finish, after an error, or on a foreign or
   /// invalid operand.
-  bool usable(const Where &where, const char *op,
-              std::initializer_list<Tensor> operands) {
+  bool usable(const Where &where, const char *op, ArrayRef<Tensor> operands) {
     if (!status.isOk())
       return false;
     if (finished) {
@@ -235,27 +234,53 @@ struct Graph::Impl {
     return true;
   }
 
-  template <typename OpTy>
-  Tensor binary(Tensor a, Tensor b, const Where &where, const char *what) {
-    if (!usable(where, what, {a, b}))
+  /// An element op from its row (ElementKernels.h), built by name: the
+  /// row's params become its F64 attributes.
+  Tensor element(int row, std::vector<Tensor> operands,
+                 const std::vector<double> &params, const Where &where) {
+    if (row < 0 || row >= runtime::kElementRowCount)
+      return fail(where, "element: no element op " + std::to_string(row));
+    const runtime::ElementRow &r = runtime::kElementRows[row];
+    if (!usable(where, r.name, operands))
       return {};
-    std::vector<int64_t> out;
-    if (!broadcastShapes(shape(a), shape(b), out))
-      return fail(where, std::string(what) + ": shapes " +
-                             formatShape(shape(a)) + " and " +
-                             formatShape(shape(b)) + " do not broadcast");
-    a = self->broadcastTo(a, out, where);
-    b = self->broadcastTo(b, out, where);
-    if (!a || !b)
-      return {};
-    return build<OpTy>(where, value(a).getType(), value(a), value(b));
-  }
-
-  template <typename OpTy>
-  Tensor unary(Tensor x, const Where &where, const char *what) {
-    if (!usable(where, what, {x}))
-      return {};
-    return build<OpTy>(where, value(x).getType(), value(x));
+    size_t arity = r.arity == runtime::ElementArity::Unary ? 1 : 2;
+    if (operands.size() != arity)
+      return fail(where, std::string(r.name) + ": takes " +
+                             std::to_string(arity) + " operands, got " +
+                             std::to_string(operands.size()));
+    if (params.size() > static_cast<size_t>(r.paramCount))
+      return fail(where, std::string(r.name) + ": takes " +
+                             std::to_string(r.paramCount) + " numbers, got " +
+                             std::to_string(params.size()));
+    if (arity == 2) {
+      std::vector<int64_t> out;
+      if (!broadcastShapes(shape(operands[0]), shape(operands[1]), out))
+        return fail(where, std::string(r.name) + ": shapes " +
+                               formatShape(shape(operands[0])) + " and " +
+                               formatShape(shape(operands[1])) +
+                               " do not broadcast");
+      for (Tensor &t : operands)
+        if (!(t = self->broadcastTo(t, out, where)))
+          return {};
+    }
+    OperationState state(loc(where), std::string("zt.") + r.name);
+    for (Tensor t : operands)
+      state.addOperands(value(t));
+    state.addTypes(value(operands[0]).getType());
+    for (int k = 0; k < r.paramCount; ++k)
+      state.addAttribute(r.paramNames[k],
+                         builder.getF64FloatAttr(k < static_cast<int>(
+                                                         params.size())
+                                                     ? params[k]
+                                                     : r.paramDefaults[k]));
+    builder.setInsertionPointToEnd(body.get());
+    Operation *op = builder.create(state);
+    zcc::DiagnosticCollector diagnostics(context);
+    if (failed(verify(op))) {
+      op->erase();
+      return failWith(diagnostics);
+    }
+    return record(op->getResult(0));
   }
 
   /// A dimension index in [0, rank), negative counting from the end.
@@ -421,17 +446,9 @@ std::string Graph::scopePrefix() const {
 // Graph: elementwise
 //===----------------------------------------------------------------------===//
 
-Tensor Graph::add(Tensor a, Tensor b, Where where) {
-  return impl_->binary<zt::AddOp>(a, b, where, "add");
-}
-Tensor Graph::sub(Tensor a, Tensor b, Where where) {
-  return impl_->binary<zt::SubOp>(a, b, where, "sub");
-}
-Tensor Graph::mul(Tensor a, Tensor b, Where where) {
-  return impl_->binary<zt::MulOp>(a, b, where, "mul");
-}
-Tensor Graph::div(Tensor a, Tensor b, Where where) {
-  return impl_->binary<zt::DivOp>(a, b, where, "div");
+Tensor Graph::element(int row, const std::vector<Tensor> &operands,
+                      const std::vector<double> &params, Where where) {
+  return impl_->element(row, operands, params, where);
 }
 
 Tensor Graph::add(Tensor a, double b, Where where) {
@@ -460,40 +477,6 @@ Tensor Graph::scale(Tensor x, double factor, Where where) {
     return {};
   return g.build<zt::ScaleOp>(where, g.value(x).getType(), g.value(x),
                               g.builder.getF64FloatAttr(factor));
-}
-
-Tensor Graph::neg(Tensor x, Where where) {
-  return impl_->unary<zt::NegOp>(x, where, "neg");
-}
-Tensor Graph::exp(Tensor x, Where where) {
-  return impl_->unary<zt::ExpOp>(x, where, "exp");
-}
-Tensor Graph::log(Tensor x, Where where) {
-  return impl_->unary<zt::LogOp>(x, where, "log");
-}
-Tensor Graph::tanh(Tensor x, Where where) {
-  return impl_->unary<zt::TanhOp>(x, where, "tanh");
-}
-Tensor Graph::sigmoid(Tensor x, Where where) {
-  return impl_->unary<zt::SigmoidOp>(x, where, "sigmoid");
-}
-Tensor Graph::relu(Tensor x, Where where) {
-  return impl_->unary<zt::ReluOp>(x, where, "relu");
-}
-Tensor Graph::gelu(Tensor x, Where where) {
-  return impl_->unary<zt::GeluOp>(x, where, "gelu");
-}
-Tensor Graph::geluErf(Tensor x, Where where) {
-  return impl_->unary<zt::GeluErfOp>(x, where, "gelu_erf");
-}
-Tensor Graph::silu(Tensor x, Where where) {
-  return impl_->unary<zt::SiluOp>(x, where, "silu");
-}
-Tensor Graph::sqrt(Tensor x, Where where) {
-  return impl_->unary<zt::SqrtOp>(x, where, "sqrt");
-}
-Tensor Graph::rsqrt(Tensor x, Where where) {
-  return impl_->unary<zt::RsqrtOp>(x, where, "rsqrt");
 }
 
 //===----------------------------------------------------------------------===//

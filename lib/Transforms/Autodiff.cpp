@@ -15,6 +15,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Kernels/ElementVjp.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -31,6 +32,7 @@ namespace zcc {
 
 using namespace mlir;
 using namespace zcc::zt;
+namespace vjp = zcc::runtime::vjp;
 
 namespace {
 
@@ -151,14 +153,17 @@ private:
     return broadcast(grad, operandType, kept);
   }
 
-  /// A unary activation's gradient: one fused op reading `saved` (the
-  /// forward operand or result) and the incoming gradient.
-  template <typename GradOpT>
-  LogicalResult activation(Operation *forward, Value saved, Value grad) {
-    contribute(forward->getOperand(0),
-               b.create<GradOpT>(loc, grad.getType(), saved, grad));
-    return success();
+  /// The row of element op `op` (ElementKernels.h), or -1.
+  static int elementRowOf(Operation *op) {
+    StringRef name = op->getName().stripDialect();
+    return zcc::runtime::findElementRow(name.data(), name.size());
   }
+  /// An element op's gradients: its row's Vjp, each expression built as the
+  /// element ops it names (ElementVjp.h), for the operands that need one.
+  LogicalResult elementBackward(Operation *op, int row, Value dy);
+  /// Row `row` applied to `operands`, with `forward`'s params of the same
+  /// names.
+  Value elementOp(Operation *forward, int row, ArrayRef<Value> operands);
 
   void matmulBackward(MatmulOp op, Value grad);
   void broadcastBackward(BroadcastInDimOp op, Value grad);
@@ -325,6 +330,72 @@ void GradientBuilder::concatBackward(ConcatOp op, Value grad) {
   }
 }
 
+Value GradientBuilder::elementOp(Operation *forward, int row,
+                                 ArrayRef<Value> operands) {
+  const zcc::runtime::ElementRow &r = zcc::runtime::kElementRows[row];
+  OperationState state(loc, (Twine("zt.") + r.name).str());
+  state.addOperands(operands);
+  state.addTypes(operands.front().getType());
+  for (int k = 0; k < r.paramCount; ++k) {
+    Attribute param = forward->getAttr(r.paramNames[k]);
+    assert(param && "a row in a Vjp takes its forward op's params");
+    state.addAttribute(r.paramNames[k], param);
+  }
+  return b.create(state)->getResult(0);
+}
+
+LogicalResult GradientBuilder::elementBackward(Operation *op, int row,
+                                               Value dy) {
+  const vjp::Vjp &rule = vjp::kElementVjps[row];
+  Value g0;
+  auto leaf = [&](int code) -> Value {
+    switch (static_cast<vjp::Leaf>(code)) {
+    case vjp::Leaf::A:
+      return op->getOperand(0);
+    case vjp::Leaf::B:
+      return op->getOperand(1);
+    case vjp::Leaf::Y:
+      return op->getResult(0);
+    case vjp::Leaf::DY:
+      return dy;
+    case vjp::Leaf::G0:
+      return g0;
+    }
+    llvm_unreachable("a leaf of ElementVjp.h");
+  };
+  auto evaluate = [&](const vjp::Expr &e) {
+    SmallVector<Value, 4> stack;
+    for (int s = 0; s < e.count; ++s) {
+      const vjp::Step &step = e.steps[s];
+      if (step.isLeaf) {
+        stack.push_back(leaf(step.code));
+        continue;
+      }
+      size_t n = vjp::operandCount(step.code);
+      SmallVector<Value, 2> operands(stack.end() - n, stack.end());
+      stack.resize(stack.size() - n);
+      stack.push_back(elementOp(op, step.code, operands));
+    }
+    return stack.back();
+  };
+  auto readsG0 = [](const vjp::Expr &e) {
+    for (int s = 0; s < e.count; ++s)
+      if (e.steps[s].isLeaf && e.steps[s].code == int(vjp::Leaf::G0))
+        return true;
+    return false;
+  };
+  bool active1 = rule.count > 1 && active.contains(op->getOperand(1));
+  // Operand 0's gradient is built first, also when only operand 1's reads it.
+  if (active.contains(op->getOperand(0)) ||
+      (active1 && readsG0(rule.grads[1]))) {
+    g0 = evaluate(rule.grads[0]);
+    contribute(op->getOperand(0), g0);
+  }
+  if (active1)
+    contribute(op->getOperand(1), evaluate(rule.grads[1]));
+  return success();
+}
+
 LogicalResult GradientBuilder::backward(Operation *op,
                                         ArrayRef<Value> resultGrads) {
   Value dy = resultGrads.empty() ? Value() : resultGrads.front();
@@ -335,74 +406,9 @@ LogicalResult GradientBuilder::backward(Operation *op,
   // The first result's gradient: every differentiable op but zt.attention
   // has one result (the optimizer updates have no rule).
   return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](AddOp o) {
-        contribute(o.getLhs(), dy);
-        contribute(o.getRhs(), dy);
-        return success();
-      })
-      .Case([&](SubOp o) {
-        contribute(o.getLhs(), dy);
-        if (isActive(o.getRhs()))
-          contribute(o.getRhs(), neg(dy));
-        return success();
-      })
-      .Case([&](MulOp o) {
-        if (isActive(o.getLhs()))
-          contribute(o.getLhs(), mul(dy, o.getRhs()));
-        if (isActive(o.getRhs()))
-          contribute(o.getRhs(), mul(dy, o.getLhs()));
-        return success();
-      })
-      .Case([&](DivOp o) {
-        // d lhs = dy / rhs; d rhs = -dy lhs / rhs^2 = -(dy / rhs) * result.
-        Value quotient = b.create<DivOp>(loc, dy.getType(), dy, o.getRhs());
-        contribute(o.getLhs(), quotient);
-        if (isActive(o.getRhs()))
-          contribute(o.getRhs(), neg(mul(quotient, o.getResult())));
-        return success();
-      })
-      .Case([&](NegOp o) {
-        contribute(o.getOperand(), neg(dy));
-        return success();
-      })
-      .Case([&](ExpOp o) {
-        contribute(o.getOperand(), mul(dy, o.getResult()));
-        return success();
-      })
-      .Case([&](LogOp o) {
-        contribute(o.getOperand(),
-                   b.create<DivOp>(loc, dy.getType(), dy, o.getOperand()));
-        return success();
-      })
       .Case([&](ScaleOp o) {
         contribute(o.getOperand(), scale(dy, o.getFactor().convertToDouble()));
         return success();
-      })
-      // Activations whose derivative is a function of the result let the
-      // operand die at the forward op; the others save the operand.
-      .Case([&](TanhOp o) {
-        return activation<TanhGradOp>(o, o.getResult(), dy);
-      })
-      .Case([&](SigmoidOp o) {
-        return activation<SigmoidGradOp>(o, o.getResult(), dy);
-      })
-      .Case([&](ReluOp o) {
-        return activation<ReluGradOp>(o, o.getResult(), dy);
-      })
-      .Case([&](SqrtOp o) {
-        return activation<SqrtGradOp>(o, o.getResult(), dy);
-      })
-      .Case([&](RsqrtOp o) {
-        return activation<RsqrtGradOp>(o, o.getResult(), dy);
-      })
-      .Case([&](GeluOp o) {
-        return activation<GeluGradOp>(o, o.getOperand(), dy);
-      })
-      .Case([&](GeluErfOp o) {
-        return activation<GeluErfGradOp>(o, o.getOperand(), dy);
-      })
-      .Case([&](SiluOp o) {
-        return activation<SiluGradOp>(o, o.getOperand(), dy);
       })
       .Case([&](BroadcastInDimOp o) {
         broadcastBackward(o, dy);
@@ -540,7 +546,11 @@ LogicalResult GradientBuilder::backward(Operation *op,
                << "has no gradient rule: optimizer updates belong after "
                   "zt-autodiff (zt-optimizer adds them)";
       })
-      .Default([&](Operation *o) {
+      .Default([&](Operation *o) -> LogicalResult {
+        if (isa<ZTDialect>(o->getDialect()))
+          if (int row = elementRowOf(o);
+              row >= 0 && vjp::kElementVjps[row].defined)
+            return elementBackward(o, row, dy);
         if (isa<ZTDialect>(o->getDialect()))
           return o->emitOpError()
                  << "has no gradient rule (zt-autodiff differentiates "

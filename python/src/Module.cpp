@@ -425,6 +425,22 @@ NB_MODULE(_zcc, m) {
       .value("i32", DType::I32)
       .value("i64", DType::I64);
 
+  // The element ops' rows (ElementKernels.h), from which zcc.ops defines
+  // its element functions and zcc.from_torch its ATen mappings.
+  m.def("element_rows", [] {
+    nb::list rows;
+    for (int i = 0; i < rt::kElementRowCount; ++i) {
+      const rt::ElementRow &r = rt::kElementRows[i];
+      static const char *const arities[] = {"unary", "binary", "grad"};
+      nb::list params;
+      for (int k = 0; k < r.paramCount; ++k)
+        params.append(nb::make_tuple(r.paramNames[k], r.paramDefaults[k]));
+      rows.append(nb::make_tuple(i, r.name, arities[int(r.arity)], params,
+                                 r.torch));
+    }
+    return rows;
+  });
+
   nb::class_<Init>(m, "Init")
       .def_static("zeros", &Init::zeros)
       .def_static("ones", &Init::ones)
@@ -472,26 +488,19 @@ NB_MODULE(_zcc, m) {
              delete reinterpret_cast<Graph::Scope *>(handle);
            })
       .def_prop_ro("scope_prefix", &Graph::scopePrefix)
-      .def("add", op(overload<Tensor, Tensor, Where>(&Graph::add)), keep)
-      .def("sub", op(overload<Tensor, Tensor, Where>(&Graph::sub)), keep)
-      .def("mul", op(overload<Tensor, Tensor, Where>(&Graph::mul)), keep)
-      .def("div", op(overload<Tensor, Tensor, Where>(&Graph::div)), keep)
+      .def(
+          "element",
+          [](Graph &g, int row, const std::vector<Tensor> &operands,
+             const std::vector<double> &params, const std::string &file,
+             int line) {
+            return checked(g, g.element(row, operands, params, at(file, line)));
+          },
+          keep)
       .def("add_scalar", op(overload<Tensor, double, Where>(&Graph::add)), keep)
       .def("sub_scalar", op(overload<Tensor, double, Where>(&Graph::sub)), keep)
       .def("mul_scalar", op(overload<Tensor, double, Where>(&Graph::mul)), keep)
       .def("div_scalar", op(overload<Tensor, double, Where>(&Graph::div)), keep)
       .def("scale", op(&Graph::scale), keep)
-      .def("neg", op(&Graph::neg), keep)
-      .def("exp", op(&Graph::exp), keep)
-      .def("log", op(&Graph::log), keep)
-      .def("tanh", op(&Graph::tanh), keep)
-      .def("sigmoid", op(&Graph::sigmoid), keep)
-      .def("relu", op(&Graph::relu), keep)
-      .def("gelu", op(&Graph::gelu), keep)
-      .def("gelu_erf", op(&Graph::geluErf), keep)
-      .def("silu", op(&Graph::silu), keep)
-      .def("sqrt", op(&Graph::sqrt), keep)
-      .def("rsqrt", op(&Graph::rsqrt), keep)
       .def("full", op(&Graph::full), keep)
       .def("constant", op(&Graph::constant), keep)
       .def("causal_mask", op(&Graph::causalMask), keep)

@@ -199,16 +199,36 @@ _HANDLERS["rsub.Scalar"] = lambda ctx, node: (
     ctx.get(node.args[1]) - ctx.get(node.args[0]))
 
 
-def _unary(fn):
-    return lambda ctx, node: fn(ctx.get(node.args[0]))
+def _row_arguments(node, tensors, params):
+    """An element row's params from an ATen call: the schema's arguments
+    after its `tensors` operands, in order (None: the row's default, an open
+    bound); any further argument must keep its default. (values, problem)."""
+    schema = node.target._schema
+    values, problem = [], None
+    for k, arg in enumerate(schema.arguments[tensors:]):
+        i = tensors + k
+        value = node.args[i] if len(node.args) > i else \
+            node.kwargs.get(arg.name, arg.default_value)
+        if k < len(params):
+            values.append(params[k][1] if value is None else value)
+        elif value != arg.default_value:
+            problem = f"{arg.name}={value!r} (only {arg.default_value!r})"
+    return values, problem
 
 
-for _name, _fn in [("neg.default", ops.neg), ("exp.default", ops.exp),
-                   ("log.default", ops.log), ("tanh.default", ops.tanh),
-                   ("sigmoid.default", ops.sigmoid), ("relu.default", ops.relu),
-                   ("silu.default", ops.silu), ("sqrt.default", ops.sqrt),
-                   ("rsqrt.default", ops.rsqrt)]:
-    _handles(_name)(_unary(_fn))
+def _element_row(name, tensors, params):
+    def handler(ctx, node):
+        operands = [ctx.get(a) for a in node.args[:tensors]]
+        return getattr(ops, name)(*operands,
+                                  *_row_arguments(node, tensors, params)[0])
+    return handler
+
+
+# The element ops' rows name the ATen overloads they take (ElementKernels.h).
+for _name, (_row, _arity, _params, _torch) in ops._ROWS.items():
+    _tensors = 1 if _arity == "unary" else 2
+    _handles(*_torch.split(), why=lambda node, t=_tensors, p=_params:
+             _row_arguments(node, t, p)[1])(_element_row(_name, _tensors, _params))
 
 
 @_handles("gelu.default")

@@ -39,28 +39,43 @@ def _tensor(value, like):
         file, line))
 
 
-def _binary(name, a, b):
+# The element ops' rows (ElementKernels.h): name -> (row, arity, params,
+# ATen overloads).
+_ROWS = {name: (row, arity, params, torch)
+         for row, name, arity, params, torch in _zcc.element_rows()}
+
+
+def _element(trace, name, operands, params=()):
+    file, line = _where()
+    return _wrap(trace, trace.graph.element(
+        _ROWS[name][0], [t._t for t in operands], [float(p) for p in params],
+        file, line))
+
+
+def _binary(name, a, b, params=()):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise _error(f"{name}: at least one operand must be a zcc tensor")
     trace = _graph(a, b)
     file, line = _where()
     g = trace.graph
-    if isinstance(a, Tensor) and isinstance(b, numbers.Number):
-        return _wrap(trace, getattr(g, name + "_scalar")(a._t, float(b), file,
-                                                         line))
-    if isinstance(b, Tensor) and isinstance(a, numbers.Number):
-        if name in ("add", "mul"):
-            return _wrap(trace, getattr(g, name + "_scalar")(b._t, float(a),
-                                                             file, line))
-        if name == "sub":  # a - b = (-b) + a
-            return _wrap(trace, g.add_scalar(g.neg(b._t, file, line), float(a),
-                                             file, line))
-        # a / b: the number broadcast to b's shape, divided.
-        numerator = g.full(list(b.shape), float(a), b._t.dtype, file, line)
-        return _wrap(trace, g.div(numerator, b._t, file, line))
+    if name in ("add", "sub", "mul", "div"):
+        if isinstance(a, Tensor) and isinstance(b, numbers.Number):
+            return _wrap(trace, getattr(g, name + "_scalar")(
+                a._t, float(b), file, line))
+        if isinstance(b, Tensor) and isinstance(a, numbers.Number):
+            if name in ("add", "mul"):
+                return _wrap(trace, getattr(g, name + "_scalar")(
+                    b._t, float(a), file, line))
+            if name == "sub":  # a - b = (-b) + a
+                return _wrap(trace, g.add_scalar(
+                    _element(trace, "neg", [b])._t, float(a), file, line))
+            # a / b: the number broadcast to b's shape, divided.
+            numerator = _wrap(trace, g.full(list(b.shape), float(a),
+                                            b._t.dtype, file, line))
+            return _element(trace, "div", [numerator, b])
     a = _tensor(a, b) if not isinstance(a, Tensor) else a
     b = _tensor(b, a) if not isinstance(b, Tensor) else b
-    return _wrap(trace, getattr(g, name)(a._t, b._t, file, line))
+    return _element(trace, name, [a, b], params)
 
 
 def add(a, b):
@@ -79,35 +94,10 @@ def div(a, b):
     return _binary("div", a, b)
 
 
-def _unary(name, x):
+def _unary(name, x, params=()):
     if not isinstance(x, Tensor):
         raise _error(f"{name}: expects a zcc tensor, got {type(x).__name__}")
-    file, line = _where()
-    return _wrap(x._trace, getattr(x._trace.graph, name)(x._t, file, line))
-
-
-def neg(x):
-    return _unary("neg", x)
-
-
-def exp(x):
-    return _unary("exp", x)
-
-
-def log(x):
-    return _unary("log", x)
-
-
-def tanh(x):
-    return _unary("tanh", x)
-
-
-def sigmoid(x):
-    return _unary("sigmoid", x)
-
-
-def relu(x):
-    return _unary("relu", x)
+    return _element(x._trace, name, [x], params)
 
 
 def gelu(x, approximate="none"):
@@ -120,16 +110,49 @@ def gelu(x, approximate="none"):
     raise _error(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-def silu(x):
-    return _unary("silu", x)
+def _bind_params(name, params, args, kwargs):
+    """The row's params from positional and keyword arguments, defaults for
+    the rest, in the row's order."""
+    names = [p for p, _ in params]
+    if len(args) > len(names):
+        raise _error(f"{name}: takes {len(names)} numbers after its tensors "
+                     f"({', '.join(names) or 'none'}), got {len(args)}")
+    values = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise _error(f"{name}: unknown argument {key!r} "
+                         f"(takes {', '.join(names) or 'none'})")
+        if key in values:
+            raise _error(f"{name}: argument {key!r} given twice")
+        values[key] = value
+    out = []
+    for param, default in params:
+        value = values.get(param, default)
+        if value is None:  # PyTorch's open bound (clamp's min=None)
+            value = default
+        if not isinstance(value, numbers.Real):
+            raise _error(f"{name}: {param} must be a number, got "
+                         f"{type(value).__name__}")
+        out.append(float(value))
+    return out
 
 
-def sqrt(x):
-    return _unary("sqrt", x)
-
-
-def rsqrt(x):
-    return _unary("rsqrt", x)
+def _define_element_op(name, arity, params):
+    signature = ", ".join([p + "=" + repr(d) for p, d in params])
+    if arity == "unary":
+        def op(x, *args, **kwargs):
+            return _unary(name, x, _bind_params(name, params, args, kwargs))
+        operands = "x"
+    else:
+        def op(a, b, *args, **kwargs):
+            return _binary(name, a, b, _bind_params(name, params, args, kwargs))
+        operands = "a, b"
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"{name}({operands}{', ' if params else ''}{signature}): "
+                  f"zt.{name}, element by element"
+                  + (" (NumPy broadcasting, numbers allowed)."
+                     if arity == "binary" else "."))
+    return op
 
 
 def scale(x, factor):
@@ -374,3 +397,9 @@ def step_counter():
     trace = _current()
     file, line = _where()
     return _wrap(trace, trace.graph.step(file, line))
+
+
+# Every element row but the gradients, unless defined in this file by hand.
+for _name, (_row, _arity, _params, _torch) in _ROWS.items():
+    if _arity != "grad" and _name not in globals():
+        globals()[_name] = _define_element_op(_name, _arity, _params)

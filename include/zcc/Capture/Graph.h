@@ -25,6 +25,7 @@
 #ifndef ZCC_CAPTURE_GRAPH_H
 #define ZCC_CAPTURE_GRAPH_H
 
+#include "zcc/Runtime/Kernels/ElementKernels.h"
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
 
@@ -147,11 +148,49 @@ public:
   /// "h0.attn." inside scopes h0 and attn; "" at top level.
   std::string scopePrefix() const;
 
-  // Elementwise, NumPy broadcasting (explicit zt.broadcast_in_dim).
-  Tensor add(Tensor a, Tensor b, Where where = ZCC_HERE);
-  Tensor sub(Tensor a, Tensor b, Where where = ZCC_HERE);
-  Tensor mul(Tensor a, Tensor b, Where where = ZCC_HERE);
-  Tensor div(Tensor a, Tensor b, Where where = ZCC_HERE);
+  /// An element op by its row (ElementKernels.h; element_row::Tanh): two
+  /// operands broadcast NumPy-style (explicit zt.broadcast_in_dim), the
+  /// params in the row's order (those left out take the row's defaults).
+  Tensor element(int row, const std::vector<Tensor> &operands,
+                 const std::vector<double> &params = {},
+                 Where where = ZCC_HERE);
+
+  // One method per row but the gradients, named by the row's method column:
+  // add(a, b), tanh(x), geluErf(x) (PyTorch's nn.GELU() default; gelu(x) is
+  // the tanh approximation), with the row's params after the operands.
+#define ZCC_CAPTURE_PARAMS_P0
+#define ZCC_CAPTURE_PARAMS_P1(n0, d0) , double n0 = d0
+#define ZCC_CAPTURE_PARAMS_P2(n0, d0, n1, d1) , double n0 = d0, double n1 = d1
+#define ZCC_CAPTURE_VALUES_P0 {}
+#define ZCC_CAPTURE_VALUES_P1(n0, d0) {n0}
+#define ZCC_CAPTURE_VALUES_P2(n0, d0, n1, d1) {n0, n1}
+#define ZCC_CAPTURE_Unary(id, method, params)                                  \
+  Tensor method(Tensor x ZCC_CAPTURE_PARAMS_##params,                          \
+                Where where = ZCC_HERE) {                                      \
+    return element(runtime::element_row::id, {x},                              \
+                   ZCC_CAPTURE_VALUES_##params, where);                        \
+  }
+#define ZCC_CAPTURE_Binary(id, method, params)                                 \
+  Tensor method(Tensor a, Tensor b ZCC_CAPTURE_PARAMS_##params,                \
+                Where where = ZCC_HERE) {                                      \
+    return element(runtime::element_row::id, {a, b},                           \
+                   ZCC_CAPTURE_VALUES_##params, where);                        \
+  }
+#define ZCC_CAPTURE_Grad(id, method, params)
+#define ZCC_CAPTURE_ROW(id, name, arity, method, params, ...)                  \
+  ZCC_CAPTURE_##arity(id, method, params)
+  ZRT_ELEMENT_KERNEL_LIST(ZCC_CAPTURE_ROW)
+#undef ZCC_CAPTURE_ROW
+#undef ZCC_CAPTURE_Grad
+#undef ZCC_CAPTURE_Binary
+#undef ZCC_CAPTURE_Unary
+#undef ZCC_CAPTURE_VALUES_P2
+#undef ZCC_CAPTURE_VALUES_P1
+#undef ZCC_CAPTURE_VALUES_P0
+#undef ZCC_CAPTURE_PARAMS_P2
+#undef ZCC_CAPTURE_PARAMS_P1
+#undef ZCC_CAPTURE_PARAMS_P0
+
   /// With a number: `mul` is zt.scale (no buffer for the number); the others
   /// broadcast a rank-0 constant.
   Tensor add(Tensor a, double b, Where where = ZCC_HERE);
@@ -159,21 +198,6 @@ public:
   Tensor mul(Tensor a, double b, Where where = ZCC_HERE);
   Tensor div(Tensor a, double b, Where where = ZCC_HERE);
   Tensor scale(Tensor x, double factor, Where where = ZCC_HERE);
-
-  Tensor neg(Tensor x, Where where = ZCC_HERE);
-  Tensor exp(Tensor x, Where where = ZCC_HERE);
-  Tensor log(Tensor x, Where where = ZCC_HERE);
-  Tensor tanh(Tensor x, Where where = ZCC_HERE);
-  Tensor sigmoid(Tensor x, Where where = ZCC_HERE);
-  Tensor relu(Tensor x, Where where = ZCC_HERE);
-  /// The tanh approximation (PyTorch's approximate="tanh").
-  Tensor gelu(Tensor x, Where where = ZCC_HERE);
-  /// The exact erf form (PyTorch's nn.GELU() default).
-  Tensor geluErf(Tensor x, Where where = ZCC_HERE);
-  Tensor silu(Tensor x, Where where = ZCC_HERE);
-  Tensor sqrt(Tensor x, Where where = ZCC_HERE);
-  Tensor rsqrt(Tensor x, Where where = ZCC_HERE);
-
   /// A constant of `shape` filled with `value` (a rank-0 constant broadcast
   /// when the shape has elements beyond one).
   Tensor full(const std::vector<int64_t> &shape, double value,

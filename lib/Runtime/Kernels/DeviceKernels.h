@@ -185,6 +185,12 @@ template <typename T> ZRT_HOST_DEVICE inline T geluErfDerivative(T x) {
   return T(0.5) * (T(1.0) + fErf(x * T(0.70710678118654752440))) + x * phi;
 }
 
+/// SiLU's gradient: grad s (1 + x (1 - s)), s = sigmoid(x).
+template <typename T> ZRT_HOST_DEVICE inline T siluGradOf(T x, T grad) {
+  T s = sigmoidOf(x);
+  return grad * s * (T(1.0) + x * (T(1.0) - s));
+}
+
 /// The largest of two, NaN spreading (reductions `max`).
 template <typename T> ZRT_HOST_DEVICE inline T maxKeepNaN(T a, T b) {
   if (isNaN(a))
@@ -305,10 +311,10 @@ ZRT_HOST_DEVICE void runElements(const F &f, int64_t first, int64_t end,
 // Element kernels
 //===----------------------------------------------------------------------===//
 
-/// The element kernels' formulas: one per row of ElementKernels.h, with the
-/// same name, plus the two with parameters of their own.
+/// The element kernels: one per row of ElementKernels.h, with the same
+/// name, plus the two with parameters of their own.
 enum class ElementOp : int32_t {
-#define ZRT_ELEMENT_OP(id, name, arity) id,
+#define ZRT_ELEMENT_OP(id, name, arity, ...) id,
   ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_OP)
 #undef ZRT_ELEMENT_OP
   Scale,  // x * factor
@@ -344,6 +350,7 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   const T *lossGrad = nullptr; // mse_grad's scalar (f32 operands only)
   S *y = nullptr;
   T factor = T(1.0);    // scale
+  T param[kMaxElementParams] = {}; // a row's params (p0, p1)
   int64_t elements = 0; // mse_grad's divisor
   bool aStrided = false, bStrided = false;
   StridedShape aRead, bRead; // over the result's positions
@@ -351,7 +358,7 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   /// Whether op `Op` reads `b` (binary and gradient ops, mse_grad).
   ZRT_HOST_DEVICE static constexpr bool readsB(ElementOp op) {
     switch (op) {
-#define ZRT_ELEMENT_READS_B(id, name, arity)                                   \
+#define ZRT_ELEMENT_READS_B(id, name, arity, ...)                                   \
   case ElementOp::id:                                                          \
     return ElementArity::arity != ElementArity::Unary;
       ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_READS_B)
@@ -365,57 +372,18 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   }
 
   /// Result element of op `Op` from x (of a) and bv (of b, when it reads
-  /// one): every formula, once.
+  /// one): each row's Value (ElementKernels.h), then scale and mse_grad.
   template <ElementOp Op> ZRT_HOST_DEVICE T compute(T x, T bv) const {
-    if constexpr (Op == ElementOp::Neg) {
-      return -x;
-    } else if constexpr (Op == ElementOp::Exp) {
-      return fExpLoop(x);
-    } else if constexpr (Op == ElementOp::Log) {
-      return fLog(x);
-    } else if constexpr (Op == ElementOp::Tanh) {
-      return fTanh(x);
-    } else if constexpr (Op == ElementOp::Sigmoid) {
-      return sigmoidOf(x);
-    } else if constexpr (Op == ElementOp::Relu) {
-      return isNaN(x) ? x : (x > T(0.0) ? x : T(0.0));
-    } else if constexpr (Op == ElementOp::Gelu) {
-      return geluOf(x);
-    } else if constexpr (Op == ElementOp::GeluErf) {
-      return geluErfOf(x);
-    } else if constexpr (Op == ElementOp::Silu) {
-      return x * sigmoidOf(x);
-    } else if constexpr (Op == ElementOp::Sqrt) {
-      return fSqrt(x);
-    } else if constexpr (Op == ElementOp::Rsqrt) {
-      return T(1.0) / fSqrt(x);
-    } else if constexpr (Op == ElementOp::Scale) {
+    [[maybe_unused]] T p0 = param[0], p1 = param[1];
+#define ZRT_ELEMENT_FORMULA(id, name, arity, method, params, torch, traits,    \
+                            value, ...)                                        \
+  if constexpr (Op == ElementOp::id) {                                         \
+    return value;                                                              \
+  } else
+    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_FORMULA)
+#undef ZRT_ELEMENT_FORMULA
+    if constexpr (Op == ElementOp::Scale) {
       return x * factor;
-    } else if constexpr (Op == ElementOp::Add) {
-      return x + bv;
-    } else if constexpr (Op == ElementOp::Sub) {
-      return x - bv;
-    } else if constexpr (Op == ElementOp::Mul) {
-      return x * bv;
-    } else if constexpr (Op == ElementOp::Div) {
-      return x / bv;
-    } else if constexpr (Op == ElementOp::ReluGrad) {
-      return x > T(0.0) ? bv : T(0.0);
-    } else if constexpr (Op == ElementOp::GeluGrad) {
-      return bv * geluDerivative(x);
-    } else if constexpr (Op == ElementOp::GeluErfGrad) {
-      return bv * geluErfDerivative(x);
-    } else if constexpr (Op == ElementOp::SiluGrad) {
-      T s = sigmoidOf(x);
-      return bv * s * (T(1.0) + x * (T(1.0) - s));
-    } else if constexpr (Op == ElementOp::TanhGrad) {
-      return bv * (T(1.0) - x * x);
-    } else if constexpr (Op == ElementOp::SigmoidGrad) {
-      return bv * x * (T(1.0) - x);
-    } else if constexpr (Op == ElementOp::SqrtGrad) {
-      return bv * T(0.5) / x;
-    } else if constexpr (Op == ElementOp::RsqrtGrad) {
-      return bv * -T(0.5) * x * x * x;
     } else if constexpr (Op == ElementOp::MseGrad) {
       T f = *lossGrad * T(2.0) / static_cast<T>(elements);
       return f * (x - bv);
@@ -429,7 +397,7 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   template <typename Fn>
   ZRT_HOST_DEVICE static void dispatch(ElementOp op, Fn &&fn) {
     switch (op) {
-#define ZRT_ELEMENT_DISPATCH(id, name, arity)                                  \
+#define ZRT_ELEMENT_DISPATCH(id, name, arity, ...)                                  \
   case ElementOp::id:                                                          \
     fn(std::integral_constant<ElementOp, ElementOp::id>{});                    \
     break;

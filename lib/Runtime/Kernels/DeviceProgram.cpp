@@ -331,6 +331,8 @@ private:
     f.y = result<S>(0);
     f.count = outType(0).numElements();
     broadcastReads(f);
+    for (int k = 0; k < kMaxElementParams; ++k)
+      f.param[k] = static_cast<T>(launch.params.elementParams[k]);
     if (op == ElementOp::Scale)
       f.factor = static_cast<T>(launch.params.factor);
     if (op == ElementOp::MseGrad) {
@@ -1010,7 +1012,7 @@ private:
 
 template <typename T> Status Builder<T>::build(KernelId id) {
   switch (id) {
-#define ZRT_ELEMENT_BUILD(id, name, arity)                                     \
+#define ZRT_ELEMENT_BUILD(id, name, arity, ...)                                     \
   case KernelId::id:                                                           \
     elementwise(ElementOp::id);                                                \
     break;

@@ -795,8 +795,12 @@ Status checkKernel(const LaunchRules &r) {
   static const char *const kBinaryRoles[] = {"lhs", "rhs"};
   static const char *const kUnaryRoles[] = {"operand"};
   static const char *const kGradRoles[] = {"saved", "grad"};
-  if (std::optional<ElementArity> arity = elementArity(r.id)) {
-    switch (*arity) {
+  if (const ElementRow *row = elementRow(r.id)) {
+    // Infinities are bounds (clamp's open ends); NaN is never a number.
+    for (int k = 0; k < row->paramCount; ++k)
+      if (std::isnan(r.params.elementParams[k]))
+        return r.fail(row->paramNames[k], " must be a number, got nan");
+    switch (row->arity) {
     case ElementArity::Unary:
       return checkElementwise(r, 1, kUnaryRoles, /*bf16=*/true);
     case ElementArity::Binary:

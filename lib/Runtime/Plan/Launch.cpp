@@ -126,16 +126,15 @@ std::optional<KernelId> zcc::runtime::findKernel(std::string_view name) {
   return std::nullopt;
 }
 
+const ElementRow *zcc::runtime::elementRow(KernelId id) {
+  size_t index = static_cast<size_t>(id);
+  return index < std::size(kElementRows) ? &kElementRows[index] : nullptr;
+}
+
 std::optional<ElementArity> zcc::runtime::elementArity(KernelId id) {
-  switch (id) {
-#define ZRT_ELEMENT_ARITY(id, name, arity)                                     \
-  case KernelId::id:                                                           \
-    return ElementArity::arity;
-    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_ARITY)
-#undef ZRT_ELEMENT_ARITY
-  default:
-    return std::nullopt;
-  }
+  if (const ElementRow *row = elementRow(id))
+    return row->arity;
+  return std::nullopt;
 }
 
 bool LaunchParams::operator==(const LaunchParams &other) const {
@@ -144,6 +143,9 @@ bool LaunchParams::operator==(const LaunchParams &other) const {
     return false;
   ZRT_KERNEL_PARAM_LIST(ZRT_SAME_PARAM)
 #undef ZRT_SAME_PARAM
+  for (int k = 0; k < kMaxElementParams; ++k)
+    if (!(elementParams[k] == other.elementParams[k]))
+      return false;
   return true;
 }
 
@@ -162,6 +164,10 @@ Status zcc::runtime::decodeLaunch(std::string_view kernel,
         decoder.read(name, ParamKind::kind, out.params.member));
   ZRT_KERNEL_PARAM_LIST(ZRT_DECODE_PARAM)
 #undef ZRT_DECODE_PARAM
+  if (const ElementRow *row = elementRow(*id))
+    for (int k = 0; k < row->paramCount; ++k)
+      ZRT_RETURN_IF_ERROR(decoder.read(row->paramNames[k], ParamKind::Float,
+                                       out.params.elementParams[k]));
   return decoder.rest(*id);
 }
 
@@ -180,5 +186,9 @@ std::vector<Param> zcc::runtime::encodeParams(const Launch &launch) {
     add(name, ParamKind::kind, launch.params.member);
   ZRT_KERNEL_PARAM_LIST(ZRT_ENCODE_PARAM)
 #undef ZRT_ENCODE_PARAM
+  if (const ElementRow *row = elementRow(launch.kernel))
+    for (int k = 0; k < row->paramCount; ++k)
+      add(row->paramNames[k], ParamKind::Float,
+          launch.params.elementParams[k]);
   return params;
 }

@@ -10,6 +10,7 @@
 #include "LaunchCase.h"
 
 #include "zcc/Runtime/Kernels/BFloat16.h"
+#include "zcc/Runtime/Kernels/ElementVjp.h"
 #include "zcc/Runtime/Kernels/Kernels.h"
 #include "zcc/Runtime/Kernels/Philox.h"
 
@@ -1388,43 +1389,112 @@ std::vector<double> numericalGradient(LaunchCase forward, size_t which,
   return grad;
 }
 
-TEST(BackwardKernels, ElementwiseGradientsMatchFiniteDifferences) {
-  std::vector<double> x = randomValues(12, 3, -3, 3);
-  std::vector<double> dy = randomValues(12, 4);
-  struct Pair {
-    const char *forward, *backward;
-    bool readsResult;
-  };
-  const Pair pairs[] = {
-      {"gelu", "gelu_grad", false}, {"gelu_erf", "gelu_erf_grad", false},
-      {"silu", "silu_grad", false},
-      {"tanh", "tanh_grad", true},  {"sigmoid", "sigmoid_grad", true},
-      {"relu", "relu_grad", true},
-  };
-  for (const Pair &p : pairs) {
-    LaunchCase forward(p.forward);
-    forward.input({3, 4}, x).output({3, 4});
-    ASSERT_TRUE(forward.run<double>().isOk());
-    std::vector<double> saved = p.readsResult ? forward.result() : x;
-    LaunchCase backward(p.backward);
-    backward.input({3, 4}, saved).input({3, 4}, dy).output({3, 4});
-    ASSERT_TRUE(backward.run<double>().isOk()) << p.backward;
-    SCOPED_TRACE(p.backward);
-    expectNear(backward.result(), numericalGradient(forward, 0, dy), 1e-6);
+/// Where an element row is tested: operands drawn from [low, high] (away
+/// from poles and outside the domain), and params other than the row's
+/// defaults. Rows not listed: [-3, 3], their defaults.
+struct ElementTestRow {
+  const char *name;
+  double low, high;
+  std::vector<double> params;
+};
+const ElementTestRow kElementTestRows[] = {
+    {"div", 0.5, 3, {}},  {"log", 0.5, 4, {}}, {"sqrt", 0.5, 4, {}},
+    {"rsqrt", 0.5, 4, {}},
+};
+
+ElementTestRow elementTestRow(const char *name) {
+  for (const ElementTestRow &row : kElementTestRows)
+    if (std::string(row.name) == name)
+      return row;
+  return {name, -3, 3, {}};
+}
+
+/// A row applied to `operands` by its kernel (f64), with `params`.
+std::vector<double> runRow(int row, const std::vector<std::vector<double>> &operands,
+                           const std::vector<Param> &params) {
+  LaunchCase c(kElementRows[row].name);
+  std::vector<int64_t> shape = {static_cast<int64_t>(operands[0].size())};
+  for (const std::vector<double> &values : operands)
+    c.input(shape, values);
+  c.output(shape);
+  for (const Param &p : params)
+    c.param(p);
+  EXPECT_TRUE(c.rowParams().run<double>().isOk()) << kElementRows[row].name;
+  return c.result();
+}
+
+/// A Vjp expression (ElementVjp.h) evaluated with the kernels of the rows
+/// it names.
+std::vector<double> evaluateVjp(const vjp::Expr &e,
+                                const std::vector<double> leaves[5],
+                                const std::vector<Param> &params) {
+  std::vector<std::vector<double>> stack;
+  for (int s = 0; s < e.count; ++s) {
+    const vjp::Step &step = e.steps[s];
+    if (step.isLeaf) {
+      stack.push_back(leaves[step.code]);
+      continue;
+    }
+    size_t n = vjp::operandCount(step.code);
+    std::vector<std::vector<double>> operands(stack.end() - n, stack.end());
+    stack.resize(stack.size() - n);
+    // A row in a Vjp takes the forward op's params of the same names.
+    std::vector<Param> own;
+    const ElementRow &r = kElementRows[step.code];
+    for (int k = 0; k < r.paramCount; ++k)
+      for (const Param &p : params)
+        if (p.name == r.paramNames[k])
+          own.push_back(p);
+    EXPECT_EQ(own.size(), static_cast<size_t>(r.paramCount))
+        << r.name << " reads a param its forward op lacks";
+    stack.push_back(runRow(step.code, operands, own));
   }
-  // sqrt and rsqrt need positive operands.
-  std::vector<double> positive = randomValues(6, 5, 0.5, 4);
-  std::vector<double> dy6 = randomValues(6, 6);
-  for (const char *name : {"sqrt", "rsqrt"}) {
-    LaunchCase forward(name);
-    forward.input({6}, positive).output({6});
+  return stack.back();
+}
+
+// Every element row's gradient (its Vjp, the expression zt-autodiff builds)
+// evaluated with the kernels it names, against finite differences of the
+// row's own kernel, in f64.
+TEST(BackwardKernels, EveryElementRowsVjpMatchesFiniteDifferences) {
+  int checked = 0;
+  for (int row = 0; row < kElementRowCount; ++row) {
+    const ElementRow &r = kElementRows[row];
+    const vjp::Vjp &rule = vjp::kElementVjps[row];
+    if (!rule.defined) {
+      EXPECT_EQ(r.arity, ElementArity::Grad) << r.name << " has no Vjp";
+      continue;
+    }
+    SCOPED_TRACE(r.name);
+    ElementTestRow test = elementTestRow(r.name);
+    const size_t n = 12;
+    LaunchCase forward(r.name);
+    std::vector<double> leaves[5]; // A, B, Y, DY, G0
+    for (int i = 0; i < vjp::operandCount(row); ++i) {
+      leaves[i] = randomValues(n, 30 + i, test.low, test.high);
+      forward.input({3, 4}, leaves[i]);
+    }
+    forward.output({3, 4});
+    std::vector<Param> params;
+    for (size_t k = 0; k < test.params.size(); ++k)
+      params.push_back(floatParam(r.paramNames[k], test.params[k]));
+    for (const Param &p : params)
+      forward.param(p);
+    forward.rowParams();
+    for (int k = static_cast<int>(params.size()); k < r.paramCount; ++k)
+      params.push_back(floatParam(r.paramNames[k], r.paramDefaults[k]));
     ASSERT_TRUE(forward.run<double>().isOk());
-    LaunchCase backward(std::string(name) + "_grad");
-    backward.input({6}, forward.result()).input({6}, dy6).output({6});
-    ASSERT_TRUE(backward.run<double>().isOk());
-    SCOPED_TRACE(name);
-    expectNear(backward.result(), numericalGradient(forward, 0, dy6), 1e-6);
+    leaves[int(vjp::Leaf::Y)] = forward.result();
+    leaves[int(vjp::Leaf::DY)] = randomValues(n, 40);
+    for (int i = 0; i < rule.count; ++i) {
+      std::vector<double> grad = evaluateVjp(rule.grads[i], leaves, params);
+      if (i == 0)
+        leaves[int(vjp::Leaf::G0)] = grad;
+      SCOPED_TRACE("operand " + std::to_string(i));
+      expectNear(grad, numericalGradient(forward, i, leaves[3]), 1e-6);
+    }
+    ++checked;
   }
+  EXPECT_GE(checked, 15);
 }
 
 TEST(BackwardKernels, SoftmaxGradientsMatchFiniteDifferences) {
@@ -2128,12 +2198,12 @@ std::vector<LaunchCase> isaCases() {
     cases.emplace_back(kernel);
     return cases.back();
   };
-#define ZRT_ISA_CASE(id, name, arity)                                          \
+#define ZRT_ISA_CASE(id, name, arity, ...)                                          \
   for (DType dtype : {DType::F32, DType::BF16}) {                              \
     add(name).typedInput(dtype, shape, isaValues(n, 1));                       \
     if (ElementArity::arity != ElementArity::Unary)                            \
       cases.back().typedInput(dtype, shape, isaValues(n, 2));                  \
-    cases.back().typedOutput(dtype, shape);                                    \
+    cases.back().typedOutput(dtype, shape).rowParams();                        \
   }
   ZRT_ELEMENT_KERNEL_LIST(ZRT_ISA_CASE)
 #undef ZRT_ISA_CASE

@@ -151,6 +151,17 @@ public:
     return nullptr;
   }
 
+  /// States the params of an element kernel's row the case left out, at the
+  /// row's defaults (as the capture API and zcc.ops do).
+  LaunchCase &rowParams() {
+    std::optional<KernelId> id = findKernel(kernel);
+    if (const ElementRow *row = id ? elementRow(*id) : nullptr)
+      for (int k = 0; k < row->paramCount; ++k)
+        if (!findParam(row->paramNames[k]))
+          param(floatParam(row->paramNames[k], row->paramDefaults[k]));
+    return *this;
+  }
+
   /// States the optimizer parameters the case left out, as zcc always
   /// states them (PyTorch's defaults; the runtime has none of its own):
   /// sgd momentum 0 and weight_decay 0; adamw betas 0.9, 0.999, eps 1e-8,
@@ -514,11 +525,12 @@ inline std::vector<LaunchCase> everyKernel() {
     return cases.back();
   };
   // Every row of ElementKernels.h.
-#define ZRT_ELEMENT_CASE(id, name, arity)                                      \
+#define ZRT_ELEMENT_CASE(id, name, arity, ...)                                 \
   add(name).input({2, 3});                                                     \
   if (ElementArity::arity != ElementArity::Unary)                              \
     cases.back().input({2, 3});                                                \
-  cases.back().output({2, 3});
+  cases.back().output({2, 3});                                                 \
+  cases.back().rowParams();
   ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_CASE)
 #undef ZRT_ELEMENT_CASE
   add("constant").output({2, 2}).param(floatParam("value", 1.5));

@@ -21,7 +21,10 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 // Binary elementwise ops take two operands of one type: broadcasting is done
 // beforehand by zt.broadcast_in_dim, so the gradient of every elementwise op
 // has the shape of its operands.
-class ZT_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
+// The element ops' defs are generated from their rows (ElementKernels.h) into
+// ZTElementOps.td, included below; `params` are the row's numbers.
+class ZT_BinaryOp<string mnemonic, string formula, dag params,
+                  list<Trait> traits = []>
     : ZT_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
                                            Elementwise])> {
   let summary = "elementwise " # formula;
@@ -34,17 +37,13 @@ class ZT_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
     %r = zt.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins ZT_FloatTensor:$lhs, ZT_FloatTensor:$rhs);
+  let arguments = !con((ins ZT_FloatTensor:$lhs, ZT_FloatTensor:$rhs),
+                       params);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def ZT_AddOp : ZT_BinaryOp<"add", "lhs[i] + rhs[i]", [Commutative]>;
-def ZT_SubOp : ZT_BinaryOp<"sub", "lhs[i] - rhs[i]">;
-def ZT_MulOp : ZT_BinaryOp<"mul", "lhs[i] * rhs[i]", [Commutative]>;
-def ZT_DivOp : ZT_BinaryOp<"div", "lhs[i] / rhs[i]">;
-
-class ZT_UnaryOp<string mnemonic, string formula>
+class ZT_UnaryOp<string mnemonic, string formula, dag params>
     : ZT_Op<mnemonic, [Pure, SameOperandsAndResultType, Elementwise]> {
   let summary = "elementwise " # formula;
   let description = [{
@@ -56,24 +55,11 @@ class ZT_UnaryOp<string mnemonic, string formula>
     %r = zt.}] # mnemonic # [{ %x : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins ZT_FloatTensor:$operand);
+  let arguments = !con((ins ZT_FloatTensor:$operand), params);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
-def ZT_NegOp : ZT_UnaryOp<"neg", "-x[i]">;
-def ZT_ExpOp : ZT_UnaryOp<"exp", "exp(x[i])">;
-def ZT_LogOp : ZT_UnaryOp<"log", "log(x[i])">;
-def ZT_TanhOp : ZT_UnaryOp<"tanh", "tanh(x[i])">;
-def ZT_SigmoidOp : ZT_UnaryOp<"sigmoid", "1 / (1 + exp(-x[i]))">;
-def ZT_ReluOp : ZT_UnaryOp<"relu", "max(x[i], 0)">;
-def ZT_GeluOp : ZT_UnaryOp<"gelu",
-    "0.5 * x[i] * (1 + tanh(sqrt(2/pi) * (x[i] + 0.044715 * x[i]^3)))">;
-def ZT_GeluErfOp : ZT_UnaryOp<"gelu_erf",
-    "0.5 * x[i] * (1 + erf(x[i] / sqrt(2)))">;
-def ZT_SiluOp : ZT_UnaryOp<"silu", "x[i] / (1 + exp(-x[i]))">;
-def ZT_SqrtOp : ZT_UnaryOp<"sqrt", "sqrt(x[i])">;
-def ZT_RsqrtOp : ZT_UnaryOp<"rsqrt", "1 / sqrt(x[i])">;
 
 //===----------------------------------------------------------------------===//
 // Constants
@@ -524,7 +510,8 @@ def ZT_ScaleOp : ZT_Op<"scale", [Pure, SameOperandsAndResultType,
 
 // `saved` is the forward value the derivative is computed from: the operand
 // `x` or the result `y` of the forward op, as the formula says.
-class ZT_UnaryGradOp<string forward, string savedName, string formula>
+class ZT_UnaryGradOp<string forward, string savedName, string formula,
+                     dag params>
     : ZT_Op<forward # "_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "gradient of zt." # forward;
   let description = [{
@@ -536,27 +523,13 @@ class ZT_UnaryGradOp<string forward, string savedName, string formula>
     %dx = zt.}] # forward # [{_grad %saved, %dy : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins ZT_FloatTensor:$saved, ZT_FloatTensor:$grad);
+  let arguments = !con((ins ZT_FloatTensor:$saved, ZT_FloatTensor:$grad),
+                       params);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$saved `,` $grad attr-dict `:` type($result)";
 }
 
-def ZT_ReluGradOp : ZT_UnaryGradOp<"relu", "result `y`",
-    "y[i] > 0 ? grad[i] : 0">;
-def ZT_GeluGradOp : ZT_UnaryGradOp<"gelu", "operand `x`",
-    "grad[i] * gelu'(x[i])` with the exact derivative of the tanh form: `0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)`, `t = tanh(c (x + 0.044715 x^3))`, `c = sqrt(2/pi)">;
-def ZT_GeluErfGradOp : ZT_UnaryGradOp<"gelu_erf", "operand `x`",
-    "grad[i] * (Phi(x[i]) + x[i] phi(x[i]))` with `Phi(x) = 0.5 (1 + erf(x / sqrt(2)))`, `phi(x) = exp(-x^2 / 2) / sqrt(2 pi)">;
-def ZT_SiluGradOp : ZT_UnaryGradOp<"silu", "operand `x`",
-    "grad[i] * s (1 + x[i] (1 - s))` with `s = sigmoid(x[i])">;
-def ZT_TanhGradOp : ZT_UnaryGradOp<"tanh", "result `y`",
-    "grad[i] * (1 - y[i]^2)">;
-def ZT_SigmoidGradOp : ZT_UnaryGradOp<"sigmoid", "result `y`",
-    "grad[i] * y[i] * (1 - y[i])">;
-def ZT_SqrtGradOp : ZT_UnaryGradOp<"sqrt", "result `y`",
-    "grad[i] * 0.5 / y[i]">;
-def ZT_RsqrtGradOp : ZT_UnaryGradOp<"rsqrt", "result `y`",
-    "grad[i] * -0.5 * y[i]^3">;
+include "ZTElementOps.td"
 
 class ZT_AxisGradOp<string forward, string formula> : ZT_Op<forward # "_grad",
     [Pure, SameOperandsAndResultType]> {

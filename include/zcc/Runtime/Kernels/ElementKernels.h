@@ -1,14 +1,38 @@
-//===- ElementKernels.h - the element kernels, one row each ------*- C++ -*-===//
+//===- ElementKernels.h - the element ops, one row each ----------*- C++ -*-===//
 //
-// An element kernel computes output element i from element i of each
-// operand. Each row here is one such kernel: its kernel id, its name in a
-// plan (the zt op's name), and its operands. Everything the runtime knows
-// about it comes from the row: the kernel list (Kernels.h), the loader's
-// operand rules and in-place permission (KernelRules.cpp), the ElementOp the
-// executors run and their dispatch (Device/DeviceKernels.h). Its formula is
-// the branch of Elementwise::compute for ElementOp::Id, which fails to
-// compile while missing. docs/adding-an-op.md lists the other places (the
-// op's .td row, its VJP rule, its tests).
+// An element op computes output element i from element i of each operand.
+// Each row here is one such op, described once: everything the compiler and
+// the runtime know about it comes from its row.
+//
+//   X(Id, "name", Arity, method, Params, "torch", "traits", Value, Vjp, "doc")
+//
+// - Id: the kernel id (KernelId::Id, ElementOp::Id) and the zt op's C++
+//   class (zt::IdOp); "name" its name in zt (`zt.name`) and in a plan.
+// - method: the capture API's method (Graph::method); Grad rows have none.
+// - Arity: Unary (x), Binary (lhs, rhs) or Grad (saved, grad: the forward
+//   op's saved operand or result, and the gradient of its result).
+// - Params: the op's numbers, F64 attributes of the zt op, named as the
+//   PyTorch argument they come from: P0, P1(name, default) or
+//   P2(name0, default0, name1, default1).
+// - "torch": the ATen overloads zcc.from_torch maps to the op, tensors then
+//   the params positionally (space separated; "" for none or by hand).
+// - "traits": ODS traits beyond the class's ("[Commutative]" or "").
+// - Value: the formula of an element in T, of `x` (operand 0) and `bv`
+//   (operand 1), with the params `p0`, `p1` (Elementwise::compute). It is
+//   the only copy: the CPU executor (f32 and the f64 reference precision),
+//   the emulator and the CUDA executor all run it.
+// - Vjp: the gradients of the operands as expressions over other rows
+//   (ElementVjp.h), in terms of A and B (the operands), Y (the result) and
+//   DY (its gradient); G0 is operand 0's gradient. NoVjp for Grad rows.
+//   A row used in a Vjp takes the forward op's params of the same names.
+// - "doc": the formula as the generated dialect docs show it.
+//
+// From the rows come: the zt ops' ODS (GenElementOps.cpp writes
+// ZTElementOps.td), autodiff (Autodiff.cpp interprets Vjp), the kernel list
+// and loader rules (Launch.h, KernelRules.cpp), the kernels and their
+// dispatch (DeviceKernels.h), the C++ capture methods (Graph.h), the Python
+// ops and the importer's mapping (zcc._zcc.element_rows()), and the test
+// cases (LaunchCase.h). docs/adding-an-op.md lists the rest.
 //
 // No dependencies: the CUDA executor's kernels include it too.
 //
@@ -17,38 +41,126 @@
 #ifndef ZCC_RUNTIME_ELEMENTKERNELS_H
 #define ZCC_RUNTIME_ELEMENTKERNELS_H
 
+#include <cstddef>
+#include <cstdint>
+
 namespace zcc::runtime {
 
 /// The operands of an element kernel: Unary (x), Binary (lhs, rhs) or Grad
-/// (saved, grad: the forward op's saved operand or result, and the gradient
-/// of its result).
+/// (saved, grad).
 enum class ElementArity { Unary, Binary, Grad };
 
-// X(Id, "name", Arity)
+// clang-format off
 #define ZRT_ELEMENT_KERNEL_LIST(X)                                             \
-  X(Add, "add", Binary)                                                        \
-  X(Sub, "sub", Binary)                                                        \
-  X(Mul, "mul", Binary)                                                        \
-  X(Div, "div", Binary)                                                        \
-  X(Neg, "neg", Unary)                                                         \
-  X(Exp, "exp", Unary)                                                         \
-  X(Log, "log", Unary)                                                         \
-  X(Tanh, "tanh", Unary)                                                       \
-  X(Sigmoid, "sigmoid", Unary)                                                 \
-  X(Relu, "relu", Unary)                                                       \
-  X(Gelu, "gelu", Unary)                                                       \
-  X(GeluErf, "gelu_erf", Unary)                                                \
-  X(Silu, "silu", Unary)                                                       \
-  X(Sqrt, "sqrt", Unary)                                                       \
-  X(Rsqrt, "rsqrt", Unary)                                                     \
-  X(ReluGrad, "relu_grad", Grad)                                               \
-  X(GeluGrad, "gelu_grad", Grad)                                               \
-  X(GeluErfGrad, "gelu_erf_grad", Grad)                                        \
-  X(SiluGrad, "silu_grad", Grad)                                               \
-  X(TanhGrad, "tanh_grad", Grad)                                               \
-  X(SigmoidGrad, "sigmoid_grad", Grad)                                         \
-  X(SqrtGrad, "sqrt_grad", Grad)                                               \
-  X(RsqrtGrad, "rsqrt_grad", Grad)
+  X(Add, "add", Binary, add, P0, "", "[Commutative]",                         \
+    x + bv, Grads(DY, DY), "lhs[i] + rhs[i]")                                  \
+  X(Sub, "sub", Binary, sub, P0, "", "",                                       \
+    x - bv, Grads(DY, Neg(DY)), "lhs[i] - rhs[i]")                             \
+  X(Mul, "mul", Binary, mul, P0, "", "[Commutative]",                         \
+    x * bv, Grads(Mul(DY, B), Mul(DY, A)), "lhs[i] * rhs[i]")                  \
+  X(Div, "div", Binary, div, P0, "", "",                                       \
+    x / bv, Grads(Div(DY, B), Neg(Mul(G0, Y))), "lhs[i] / rhs[i]")             \
+  X(Neg, "neg", Unary, neg, P0, "neg.default", "",                             \
+    -x, Grads(Neg(DY)), "-x[i]")                                               \
+  X(Exp, "exp", Unary, exp, P0, "exp.default", "",                             \
+    fExpLoop(x), Grads(Mul(DY, Y)), "exp(x[i])")                               \
+  X(Log, "log", Unary, log, P0, "log.default", "",                             \
+    fLog(x), Grads(Div(DY, A)), "log(x[i])")                                   \
+  X(Tanh, "tanh", Unary, tanh, P0, "tanh.default", "",                         \
+    fTanh(x), Grads(TanhGrad(Y, DY)), "tanh(x[i])")                            \
+  X(Sigmoid, "sigmoid", Unary, sigmoid, P0, "sigmoid.default", "",             \
+    sigmoidOf(x), Grads(SigmoidGrad(Y, DY)), "1 / (1 + exp(-x[i]))")           \
+  X(Relu, "relu", Unary, relu, P0, "relu.default", "",                         \
+    isNaN(x) ? x : (x > T(0.0) ? x : T(0.0)), Grads(ReluGrad(Y, DY)),          \
+    "max(x[i], 0)")                                                            \
+  X(Gelu, "gelu", Unary, gelu, P0, "", "",                                     \
+    geluOf(x), Grads(GeluGrad(A, DY)),                                         \
+    "0.5 * x[i] * (1 + tanh(sqrt(2/pi) * (x[i] + 0.044715 * x[i]^3)))")        \
+  X(GeluErf, "gelu_erf", Unary, geluErf, P0, "", "",                           \
+    geluErfOf(x), Grads(GeluErfGrad(A, DY)),                                   \
+    "0.5 * x[i] * (1 + erf(x[i] / sqrt(2)))")                                  \
+  X(Silu, "silu", Unary, silu, P0, "silu.default", "",                         \
+    x * sigmoidOf(x), Grads(SiluGrad(A, DY)), "x[i] / (1 + exp(-x[i]))")       \
+  X(Sqrt, "sqrt", Unary, sqrt, P0, "sqrt.default", "",                         \
+    fSqrt(x), Grads(SqrtGrad(Y, DY)), "sqrt(x[i])")                            \
+  X(Rsqrt, "rsqrt", Unary, rsqrt, P0, "rsqrt.default", "",                     \
+    T(1.0) / fSqrt(x), Grads(RsqrtGrad(Y, DY)), "1 / sqrt(x[i])")              \
+  X(ReluGrad, "relu_grad", Grad, none, P0, "", "",                             \
+    x > T(0.0) ? bv : T(0.0), NoVjp, "y[i] > 0 ? grad[i] : 0")                 \
+  X(GeluGrad, "gelu_grad", Grad, none, P0, "", "",                             \
+    bv * geluDerivative(x), NoVjp,                                             \
+    "grad[i] * gelu'(x[i])` with the exact derivative of the tanh form: "     \
+    "`0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)`, "               \
+    "`t = tanh(c (x + 0.044715 x^3))`, `c = sqrt(2/pi)")                       \
+  X(GeluErfGrad, "gelu_erf_grad", Grad, none, P0, "", "",                      \
+    bv * geluErfDerivative(x), NoVjp,                                          \
+    "grad[i] * (Phi(x[i]) + x[i] phi(x[i]))` with "                            \
+    "`Phi(x) = 0.5 (1 + erf(x / sqrt(2)))`, "                                  \
+    "`phi(x) = exp(-x^2 / 2) / sqrt(2 pi)")                                    \
+  X(SiluGrad, "silu_grad", Grad, none, P0, "", "",                             \
+    siluGradOf(x, bv), NoVjp,                                                  \
+    "grad[i] * s (1 + x[i] (1 - s))` with `s = sigmoid(x[i])")                 \
+  X(TanhGrad, "tanh_grad", Grad, none, P0, "", "",                             \
+    bv * (T(1.0) - x * x), NoVjp, "grad[i] * (1 - y[i]^2)")                    \
+  X(SigmoidGrad, "sigmoid_grad", Grad, none, P0, "", "",                       \
+    bv * x * (T(1.0) - x), NoVjp, "grad[i] * y[i] * (1 - y[i])")               \
+  X(SqrtGrad, "sqrt_grad", Grad, none, P0, "", "",                             \
+    bv * T(0.5) / x, NoVjp, "grad[i] * 0.5 / y[i]")                            \
+  X(RsqrtGrad, "rsqrt_grad", Grad, none, P0, "", "",                           \
+    bv * -T(0.5) * x * x * x, NoVjp, "grad[i] * -0.5 * y[i]^3")
+// clang-format on
+
+/// Each row's index in kElementRows (and its KernelId's value):
+/// element_row::Tanh.
+namespace element_row {
+enum Index : int {
+#define ZRT_ROW_INDEX(id, ...) id,
+  ZRT_ELEMENT_KERNEL_LIST(ZRT_ROW_INDEX)
+#undef ZRT_ROW_INDEX
+};
+} // namespace element_row
+
+/// The most params an element op has.
+inline constexpr int kMaxElementParams = 2;
+
+/// What the runtime and the bindings read of a row.
+struct ElementRow {
+  const char *name;
+  ElementArity arity;
+  int paramCount;
+  const char *paramNames[kMaxElementParams];
+  double paramDefaults[kMaxElementParams];
+  const char *torch;
+};
+
+#define ZRT_ROW_PARAMS_P0 0, {nullptr, nullptr}, {0.0, 0.0}
+#define ZRT_ROW_PARAMS_P1(n0, d0) 1, {#n0, nullptr}, {d0, 0.0}
+#define ZRT_ROW_PARAMS_P2(n0, d0, n1, d1) 2, {#n0, #n1}, {d0, d1}
+#define ZRT_ELEMENT_ROW(id, name, arity, method, params, torch, ...)           \
+  {name, ElementArity::arity, ZRT_ROW_PARAMS_##params, torch},
+/// The rows in KernelId order (element kernels come first).
+inline constexpr ElementRow kElementRows[] = {
+    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_ROW)};
+#undef ZRT_ELEMENT_ROW
+#undef ZRT_ROW_PARAMS_P0
+#undef ZRT_ROW_PARAMS_P1
+#undef ZRT_ROW_PARAMS_P2
+
+inline constexpr int kElementRowCount =
+    static_cast<int>(sizeof(kElementRows) / sizeof(kElementRows[0]));
+
+/// The index of the row named `name` ("tanh"), or -1.
+inline int findElementRow(const char *name, size_t length) {
+  for (int row = 0; row < kElementRowCount; ++row) {
+    const char *rowName = kElementRows[row].name;
+    size_t i = 0;
+    while (i < length && rowName[i] != '\0' && rowName[i] == name[i])
+      ++i;
+    if (i == length && rowName[i] == '\0')
+      return row;
+  }
+  return -1;
+}
 
 } // namespace zcc::runtime
 

@@ -92,8 +92,10 @@ constexpr bool kernelIsSharded(KernelId id) {
 }
 std::optional<KernelId> findKernel(std::string_view name);
 
-/// The operands of element kernel `id` (ElementKernels.h); none for the
-/// other kernels.
+/// The row of element kernel `id` (ElementKernels.h: the element kernels
+/// are the first KernelIds); null for the other kernels.
+const ElementRow *elementRow(KernelId id);
+/// The operands of element kernel `id`; none for the other kernels.
 std::optional<ElementArity> elementArity(KernelId id);
 
 // X(Kernel, "name", Kind, member): every parameter of every kernel, named
@@ -171,6 +173,8 @@ struct LaunchParams {
   bool cosine = false, linear = false;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
+  /// An element kernel's params, in its row's order (ElementKernels.h).
+  double elementParams[kMaxElementParams] = {};
 
   /// Every member a row of ZRT_KERNEL_PARAM_LIST names is equal.
   bool operator==(const LaunchParams &other) const;

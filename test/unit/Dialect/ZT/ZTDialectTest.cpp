@@ -255,6 +255,9 @@ std::set<std::string> kernelParams(zcc::runtime::KernelId kernel) {
     names.insert(name);
   ZRT_KERNEL_PARAM_LIST(ZRT_PARAM_NAME)
 #undef ZRT_PARAM_NAME
+  if (const zcc::runtime::ElementRow *row = zcc::runtime::elementRow(kernel))
+    for (int k = 0; k < row->paramCount; ++k)
+      names.insert(row->paramNames[k]);
   return names;
 }
 
