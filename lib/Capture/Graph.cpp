@@ -248,10 +248,15 @@ struct Graph::Impl {
       return fail(where, std::string(r.name) + ": takes " +
                              std::to_string(arity) + " operands, got " +
                              std::to_string(operands.size()));
-    if (params.size() > static_cast<size_t>(r.paramCount))
-      return fail(where, std::string(r.name) + ": takes " +
-                             std::to_string(r.paramCount) + " numbers, got " +
+    if (params.size() > static_cast<size_t>(r.paramCount)) {
+      std::string names;
+      for (int k = 0; k < r.paramCount; ++k)
+        names += std::string(k ? ", " : "") + r.paramNames[k];
+      return fail(where, std::string(r.name) + ": takes at most " +
+                             std::to_string(r.paramCount) + " numbers (" +
+                             names + "), got " +
                              std::to_string(params.size()));
+    }
     if (arity == 2) {
       std::vector<int64_t> out;
       if (!broadcastShapes(shape(operands[0]), shape(operands[1]), out))

@@ -384,10 +384,13 @@ LogicalResult GradientBuilder::elementBackward(Operation *op, int row,
         return true;
     return false;
   };
-  bool active1 = rule.count > 1 && active.contains(op->getOperand(1));
+  // A Zero gradient (no program) contributes nothing.
+  bool active1 = rule.count > 1 && rule.grads[1].count > 0 &&
+                 active.contains(op->getOperand(1));
   // Operand 0's gradient is built first, also when only operand 1's reads it.
-  if (active.contains(op->getOperand(0)) ||
-      (active1 && readsG0(rule.grads[1]))) {
+  if (rule.grads[0].count > 0 &&
+      (active.contains(op->getOperand(0)) ||
+       (active1 && readsG0(rule.grads[1])))) {
     g0 = evaluate(rule.grads[0]);
     contribute(op->getOperand(0), g0);
   }

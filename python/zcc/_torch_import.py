@@ -237,13 +237,14 @@ def _gelu(ctx, node):
                     node.kwargs.get("approximate", _kw(node, 1, "approximate", "none")))
 
 
-@_handles("pow.Tensor_Scalar",
-          why=lambda node: None if node.args[1] in (1, 2, 0.5, -0.5) else
-          f"exponent {node.args[1]} (1, 2, 0.5 and -0.5 only)")
+@_handles("pow.Tensor_Scalar")
 def _pow(ctx, node):
+    """Squares and square roots as the ops they are (no pow kernel); any
+    other exponent is zt.pow."""
     x, e = ctx.get(node.args[0]), node.args[1]
-    return {1: lambda: x, 2: lambda: x * x, 0.5: lambda: ops.sqrt(x),
-            -0.5: lambda: ops.rsqrt(x)}[e]()
+    special = {1: lambda: x, 2: lambda: x * x, 0.5: lambda: ops.sqrt(x),
+               -0.5: lambda: ops.rsqrt(x)}
+    return special[e]() if e in special else ops.pow(x, e)
 
 
 @_handles("view.default", "reshape.default", "_unsafe_view.default")

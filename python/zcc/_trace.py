@@ -3,6 +3,7 @@
 import contextlib
 import json
 import math
+import numbers
 import os
 import re
 import sys
@@ -220,6 +221,17 @@ class Tensor:
     def __neg__(self):
         from . import ops
         return ops.neg(self)
+
+    def __abs__(self):
+        from . import ops
+        return ops.abs(self)
+
+    def __pow__(self, exponent):
+        from . import ops
+        if not isinstance(exponent, numbers.Real):
+            raise _error("**: the exponent must be a number (zt.pow), got "
+                         f"{type(exponent).__name__}")
+        return ops.pow(self, exponent)
 
     def __matmul__(self, other):
         from . import ops

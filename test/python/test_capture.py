@@ -446,3 +446,46 @@ def test_a_parameter_the_loss_ignores_warns():
                       match="parameter 'unused' does not affect the loss; "
                             "its gradient is zero"):
         traced.compile()
+
+
+def test_element_rows_are_ops_with_their_params():
+    """zcc.ops has a function per element row (ElementKernels.h), taking the
+    row's params by position or name at PyTorch's defaults."""
+    def f(x):
+        w = zcc.param("w", (4,), init=zcc.init.ones())
+        y = zcc.ops.leaky_relu(x * w, 0.25) + zcc.ops.clamp(x, max=0.5)
+        y = y + zcc.ops.elu(x, alpha=0.5) + zcc.ops.maximum(x, 0.0)
+        y = y + abs(x) + (abs(x) + 1.0) ** 1.5 + zcc.ops.softplus(x)
+        return zcc.ops.sum(y)
+
+    traced = zcc.trace(f, x=zcc.input((4,)))
+    text = traced.ir()
+    assert "zt.leaky_relu" in text and "negative_slope = 2.500000e-01" in text
+    assert "zt.elu" in text and "alpha = 5.000000e-01" in text
+    for op in ("zt.clamp", "zt.maximum", "zt.abs", "zt.pow", "zt.softplus"):
+        assert op in text, op
+    x = np.array([-2.0, -0.5, 0.25, 3.0], np.float32)
+    loss = traced.compile(optimizer=zcc.sgd(lr=0.0)).session().step(x)
+    xd = x.astype(np.float64)
+    expected = (np.where(xd > 0, xd, 0.25 * xd) + np.minimum(xd, 0.5)
+                + np.where(xd > 0, xd, 0.5 * np.expm1(xd)) + np.maximum(xd, 0)
+                + np.abs(xd) + (np.abs(xd) + 1) ** 1.5 + np.log1p(np.exp(xd)))
+    assert loss == pytest.approx(expected.sum(), rel=1e-6)
+    assert "negative_slope=0.01" in zcc.ops.leaky_relu.__doc__
+
+
+def test_element_row_params_are_checked():
+    def too_many(x):
+        return zcc.ops.sum(zcc.ops.leaky_relu(x, 0.1, 0.2))  # TOO-MANY
+
+    with pytest.raises(zcc.Error) as info:
+        zcc.trace(too_many, x=zcc.input((3,)))
+    assert "leaky_relu: takes 1 numbers after its tensors (negative_slope), got 2" \
+        in str(info.value)
+
+    def unknown(x):
+        return zcc.ops.sum(zcc.ops.elu(x, beta=1.0))
+
+    with pytest.raises(zcc.Error) as info:
+        zcc.trace(unknown, x=zcc.input((3,)))
+    assert "elu: unknown argument 'beta' (takes alpha)" in str(info.value)

@@ -405,3 +405,70 @@ def test_a_memory_budget_gives_the_same_bits_in_less_memory():
     with pytest.raises(zcc.Error, match=r"memory budget \d+ bytes is below "
                        r"the smallest arena recomputation reaches: \d+ bytes"):
         traced.compile(optimizer=zcc.adamw(lr=1e-3), memory_budget=arena // 4)
+
+
+class ElementOps(nn.Module):
+    """Every element op the rows map from ATen, between two linear layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(12, 16)
+        self.b = nn.Linear(16, 16)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.a(x)
+        g = self.b(h)
+        parts = [h.abs(), h.clamp(-0.5, 0.8), h.clamp(min=0.1), F.hardtanh(h),
+                 F.hardswish(4 * h), F.hardsigmoid(4 * h), torch.erf(h),
+                 torch.sin(h), torch.cos(h),
+                 F.softplus(h, beta=2.0, threshold=1.0), F.leaky_relu(h, 0.2),
+                 F.elu(h, alpha=0.7), torch.reciprocal(h.abs() + 1.0),
+                 (h.abs() + 0.5).pow(1.5), h.pow(3), torch.maximum(h, g),
+                 torch.minimum(h, g)]
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        return self.out(total)
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_element_rows_import_and_train_like_pytorch(precision, tolerance):
+    torch.manual_seed(5)
+    model = ElementOps()
+    rng = np.random.default_rng(1)
+    batches = [(rng.normal(size=(8, 12)).astype(np.float32),
+                rng.integers(0, 4, size=8)) for _ in range(3)]
+    x0, y0 = (torch.from_numpy(a) for a in batches[0])
+    traced = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,),
+                            loss=F.cross_entropy)
+    ir = traced.ir()
+    for op in ("abs", "clamp", "hardswish", "hardsigmoid", "erf", "sin", "cos",
+               "softplus", "leaky_relu", "elu", "reciprocal", "pow", "maximum",
+               "minimum"):
+        assert f"zt.{op} " in ir, op
+    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
+        precision=precision)
+    dtype = torch.float64 if precision == "f64" else torch.float32
+    reference = copy.deepcopy(model).to(dtype)
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
+    for step in range(20):
+        x, y = batches[step % 3]
+        ours = session.step(x, y)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(reference(torch.from_numpy(x).to(dtype)),
+                               torch.from_numpy(y))
+        loss.backward()
+        optimizer.step()
+        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+
+
+def test_element_row_arguments_outside_the_row_are_reported():
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return torch.ops.aten.elu(x, 1.0, 2.0)  # ELU-LINE
+
+    x, y = torch.randn(4, 3), torch.randint(0, 3, (4,))
+    with pytest.raises(zcc.Error) as info:
+        zcc.from_torch(Scaled(), (x,), (y,), loss=F.cross_entropy)
+    assert "aten.elu.default (scale=2.0 (only 1))" in str(info.value), str(info.value)

@@ -94,6 +94,16 @@ ZRT_HOST_DEVICE inline double fLog(double x) { return ::log(x); }
 ZRT_HOST_DEVICE inline double fTanh(double x) { return ::tanh(x); }
 ZRT_HOST_DEVICE inline double fSqrt(double x) { return ::sqrt(x); }
 ZRT_HOST_DEVICE inline double dPow(double x, double y) { return ::pow(x, y); }
+ZRT_HOST_DEVICE inline float fSin(float x) { return ::sinf(x); }
+ZRT_HOST_DEVICE inline double fSin(double x) { return ::sin(x); }
+ZRT_HOST_DEVICE inline float fCos(float x) { return ::cosf(x); }
+ZRT_HOST_DEVICE inline double fCos(double x) { return ::cos(x); }
+ZRT_HOST_DEVICE inline float fPow(float x, float y) { return ::powf(x, y); }
+ZRT_HOST_DEVICE inline double fPow(double x, double y) { return ::pow(x, y); }
+ZRT_HOST_DEVICE inline float fExpm1(float x) { return ::expm1f(x); }
+ZRT_HOST_DEVICE inline double fExpm1(double x) { return ::expm1(x); }
+ZRT_HOST_DEVICE inline float fLog1p(float x) { return ::log1pf(x); }
+ZRT_HOST_DEVICE inline double fLog1p(double x) { return ::log1p(x); }
 ZRT_HOST_DEVICE inline double dCos(double x) { return ::cos(x); }
 ZRT_HOST_DEVICE inline float fExpLoop(float x) { return ::expf(x); }
 ZRT_HOST_DEVICE inline double fExpLoop(double x) { return ::exp(x); }
@@ -141,6 +151,11 @@ template <typename T> inline T fTanh(T x) { return std::tanh(x); }
 template <typename T> inline T fSqrt(T x) { return std::sqrt(x); }
 template <typename T> inline T fErf(T x) { return std::erf(x); }
 inline double dPow(double x, double y) { return std::pow(x, y); }
+template <typename T> inline T fSin(T x) { return std::sin(x); }
+template <typename T> inline T fCos(T x) { return std::cos(x); }
+template <typename T> inline T fPow(T x, T y) { return std::pow(x, y); }
+template <typename T> inline T fExpm1(T x) { return std::expm1(x); }
+template <typename T> inline T fLog1p(T x) { return std::log1p(x); }
 inline double dCos(double x) { return std::cos(x); }
 #endif
 
@@ -183,6 +198,15 @@ template <typename T> ZRT_HOST_DEVICE inline T geluErfOf(T x) {
 template <typename T> ZRT_HOST_DEVICE inline T geluErfDerivative(T x) {
   T phi = T(0.39894228040143267794) * fExpLoop(T(-0.5) * x * x);
   return T(0.5) * (T(1.0) + fErf(x * T(0.70710678118654752440))) + x * phi;
+}
+
+/// PyTorch's clamp: max(x, low) then min(., high) (high wins when
+/// low > high); NaN stays NaN.
+template <typename T> ZRT_HOST_DEVICE inline T clampOf(T x, T low, T high) {
+  if (isNaN(x))
+    return x;
+  T v = x < low ? low : x;
+  return v > high ? high : v;
 }
 
 /// SiLU's gradient: grad s (1 + x (1 - s)), s = sigmoid(x).

@@ -12,6 +12,9 @@
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Session/Trainer.h"
+#include "zcc/Runtime/Testing/GradientCheck.h"
+
+#include "../ElementTestRows.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -675,6 +678,90 @@ TEST(CompilerCApi, WarningsReachTheCallerAndBadOptionsAreErrors) {
         << zrt_status_message(s);
     zrt_status_free(s);
   }
+}
+
+// Every element row but the gradients, captured through Graph::element with
+// the row's test params, compiled by the whole pipeline (zt-autodiff builds
+// the row's Vjp) and checked against finite differences of the loss (f64).
+// w (and v) are also added to the loss, so that a row whose gradient is zero
+// (max_weight) still leaves a gradient to check.
+TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
+  int checked = 0;
+  for (int row = 0; row < runtime::kElementRowCount; ++row) {
+    const runtime::ElementRow &r = runtime::kElementRows[row];
+    if (r.arity == runtime::ElementArity::Grad)
+      continue;
+    SCOPED_TRACE(r.name);
+    runtime::testing::ElementTestRow test =
+        runtime::testing::elementTestRow(r.name);
+    Graph g(std::string(r.name) + "_step");
+    Tensor x = g.input("x", {4, 6});
+    Tensor t = g.label("target", {4, 6}, DType::F32);
+    std::vector<Tensor> operands = {
+        g.parameter("w", {4, 6}, Init::uniform(test.low, test.high))};
+    if (r.arity == runtime::ElementArity::Binary)
+      operands.push_back(
+          g.parameter("v", {6}, Init::uniform(test.low, test.high)));
+    Tensor y = g.mul(g.element(row, operands, test.params), x);
+    for (Tensor operand : operands)
+      y = g.add(y, operand);
+    ASSERT_TRUE(g.finish(g.mse(y, t)).isOk()) << g.status().message();
+    EXPECT_NE(g.str().find(std::string("zt.") + r.name + " "),
+              std::string::npos);
+    CompileOptions options;
+    options.optimizer = "none";
+    auto plan = std::make_shared<runtime::Plan>();
+    ASSERT_TRUE(g.compile(options, *plan).isOk()) << g.status().message();
+    runtime::GradientCheckOptions check;
+    check.samples = 24;
+    runtime::GradientCheckResult result;
+    ASSERT_TRUE(runtime::checkGradients(plan, check, result).isOk());
+    for (const runtime::ParameterCheck &p : result.parameters) {
+      EXPECT_TRUE(p.ok) << p.name << ": " << p.worst << " (error "
+                        << p.maxError << ", f32 " << p.maxF32Error << ")";
+      EXPECT_GT(p.checked, 0) << p.name;
+    }
+    EXPECT_EQ(result.parameters.size(), operands.size());
+    ++checked;
+    if (row != runtime::element_row::LeakyRelu)
+      continue;
+    // The check can fail: leaky_relu_grad with another slope than the
+    // forward's gives a wrong gradient, which it finds.
+    bool tampered = false;
+    for (runtime::Entry &entry : plan->entries)
+      for (runtime::Launch &launch : entry.launches)
+        if (launch.kernel == runtime::KernelId::LeakyReluGrad) {
+          launch.params.elementParams[0] += 0.5;
+          tampered = true;
+        }
+    ASSERT_TRUE(tampered);
+    ASSERT_TRUE(runtime::checkGradients(plan, check, result).isOk());
+    EXPECT_FALSE(result.ok()) << "a wrong slope in leaky_relu_grad passed";
+  }
+  EXPECT_GE(checked, 28);
+}
+
+// The capture API's element methods come from the rows, params included.
+TEST(ElementRows, NamedMethodsTakeTheRowsParams) {
+  Graph g("step");
+  Tensor x = g.input("x", {3});
+  Tensor y = g.add(g.leakyRelu(x, 0.25), g.clamp(x, -1.0));
+  y = g.add(y, g.maximum(x, g.softplus(x)));
+  ASSERT_TRUE(g.finish(g.sum(y)).isOk()) << g.status().message();
+  std::string text = g.str();
+  EXPECT_NE(text.find("zt.leaky_relu %arg0 {negative_slope = 2.500000e-01 : f64}"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("zt.clamp %arg0 {max = 0x7FF0000000000000 : f64, min = -1.000000e+00 : f64}"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("zt.softplus %arg0 {beta = 1.000000e+00 : f64, threshold = 2.000000e+01 : f64}"),
+            std::string::npos) << text;
+  // A wrong operand count or too many numbers is the graph's error.
+  Graph bad("step");
+  Tensor z = bad.input("z", {3});
+  EXPECT_FALSE(bad.element(runtime::element_row::LeakyRelu, {z}, {0.1, 0.2}));
+  EXPECT_NE(bad.status().message().find(
+                "leaky_relu: takes at most 1 numbers (negative_slope), got 2"),
+            std::string::npos) << bad.status().message();
 }
 
 } // namespace

@@ -41,6 +41,7 @@
 #ifndef ZCC_RUNTIME_ELEMENTKERNELS_H
 #define ZCC_RUNTIME_ELEMENTKERNELS_H
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -85,6 +86,50 @@ enum class ElementArity { Unary, Binary, Grad };
     fSqrt(x), Grads(SqrtGrad(Y, DY)), "sqrt(x[i])")                            \
   X(Rsqrt, "rsqrt", Unary, rsqrt, P0, "rsqrt.default", "",                     \
     T(1.0) / fSqrt(x), Grads(RsqrtGrad(Y, DY)), "1 / sqrt(x[i])")              \
+  X(Abs, "abs", Unary, abs, P0, "abs.default", "",                             \
+    x < T(0.0) ? -x : (x == T(0.0) ? T(0.0) : x), Grads(AbsGrad(A, DY)),       \
+    "|x[i]|")                                                                  \
+  X(Clamp, "clamp", Unary, clamp, P2(min, -HUGE_VAL, max, HUGE_VAL),           \
+    "clamp.default hardtanh.default", "", clampOf(x, p0, p1),                  \
+    Grads(ClampGrad(A, DY)), "min(max(x[i], min), max)")                       \
+  X(Hardswish, "hardswish", Unary, hardswish, P0, "hardswish.default", "",     \
+    x * clampOf(x + T(3.0), T(0.0), T(6.0)) / T(6.0),                          \
+    Grads(HardswishGrad(A, DY)), "x[i] * min(max(x[i] + 3, 0), 6) / 6")        \
+  X(Hardsigmoid, "hardsigmoid", Unary, hardsigmoid, P0,                        \
+    "hardsigmoid.default", "", clampOf(x + T(3.0), T(0.0), T(6.0)) / T(6.0),   \
+    Grads(HardsigmoidGrad(A, DY)), "min(max(x[i] + 3, 0), 6) / 6")             \
+  X(Erf, "erf", Unary, erf, P0, "erf.default", "",                             \
+    fErf(x), Grads(ErfGrad(A, DY)), "erf(x[i])")                               \
+  X(Sin, "sin", Unary, sin, P0, "sin.default", "",                             \
+    fSin(x), Grads(Mul(DY, Cos(A))), "sin(x[i])")                              \
+  X(Cos, "cos", Unary, cos, P0, "cos.default", "",                             \
+    fCos(x), Grads(Neg(Mul(DY, Sin(A)))), "cos(x[i])")                         \
+  X(Softplus, "softplus", Unary, softplus, P2(beta, 1.0, threshold, 20.0),     \
+    "softplus.default", "", x * p0 > p1 ? x : fLog1p(fExp(x * p0)) / p0,       \
+    Grads(SoftplusGrad(A, DY)),                                                \
+    "beta x[i] > threshold ? x[i] : log(1 + exp(beta x[i])) / beta")           \
+  X(LeakyRelu, "leaky_relu", Unary, leakyRelu, P1(negative_slope, 0.01),       \
+    "leaky_relu.default", "", x > T(0.0) ? x : x * p0,                         \
+    Grads(LeakyReluGrad(A, DY)), "x[i] > 0 ? x[i] : negative_slope x[i]")      \
+  X(Elu, "elu", Unary, elu, P1(alpha, 1.0), "elu.default", "",                 \
+    x > T(0.0) ? x : p0 * fExpm1(x), Grads(EluGrad(A, DY)),                    \
+    "x[i] > 0 ? x[i] : alpha (exp(x[i]) - 1)")                                 \
+  X(Reciprocal, "reciprocal", Unary, reciprocal, P0, "reciprocal.default", "", \
+    T(1.0) / x, Grads(Neg(Mul(DY, Mul(Y, Y)))), "1 / x[i]")                    \
+  X(Pow, "pow", Unary, pow, P1(exponent, 1.0), "", "",                         \
+    fPow(x, p0), Grads(PowGrad(A, DY)), "x[i]^exponent")                       \
+  X(Maximum, "maximum", Binary, maximum, P0, "maximum.default",                \
+    "[Commutative]", isNaN(x) || isNaN(bv) ? x + bv : (x > bv ? x : bv),       \
+    Grads(Mul(DY, MaxWeight(A, B)), Mul(DY, MaxWeight(B, A))),                 \
+    "max(lhs[i], rhs[i])` (NaN if either is)`")                                \
+  X(Minimum, "minimum", Binary, minimum, P0, "minimum.default",                \
+    "[Commutative]", isNaN(x) || isNaN(bv) ? x + bv : (x < bv ? x : bv),       \
+    Grads(Mul(DY, MaxWeight(B, A)), Mul(DY, MaxWeight(A, B))),                 \
+    "min(lhs[i], rhs[i])` (NaN if either is)`")                                \
+  X(MaxWeight, "max_weight", Binary, maxWeight, P0, "", "",                    \
+    x > bv ? T(1.0) : (x == bv ? T(0.5) : T(0.0)), Grads(Zero, Zero),          \
+    "lhs[i] > rhs[i] ? 1 : (lhs[i] == rhs[i] ? 0.5 : 0)` (the share of "        \
+    "maximum's gradient that lhs gets, PyTorch's)`")                           \
   X(ReluGrad, "relu_grad", Grad, none, P0, "", "",                             \
     x > T(0.0) ? bv : T(0.0), NoVjp, "y[i] > 0 ? grad[i] : 0")                 \
   X(GeluGrad, "gelu_grad", Grad, none, P0, "", "",                             \
@@ -107,7 +152,35 @@ enum class ElementArity { Unary, Binary, Grad };
   X(SqrtGrad, "sqrt_grad", Grad, none, P0, "", "",                             \
     bv * T(0.5) / x, NoVjp, "grad[i] * 0.5 / y[i]")                            \
   X(RsqrtGrad, "rsqrt_grad", Grad, none, P0, "", "",                           \
-    bv * -T(0.5) * x * x * x, NoVjp, "grad[i] * -0.5 * y[i]^3")
+    bv * -T(0.5) * x * x * x, NoVjp, "grad[i] * -0.5 * y[i]^3")                     \
+  X(AbsGrad, "abs_grad", Grad, none, P0, "", "",                               \
+    x > T(0.0) ? bv : (x < T(0.0) ? -bv : T(0.0)), NoVjp,                      \
+    "grad[i] * sign(x[i])")                                                    \
+  X(ClampGrad, "clamp_grad", Grad, none, P2(min, -HUGE_VAL, max, HUGE_VAL),    \
+    "", "", x >= p0 && x <= p1 ? bv : T(0.0), NoVjp,                           \
+    "min <= x[i] <= max ? grad[i] : 0")                                        \
+  X(HardswishGrad, "hardswish_grad", Grad, none, P0, "", "",                   \
+    x < T(-3.0) ? T(0.0) : (x <= T(3.0) ? bv * (x / T(3.0) + T(0.5)) : bv),    \
+    NoVjp, "x[i] < -3 ? 0 : (x[i] <= 3 ? grad[i] (x[i] / 3 + 0.5) : grad[i])")  \
+  X(HardsigmoidGrad, "hardsigmoid_grad", Grad, none, P0, "", "",               \
+    x > T(-3.0) && x < T(3.0) ? bv / T(6.0) : T(0.0), NoVjp,                   \
+    "-3 < x[i] < 3 ? grad[i] / 6 : 0")                                         \
+  X(ErfGrad, "erf_grad", Grad, none, P0, "", "",                               \
+    bv * T(1.12837916709551257390) * fExp(-(x * x)), NoVjp,                    \
+    "grad[i] 2 / sqrt(pi) exp(-x[i]^2)")                                       \
+  X(SoftplusGrad, "softplus_grad", Grad, none,                                 \
+    P2(beta, 1.0, threshold, 20.0), "", "",                                    \
+    x * p0 > p1 ? bv : bv * sigmoidOf(x * p0), NoVjp,                          \
+    "beta x[i] > threshold ? grad[i] : grad[i] sigmoid(beta x[i])")            \
+  X(LeakyReluGrad, "leaky_relu_grad", Grad, none, P1(negative_slope, 0.01),    \
+    "", "", x > T(0.0) ? bv : bv * p0, NoVjp,                                  \
+    "x[i] > 0 ? grad[i] : negative_slope grad[i]")                             \
+  X(EluGrad, "elu_grad", Grad, none, P1(alpha, 1.0), "", "",                   \
+    x > T(0.0) ? bv : bv * p0 * fExp(x), NoVjp,                                \
+    "x[i] > 0 ? grad[i] : grad[i] alpha exp(x[i])")                            \
+  X(PowGrad, "pow_grad", Grad, none, P1(exponent, 1.0), "", "",                \
+    p0 == T(0.0) ? T(0.0) : bv * p0 * fPow(x, p0 - T(1.0)), NoVjp,             \
+    "exponent == 0 ? 0 : grad[i] exponent x[i]^(exponent - 1)")
 // clang-format on
 
 /// Each row's index in kElementRows (and its KernelId's value):

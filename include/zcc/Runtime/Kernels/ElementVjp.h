@@ -2,7 +2,8 @@
 //
 // The Vjp column of ElementKernels.h as data: per operand, a short postfix
 // program over the leaves A, B (the operands), Y (the result), DY (the
-// result's gradient), G0 (operand 0's gradient) and the rows themselves.
+// result's gradient), G0 (operand 0's gradient) and the rows themselves;
+// Zero (no program) where the gradient is zero.
 // zt-autodiff builds the ops it names; the tests evaluate it with the
 // kernels' formulas against finite differences; GenElementOps.cpp prints it.
 // Written as nested calls (`Neg(Mul(G0, Y))`), each call a row's name.
@@ -59,6 +60,8 @@ struct Vjp {
 
 inline constexpr Expr A{Leaf::A}, B{Leaf::B}, Y{Leaf::Y}, DY{Leaf::DY},
     G0{Leaf::G0};
+/// A zero gradient: the operand gets no contribution.
+inline constexpr Expr Zero{};
 inline constexpr Vjp NoVjp{};
 constexpr Vjp Grads(const Expr &g) { return Vjp{{g, Expr()}, 1, true}; }
 constexpr Vjp Grads(const Expr &g0, const Expr &g1) {
