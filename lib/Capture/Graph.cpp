@@ -147,12 +147,17 @@ struct Graph::Impl {
       return IntegerType::get(&context, 32);
     case DType::I64:
       return IntegerType::get(&context, 64);
+    case DType::Bool:
+      return IntegerType::get(&context, 1);
+    default:
+      return {};
     }
-    return {};
   }
   static DType dtypeOf(Type element) {
     if (auto integer = dyn_cast<IntegerType>(element))
-      return integer.getWidth() == 64 ? DType::I64 : DType::I32;
+      return integer.getWidth() == 64   ? DType::I64
+             : integer.getWidth() == 1 ? DType::Bool
+                                       : DType::I32;
     return DType::F32;
   }
   RankedTensorType tensorType(const std::vector<int64_t> &shape,
@@ -201,6 +206,11 @@ struct Graph::Impl {
       return fail(where, std::string(what) + " '" + argName +
                              "': the name is already taken by another "
                              "argument");
+    if (dtype != DType::F32 && dtype != DType::I32 && dtype != DType::I64)
+      return fail(where, std::string(what) + " '" + argName + "': " +
+                             dtypeName(dtype) +
+                             " arguments are not supported (f32, i32 or i64; "
+                             "a bool mask is made by comparing)");
     for (int64_t d : argShape)
       if (d <= 0)
         return fail(where, std::string(what) + " '" + argName + "': shape " +
@@ -243,7 +253,7 @@ struct Graph::Impl {
     const runtime::ElementRow &r = runtime::kElementRows[row];
     if (!usable(where, r.name, operands))
       return {};
-    size_t arity = r.arity == runtime::ElementArity::Unary ? 1 : 2;
+    size_t arity = runtime::elementOperandCount(r.arity);
     if (operands.size() != arity)
       return fail(where, std::string(r.name) + ": takes " +
                              std::to_string(arity) + " operands, got " +
@@ -257,29 +267,34 @@ struct Graph::Impl {
                              names + "), got " +
                              std::to_string(params.size()));
     }
-    if (arity == 2) {
-      std::vector<int64_t> out;
-      if (!broadcastShapes(shape(operands[0]), shape(operands[1]), out))
-        return fail(where, std::string(r.name) + ": shapes " +
-                               formatShape(shape(operands[0])) + " and " +
-                               formatShape(shape(operands[1])) +
+    // NumPy broadcasting over every operand.
+    std::vector<int64_t> out = shape(operands[0]);
+    for (size_t i = 1; i < arity; ++i) {
+      std::vector<int64_t> both;
+      if (!broadcastShapes(out, shape(operands[i]), both)) {
+        std::string shapes;
+        for (size_t k = 0; k < arity; ++k)
+          shapes += (k ? (k + 1 == arity ? " and " : ", ") : "") +
+                    formatShape(shape(operands[k]));
+        return fail(where, std::string(r.name) + ": shapes " + shapes +
                                " do not broadcast");
+      }
+      out = both;
+    }
+    if (arity > 1)
       for (Tensor &t : operands)
         if (!(t = self->broadcastTo(t, out, where)))
           return {};
-    }
-    OperationState state(loc(where), std::string("zt.") + r.name);
+    SmallVector<Value, 3> values;
     for (Tensor t : operands)
-      state.addOperands(value(t));
-    state.addTypes(value(operands[0]).getType());
+      values.push_back(value(t));
+    SmallVector<Attribute, 2> attrs;
     for (int k = 0; k < r.paramCount; ++k)
-      state.addAttribute(r.paramNames[k],
-                         builder.getF64FloatAttr(k < static_cast<int>(
-                                                         params.size())
-                                                     ? params[k]
-                                                     : r.paramDefaults[k]));
+      attrs.push_back(builder.getF64FloatAttr(
+          k < static_cast<int>(params.size()) ? params[k]
+                                              : r.paramDefaults[k]));
     builder.setInsertionPointToEnd(body.get());
-    Operation *op = builder.create(state);
+    Operation *op = zt::buildElementOp(builder, loc(where), row, values, attrs);
     zcc::DiagnosticCollector diagnostics(context);
     if (failed(verify(op))) {
       op->erase();
@@ -505,7 +520,14 @@ Tensor Graph::constant(const std::vector<int64_t> &shape,
                              " elements)");
   RankedTensorType type = g.tensorType(shape, dtype);
   DenseElementsAttr data;
-  if (dtype == DType::F32) {
+  if (dtype == DType::Bool) {
+    // One value (a kernel fills it); bool data would need a packed format.
+    for (double v : values)
+      if ((v != 0.0 && v != 1.0) || v != values.front())
+        return g.fail(where, "constant: a bool constant is one value, 0 or 1 "
+                             "(full); make a mask by comparing instead");
+    data = DenseElementsAttr::get(type, values.front() != 0.0);
+  } else if (dtype == DType::F32) {
     std::vector<float> v(values.begin(), values.end());
     data = DenseElementsAttr::get(type, llvm::ArrayRef<float>(v));
   } else if (dtype == DType::I32) {

@@ -25,7 +25,10 @@ FailureOr<rt::DType> dtypeOf(Location loc, Type element) {
     return rt::DType::I64;
   if (element.isBF16())
     return rt::DType::BF16;
-  return emitError(loc) << "the plan format holds f32, bf16, i32 and i64 "
+  if (element.isSignlessInteger(1))
+    return rt::DType::Bool;
+  return emitError(loc) << "the plan format holds f32, bf16, i32, i64 and "
+                           "bool "
                            "tensors; "
                            "got element type "
                         << element;
@@ -136,6 +139,8 @@ FailureOr<rt::Param> paramOf(zplan::LaunchOp launch, NamedAttribute attr) {
     Type element = splat.getElementType();
     if (isa<FloatType>(element))
       param.floatValue = splat.getSplatValue<APFloat>().convertToDouble();
+    else if (element.isInteger(1)) // true is 1, not i1's signed -1
+      param.floatValue = splat.getSplatValue<bool>() ? 1.0 : 0.0;
     else
       param.floatValue =
           static_cast<double>(splat.getSplatValue<APInt>().getSExtValue());

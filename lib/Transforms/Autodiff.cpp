@@ -153,11 +153,6 @@ private:
     return broadcast(grad, operandType, kept);
   }
 
-  /// The row of element op `op` (ElementKernels.h), or -1.
-  static int elementRowOf(Operation *op) {
-    StringRef name = op->getName().stripDialect();
-    return zcc::runtime::findElementRow(name.data(), name.size());
-  }
   /// An element op's gradients: its row's Vjp, each expression built as the
   /// element ops it names (ElementVjp.h), for the operands that need one.
   LogicalResult elementBackward(Operation *op, int row, Value dy);
@@ -333,15 +328,12 @@ void GradientBuilder::concatBackward(ConcatOp op, Value grad) {
 Value GradientBuilder::elementOp(Operation *forward, int row,
                                  ArrayRef<Value> operands) {
   const zcc::runtime::ElementRow &r = zcc::runtime::kElementRows[row];
-  OperationState state(loc, (Twine("zt.") + r.name).str());
-  state.addOperands(operands);
-  state.addTypes(operands.front().getType());
+  SmallVector<Attribute, 2> params;
   for (int k = 0; k < r.paramCount; ++k) {
-    Attribute param = forward->getAttr(r.paramNames[k]);
-    assert(param && "a row in a Vjp takes its forward op's params");
-    state.addAttribute(r.paramNames[k], param);
+    params.push_back(forward->getAttr(r.paramNames[k]));
+    assert(params.back() && "a row in a Vjp takes its forward op's params");
   }
-  return b.create(state)->getResult(0);
+  return buildElementOp(b, loc, row, operands, params)->getResult(0);
 }
 
 LogicalResult GradientBuilder::elementBackward(Operation *op, int row,
@@ -354,6 +346,8 @@ LogicalResult GradientBuilder::elementBackward(Operation *op, int row,
       return op->getOperand(0);
     case vjp::Leaf::B:
       return op->getOperand(1);
+    case vjp::Leaf::C:
+      return op->getOperand(2);
     case vjp::Leaf::Y:
       return op->getResult(0);
     case vjp::Leaf::DY:
@@ -384,18 +378,23 @@ LogicalResult GradientBuilder::elementBackward(Operation *op, int row,
         return true;
     return false;
   };
-  // A Zero gradient (no program) contributes nothing.
-  bool active1 = rule.count > 1 && rule.grads[1].count > 0 &&
-                 active.contains(op->getOperand(1));
-  // Operand 0's gradient is built first, also when only operand 1's reads it.
-  if (rule.grads[0].count > 0 &&
-      (active.contains(op->getOperand(0)) ||
-       (active1 && readsG0(rule.grads[1])))) {
-    g0 = evaluate(rule.grads[0]);
-    contribute(op->getOperand(0), g0);
+  // An operand needs a gradient when it is active and its gradient is not
+  // Zero (no program); operand 0's is built first, also when only a later
+  // operand's reads it (G0).
+  auto needs = [&](int i) {
+    return rule.grads[i].count > 0 && active.contains(op->getOperand(i));
+  };
+  bool g0Read = false;
+  for (int i = 1; i < rule.count; ++i)
+    g0Read = g0Read || (needs(i) && readsG0(rule.grads[i]));
+  for (int i = 0; i < rule.count; ++i) {
+    if (!needs(i) && !(i == 0 && g0Read && rule.grads[0].count > 0))
+      continue;
+    Value grad = evaluate(rule.grads[i]);
+    if (i == 0)
+      g0 = grad;
+    contribute(op->getOperand(i), grad);
   }
-  if (active1)
-    contribute(op->getOperand(1), evaluate(rule.grads[1]));
   return success();
 }
 

@@ -49,6 +49,13 @@ static bool isElementwise(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>() || isa<SgdOp, AdamwOp>(op);
 }
 
+/// Whether two values' elements have one size: a bool mask of as many bytes
+/// as a float operand (or a broadcast view's source) is not its elements.
+static bool sameElementWidth(Value a, Value b) {
+  return cast<RankedTensorType>(a.getType()).getElementTypeBitWidth() ==
+         cast<RankedTensorType>(b.getType()).getElementTypeBitWidth();
+}
+
 /// A splat constant is filled by a kernel; any other constant is data the
 /// plan carries.
 static bool isDataConstant(Operation *op) {
@@ -69,15 +76,18 @@ static bool readsThroughStrides(Operation *op) {
 
 /// A broadcast read through strides instead of materialized: it repeats
 /// elements (more result elements than operand elements; an equal count is
-/// a reshape and stays a copy), every user is an element kernel, and the
-/// step does not return it.
+/// a reshape and stays a copy), every use is operand 0 or 1 of an element
+/// kernel (where's third operand is read contiguously), and the step does
+/// not return it.
 static bool repeatsForElementKernels(BroadcastInDimOp op) {
   auto from = cast<RankedTensorType>(op.getOperand().getType());
   auto to = cast<RankedTensorType>(op.getResult().getType());
   if (to.getNumElements() <= from.getNumElements())
     return false;
-  return llvm::all_of(op->getUsers(), [](Operation *user) {
-    return !isa<func::ReturnOp>(user) && readsThroughStrides(user);
+  return llvm::all_of(op->getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    return !isa<func::ReturnOp>(user) && use.getOperandNumber() < 2 &&
+           readsThroughStrides(user);
   });
 }
 
@@ -209,7 +219,8 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
       if (o == r || source.kind != MemoryKind::Arena || merged[o] ||
           returned.contains(o) || bucketValues.contains(o) ||
           (plantBug ? lastRead[o] < pos : lastRead[o] != pos) ||
-          source.bytes != result.bytes)
+          source.bytes != result.bytes ||
+          !sameElementWidth(operand, op->getResult(0)))
         continue;
       for (auto &[v, b] : live.bufferOf)
         if (b == r)

@@ -423,7 +423,8 @@ NB_MODULE(_zcc, m) {
   nb::enum_<DType>(m, "DType")
       .value("f32", DType::F32)
       .value("i32", DType::I32)
-      .value("i64", DType::I64);
+      .value("i64", DType::I64)
+      .value("bool", DType::Bool);
 
   // The element ops' rows (ElementKernels.h), from which zcc.ops defines
   // its element functions and zcc.from_torch its ATen mappings.
@@ -431,7 +432,9 @@ NB_MODULE(_zcc, m) {
     nb::list rows;
     for (int i = 0; i < rt::kElementRowCount; ++i) {
       const rt::ElementRow &r = rt::kElementRows[i];
-      static const char *const arities[] = {"unary", "binary", "grad"};
+      static const char *const arities[] = {
+          "unary",      "binary", "grad", "compare", "bool_unary",
+          "bool_binary", "mask",  "select"};
       nb::list params;
       for (int k = 0; k < r.paramCount; ++k)
         params.append(nb::make_tuple(r.paramNames[k], r.paramDefaults[k]));

@@ -225,8 +225,9 @@ def _element_row(name, tensors, params):
 
 
 # The element ops' rows name the ATen overloads they take (ElementKernels.h).
+_OPERANDS = {"unary": 1, "bool_unary": 1, "select": 3}
 for _name, (_row, _arity, _params, _torch) in ops._ROWS.items():
-    _tensors = 1 if _arity == "unary" else 2
+    _tensors = _OPERANDS.get(_arity, 2)
     _handles(*_torch.split(), why=lambda node, t=_tensors, p=_params:
              _row_arguments(node, t, p)[1])(_element_row(_name, _tensors, _params))
 
@@ -482,19 +483,17 @@ def _sdpa(ctx, node):
     return ops.attention(q, k, v, causal=bool(causal), scale=scale)
 
 
-def _masked_fill_why(node):
-    return None if getattr(node, "_zcc_constant_mask", False) else \
-        "a mask computed from data (a constant mask, such as a registered " \
-        "tril buffer, is supported)"
-
-
-@_handles("masked_fill.Scalar", "masked_fill.Tensor", why=_masked_fill_why)
+@_handles("masked_fill.Scalar", "masked_fill.Tensor")
 def _masked_fill(ctx, node):
+    x, value = ctx.get(node.args[0]), node.args[2]
+    if not getattr(node, "_zcc_constant_mask", False):
+        # A mask computed from data: zt.where, whose gradient is exactly 0
+        # at the filled places.
+        fill = value if isinstance(value, (int, float)) else ctx.get(value)
+        return ops.where(ctx.get(node.args[1]), fill, x)
     # With a mask known at import: x * keep + fill, both constants, so the
     # gradient at masked places is exactly 0 and no -inf meets a 0 factor.
-    x = ctx.get(node.args[0])
     mask = ctx.raw(node.args[1]).detach().cpu().numpy().astype(bool)
-    value = node.args[2]
     if not isinstance(value, (int, float)):
         value = float(ctx.raw(value))
     keep = (~mask).astype(np.float32)

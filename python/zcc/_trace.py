@@ -79,11 +79,13 @@ _DTYPES = {
     "i32": _zcc.DType.i32,
     "int64": _zcc.DType.i64,
     "i64": _zcc.DType.i64,
+    "bool": _zcc.DType.bool,
 }
 _NUMPY_NAMES = {
     _zcc.DType.f32: "float32",
     _zcc.DType.i32: "int32",
     _zcc.DType.i64: "int64",
+    _zcc.DType.bool: "bool",
 }
 
 

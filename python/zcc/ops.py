@@ -137,12 +137,29 @@ def _bind_params(name, params, args, kwargs):
     return out
 
 
+def _select(name, condition, a, b, params=()):
+    """where(condition, a, b): numbers become constants of the other
+    choice's type; the three broadcast together."""
+    tensors = [t for t in (condition, a, b) if isinstance(t, Tensor)]
+    if not isinstance(condition, Tensor) or len(tensors) < 2:
+        raise _error(f"{name}: the condition and at least one choice must be "
+                     "zcc tensors")
+    a = _tensor(a, b) if not isinstance(a, Tensor) else a
+    b = _tensor(b, a) if not isinstance(b, Tensor) else b
+    return _element(condition._trace, name, [condition, a, b], params)
+
+
 def _define_element_op(name, arity, params):
     signature = ", ".join([p + "=" + repr(d) for p, d in params])
-    if arity == "unary":
+    if arity in ("unary", "bool_unary"):
         def op(x, *args, **kwargs):
             return _unary(name, x, _bind_params(name, params, args, kwargs))
         operands = "x"
+    elif arity == "select":
+        def op(condition, a, b, *args, **kwargs):
+            return _select(name, condition, a, b,
+                           _bind_params(name, params, args, kwargs))
+        operands = "condition, a, b"
     else:
         def op(a, b, *args, **kwargs):
             return _binary(name, a, b, _bind_params(name, params, args, kwargs))
@@ -151,7 +168,7 @@ def _define_element_op(name, arity, params):
     op.__doc__ = (f"{name}({operands}{', ' if params else ''}{signature}): "
                   f"zt.{name}, element by element"
                   + (" (NumPy broadcasting, numbers allowed)."
-                     if arity == "binary" else "."))
+                     if operands != "x" else "."))
     return op
 
 

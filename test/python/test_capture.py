@@ -489,3 +489,34 @@ def test_element_row_params_are_checked():
     with pytest.raises(zcc.Error) as info:
         zcc.trace(unknown, x=zcc.input((3,)))
     assert "elu: unknown argument 'beta' (takes alpha)" in str(info.value)
+
+
+def test_comparisons_make_masks_that_where_takes():
+    def f(x, t):
+        w = zcc.param("w", (4,), init=zcc.init.constant(2.0))
+        mask = zcc.ops.logical_and(zcc.ops.gt(x, -1.0), zcc.ops.lt(x, 1.0))
+        assert mask.dtype == "bool"
+        y = zcc.ops.where(mask, x * w, 0.0) + zcc.ops.where(zcc.ops.eq(x, t), 1.0, x)
+        return zcc.ops.sum(y)
+
+    traced = zcc.trace(f, x=zcc.input((4,)), t=zcc.label((4,), "float32"))
+    x = np.array([-2.0, -0.5, 0.5, 3.0], np.float32)
+    t = np.array([-2.0, 0.0, 0.5, 1.0], np.float32)
+    loss = traced.compile(optimizer=zcc.sgd(lr=0.0)).session().step(x, t)
+    xd = x.astype(np.float64)
+    expected = (np.where((xd > -1) & (xd < 1), 2 * xd, 0)
+                + np.where(xd == t, 1.0, xd))
+    assert loss == pytest.approx(expected.sum(), rel=1e-6)
+
+
+def test_a_mask_cannot_be_added_or_be_an_input():
+    def adds(x):
+        return zcc.ops.sum(zcc.ops.gt(x, 0.0) + x)  # MASK-ADD
+
+    with pytest.raises(zcc.Error) as info:
+        zcc.trace(adds, x=zcc.input((3,)))
+    assert str(info.value).startswith(here("# MASK-ADD")), str(info.value)
+    assert "zt.add" in str(info.value)
+    with pytest.raises(zcc.Error) as info:
+        zcc.trace(lambda m: zcc.ops.sum(m), m=zcc.input((3,), "bool"))
+    assert "bool arguments are not supported" in str(info.value)

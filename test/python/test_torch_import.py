@@ -135,27 +135,21 @@ def test_gpt_parameters_keep_pytorch_names_and_values():
     assert "nanogpt.py" in text  # ops carry the module's source lines
 
 
-class Mlp(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(20, 32), nn.GELU(), nn.Linear(32, 32),
-                                 nn.ReLU(), nn.Linear(32, 5))
-
-    def forward(self, x):
-        return self.net(x)
-
-
-@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
-def test_mlp_with_erf_gelu_and_relu(precision, tolerance):
-    torch.manual_seed(2)
-    model = Mlp()
-    rng = np.random.default_rng(0)
-    batches = [(rng.normal(size=(16, 20)).astype(np.float32),
-                rng.integers(0, 5, size=16)) for _ in range(3)]
+def trains_like_pytorch(model, width, classes, precision, tolerance, ops,
+                        seed=0, rows=16):
+    """Imports `model` (input [rows, width] -> logits over `classes`) with
+    cross-entropy, checks its IR uses each zt op of `ops`, and trains it 20
+    AdamW steps beside PyTorch's own training of a copy: the losses agree
+    within `tolerance` (relative) in `precision`."""
+    rng = np.random.default_rng(seed)
+    batches = [(rng.normal(size=(rows, width)).astype(np.float32),
+                rng.integers(0, classes, size=rows)) for _ in range(3)]
     x0, y0 = (torch.from_numpy(a) for a in batches[0])
     traced = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,),
                             loss=F.cross_entropy)
-    assert "zt.gelu_erf" in traced.ir() and "zt.relu" in traced.ir()
+    ir = traced.ir()
+    for op in ops:
+        assert f"zt.{op} " in ir, op
     session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
         precision=precision)
     dtype = torch.float64 if precision == "f64" else torch.float32
@@ -170,6 +164,24 @@ def test_mlp_with_erf_gelu_and_relu(precision, tolerance):
         loss.backward()
         optimizer.step()
         assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+    return ir
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(20, 32), nn.GELU(), nn.Linear(32, 32),
+                                 nn.ReLU(), nn.Linear(32, 5))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_mlp_with_erf_gelu_and_relu(precision, tolerance):
+    torch.manual_seed(2)
+    trains_like_pytorch(Mlp(), 20, 5, precision, tolerance,
+                        ("gelu_erf", "relu"))
 
 
 class Unsupported(nn.Module):
@@ -181,7 +193,8 @@ class Unsupported(nn.Module):
 
     def forward(self, x):
         h = self.fc(x)
-        h = torch.where(h > 0, h, 0.1 * h)  # WHERE-LINE
+        h = h + torch.cumsum(h, dim=1)  # CUMSUM-LINE
+        h = torch.flip(h, [1])
         return self.out(self.bn(h))
 
 
@@ -191,11 +204,11 @@ def test_unsupported_ops_are_reported_together():
     with pytest.raises(zcc.Error) as info:
         zcc.from_torch(model, (x,), (y,), loss=F.cross_entropy)
     message = str(info.value)
-    where_line = next(i for i, text in enumerate(open(__file__), 1)
-                      if "# WHERE-LINE" in text and "next(" not in text)
-    assert f"aten.where.self (no zcc mapping): 1 use, first at {__file__}:{where_line}" \
+    cumsum_line = next(i for i, text in enumerate(open(__file__), 1)
+                       if "# CUMSUM-LINE" in text and "next(" not in text)
+    assert f"aten.cumsum.default (no zcc mapping): 1 use, first at {__file__}:{cumsum_line}" \
         in message, message
-    assert "aten.gt.Scalar" in message
+    assert "aten.flip.default" in message
     assert "in module 'bn'" in message  # batch norm's op, with its module
     assert "mutates buffer 'bn.running_mean'" in message
     assert "mutates buffer 'bn.num_batches_tracked'" in message
@@ -275,15 +288,31 @@ def test_masked_fill_with_a_buffer_mask_trains_like_pytorch():
         assert abs(ours - loss.item()) <= 1e-9 * abs(loss.item()), step
 
 
-def test_masked_fill_with_a_data_mask_is_reported():
+def test_masked_fill_with_a_data_mask_is_where():
     class DataMask(nn.Module):
-        def forward(self, x):
-            return x.masked_fill(x > 0, 0.0).sum(-1)
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
 
-    with pytest.raises(zcc.Error, match=r"aten.masked_fill.Scalar \(a mask computed "
-                                        r"from data"):
-        zcc.from_torch(DataMask(), (torch.randn(2, 3),), (torch.randn(2),),
-                       loss=F.mse_loss)
+        def forward(self, x):
+            h = self.fc(x)
+            return h.masked_fill(h > 0, -1.5).sum(-1)
+
+    torch.manual_seed(7)
+    model = DataMask()
+    x, y = torch.randn(4, 3), torch.randn(4)
+    traced = zcc.from_torch(copy.deepcopy(model), (x,), (y,), loss=F.mse_loss)
+    assert "zt.where" in traced.ir() and "zt.gt" in traced.ir()
+    session = traced.compile(optimizer=zcc.sgd(lr=0.1)).session(precision="f64")
+    reference = copy.deepcopy(model).double()
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(5):
+        ours = session.step(x.numpy(), y.numpy())
+        optimizer.zero_grad()
+        loss = F.mse_loss(reference(x.double()), y.double())
+        loss.backward()
+        optimizer.step()
+        assert abs(ours - loss.item()) <= 1e-12 * abs(loss.item()), step
 
 
 class CrossAttention(nn.Module):
@@ -435,32 +464,11 @@ class ElementOps(nn.Module):
 @pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
 def test_element_rows_import_and_train_like_pytorch(precision, tolerance):
     torch.manual_seed(5)
-    model = ElementOps()
-    rng = np.random.default_rng(1)
-    batches = [(rng.normal(size=(8, 12)).astype(np.float32),
-                rng.integers(0, 4, size=8)) for _ in range(3)]
-    x0, y0 = (torch.from_numpy(a) for a in batches[0])
-    traced = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,),
-                            loss=F.cross_entropy)
-    ir = traced.ir()
-    for op in ("abs", "clamp", "hardswish", "hardsigmoid", "erf", "sin", "cos",
-               "softplus", "leaky_relu", "elu", "reciprocal", "pow", "maximum",
-               "minimum"):
-        assert f"zt.{op} " in ir, op
-    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
-        precision=precision)
-    dtype = torch.float64 if precision == "f64" else torch.float32
-    reference = copy.deepcopy(model).to(dtype)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    for step in range(20):
-        x, y = batches[step % 3]
-        ours = session.step(x, y)
-        optimizer.zero_grad()
-        loss = F.cross_entropy(reference(torch.from_numpy(x).to(dtype)),
-                               torch.from_numpy(y))
-        loss.backward()
-        optimizer.step()
-        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+    trains_like_pytorch(
+        ElementOps(), 12, 4, precision, tolerance,
+        ("abs", "clamp", "hardswish", "hardsigmoid", "erf", "sin", "cos",
+         "softplus", "leaky_relu", "elu", "reciprocal", "pow", "maximum",
+         "minimum"), seed=1, rows=8)
 
 
 def test_element_row_arguments_outside_the_row_are_reported():
@@ -472,3 +480,33 @@ def test_element_row_arguments_outside_the_row_are_reported():
     with pytest.raises(zcc.Error) as info:
         zcc.from_torch(Scaled(), (x,), (y,), loss=F.cross_entropy)
     assert "aten.elu.default (scale=2.0 (only 1))" in str(info.value), str(info.value)
+
+
+class Masked(nn.Module):
+    """Masks as transformers builds them: comparisons, logical ops, where
+    with a number, masked by a comparison of the data."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(10, 12)
+        self.out = nn.Linear(12, 3)
+
+    def forward(self, x):
+        h = self.a(x)
+        leaky = torch.where(h > 0, h, 0.1 * h)
+        band = (h >= -0.5) & (h < 0.5) | (h == 0)
+        kept = torch.where(~band, leaky, 0.0)
+        floor = torch.where(h <= -1.0, -1.0, h)
+        other = torch.where(h != 0, kept, h) + floor
+        both = torch.logical_and(h > -2, torch.logical_not(h > 2))
+        return self.out(torch.where(both, other, h))
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_masks_and_where_train_like_pytorch(precision, tolerance):
+    torch.manual_seed(6)
+    ir = trains_like_pytorch(
+        Masked(), 10, 3, precision, tolerance,
+        ("where", "gt", "ge", "lt", "le", "eq", "ne", "logical_and",
+         "logical_or", "logical_not"), seed=2, rows=8)
+    assert "xi1>" in ir

@@ -148,9 +148,11 @@ public:
   /// "h0.attn." inside scopes h0 and attn; "" at top level.
   std::string scopePrefix() const;
 
-  /// An element op by its row (ElementKernels.h; element_row::Tanh): two
+  /// An element op by its row (ElementKernels.h; element_row::Tanh): the
   /// operands broadcast NumPy-style (explicit zt.broadcast_in_dim), the
   /// params in the row's order (those left out take the row's defaults).
+  /// Comparisons and logical ops give bool tensors (DType::Bool), which
+  /// where(condition, a, b) and the logical ops take.
   Tensor element(int row, const std::vector<Tensor> &operands,
                  const std::vector<double> &params = {},
                  Where where = ZCC_HERE);
@@ -177,11 +179,31 @@ public:
                    ZCC_CAPTURE_VALUES_##params, where);                        \
   }
 #define ZCC_CAPTURE_Grad(id, method, params)
+#define ZCC_CAPTURE_Compare(id, method, params)                                \
+  ZCC_CAPTURE_Binary(id, method, params)
+#define ZCC_CAPTURE_BoolUnary(id, method, params)                              \
+  ZCC_CAPTURE_Unary(id, method, params)
+#define ZCC_CAPTURE_BoolBinary(id, method, params)                             \
+  ZCC_CAPTURE_Binary(id, method, params)
+#define ZCC_CAPTURE_Mask(id, method, params)                                   \
+  ZCC_CAPTURE_Binary(id, method, params)
+#define ZCC_CAPTURE_Select(id, method, params)                                 \
+  Tensor method(Tensor condition, Tensor a, Tensor b                           \
+                    ZCC_CAPTURE_PARAMS_##params,                               \
+                Where where = ZCC_HERE) {                                      \
+    return element(runtime::element_row::id, {condition, a, b},                \
+                   ZCC_CAPTURE_VALUES_##params, where);                        \
+  }
 #define ZCC_CAPTURE_ROW(id, name, arity, method, params, ...)                  \
   ZCC_CAPTURE_##arity(id, method, params)
   ZRT_ELEMENT_KERNEL_LIST(ZCC_CAPTURE_ROW)
 #undef ZCC_CAPTURE_ROW
 #undef ZCC_CAPTURE_Grad
+#undef ZCC_CAPTURE_Compare
+#undef ZCC_CAPTURE_BoolUnary
+#undef ZCC_CAPTURE_BoolBinary
+#undef ZCC_CAPTURE_Mask
+#undef ZCC_CAPTURE_Select
 #undef ZCC_CAPTURE_Binary
 #undef ZCC_CAPTURE_Unary
 #undef ZCC_CAPTURE_VALUES_P2

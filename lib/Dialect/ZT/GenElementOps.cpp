@@ -96,6 +96,26 @@ int main() {
              ", " + paramsDag(row) +
              (*text.traits ? std::string(", ") + text.traits : "") + ">";
       break;
+    case ElementArity::Compare:
+    case ElementArity::BoolBinary:
+      def += std::string(row.arity == ElementArity::Compare ? "ZT_CompareOp<"
+                                                            : "ZT_BoolBinaryOp<") +
+             quoted(row.name) + ", " + quoted(text.doc) + ", " +
+             paramsDag(row) +
+             (*text.traits ? std::string(", ") + text.traits : "") + ">";
+      break;
+    case ElementArity::BoolUnary:
+      def += "ZT_BoolUnaryOp<" + quoted(row.name) + ", " + quoted(text.doc) +
+             ", " + paramsDag(row) + ">";
+      break;
+    case ElementArity::Mask:
+      def += "ZT_MaskOp<" + quoted(row.name) + ", " + quoted(text.doc) + ", " +
+             paramsDag(row) + ">";
+      break;
+    case ElementArity::Select:
+      def += "ZT_SelectOp<" + quoted(row.name) + ", " + quoted(text.doc) +
+             ", " + paramsDag(row) + ">";
+      break;
     case ElementArity::Grad: {
       std::string forward(row.name);
       if (forward.size() <= 5 ||

@@ -8,6 +8,7 @@
 #include "zcc/Dialect/ZT/ZTOps.h"
 
 #include "FormatNumber.h"
+#include "zcc/Runtime/Kernels/ElementKernels.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -907,3 +908,33 @@ LogicalResult LrScheduleOp::verify() {
 
 #define GET_OP_CLASSES
 #include "zcc/Dialect/ZT/ZTOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Element ops, by their rows
+//===----------------------------------------------------------------------===//
+
+int zcc::zt::elementRowOf(Operation *op) {
+  if (!isa<ZTDialect>(op->getDialect()))
+    return -1;
+  StringRef name = op->getName().stripDialect();
+  return zcc::runtime::findElementRow(name.data(), name.size());
+}
+
+Operation *zcc::zt::buildElementOp(OpBuilder &b, Location loc, int row,
+                                   ValueRange operands,
+                                   ArrayRef<Attribute> params) {
+  const zcc::runtime::ElementRow &r = zcc::runtime::kElementRows[row];
+  assert(operands.size() ==
+             size_t(zcc::runtime::elementOperandCount(r.arity)) &&
+         params.size() == size_t(r.paramCount) && "the row's operands");
+  auto last = cast<RankedTensorType>(operands.back().getType());
+  Type result = zcc::runtime::elementResultIsBool(r.arity)
+                    ? last.clone(b.getI1Type())
+                    : last;
+  OperationState state(loc, (Twine("zt.") + r.name).str());
+  state.addOperands(operands);
+  state.addTypes(result);
+  for (int k = 0; k < r.paramCount; ++k)
+    state.addAttribute(r.paramNames[k], params[k]);
+  return b.create(state);
+}

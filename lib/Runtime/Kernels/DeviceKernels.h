@@ -260,13 +260,16 @@ ZRT_HOST_DEVICE inline int64_t readIndex(const void *data, bool wide,
               : static_cast<const int32_t *>(data)[position];
 }
 
-/// Moves one element of `bytes` (4 or 8) bytes.
+/// Moves one element of `bytes` (1, 2, 4 or 8) bytes.
 ZRT_HOST_DEVICE inline void moveElement(const void *from, int64_t fromIndex,
                                         void *to, int64_t toIndex,
                                         int32_t bytes) {
   if (bytes == 8)
     static_cast<uint64_t *>(to)[toIndex] =
         static_cast<const uint64_t *>(from)[fromIndex];
+  else if (bytes == 1)
+    static_cast<uint8_t *>(to)[toIndex] =
+        static_cast<const uint8_t *>(from)[fromIndex];
   else if (bytes == 2)
     static_cast<uint16_t *>(to)[toIndex] =
         static_cast<const uint16_t *>(from)[fromIndex];
@@ -345,6 +348,22 @@ enum class ElementOp : int32_t {
   MseGrad // lossGrad * 2 / elements * (x - target)
 };
 
+/// The row's arity of `op` (Unary for scale, Binary for mse_grad).
+ZRT_HOST_DEVICE constexpr ElementArity elementArityOf(ElementOp op) {
+  switch (op) {
+#define ZRT_ELEMENT_ARITY_OF(id, name, arity, ...)                             \
+  case ElementOp::id:                                                          \
+    return ElementArity::arity;
+    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_ARITY_OF)
+#undef ZRT_ELEMENT_ARITY_OF
+  case ElementOp::Scale:
+    return ElementArity::Unary;
+  case ElementOp::MseGrad:
+    return ElementArity::Binary;
+  }
+  return ElementArity::Unary;
+}
+
 /// An element as the kernels compute with it (T) from its storage (S): the
 /// same type, or bf16 (mixed precision), widened exactly and narrowed to
 /// nearest even.
@@ -381,29 +400,32 @@ template <typename T, typename S = T> struct Elementwise : Functor {
 
   /// Whether op `Op` reads `b` (binary and gradient ops, mse_grad).
   ZRT_HOST_DEVICE static constexpr bool readsB(ElementOp op) {
-    switch (op) {
-#define ZRT_ELEMENT_READS_B(id, name, arity, ...)                                   \
-  case ElementOp::id:                                                          \
-    return ElementArity::arity != ElementArity::Unary;
-      ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_READS_B)
-#undef ZRT_ELEMENT_READS_B
-    case ElementOp::Scale:
+    if (op == ElementOp::Scale)
       return false;
-    case ElementOp::MseGrad:
+    if (op == ElementOp::MseGrad)
       return true;
-    }
-    return false;
+    return elementArityOf(op) != ElementArity::Unary;
   }
 
   /// Result element of op `Op` from x (of a) and bv (of b, when it reads
-  /// one): each row's Value (ElementKernels.h), then scale and mse_grad.
+  /// one): each float row's Value (ElementKernels.h), then scale and
+  /// mse_grad.
   template <ElementOp Op> ZRT_HOST_DEVICE T compute(T x, T bv) const {
     [[maybe_unused]] T p0 = param[0], p1 = param[1];
-#define ZRT_ELEMENT_FORMULA(id, name, arity, method, params, torch, traits,    \
-                            value, ...)                                        \
+#define ZRT_FLOAT_FORMULA_Unary(id, value)                                     \
   if constexpr (Op == ElementOp::id) {                                         \
     return value;                                                              \
   } else
+#define ZRT_FLOAT_FORMULA_Binary(id, value) ZRT_FLOAT_FORMULA_Unary(id, value)
+#define ZRT_FLOAT_FORMULA_Grad(id, value) ZRT_FLOAT_FORMULA_Unary(id, value)
+#define ZRT_FLOAT_FORMULA_Compare(id, value)
+#define ZRT_FLOAT_FORMULA_BoolUnary(id, value)
+#define ZRT_FLOAT_FORMULA_BoolBinary(id, value)
+#define ZRT_FLOAT_FORMULA_Mask(id, value)
+#define ZRT_FLOAT_FORMULA_Select(id, value)
+#define ZRT_ELEMENT_FORMULA(id, name, arity, method, params, torch, traits,    \
+                            value, ...)                                        \
+  ZRT_FLOAT_FORMULA_##arity(id, value)
     ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_FORMULA)
 #undef ZRT_ELEMENT_FORMULA
     if constexpr (Op == ElementOp::Scale) {
@@ -417,14 +439,23 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   }
 
   /// Calls fn with `op` as a compile-time constant, so that a loop over the
-  /// elements can be specialized for one op (the host's).
+  /// elements can be specialized for one op (the host's). The float rows,
+  /// scale and mse_grad.
   template <typename Fn>
   ZRT_HOST_DEVICE static void dispatch(ElementOp op, Fn &&fn) {
     switch (op) {
-#define ZRT_ELEMENT_DISPATCH(id, name, arity, ...)                                  \
+#define ZRT_FLOAT_DISPATCH_Unary(id)                                           \
   case ElementOp::id:                                                          \
     fn(std::integral_constant<ElementOp, ElementOp::id>{});                    \
     break;
+#define ZRT_FLOAT_DISPATCH_Binary(id) ZRT_FLOAT_DISPATCH_Unary(id)
+#define ZRT_FLOAT_DISPATCH_Grad(id) ZRT_FLOAT_DISPATCH_Unary(id)
+#define ZRT_FLOAT_DISPATCH_Compare(id)
+#define ZRT_FLOAT_DISPATCH_BoolUnary(id)
+#define ZRT_FLOAT_DISPATCH_BoolBinary(id)
+#define ZRT_FLOAT_DISPATCH_Mask(id)
+#define ZRT_FLOAT_DISPATCH_Select(id)
+#define ZRT_ELEMENT_DISPATCH(id, name, arity, ...) ZRT_FLOAT_DISPATCH_##arity(id)
       ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_DISPATCH)
 #undef ZRT_ELEMENT_DISPATCH
     case ElementOp::Scale:
@@ -432,6 +463,8 @@ template <typename T, typename S = T> struct Elementwise : Functor {
       break;
     case ElementOp::MseGrad:
       fn(std::integral_constant<ElementOp, ElementOp::MseGrad>{});
+      break;
+    default:
       break;
     }
   }
@@ -448,7 +481,138 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   }
 };
 
-/// Every element set to one bit pattern of 2, 4 or 8 bytes (`constant`).
+/// A row's Value for the element kernels with bool operands or results
+/// (ElementKernels.h): comparisons of two T, logical ops of bools, mask and
+/// select of a bool `x` and values of T (which may be raw bits: zero bits
+/// are 0 in every storage).
+template <ElementOp Op, typename X, typename T>
+ZRT_HOST_DEVICE auto mixedValue(X x, [[maybe_unused]] T bv,
+                                [[maybe_unused]] T cv) {
+#define ZRT_MIXED_FORMULA_Compare(id, value)                                   \
+  if constexpr (Op == ElementOp::id) {                                         \
+    return value;                                                              \
+  } else
+#define ZRT_MIXED_FORMULA_BoolUnary(id, value) ZRT_MIXED_FORMULA_Compare(id, value)
+#define ZRT_MIXED_FORMULA_BoolBinary(id, value) ZRT_MIXED_FORMULA_Compare(id, value)
+#define ZRT_MIXED_FORMULA_Mask(id, value) ZRT_MIXED_FORMULA_Compare(id, value)
+#define ZRT_MIXED_FORMULA_Select(id, value) ZRT_MIXED_FORMULA_Compare(id, value)
+#define ZRT_MIXED_FORMULA_Unary(id, value)
+#define ZRT_MIXED_FORMULA_Binary(id, value)
+#define ZRT_MIXED_FORMULA_Grad(id, value)
+#define ZRT_MIXED_FORMULA(id, name, arity, method, params, torch, traits,      \
+                          value, ...)                                          \
+  ZRT_MIXED_FORMULA_##arity(id, value)
+  ZRT_ELEMENT_KERNEL_LIST(ZRT_MIXED_FORMULA)
+#undef ZRT_MIXED_FORMULA
+  {
+    static_assert(sizeof(T) == 0, "an ElementOp with no formula");
+    return x;
+  }
+}
+
+/// How ElementMixed's non-bool operands are stored: as the executor's float
+/// type, bf16, i32, i64 or bool.
+enum class MixedStorage : int8_t { Compute, BF16, I32, I64, Bool };
+
+/// The element kernels with bool operands or results: comparisons (a and b
+/// of one storage -> bool), logical ops (bools -> bool), mask (bool a, b ->
+/// b or 0) and select (bool a, b, c -> b or c). Bools are bytes, 0 or 1. a
+/// and b may be read through broadcast strides, as Elementwise's.
+template <typename T> struct ElementMixed : Functor {
+  static constexpr bool kGrouped = false;
+  ElementOp op = ElementOp::Eq;
+  const void *a = nullptr, *b = nullptr, *c = nullptr;
+  void *y = nullptr;
+  MixedStorage storage = MixedStorage::Compute; // b (and a when compared)
+  bool aStrided = false, bStrided = false;
+  StridedShape aRead, bRead;
+
+  template <ElementOp Op>
+  ZRT_HOST_DEVICE static void dispatchOp(const ElementMixed &f, int64_t i) {
+    constexpr ElementArity arity = elementArityOf(Op);
+    int64_t ia = f.aStrided ? f.aRead.offsetOf(i) : i;
+    int64_t ib = f.bStrided ? f.bRead.offsetOf(i) : i;
+    auto *out = static_cast<uint8_t *>(f.y);
+    auto bytes = [](const void *p) { return static_cast<const uint8_t *>(p); };
+    if constexpr (arity == ElementArity::BoolUnary) {
+      out[i] = mixedValue<Op>(bytes(f.a)[ia] != 0, false, false);
+    } else if constexpr (arity == ElementArity::BoolBinary) {
+      out[i] = mixedValue<Op>(bytes(f.a)[ia] != 0, bytes(f.b)[ib] != 0, false);
+    } else if constexpr (arity == ElementArity::Compare) {
+      f.byStorage(/*asValues=*/true, [&](auto v) {
+        using V = decltype(v);
+        V x = load<V>(f.a, ia, f.storage), bv = load<V>(f.b, ib, f.storage);
+        out[i] = mixedValue<Op>(x, bv, bv);
+      });
+    } else if constexpr (arity == ElementArity::Mask ||
+                         arity == ElementArity::Select) {
+      f.byStorage(/*asValues=*/false, [&](auto v) {
+        using V = decltype(v);
+        const V *bs = static_cast<const V *>(f.b);
+        V cv = arity == ElementArity::Select ? static_cast<const V *>(f.c)[i]
+                                             : V(0);
+        static_cast<V *>(f.y)[i] = mixedValue<Op>(bytes(f.a)[ia] != 0, bs[ib], cv);
+      });
+    }
+  }
+
+  /// fn(V()) for the storage: compared values as numbers (bf16 widened to
+  /// float), moved values as bits.
+  template <typename Fn>
+  ZRT_HOST_DEVICE void byStorage(bool asValues, Fn &&fn) const {
+    switch (storage) {
+    case MixedStorage::Compute:
+      fn(T());
+      break;
+    case MixedStorage::BF16:
+      if (asValues)
+        fn(float());
+      else
+        fn(uint16_t());
+      break;
+    case MixedStorage::I32:
+      fn(int32_t());
+      break;
+    case MixedStorage::I64:
+      fn(int64_t());
+      break;
+    case MixedStorage::Bool:
+      fn(uint8_t());
+      break;
+    }
+  }
+  /// Element `i` as V: bf16 bits widened when V is float from bf16 storage.
+  template <typename V>
+  ZRT_HOST_DEVICE static V load(const void *p, int64_t i, MixedStorage s) {
+    if constexpr (std::is_same_v<V, float>)
+      if (s == MixedStorage::BF16)
+        return bf16ToFloat(static_cast<const BFloat16 *>(p)[i]);
+    return static_cast<const V *>(p)[i];
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    switch (op) {
+#define ZRT_MIXED_DISPATCH_Compare(id)                                         \
+  case ElementOp::id:                                                          \
+    dispatchOp<ElementOp::id>(*this, i);                                       \
+    break;
+#define ZRT_MIXED_DISPATCH_BoolUnary(id) ZRT_MIXED_DISPATCH_Compare(id)
+#define ZRT_MIXED_DISPATCH_BoolBinary(id) ZRT_MIXED_DISPATCH_Compare(id)
+#define ZRT_MIXED_DISPATCH_Mask(id) ZRT_MIXED_DISPATCH_Compare(id)
+#define ZRT_MIXED_DISPATCH_Select(id) ZRT_MIXED_DISPATCH_Compare(id)
+#define ZRT_MIXED_DISPATCH_Unary(id)
+#define ZRT_MIXED_DISPATCH_Binary(id)
+#define ZRT_MIXED_DISPATCH_Grad(id)
+#define ZRT_MIXED_DISPATCH(id, name, arity, ...) ZRT_MIXED_DISPATCH_##arity(id)
+      ZRT_ELEMENT_KERNEL_LIST(ZRT_MIXED_DISPATCH)
+#undef ZRT_MIXED_DISPATCH
+    default:
+      break;
+    }
+  }
+};
+
+/// Every element set to one bit pattern of 1, 2, 4 or 8 bytes (`constant`).
 struct Fill : Functor {
   static constexpr bool kGrouped = false;
   void *y = nullptr;
@@ -458,6 +622,8 @@ struct Fill : Functor {
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     if (bytes == 8)
       static_cast<uint64_t *>(y)[i] = bits;
+    else if (bytes == 1)
+      static_cast<uint8_t *>(y)[i] = static_cast<uint8_t>(bits);
     else if (bytes == 2)
       static_cast<uint16_t *>(y)[i] = static_cast<uint16_t>(bits);
     else

@@ -270,7 +270,7 @@ private:
   /// through strides: over the result's dimensions, size-1 ones dropped and
   /// neighbours merged where every strided operand's steps allow (both
   /// reads keep the same dimensions, which the host's row loop needs).
-  template <typename S> void broadcastReads(Elementwise<T, S> &f) const {
+  template <typename F> void broadcastReads(F &f) const {
     const TensorType &type = outType(0);
     const Tensor *operands[2] = {
         &entry.tensors[launch.inputs[0]],
@@ -342,6 +342,38 @@ private:
     push(f);
   }
 
+  /// An element kernel with bool operands or results (ElementMixed).
+  void mixed(ElementOp op) {
+    ElementMixed<T> f;
+    f.op = op;
+    f.a = in<void>(0);
+    f.b = launch.inputs.size() > 1 ? in<void>(1) : nullptr;
+    f.c = launch.inputs.size() > 2 ? in<void>(2) : nullptr;
+    f.y = result<void>(0);
+    f.count = outType(0).numElements();
+    // Compared operands are a's type; mask's and select's values b's.
+    DType values = launch.inputs.size() > 1 ? inType(1).dtype : inType(0).dtype;
+    switch (values) {
+    case DType::F32:
+      f.storage = MixedStorage::Compute;
+      break;
+    case DType::BF16:
+      f.storage = MixedStorage::BF16;
+      break;
+    case DType::I32:
+      f.storage = MixedStorage::I32;
+      break;
+    case DType::I64:
+      f.storage = MixedStorage::I64;
+      break;
+    case DType::Bool:
+      f.storage = MixedStorage::Bool;
+      break;
+    }
+    broadcastReads(f);
+    push(f);
+  }
+
   void constant() {
     const TensorType &type = outType(0);
     double value = launch.params.value;
@@ -363,6 +395,8 @@ private:
       f.bits = floatToBf16(static_cast<float>(value)).bits;
     } else if (type.dtype == DType::I32) {
       f.bits = static_cast<uint32_t>(static_cast<int32_t>(value));
+    } else if (type.dtype == DType::Bool) {
+      f.bits = value != 0.0;
     } else {
       f.bits = static_cast<uint64_t>(static_cast<int64_t>(value));
     }
@@ -1012,9 +1046,12 @@ private:
 
 template <typename T> Status Builder<T>::build(KernelId id) {
   switch (id) {
-#define ZRT_ELEMENT_BUILD(id, name, arity, ...)                                     \
+#define ZRT_ELEMENT_BUILD(id, name, arity, ...)                                \
   case KernelId::id:                                                           \
-    elementwise(ElementOp::id);                                                \
+    if (elementIsFloat(ElementArity::arity))                                   \
+      elementwise(ElementOp::id);                                              \
+    else                                                                       \
+      mixed(ElementOp::id);                                                    \
     break;
     ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_BUILD)
 #undef ZRT_ELEMENT_BUILD

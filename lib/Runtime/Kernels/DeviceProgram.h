@@ -97,7 +97,7 @@ using StepOf = std::variant<
     LayerNormGradColumns<T>, RmsNormGradRows<T>, RmsNormGradColumns<T>,
     CrossEntropyRows<T>, MeanOf<T>, CrossEntropyGradRows<T>, AttentionRows<T>,
     AttentionGradDelta<T>, AttentionGradScores<T>, GemmOf<T>, Memset, CopyIn,
-    CopyOut, Elementwise<T, BFloat16>, Convert<T>, GemmBf16,
+    CopyOut, Elementwise<T, BFloat16>, ElementMixed<T>, Convert<T>, GemmBf16,
     SliceGrad<T, BFloat16>, Dropout<T, BFloat16>, Reduce<T, BFloat16>,
     CrossEntropyRows<T, BFloat16>, CrossEntropyGradRows<T, BFloat16>,
     Collective>;

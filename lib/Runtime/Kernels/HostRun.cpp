@@ -415,6 +415,8 @@ struct HostLauncher {
   void run(const StridedCopy &f) const {
     if (f.bytes == 8)
       stridedCopy<uint64_t>(f);
+    else if (f.bytes == 1)
+      stridedCopy<uint8_t>(f);
     else if (f.bytes == 2)
       stridedCopy<uint16_t>(f);
     else

@@ -79,8 +79,7 @@ public:
           return fail(what, " #", i, " names tensor ", list[i], " of ",
                       entry.tensors.size());
         const TensorType &type = entry.tensors[list[i]].type;
-        if (type.dtype != DType::F32 && type.dtype != DType::I32 &&
-            type.dtype != DType::I64 && type.dtype != DType::BF16)
+        if (dtypeBytes(type.dtype) == 0)
           return fail(what, " #", i, " has an unknown element type (",
                       static_cast<int>(type.dtype), ")");
         if (type.rank() > kMaxKernelRank)
@@ -339,6 +338,53 @@ Status checkElementwise(const LaunchRules &r, size_t arity,
   return r.expectSameType("result", r.output(0), roles[0], r.input(0));
 }
 
+/// The element kernels with bool operands or results (ElementArity):
+/// operands and result of one shape; a comparison's operands of one type
+/// and a bool result; logical ops all bool; mask and select a bool
+/// condition and choices of the result's type (mask: a float).
+Status checkMixedElementwise(const LaunchRules &r, ElementArity arity) {
+  static const char *const kRoles[][3] = {{"lhs", "rhs", ""},
+                                          {"operand", "", ""},
+                                          {"condition", "operand", ""},
+                                          {"condition", "on_true", "on_false"}};
+  const char *const *roles = arity == ElementArity::BoolUnary ? kRoles[1]
+                             : arity == ElementArity::Mask    ? kRoles[2]
+                             : arity == ElementArity::Select  ? kRoles[3]
+                                                              : kRoles[0];
+  size_t n = static_cast<size_t>(elementOperandCount(arity));
+  ZRT_RETURN_IF_ERROR(r.expectCounts(n, 1));
+  const TensorType &result = r.output(0);
+  for (size_t i = 0; i < n; ++i)
+    ZRT_RETURN_IF_ERROR(r.expectShape(roles[i], r.input(i), result.shape));
+  auto expectBool = [&](const char *role, const TensorType &type) {
+    return type.dtype == DType::Bool
+               ? Status::ok()
+               : r.fail(role, " must be a bool tensor, got ", typeString(type));
+  };
+  switch (arity) {
+  case ElementArity::Compare:
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameDType("rhs", r.input(1), "lhs", r.input(0)));
+    return expectBool("result", result);
+  case ElementArity::BoolUnary:
+  case ElementArity::BoolBinary:
+    for (size_t i = 0; i < n; ++i)
+      ZRT_RETURN_IF_ERROR(expectBool(roles[i], r.input(i)));
+    return expectBool("result", result);
+  case ElementArity::Mask:
+    ZRT_RETURN_IF_ERROR(expectBool(roles[0], r.input(0)));
+    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16(roles[1], r.input(1)));
+    return r.expectSameType("result", result, roles[1], r.input(1));
+  case ElementArity::Select:
+    ZRT_RETURN_IF_ERROR(expectBool(roles[0], r.input(0)));
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType(roles[2], r.input(2), roles[1], r.input(1)));
+    return r.expectSameType("result", result, roles[1], r.input(1));
+  default:
+    return r.fail("not an element kernel with bool operands");
+  }
+}
+
 Status checkConstant(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(0, 1));
   double value = r.params.value;
@@ -365,6 +411,10 @@ Status checkConstant(const LaunchRules &r) {
     if (std::isfinite(value) && std::fabs(value) > FLT_MAX)
       return r.fail("value ", LaunchRules::formatNumber(value),
                     " is out of range for bf16");
+    return Status::ok();  case DType::Bool:
+    if (value != 0.0 && value != 1.0)
+      return r.fail("value ", LaunchRules::formatNumber(value),
+                    " is not a bool (0 or 1)");
     return Status::ok();
   }
   return r.fail("result has an unknown element type");
@@ -807,6 +857,12 @@ Status checkKernel(const LaunchRules &r) {
       return checkElementwise(r, 2, kBinaryRoles, /*bf16=*/true);
     case ElementArity::Grad:
       return checkElementwise(r, 2, kGradRoles, /*bf16=*/true);
+    case ElementArity::Compare:
+    case ElementArity::BoolUnary:
+    case ElementArity::BoolBinary:
+    case ElementArity::Mask:
+    case ElementArity::Select:
+      return checkMixedElementwise(r, row->arity);
     }
   }
   switch (r.id) {

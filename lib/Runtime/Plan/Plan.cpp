@@ -14,6 +14,8 @@ const char *zcc::runtime::dtypeName(DType dtype) {
     return "i64";
   case DType::BF16:
     return "bf16";
+  case DType::Bool:
+    return "bool";
   }
   return "?";
 }
@@ -27,6 +29,8 @@ int64_t zcc::runtime::dtypeBytes(DType dtype) {
     return 8;
   case DType::BF16:
     return 2;
+  case DType::Bool:
+    return 1;
   }
   return 0;
 }

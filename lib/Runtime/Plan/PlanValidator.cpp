@@ -320,6 +320,10 @@ private:
                        " of " + std::to_string(entry.buffers.size()));
       ZRT_RETURN_IF_ERROR(checkType(t.type, what));
       const Buffer &b = entry.buffers[t.buffer];
+      if (t.type.dtype == DType::Bool && b.region != Region::Arena)
+        return invalid(what + ": a bool tensor in the " +
+                       std::string(regionName(b.region)) +
+                       " region; bool tensors (masks) live in the arena only");
       if (t.type.dtype == DType::BF16 && b.region != Region::Arena)
         return invalid(what + ": a bf16 tensor in the " +
                        std::string(regionName(b.region)) +

@@ -689,7 +689,9 @@ TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
   int checked = 0;
   for (int row = 0; row < runtime::kElementRowCount; ++row) {
     const runtime::ElementRow &r = runtime::kElementRows[row];
-    if (r.arity == runtime::ElementArity::Grad)
+    // Gradients have no gradient; bool results have none either.
+    if (r.arity == runtime::ElementArity::Grad ||
+        runtime::elementResultIsBool(r.arity))
       continue;
     SCOPED_TRACE(r.name);
     runtime::testing::ElementTestRow test =
@@ -697,14 +699,26 @@ TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
     Graph g(std::string(r.name) + "_step");
     Tensor x = g.input("x", {4, 6});
     Tensor t = g.label("target", {4, 6}, DType::F32);
-    std::vector<Tensor> operands = {
-        g.parameter("w", {4, 6}, Init::uniform(test.low, test.high))};
-    if (r.arity == runtime::ElementArity::Binary)
-      operands.push_back(
-          g.parameter("v", {6}, Init::uniform(test.low, test.high)));
+    std::vector<Tensor> operands, parameters;
+    // A condition (mask, where) is a comparison of the input: a mask that
+    // changes with the batch; the other operands are parameters (the second
+    // broadcast from [6]).
+    bool conditional = r.arity == runtime::ElementArity::Mask ||
+                       r.arity == runtime::ElementArity::Select;
+    if (conditional)
+      operands.push_back(g.gt(x, g.full({}, 0.0)));
+    const char *names[] = {"w", "v"};
+    for (int i = conditional; i < runtime::elementOperandCount(r.arity); ++i) {
+      std::vector<int64_t> shape =
+          parameters.empty() ? std::vector<int64_t>{4, 6}
+                             : std::vector<int64_t>{6};
+      parameters.push_back(g.parameter(names[parameters.size()], shape,
+                                       Init::uniform(test.low, test.high)));
+      operands.push_back(parameters.back());
+    }
     Tensor y = g.mul(g.element(row, operands, test.params), x);
-    for (Tensor operand : operands)
-      y = g.add(y, operand);
+    for (Tensor p : parameters)
+      y = g.add(y, p);
     ASSERT_TRUE(g.finish(g.mse(y, t)).isOk()) << g.status().message();
     EXPECT_NE(g.str().find(std::string("zt.") + r.name + " "),
               std::string::npos);
@@ -721,7 +735,7 @@ TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
                         << p.maxError << ", f32 " << p.maxF32Error << ")";
       EXPECT_GT(p.checked, 0) << p.name;
     }
-    EXPECT_EQ(result.parameters.size(), operands.size());
+    EXPECT_EQ(result.parameters.size(), parameters.size());
     ++checked;
     if (row != runtime::element_row::LeakyRelu)
       continue;
@@ -738,7 +752,50 @@ TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
     ASSERT_TRUE(runtime::checkGradients(plan, check, result).isOk());
     EXPECT_FALSE(result.ok()) << "a wrong slope in leaky_relu_grad passed";
   }
-  EXPECT_GE(checked, 28);
+  EXPECT_GE(checked, 30);
+}
+
+// Comparisons and logical ops make bool masks that where and the logical
+// ops take; a mask built from the input selects per element, and the step's
+// loss is NumPy's on the same numbers.
+TEST(ElementRows, MasksSelectLikeNumPy) {
+  Graph g("masked");
+  Tensor x = g.input("x", {2, 3});
+  Tensor w = g.parameter("w", {3}, Init::constant(0.5));
+  Tensor zero = g.full({}, 0.0);
+  Tensor inside = g.logicalAnd(g.gt(x, g.full({}, -1.0)), g.le(x, g.full({}, 1.0)));
+  Tensor picked = g.where(g.logicalOr(g.logicalNot(inside), g.eq(x, zero)), x,
+                          g.mul(x, w));
+  Tensor ne = g.where(g.ne(x, zero), g.full({}, 1.0), zero);
+  Tensor y = g.add(picked, g.add(ne, g.where(g.lt(x, zero), zero, w)));
+  EXPECT_EQ(inside.dtype(), DType::Bool);
+  EXPECT_EQ(picked.dtype(), DType::F32);
+  ASSERT_TRUE(g.finish(g.sum(y)).isOk()) << g.status().message();
+  CompileOptions options;
+  options.optimizer = "none";
+  auto plan = std::make_shared<runtime::Plan>();
+  std::unique_ptr<runtime::Session> session;
+  ASSERT_NO_FATAL_FAILURE(compileAndLoad(g, options, plan, session));
+  std::vector<float> values = {-2.0f, -0.5f, 0.0f, 0.75f, 1.0f, 3.0f};
+  int entry = -1;
+  ASSERT_TRUE(session->findEntry("", entry).isOk());
+  ASSERT_TRUE(session->setInput(entry, "x", values.data(),
+                                values.size() * sizeof(float))
+                  .isOk());
+  ASSERT_TRUE(session->run(entry).isOk());
+  runtime::TensorInfo lossInfo;
+  ASSERT_TRUE(session->findLoss(entry, lossInfo).isOk());
+  double loss = 0;
+  ASSERT_TRUE(session->readValues(lossInfo, &loss, 1).isOk());
+  double expected = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    double v = values[i];
+    bool in = v > -1 && v <= 1;
+    expected += (!in || v == 0) ? v : v * 0.5;
+    expected += v != 0 ? 1 : 0;
+    expected += v < 0 ? 0 : 0.5;
+  }
+  EXPECT_NEAR(loss, expected, 1e-6);
 }
 
 // The capture API's element methods come from the rows, params included.

@@ -107,51 +107,17 @@ int64_t reductionLength(const LaunchCase &c) {
   return n;
 }
 
+// The device holds float tensors in f32, as the CPU's f32 executor does.
 std::vector<uint8_t> packValues(const TensorType &type,
                                 const std::vector<double> &values) {
-  int64_t n = type.numElements();
-  std::vector<uint8_t> bytes(static_cast<size_t>(type.bytes()), 0);
-  for (int64_t i = 0; i < n && i < static_cast<int64_t>(values.size()); ++i) {
-    if (type.dtype == DType::F32) {
-      float v = static_cast<float>(values[i]);
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-    } else if (type.dtype == DType::BF16) {
-      BFloat16 v = floatToBf16(static_cast<float>(values[i]));
-      std::memcpy(bytes.data() + 2 * i, &v.bits, 2);
-    } else if (type.dtype == DType::I32) {
-      int32_t v = static_cast<int32_t>(values[i]);
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-    } else {
-      int64_t v = static_cast<int64_t>(values[i]);
-      std::memcpy(bytes.data() + 8 * i, &v, 8);
-    }
-  }
-  return bytes;
+  std::vector<unsigned char> bytes = LaunchCase::pack<float>(type, values);
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
 std::vector<double> unpackValues(const TensorType &type,
                                  const std::vector<uint8_t> &bytes) {
-  std::vector<double> values(static_cast<size_t>(type.numElements()));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (type.dtype == DType::F32) {
-      float v;
-      std::memcpy(&v, bytes.data() + 4 * i, 4);
-      values[i] = v;
-    } else if (type.dtype == DType::BF16) {
-      BFloat16 v;
-      std::memcpy(&v.bits, bytes.data() + 2 * i, 2);
-      values[i] = bf16ToFloat(v);
-    } else if (type.dtype == DType::I32) {
-      int32_t v;
-      std::memcpy(&v, bytes.data() + 4 * i, 4);
-      values[i] = v;
-    } else {
-      int64_t v;
-      std::memcpy(&v, bytes.data() + 8 * i, 8);
-      values[i] = static_cast<double>(v);
-    }
-  }
-  return values;
+  return LaunchCase::unpack<float>(
+      type, std::vector<unsigned char>(bytes.begin(), bytes.end()));
 }
 
 /// Runs the case's launch on a device backend, every tensor in a device

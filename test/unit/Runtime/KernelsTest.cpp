@@ -1390,24 +1390,35 @@ std::vector<double> numericalGradient(LaunchCase forward, size_t which,
   return grad;
 }
 
+/// Whether operand `i` of an element op of `arity` is a bool (a condition
+/// or a logical op's operand).
+bool isBoolOperand(ElementArity arity, int i) {
+  return arity == ElementArity::BoolUnary ||
+         arity == ElementArity::BoolBinary ||
+         (i == 0 &&
+          (arity == ElementArity::Mask || arity == ElementArity::Select));
+}
+
 /// A row applied to `operands` by its kernel (f64), with `params`.
 std::vector<double> runRow(int row, const std::vector<std::vector<double>> &operands,
                            const std::vector<Param> &params) {
-  LaunchCase c(kElementRows[row].name);
+  const ElementRow &r = kElementRows[row];
+  LaunchCase c(r.name);
   std::vector<int64_t> shape = {static_cast<int64_t>(operands[0].size())};
-  for (const std::vector<double> &values : operands)
-    c.input(shape, values);
-  c.output(shape);
+  for (size_t i = 0; i < operands.size(); ++i)
+    c.typedInput(isBoolOperand(r.arity, int(i)) ? DType::Bool : DType::F32,
+                 shape, operands[i]);
+  c.typedOutput(elementResultIsBool(r.arity) ? DType::Bool : DType::F32, shape);
   for (const Param &p : params)
     c.param(p);
-  EXPECT_TRUE(c.rowParams().run<double>().isOk()) << kElementRows[row].name;
+  EXPECT_TRUE(c.rowParams().run<double>().isOk()) << r.name;
   return c.result();
 }
 
 /// A Vjp expression (ElementVjp.h) evaluated with the kernels of the rows
 /// it names.
 std::vector<double> evaluateVjp(const vjp::Expr &e,
-                                const std::vector<double> leaves[5],
+                                const std::vector<double> leaves[6],
                                 const std::vector<Param> &params) {
   std::vector<std::vector<double>> stack;
   for (int s = 0; s < e.count; ++s) {
@@ -1435,7 +1446,8 @@ std::vector<double> evaluateVjp(const vjp::Expr &e,
 
 // Every element row's gradient (its Vjp, the expression zt-autodiff builds)
 // evaluated with the kernels it names, against finite differences of the
-// row's own kernel, in f64.
+// row's own kernel, in f64. A bool operand (a condition) has no gradient,
+// nor has any operand of a row with a bool result.
 TEST(BackwardKernels, EveryElementRowsVjpMatchesFiniteDifferences) {
   int checked = 0;
   for (int row = 0; row < kElementRowCount; ++row) {
@@ -1446,13 +1458,22 @@ TEST(BackwardKernels, EveryElementRowsVjpMatchesFiniteDifferences) {
       continue;
     }
     SCOPED_TRACE(r.name);
+    ASSERT_EQ(rule.count, elementOperandCount(r.arity));
+    if (elementResultIsBool(r.arity)) {
+      for (int i = 0; i < rule.count; ++i)
+        EXPECT_EQ(rule.grads[i].count, 0) << "a bool result has no gradient";
+      continue;
+    }
     ElementTestRow test = elementTestRow(r.name);
     const size_t n = 12;
     LaunchCase forward(r.name);
-    std::vector<double> leaves[5]; // A, B, Y, DY, G0
-    for (int i = 0; i < vjp::operandCount(row); ++i) {
-      leaves[i] = randomValues(n, 30 + i, test.low, test.high);
-      forward.input({3, 4}, leaves[i]);
+    std::vector<double> leaves[6]; // A, B, C, Y, DY, G0
+    for (int i = 0; i < rule.count; ++i) {
+      bool condition = isBoolOperand(r.arity, i);
+      leaves[i] = condition ? randomValues(n, 30 + i)
+                            : randomValues(n, 30 + i, test.low, test.high);
+      forward.typedInput(condition ? DType::Bool : DType::F32, {3, 4},
+                         leaves[i]);
     }
     forward.output({3, 4});
     std::vector<Param> params;
@@ -1465,19 +1486,24 @@ TEST(BackwardKernels, EveryElementRowsVjpMatchesFiniteDifferences) {
       params.push_back(floatParam(r.paramNames[k], r.paramDefaults[k]));
     ASSERT_TRUE(forward.run<double>().isOk());
     leaves[int(vjp::Leaf::Y)] = forward.result();
-    leaves[int(vjp::Leaf::DY)] = randomValues(n, 40);
+    const std::vector<double> &dy = leaves[int(vjp::Leaf::DY)] =
+        randomValues(n, 40);
     for (int i = 0; i < rule.count; ++i) {
+      if (isBoolOperand(r.arity, i)) {
+        EXPECT_EQ(rule.grads[i].count, 0) << "a condition has no gradient";
+        continue;
+      }
       std::vector<double> grad =
           rule.grads[i].count == 0 ? std::vector<double>(n, 0.0)
                                    : evaluateVjp(rule.grads[i], leaves, params);
       if (i == 0)
         leaves[int(vjp::Leaf::G0)] = grad;
       SCOPED_TRACE("operand " + std::to_string(i));
-      expectNear(grad, numericalGradient(forward, i, leaves[3]), 1e-6);
+      expectNear(grad, numericalGradient(forward, i, dy), 1e-6);
     }
     ++checked;
   }
-  EXPECT_GE(checked, 29);
+  EXPECT_GE(checked, 31);
 }
 
 TEST(BackwardKernels, SoftmaxGradientsMatchFiniteDifferences) {
@@ -2181,15 +2207,17 @@ std::vector<LaunchCase> isaCases() {
     cases.emplace_back(kernel);
     return cases.back();
   };
-#define ZRT_ISA_CASE(id, name, arity, ...)                                          \
-  for (DType dtype : {DType::F32, DType::BF16}) {                              \
-    add(name).typedInput(dtype, shape, isaValues(n, 1));                       \
-    if (ElementArity::arity != ElementArity::Unary)                            \
-      cases.back().typedInput(dtype, shape, isaValues(n, 2));                  \
-    cases.back().typedOutput(dtype, shape).rowParams();                        \
-  }
-  ZRT_ELEMENT_KERNEL_LIST(ZRT_ISA_CASE)
-#undef ZRT_ISA_CASE
+  for (int row = 0; row < kElementRowCount; ++row)
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      if (!elementIsFloat(kElementRows[row].arity)) {
+        elementRowCase(add(kElementRows[row].name), row, dtype, shape);
+        continue;
+      }
+      add(kElementRows[row].name).typedInput(dtype, shape, isaValues(n, 1));
+      if (kElementRows[row].arity != ElementArity::Unary)
+        cases.back().typedInput(dtype, shape, isaValues(n, 2));
+      cases.back().typedOutput(dtype, shape).rowParams();
+    }
   add("mul")
       .input(shape, isaValues(n, 3))
       .stridedInput(shape, {0, 1}, isaValues(shape[1], 4))

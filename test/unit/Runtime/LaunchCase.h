@@ -327,6 +327,8 @@ private:
     return data;
   }
 
+public:
+  /// A tensor's values as bytes of its dtype (float tensors as T), and back.
   template <typename T>
   static std::vector<unsigned char> pack(const TensorType &type,
                                          const std::vector<double> &data) {
@@ -338,6 +340,8 @@ private:
       storeBf16(bytes, count, data);
     else if (type.dtype == DType::I32)
       store<int32_t>(bytes, count, data);
+    else if (type.dtype == DType::Bool)
+      storeBool(bytes, count, data);
     else
       store<int64_t>(bytes, count, data);
     return bytes;
@@ -352,7 +356,19 @@ private:
       return loadBf16(bytes);
     if (type.dtype == DType::I32)
       return load<int32_t>(bytes);
+    if (type.dtype == DType::Bool)
+      return load<uint8_t>(bytes);
     return load<int64_t>(bytes);
+  }
+
+private:
+  /// bool tensors: 1 for a positive value, else 0 (random values make
+  /// random masks).
+  static void storeBool(std::vector<unsigned char> &bytes, int64_t count,
+                        const std::vector<double> &data) {
+    bytes.assign(static_cast<size_t>(count), 0);
+    for (int64_t i = 0; i < count && i < static_cast<int64_t>(data.size()); ++i)
+      bytes[i] = data[i] > 0 ? 1 : 0;
   }
 
 public:
@@ -517,6 +533,25 @@ inline void expectAccepted(const LaunchCase &c) {
   EXPECT_TRUE(status.isOk()) << status.toString();
 }
 
+/// Row `row`'s operands and result for values of `dtype` (f32 or bf16):
+/// bool conditions and comparison results, random data, the row's params.
+inline LaunchCase &elementRowCase(LaunchCase &c, int row, DType dtype,
+                                  const std::vector<int64_t> &shape,
+                                  uint64_t seed = 1) {
+  const ElementArity arity = kElementRows[row].arity;
+  const int64_t n = elementCount(shape);
+  for (int i = 0; i < elementOperandCount(arity); ++i) {
+    bool condition = arity == ElementArity::BoolUnary ||
+                     arity == ElementArity::BoolBinary ||
+                     (i == 0 && (arity == ElementArity::Mask ||
+                                 arity == ElementArity::Select));
+    c.typedInput(condition ? DType::Bool : dtype, shape,
+                 randomValues(n, seed + 31 * i));
+  }
+  c.typedOutput(elementResultIsBool(arity) ? DType::Bool : dtype, shape);
+  return c.rowParams();
+}
+
 /// One valid launch of every kernel.
 inline std::vector<LaunchCase> everyKernel() {
   std::vector<LaunchCase> cases;
@@ -525,14 +560,8 @@ inline std::vector<LaunchCase> everyKernel() {
     return cases.back();
   };
   // Every row of ElementKernels.h.
-#define ZRT_ELEMENT_CASE(id, name, arity, ...)                                 \
-  add(name).input({2, 3});                                                     \
-  if (ElementArity::arity != ElementArity::Unary)                              \
-    cases.back().input({2, 3});                                                \
-  cases.back().output({2, 3});                                                 \
-  cases.back().rowParams();
-  ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_CASE)
-#undef ZRT_ELEMENT_CASE
+  for (int row = 0; row < kElementRowCount; ++row)
+    elementRowCase(add(kElementRows[row].name), row, DType::F32, {2, 3});
   add("constant").output({2, 2}).param(floatParam("value", 1.5));
   add("causal_mask").output({3, 3});
   add("broadcast_in_dim")

@@ -22,6 +22,17 @@ namespace zcc::zt {
 inline bool isKernelParameter(llvm::StringRef attribute) {
   return attribute != "operandSegmentSizes";
 }
+
+/// The row (ElementKernels.h) of element op `op`, or -1.
+int elementRowOf(mlir::Operation *op);
+
+/// Builds element row `row` on `operands`, with one attribute per param of
+/// the row in its order, and the result type its arity gives (a bool tensor
+/// for comparisons and logical ops, else the type of the last operand). Not
+/// verified: the caller verifies what it built from user input.
+mlir::Operation *buildElementOp(mlir::OpBuilder &b, mlir::Location loc,
+                                int row, mlir::ValueRange operands,
+                                llvm::ArrayRef<mlir::Attribute> params);
 } // namespace zcc::zt
 
 #endif // ZCC_DIALECT_ZT_ZTOPS_H

@@ -529,6 +529,100 @@ class ZT_UnaryGradOp<string forward, string savedName, string formula,
   let assemblyFormat = "$saved `,` $grad attr-dict `:` type($result)";
 }
 
+// Comparisons: operands of one type (float, integer or bool), a bool result.
+class ZT_CompareOp<string mnemonic, string formula, dag params,
+                   list<Trait> traits = []>
+    : ZT_Op<mnemonic, !listconcat(traits, [Pure, SameTypeOperands,
+          AllShapesMatch<["lhs", "rhs", "result"]>, Elementwise])> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    `result[i] = }] # formula # [{`, a bool, for every element `i`. Both
+    operands have one type (float, integer or bool); broadcast first with
+    `zt.broadcast_in_dim`.
+
+    ```mlir
+    %m = zt.}] # mnemonic # [{ %a, %b : tensor<4x8xf32> -> tensor<4x8xi1>
+    ```
+  }];
+  let arguments = !con((ins ZT_AnyTensor:$lhs, ZT_AnyTensor:$rhs), params);
+  let results = (outs ZT_BoolTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)";
+}
+
+// Logical ops on bool tensors.
+class ZT_BoolUnaryOp<string mnemonic, string formula, dag params>
+    : ZT_Op<mnemonic, [Pure, SameOperandsAndResultType, Elementwise]> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    `result[i] = }] # formula # [{` for every element `i` of a bool tensor.
+
+    ```mlir
+    %r = zt.}] # mnemonic # [{ %m : tensor<4x8xi1>
+    ```
+  }];
+  let arguments = !con((ins ZT_BoolTensor:$operand), params);
+  let results = (outs ZT_BoolTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+class ZT_BoolBinaryOp<string mnemonic, string formula, dag params,
+                      list<Trait> traits = []>
+    : ZT_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                           Elementwise])> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    `result[i] = }] # formula # [{` for every element `i` of two bool
+    tensors.
+
+    ```mlir
+    %r = zt.}] # mnemonic # [{ %m, %n : tensor<4x8xi1>
+    ```
+  }];
+  let arguments = !con((ins ZT_BoolTensor:$lhs, ZT_BoolTensor:$rhs), params);
+  let results = (outs ZT_BoolTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+// A float tensor kept where a bool condition holds, zero elsewhere.
+class ZT_MaskOp<string mnemonic, string formula, dag params>
+    : ZT_Op<mnemonic, [Pure, AllTypesMatch<["operand", "result"]>,
+                       AllShapesMatch<["condition", "operand"]>, Elementwise]> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    `result[i] = }] # formula # [{` for every element `i`.
+
+    ```mlir
+    %r = zt.}] # mnemonic # [{ %m, %x : tensor<4x8xi1>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins ZT_BoolTensor:$condition,
+                            ZT_FloatTensor:$operand), params);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat =
+      "$condition `,` $operand attr-dict `:` type($condition) `,` type($result)";
+}
+
+// One of two tensors of one type, element by element, by a bool condition.
+class ZT_SelectOp<string mnemonic, string formula, dag params>
+    : ZT_Op<mnemonic, [Pure, AllTypesMatch<["on_true", "on_false", "result"]>,
+                       AllShapesMatch<["condition", "on_true"]>, Elementwise]> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    `result[i] = }] # formula # [{` for every element `i`; the two
+    choices have one type (float, integer or bool). Its gradient reaches
+    each choice where it was taken (`zt.mask`).
+
+    ```mlir
+    %r = zt.}] # mnemonic # [{ %m, %a, %b : tensor<4x8xi1>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins ZT_BoolTensor:$condition, ZT_AnyTensor:$on_true,
+                            ZT_AnyTensor:$on_false), params);
+  let results = (outs ZT_AnyTensor:$result);
+  let assemblyFormat = "$condition `,` $on_true `,` $on_false attr-dict `:` "
+                       "type($condition) `,` type($result)";
+}
+
 include "ZTElementOps.td"
 
 class ZT_AxisGradOp<string forward, string formula> : ZT_Op<forward # "_grad",

@@ -10,20 +10,25 @@
 //   class (zt::IdOp); "name" its name in zt (`zt.name`) and in a plan.
 // - method: the capture API's method (Graph::method); Grad rows have none.
 // - Arity: Unary (x), Binary (lhs, rhs) or Grad (saved, grad: the forward
-//   op's saved operand or result, and the gradient of its result).
+//   op's saved operand or result, and the gradient of its result), all of
+//   one float type; or Compare, BoolUnary, BoolBinary, Mask, Select, whose
+//   operands or result are bool (ElementArity).
 // - Params: the op's numbers, F64 attributes of the zt op, named as the
 //   PyTorch argument they come from: P0, P1(name, default) or
 //   P2(name0, default0, name1, default1).
 // - "torch": the ATen overloads zcc.from_torch maps to the op, tensors then
 //   the params positionally (space separated; "" for none or by hand).
 // - "traits": ODS traits beyond the class's ("[Commutative]" or "").
-// - Value: the formula of an element in T, of `x` (operand 0) and `bv`
-//   (operand 1), with the params `p0`, `p1` (Elementwise::compute). It is
-//   the only copy: the CPU executor (f32 and the f64 reference precision),
-//   the emulator and the CUDA executor all run it.
+// - Value: the formula of an element in T, of `x` (operand 0), `bv`
+//   (operand 1) and `cv` (operand 2), with the params `p0`, `p1`
+//   (Elementwise::compute; for the bool arities mixedValue, where T is the
+//   operands' storage type and a condition `x` a bool). It is the only
+//   copy: the CPU executor (f32 and the f64 reference precision), the
+//   emulator and the CUDA executor all run it.
 // - Vjp: the gradients of the operands as expressions over other rows
-//   (ElementVjp.h), in terms of A and B (the operands), Y (the result) and
-//   DY (its gradient); G0 is operand 0's gradient. NoVjp for Grad rows.
+//   (ElementVjp.h), in terms of A, B and C (the operands), Y (the result) and
+//   DY (its gradient); G0 is operand 0's gradient, Zero none. NoVjp for
+//   Grad rows.
 //   A row used in a Vjp takes the forward op's params of the same names.
 // - "doc": the formula as the generated dialect docs show it.
 //
@@ -47,9 +52,46 @@
 
 namespace zcc::runtime {
 
-/// The operands of an element kernel: Unary (x), Binary (lhs, rhs) or Grad
-/// (saved, grad).
-enum class ElementArity { Unary, Binary, Grad };
+/// The operands of an element kernel. Float ops (the Elementwise kernel):
+/// Unary (x), Binary (lhs, rhs) and Grad (saved, grad), one float type for
+/// all. The others (the ElementMixed kernel): Compare (lhs, rhs of one type
+/// -> bool), BoolUnary (bool -> bool), BoolBinary (bool, bool -> bool), Mask
+/// (condition, x -> x's type) and Select (condition, on_true, on_false ->
+/// their type).
+enum class ElementArity {
+  Unary,
+  Binary,
+  Grad,
+  Compare,
+  BoolUnary,
+  BoolBinary,
+  Mask,
+  Select
+};
+
+/// Operands of each arity.
+constexpr int elementOperandCount(ElementArity arity) {
+  switch (arity) {
+  case ElementArity::Unary:
+  case ElementArity::BoolUnary:
+    return 1;
+  case ElementArity::Select:
+    return 3;
+  default:
+    return 2;
+  }
+}
+/// Whether the op's result is bool (i1).
+constexpr bool elementResultIsBool(ElementArity arity) {
+  return arity == ElementArity::Compare || arity == ElementArity::BoolUnary ||
+         arity == ElementArity::BoolBinary;
+}
+/// Whether it runs as the float Elementwise kernel (every operand and the
+/// result of one float type).
+constexpr bool elementIsFloat(ElementArity arity) {
+  return arity == ElementArity::Unary || arity == ElementArity::Binary ||
+         arity == ElementArity::Grad;
+}
 
 // clang-format off
 #define ZRT_ELEMENT_KERNEL_LIST(X)                                             \
@@ -180,7 +222,34 @@ enum class ElementArity { Unary, Binary, Grad };
     "x[i] > 0 ? grad[i] : grad[i] alpha exp(x[i])")                            \
   X(PowGrad, "pow_grad", Grad, none, P1(exponent, 1.0), "", "",                \
     p0 == T(0.0) ? T(0.0) : bv * p0 * fPow(x, p0 - T(1.0)), NoVjp,             \
-    "exponent == 0 ? 0 : grad[i] exponent x[i]^(exponent - 1)")
+    "exponent == 0 ? 0 : grad[i] exponent x[i]^(exponent - 1)")                \
+  X(Eq, "eq", Compare, eq, P0, "eq.Tensor eq.Scalar", "[Commutative]",         \
+    x == bv, Grads(Zero, Zero), "lhs[i] == rhs[i]")                            \
+  X(Ne, "ne", Compare, ne, P0, "ne.Tensor ne.Scalar", "[Commutative]",         \
+    x != bv, Grads(Zero, Zero), "lhs[i] != rhs[i]")                            \
+  X(Lt, "lt", Compare, lt, P0, "lt.Tensor lt.Scalar", "",                      \
+    x < bv, Grads(Zero, Zero), "lhs[i] < rhs[i]")                              \
+  X(Le, "le", Compare, le, P0, "le.Tensor le.Scalar", "",                      \
+    x <= bv, Grads(Zero, Zero), "lhs[i] <= rhs[i]")                            \
+  X(Gt, "gt", Compare, gt, P0, "gt.Tensor gt.Scalar", "",                      \
+    x > bv, Grads(Zero, Zero), "lhs[i] > rhs[i]")                              \
+  X(Ge, "ge", Compare, ge, P0, "ge.Tensor ge.Scalar", "",                      \
+    x >= bv, Grads(Zero, Zero), "lhs[i] >= rhs[i]")                            \
+  X(LogicalAnd, "logical_and", BoolBinary, logicalAnd, P0,                     \
+    "logical_and.default bitwise_and.Tensor __and__.Tensor", "[Commutative]",  \
+    x && bv, Grads(Zero, Zero), "lhs[i] and rhs[i]")                           \
+  X(LogicalOr, "logical_or", BoolBinary, logicalOr, P0,                        \
+    "logical_or.default bitwise_or.Tensor __or__.Tensor", "[Commutative]",     \
+    x || bv, Grads(Zero, Zero), "lhs[i] or rhs[i]")                            \
+  X(LogicalNot, "logical_not", BoolUnary, logicalNot, P0,                      \
+    "logical_not.default bitwise_not.default", "", !x, Grads(Zero),            \
+    "not x[i]")                                                                \
+  X(Where, "where", Select, where, P0,                                         \
+    "where.self where.ScalarOther where.ScalarSelf where.Scalar", "",          \
+    x ? bv : cv, Grads(Zero, Mask(A, DY), Mask(LogicalNot(A), DY)),            \
+    "condition[i] ? on_true[i] : on_false[i]")                                 \
+  X(Mask, "mask", Mask, mask, P0, "", "", x ? bv : T(0), Grads(Zero, Mask(A, DY)), \
+    "condition[i] ? x[i] : 0` (where's gradient)`")
 // clang-format on
 
 /// Each row's index in kElementRows (and its KernelId's value):

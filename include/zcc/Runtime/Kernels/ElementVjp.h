@@ -1,7 +1,7 @@
 //===- ElementVjp.h - the element ops' gradients, as data --------*- C++ -*-===//
 //
 // The Vjp column of ElementKernels.h as data: per operand, a short postfix
-// program over the leaves A, B (the operands), Y (the result), DY (the
+// program over the leaves A, B, C (the operands), Y (the result), DY (the
 // result's gradient), G0 (operand 0's gradient) and the rows themselves;
 // Zero (no program) where the gradient is zero.
 // zt-autodiff builds the ops it names; the tests evaluate it with the
@@ -18,7 +18,7 @@
 namespace zcc::runtime::vjp {
 
 /// A leaf of a gradient expression.
-enum class Leaf : int16_t { A, B, Y, DY, G0 };
+enum class Leaf : int16_t { A, B, C, Y, DY, G0 };
 
 /// One step of a postfix program: a leaf pushed, or a row (its index in
 /// kElementRows) applied to the top one or two values.
@@ -53,19 +53,24 @@ struct Expr {
 /// The gradients of an op's operands, in operand order; `defined` is false
 /// for the rows with no gradient (the Grad rows).
 struct Vjp {
-  Expr grads[2] = {};
+  Expr grads[3] = {};
   int count = 0;
   bool defined = false;
 };
 
-inline constexpr Expr A{Leaf::A}, B{Leaf::B}, Y{Leaf::Y}, DY{Leaf::DY},
-    G0{Leaf::G0};
+inline constexpr Expr A{Leaf::A}, B{Leaf::B}, C{Leaf::C}, Y{Leaf::Y},
+    DY{Leaf::DY}, G0{Leaf::G0};
 /// A zero gradient: the operand gets no contribution.
 inline constexpr Expr Zero{};
 inline constexpr Vjp NoVjp{};
-constexpr Vjp Grads(const Expr &g) { return Vjp{{g, Expr()}, 1, true}; }
+constexpr Vjp Grads(const Expr &g) {
+  return Vjp{{g, Expr(), Expr()}, 1, true};
+}
 constexpr Vjp Grads(const Expr &g0, const Expr &g1) {
-  return Vjp{{g0, g1}, 2, true};
+  return Vjp{{g0, g1, Expr()}, 2, true};
+}
+constexpr Vjp Grads(const Expr &g0, const Expr &g1, const Expr &g2) {
+  return Vjp{{g0, g1, g2}, 3, true};
 }
 
 // One builder per row, named as its Id: Mul(a, b), Neg(a), TanhGrad(y, dy).
@@ -76,6 +81,14 @@ constexpr Vjp Grads(const Expr &g0, const Expr &g1) {
     return a.then(b).apply(element_row::id);                                        \
   }
 #define ZRT_VJP_BUILDER_Grad(id) ZRT_VJP_BUILDER_Binary(id)
+#define ZRT_VJP_BUILDER_Compare(id) ZRT_VJP_BUILDER_Binary(id)
+#define ZRT_VJP_BUILDER_BoolUnary(id) ZRT_VJP_BUILDER_Unary(id)
+#define ZRT_VJP_BUILDER_BoolBinary(id) ZRT_VJP_BUILDER_Binary(id)
+#define ZRT_VJP_BUILDER_Mask(id) ZRT_VJP_BUILDER_Binary(id)
+#define ZRT_VJP_BUILDER_Select(id)                                             \
+  constexpr Expr id(const Expr &a, const Expr &b, const Expr &c) {             \
+    return a.then(b).then(c).apply(element_row::id);                           \
+  }
 #define ZRT_VJP_BUILDER(id, name, arity, ...)                          \
   ZRT_VJP_BUILDER_##arity(id)
 ZRT_ELEMENT_KERNEL_LIST(ZRT_VJP_BUILDER)
@@ -83,6 +96,11 @@ ZRT_ELEMENT_KERNEL_LIST(ZRT_VJP_BUILDER)
 #undef ZRT_VJP_BUILDER_Unary
 #undef ZRT_VJP_BUILDER_Binary
 #undef ZRT_VJP_BUILDER_Grad
+#undef ZRT_VJP_BUILDER_Compare
+#undef ZRT_VJP_BUILDER_BoolUnary
+#undef ZRT_VJP_BUILDER_BoolBinary
+#undef ZRT_VJP_BUILDER_Mask
+#undef ZRT_VJP_BUILDER_Select
 
 #define ZRT_VJP_OF(id, name, arity, method, params, torch, traits, value,      \
                    vjp, doc)                                                   \
@@ -97,7 +115,7 @@ static_assert(sizeof(kElementVjps) / sizeof(kElementVjps[0]) ==
 
 /// The number of operands of row `row`.
 constexpr int operandCount(int row) {
-  return kElementRows[row].arity == ElementArity::Unary ? 1 : 2;
+  return elementOperandCount(kElementRows[row].arity);
 }
 
 } // namespace zcc::runtime::vjp

@@ -260,12 +260,25 @@ TEST_F(ZTDialectTest, EveryElementRowRoundTrips) {
       attrs += std::string(k ? ", " : " {") + r.paramNames[k] + " = " +
                std::to_string(k + 0.5) + " : f64";
     attrs += r.paramCount ? "}" : "";
-    bool unary = r.arity == zcc::runtime::ElementArity::Unary;
-    std::string op = std::string("zt.") + r.name + (unary ? " %a" : " %a, %b");
-    std::string source =
-        "func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> "
-        "tensor<2x3xf32> {\n  %r = " +
-        op + attrs + " : tensor<2x3xf32>\n  return %r : tensor<2x3xf32>\n}\n";
+    // The op in MLIR's generic form, from the row's operand kinds; printed,
+    // it takes its own assembly format, which must parse back.
+    const char *f32 = "tensor<2x3xf32>", *i1 = "tensor<2x3xi1>";
+    bool boolResult = zcc::runtime::elementResultIsBool(r.arity);
+    std::string operands, types;
+    for (int i = 0; i < zcc::runtime::elementOperandCount(r.arity); ++i) {
+      bool condition = r.arity == zcc::runtime::ElementArity::BoolUnary ||
+                       r.arity == zcc::runtime::ElementArity::BoolBinary ||
+                       (i == 0 && (r.arity == zcc::runtime::ElementArity::Mask ||
+                                   r.arity == zcc::runtime::ElementArity::Select));
+      operands += std::string(i ? ", " : "") + (condition ? "%m" : "%a");
+      types += std::string(i ? ", " : "") + (condition ? i1 : f32);
+    }
+    const char *result = boolResult ? i1 : f32;
+    std::string source = std::string("func.func @f(%a: ") + f32 + ", %m: " +
+                         i1 + ") -> " + result + " {\n  %r = \"zt." + r.name +
+                         "\"(" + operands + ")" + attrs + " : (" + types +
+                         ") -> " + result + "\n  return %r : " + result +
+                         "\n}\n";
     OwningOpRef<ModuleOp> first =
         parseSourceString<ModuleOp>(source, ParserConfig(&context));
     ASSERT_TRUE(first) << source;
