@@ -412,20 +412,9 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   /// mse_grad.
   template <ElementOp Op> ZRT_HOST_DEVICE T compute(T x, T bv) const {
     [[maybe_unused]] T p0 = param[0], p1 = param[1];
-#define ZRT_FLOAT_FORMULA_Unary(id, value)                                     \
-  if constexpr (Op == ElementOp::id) {                                         \
-    return value;                                                              \
-  } else
-#define ZRT_FLOAT_FORMULA_Binary(id, value) ZRT_FLOAT_FORMULA_Unary(id, value)
-#define ZRT_FLOAT_FORMULA_Grad(id, value) ZRT_FLOAT_FORMULA_Unary(id, value)
-#define ZRT_FLOAT_FORMULA_Compare(id, value)
-#define ZRT_FLOAT_FORMULA_BoolUnary(id, value)
-#define ZRT_FLOAT_FORMULA_BoolBinary(id, value)
-#define ZRT_FLOAT_FORMULA_Mask(id, value)
-#define ZRT_FLOAT_FORMULA_Select(id, value)
 #define ZRT_ELEMENT_FORMULA(id, name, arity, method, params, torch, traits,    \
                             value, ...)                                        \
-  ZRT_FLOAT_FORMULA_##arity(id, value)
+  ZRT_IF_FLOAT_##arity(if constexpr (Op == ElementOp::id) { return value; } else)
     ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_FORMULA)
 #undef ZRT_ELEMENT_FORMULA
     if constexpr (Op == ElementOp::Scale) {
@@ -444,18 +433,10 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   template <typename Fn>
   ZRT_HOST_DEVICE static void dispatch(ElementOp op, Fn &&fn) {
     switch (op) {
-#define ZRT_FLOAT_DISPATCH_Unary(id)                                           \
-  case ElementOp::id:                                                          \
-    fn(std::integral_constant<ElementOp, ElementOp::id>{});                    \
-    break;
-#define ZRT_FLOAT_DISPATCH_Binary(id) ZRT_FLOAT_DISPATCH_Unary(id)
-#define ZRT_FLOAT_DISPATCH_Grad(id) ZRT_FLOAT_DISPATCH_Unary(id)
-#define ZRT_FLOAT_DISPATCH_Compare(id)
-#define ZRT_FLOAT_DISPATCH_BoolUnary(id)
-#define ZRT_FLOAT_DISPATCH_BoolBinary(id)
-#define ZRT_FLOAT_DISPATCH_Mask(id)
-#define ZRT_FLOAT_DISPATCH_Select(id)
-#define ZRT_ELEMENT_DISPATCH(id, name, arity, ...) ZRT_FLOAT_DISPATCH_##arity(id)
+#define ZRT_ELEMENT_DISPATCH(id, name, arity, ...)                             \
+  ZRT_IF_FLOAT_##arity(case ElementOp::id                                      \
+                       : fn(std::integral_constant<ElementOp, ElementOp::id>{}); \
+                       break;)
       ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_DISPATCH)
 #undef ZRT_ELEMENT_DISPATCH
     case ElementOp::Scale:
@@ -488,20 +469,9 @@ template <typename T, typename S = T> struct Elementwise : Functor {
 template <ElementOp Op, typename X, typename T>
 ZRT_HOST_DEVICE auto mixedValue(X x, [[maybe_unused]] T bv,
                                 [[maybe_unused]] T cv) {
-#define ZRT_MIXED_FORMULA_Compare(id, value)                                   \
-  if constexpr (Op == ElementOp::id) {                                         \
-    return value;                                                              \
-  } else
-#define ZRT_MIXED_FORMULA_BoolUnary(id, value) ZRT_MIXED_FORMULA_Compare(id, value)
-#define ZRT_MIXED_FORMULA_BoolBinary(id, value) ZRT_MIXED_FORMULA_Compare(id, value)
-#define ZRT_MIXED_FORMULA_Mask(id, value) ZRT_MIXED_FORMULA_Compare(id, value)
-#define ZRT_MIXED_FORMULA_Select(id, value) ZRT_MIXED_FORMULA_Compare(id, value)
-#define ZRT_MIXED_FORMULA_Unary(id, value)
-#define ZRT_MIXED_FORMULA_Binary(id, value)
-#define ZRT_MIXED_FORMULA_Grad(id, value)
 #define ZRT_MIXED_FORMULA(id, name, arity, method, params, torch, traits,      \
                           value, ...)                                          \
-  ZRT_MIXED_FORMULA_##arity(id, value)
+  ZRT_IF_MIXED_##arity(if constexpr (Op == ElementOp::id) { return value; } else)
   ZRT_ELEMENT_KERNEL_LIST(ZRT_MIXED_FORMULA)
 #undef ZRT_MIXED_FORMULA
   {
@@ -592,18 +562,10 @@ template <typename T> struct ElementMixed : Functor {
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     switch (op) {
-#define ZRT_MIXED_DISPATCH_Compare(id)                                         \
-  case ElementOp::id:                                                          \
-    dispatchOp<ElementOp::id>(*this, i);                                       \
-    break;
-#define ZRT_MIXED_DISPATCH_BoolUnary(id) ZRT_MIXED_DISPATCH_Compare(id)
-#define ZRT_MIXED_DISPATCH_BoolBinary(id) ZRT_MIXED_DISPATCH_Compare(id)
-#define ZRT_MIXED_DISPATCH_Mask(id) ZRT_MIXED_DISPATCH_Compare(id)
-#define ZRT_MIXED_DISPATCH_Select(id) ZRT_MIXED_DISPATCH_Compare(id)
-#define ZRT_MIXED_DISPATCH_Unary(id)
-#define ZRT_MIXED_DISPATCH_Binary(id)
-#define ZRT_MIXED_DISPATCH_Grad(id)
-#define ZRT_MIXED_DISPATCH(id, name, arity, ...) ZRT_MIXED_DISPATCH_##arity(id)
+#define ZRT_MIXED_DISPATCH(id, name, arity, ...)                               \
+  ZRT_IF_MIXED_##arity(case ElementOp::id                                      \
+                       : dispatchOp<ElementOp::id>(*this, i);                  \
+                       break;)
       ZRT_ELEMENT_KERNEL_LIST(ZRT_MIXED_DISPATCH)
 #undef ZRT_MIXED_DISPATCH
     default:

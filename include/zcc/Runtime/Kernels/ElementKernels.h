@@ -69,6 +69,26 @@ enum class ElementArity {
   Select
 };
 
+// ZRT_IF_FLOAT_##arity(code) keeps `code` for the float arities (the
+// Elementwise kernel), ZRT_IF_MIXED_##arity(code) for the others (the
+// ElementMixed kernel): how a row list is split between the two kernels.
+#define ZRT_IF_FLOAT_Unary(...) __VA_ARGS__
+#define ZRT_IF_FLOAT_Binary(...) __VA_ARGS__
+#define ZRT_IF_FLOAT_Grad(...) __VA_ARGS__
+#define ZRT_IF_FLOAT_Compare(...)
+#define ZRT_IF_FLOAT_BoolUnary(...)
+#define ZRT_IF_FLOAT_BoolBinary(...)
+#define ZRT_IF_FLOAT_Mask(...)
+#define ZRT_IF_FLOAT_Select(...)
+#define ZRT_IF_MIXED_Unary(...)
+#define ZRT_IF_MIXED_Binary(...)
+#define ZRT_IF_MIXED_Grad(...)
+#define ZRT_IF_MIXED_Compare(...) __VA_ARGS__
+#define ZRT_IF_MIXED_BoolUnary(...) __VA_ARGS__
+#define ZRT_IF_MIXED_BoolBinary(...) __VA_ARGS__
+#define ZRT_IF_MIXED_Mask(...) __VA_ARGS__
+#define ZRT_IF_MIXED_Select(...) __VA_ARGS__
+
 /// Operands of each arity.
 constexpr int elementOperandCount(ElementArity arity) {
   switch (arity) {
