@@ -549,10 +549,10 @@ LogicalResult GradientBuilder::backward(Operation *op,
                   "zt-autodiff (zt-optimizer adds them)";
       })
       .Default([&](Operation *o) -> LogicalResult {
-        if (isa<ZTDialect>(o->getDialect()))
-          if (int row = elementRowOf(o);
-              row >= 0 && vjp::kElementVjps[row].defined)
-            return elementBackward(o, row, dy);
+        // Element ops: their rows' gradients (elementRowOf is -1 outside zt).
+        if (int row = elementRowOf(o);
+            row >= 0 && vjp::kElementVjps[row].defined)
+          return elementBackward(o, row, dy);
         if (isa<ZTDialect>(o->getDialect()))
           return o->emitOpError()
                  << "has no gradient rule (zt-autodiff differentiates "
