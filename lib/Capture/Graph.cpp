@@ -184,7 +184,12 @@ struct Graph::Impl {
   template <typename OpTy, typename... Args>
   Tensor build(const Where &where, Args &&...args) {
     builder.setInsertionPointToEnd(body.get());
-    OpTy op = builder.create<OpTy>(loc(where), std::forward<Args>(args)...);
+    return verified(
+        builder.create<OpTy>(loc(where), std::forward<Args>(args)...));
+  }
+  /// Verifies a newly built op: its result, or the graph's error (and the
+  /// op erased).
+  Tensor verified(Operation *op) {
     zcc::DiagnosticCollector diagnostics(context);
     if (failed(verify(op))) {
       op->erase();
@@ -294,13 +299,8 @@ struct Graph::Impl {
           k < static_cast<int>(params.size()) ? params[k]
                                               : r.paramDefaults[k]));
     builder.setInsertionPointToEnd(body.get());
-    Operation *op = zt::buildElementOp(builder, loc(where), row, values, attrs);
-    zcc::DiagnosticCollector diagnostics(context);
-    if (failed(verify(op))) {
-      op->erase();
-      return failWith(diagnostics);
-    }
-    return record(op->getResult(0));
+    return verified(
+        zt::buildElementOp(builder, loc(where), row, values, attrs));
   }
 
   /// A dimension index in [0, rank), negative counting from the end.

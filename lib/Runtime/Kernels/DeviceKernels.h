@@ -481,8 +481,9 @@ ZRT_HOST_DEVICE auto mixedValue(X x, [[maybe_unused]] T bv,
 }
 
 /// How ElementMixed's non-bool operands are stored: as the executor's float
-/// type, bf16, i32, i64 or bool.
-enum class MixedStorage : int8_t { Compute, BF16, I32, I64, Bool };
+/// type (an f32 tensor), i32, i64, bf16 or bool; numbered as the plan's
+/// DType (DeviceProgram.cpp checks), which this header cannot include.
+enum class MixedStorage : int8_t { Compute, I32, I64, BF16, Bool };
 
 /// The element kernels with bool operands or results: comparisons (a and b
 /// of one storage -> bool), logical ops (bools -> bool), mask (bool a, b ->

@@ -20,6 +20,13 @@ using namespace zcc::runtime::device;
 
 namespace {
 
+static_assert(int(MixedStorage::Compute) == int(DType::F32) &&
+                  int(MixedStorage::I32) == int(DType::I32) &&
+                  int(MixedStorage::I64) == int(DType::I64) &&
+                  int(MixedStorage::BF16) == int(DType::BF16) &&
+                  int(MixedStorage::Bool) == int(DType::Bool),
+              "MixedStorage is numbered as DType");
+
 /// Bytes of one element as the executor stores it: float tensors hold T.
 template <typename T> int32_t elementBytes(DType dtype) {
   return dtype == DType::F32 ? static_cast<int32_t>(sizeof(T))
@@ -352,24 +359,8 @@ private:
     f.y = result<void>(0);
     f.count = outType(0).numElements();
     // Compared operands are a's type; mask's and select's values b's.
-    DType values = launch.inputs.size() > 1 ? inType(1).dtype : inType(0).dtype;
-    switch (values) {
-    case DType::F32:
-      f.storage = MixedStorage::Compute;
-      break;
-    case DType::BF16:
-      f.storage = MixedStorage::BF16;
-      break;
-    case DType::I32:
-      f.storage = MixedStorage::I32;
-      break;
-    case DType::I64:
-      f.storage = MixedStorage::I64;
-      break;
-    case DType::Bool:
-      f.storage = MixedStorage::Bool;
-      break;
-    }
+    f.storage = static_cast<MixedStorage>(
+        launch.inputs.size() > 1 ? inType(1).dtype : inType(0).dtype);
     broadcastReads(f);
     push(f);
   }

@@ -411,7 +411,8 @@ Status checkConstant(const LaunchRules &r) {
     if (std::isfinite(value) && std::fabs(value) > FLT_MAX)
       return r.fail("value ", LaunchRules::formatNumber(value),
                     " is out of range for bf16");
-    return Status::ok();  case DType::Bool:
+    return Status::ok();
+  case DType::Bool:
     if (value != 0.0 && value != 1.0)
       return r.fail("value ", LaunchRules::formatNumber(value),
                     " is not a bool (0 or 1)");
