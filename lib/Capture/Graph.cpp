@@ -17,6 +17,7 @@
 #include "mlir/IR/Verifier.h"
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Kernels/ShapeRules.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -33,8 +34,17 @@ using zcc::runtime::Status;
 using zcc::runtime::StatusCode;
 
 namespace zt = zcc::zt;
+namespace rt = zcc::runtime;
 
 namespace {
+
+/// The result shape that an op's rule (ShapeRules.h) gives, or when the
+/// operands break it `fallback`: the op built then fails its verifier, which
+/// applies the same rule and says what is wrong.
+std::vector<int64_t> ruleShape(const Status &verdict, rt::Shape shape,
+                               const std::vector<int64_t> &fallback) {
+  return verdict.isOk() ? shape : fallback;
+}
 
 std::string formatShape(const std::vector<int64_t> &shape) {
   std::string text = "[";
@@ -328,15 +338,12 @@ struct Graph::Impl {
     for (int64_t &d : dims)
       if (!normalizeDim(d, rank, where, what))
         return {};
-    std::vector<int64_t> out;
-    for (int64_t d = 0; d < rank; ++d) {
-      bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
-      if (!reduced)
-        out.push_back(shape(x)[d]);
-      else if (keepDims)
-        out.push_back(1);
-    }
-    return build<OpTy>(where, tensorType(out, info(x).dtype), value(x),
+    rt::Shape out;
+    Status verdict = rt::reductionShape(shape(x), dims, keepDims, out);
+    return build<OpTy>(where,
+                       tensorType(ruleShape(verdict, out, shape(x)),
+                                  info(x).dtype),
+                       value(x),
                        builder.getDenseI64ArrayAttr(dims),
                        keepDims ? builder.getUnitAttr() : UnitAttr());
   }
@@ -629,14 +636,15 @@ Tensor Graph::transpose(Tensor x, const std::vector<int64_t> &perm,
   if (!g.usable(where, "transpose", {x}))
     return {};
   int64_t rank = x.rank();
-  std::vector<int64_t> dims = perm, out;
-  for (int64_t &d : dims) {
+  std::vector<int64_t> dims = perm;
+  for (int64_t &d : dims)
     if (!g.normalizeDim(d, rank, where, "transpose"))
       return {};
-    out.push_back(g.shape(x)[d]);
-  }
-  return g.build<zt::TransposeOp>(where, g.tensorType(out, x.dtype()),
-                                  g.value(x),
+  rt::Shape out;
+  Status verdict = rt::transposeShape(g.shape(x), dims, out);
+  return g.build<zt::TransposeOp>(
+      where, g.tensorType(ruleShape(verdict, out, g.shape(x)), x.dtype()),
+      g.value(x),
                                   g.builder.getDenseI64ArrayAttr(dims));
 }
 
@@ -663,13 +671,11 @@ Tensor Graph::slice(Tensor x, const std::vector<int64_t> &start,
     return {};
   std::vector<int64_t> steps =
       strides.empty() ? std::vector<int64_t>(start.size(), 1) : strides;
-  std::vector<int64_t> out;
-  for (size_t d = 0; d < start.size() && d < limit.size() && d < steps.size();
-       ++d)
-    out.push_back(steps[d] > 0 && limit[d] > start[d]
-                      ? (limit[d] - start[d] + steps[d] - 1) / steps[d]
-                      : 0);
-  return g.build<zt::SliceOp>(where, g.tensorType(out, x.dtype()), g.value(x),
+  rt::Shape out;
+  Status verdict = rt::sliceShape(g.shape(x), start, limit, steps, out);
+  return g.build<zt::SliceOp>(
+      where, g.tensorType(ruleShape(verdict, out, g.shape(x)), x.dtype()),
+      g.value(x),
                               g.builder.getDenseI64ArrayAttr(start),
                               g.builder.getDenseI64ArrayAttr(limit),
                               g.builder.getDenseI64ArrayAttr(steps));
@@ -710,15 +716,18 @@ Tensor Graph::concat(const std::vector<Tensor> &inputs, int64_t dim,
       return {};
   if (!g.normalizeDim(dim, inputs[0].rank(), where, "concat"))
     return {};
-  std::vector<int64_t> out = g.shape(inputs[0]);
   SmallVector<Value> operands;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    operands.push_back(g.value(inputs[i]));
-    if (i > 0 && dim < inputs[i].rank())
-      out[dim] += g.shape(inputs[i])[dim];
+  std::vector<rt::Shape> shapes;
+  for (const Tensor &t : inputs) {
+    operands.push_back(g.value(t));
+    shapes.push_back(g.shape(t));
   }
-  return g.build<zt::ConcatOp>(where, g.tensorType(out, inputs[0].dtype()),
-                               operands, g.builder.getI64IntegerAttr(dim));
+  rt::Shape out;
+  Status verdict = rt::concatShape(shapes, dim, out);
+  return g.build<zt::ConcatOp>(
+      where,
+      g.tensorType(ruleShape(verdict, out, shapes[0]), inputs[0].dtype()),
+      operands, g.builder.getI64IntegerAttr(dim));
 }
 
 //===----------------------------------------------------------------------===//
@@ -743,15 +752,12 @@ Tensor Graph::matmul(Tensor a, Tensor b, bool transposeA, bool transposeB,
   Impl &g = *impl_;
   if (!g.usable(where, "matmul", {a, b}))
     return {};
-  const std::vector<int64_t> &sa = g.shape(a), &sb = g.shape(b);
-  std::vector<int64_t> out = sa;
-  if (sa.size() >= 2 && sb.size() >= 2) {
-    out.resize(sa.size() - 2);
-    out.push_back(sa[sa.size() - (transposeA ? 1 : 2)]);
-    out.push_back(sb[sb.size() - (transposeB ? 2 : 1)]);
-  }
+  rt::Shape out;
+  Status verdict =
+      rt::matmulShape(g.shape(a), g.shape(b), transposeA, transposeB, out);
   return g.build<zt::MatmulOp>(
-      where, g.tensorType(out, a.dtype()), g.value(a), g.value(b),
+      where, g.tensorType(ruleShape(verdict, out, g.shape(a)), a.dtype()),
+      g.value(a), g.value(b),
       transposeA ? g.builder.getUnitAttr() : UnitAttr(),
       transposeB ? g.builder.getUnitAttr() : UnitAttr());
 }
@@ -769,11 +775,13 @@ Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal, double scale,
   if (std::isnan(scale))
     scale =
         1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(sq.back(), 1)));
-  std::vector<int64_t> out(sq.begin(), sq.end() - 1), rows = out;
-  out.push_back(sv.back());
+  rt::Shape out, rows;
+  Status verdict =
+      rt::attentionShapes(sq, g.shape(k), sv, scale, out, rows);
   return g.build<zt::AttentionOp>(
       where,
-      TypeRange{g.tensorType(out, q.dtype()), g.tensorType(rows, q.dtype())},
+      TypeRange{g.tensorType(ruleShape(verdict, out, sq), q.dtype()),
+                g.tensorType(ruleShape(verdict, rows, sq), q.dtype())},
       g.value(q), g.value(k), g.value(v), g.builder.getF64FloatAttr(scale),
       causal ? g.builder.getUnitAttr() : UnitAttr());
 }

@@ -44,43 +44,10 @@ FailureOr<rt::TensorType> typeOf(Location loc, Type type) {
                         std::vector<int64_t>(shape.begin(), shape.end())};
 }
 
-rt::Region regionOf(zplan::Region region) {
-  switch (region) {
-  case zplan::Region::Arena:
-    return rt::Region::Arena;
-  case zplan::Region::Persistent:
-    return rt::Region::Persistent;
-  case zplan::Region::Input:
-    return rt::Region::Input;
-  case zplan::Region::Output:
-    return rt::Region::Output;
-  case zplan::Region::Constant:
-    return rt::Region::Constant;
-  }
-  llvm_unreachable("unknown region");
-}
-
-rt::TensorRole roleOf(std::optional<StringRef> role) {
-  if (!role)
-    return rt::TensorRole::None;
-  return llvm::StringSwitch<rt::TensorRole>(*role)
-      .Case("input", rt::TensorRole::Input)
-      .Case("label", rt::TensorRole::Label)
-      .Case("step", rt::TensorRole::Step)
-      .Case("loss", rt::TensorRole::Loss)
-      .Case("gradient", rt::TensorRole::Gradient)
-      .Default(rt::TensorRole::None);
-}
-
-FailureOr<rt::EntryKind> entryKindOf(zplan::EntryOp entry) {
-  StringRef kind = entry.getKind();
-  if (kind == "train_step")
-    return rt::EntryKind::TrainStep;
-  if (kind == "microbatch")
-    return rt::EntryKind::Microbatch;
-  if (kind == "apply")
-    return rt::EntryKind::Apply;
-  return entry.emitOpError() << "unknown entry kind '" << kind << "'";
+/// A zplan enum as the runtime's: both come from one list (PlanEnums.h),
+/// whose values are the file's.
+template <typename Runtime, typename ZPlan> Runtime runtimeEnum(ZPlan value) {
+  return static_cast<Runtime>(static_cast<uint32_t>(value));
 }
 
 FailureOr<rt::Initializer> initializerOf(zplan::SlotOp slot) {
@@ -113,9 +80,9 @@ FailureOr<rt::Initializer> initializerOf(zplan::SlotOp slot) {
   return result;
 }
 
-/// One zt attribute as a launch parameter.
-FailureOr<rt::Param> paramOf(zplan::LaunchOp launch, NamedAttribute attr) {
-  rt::Param param;
+/// One zt attribute as a launch parameter; false for an attribute kind
+/// the plan format cannot hold.
+bool paramOf(NamedAttribute attr, rt::Param &param) {
   param.name = attr.getName().str();
   Attribute value = attr.getValue();
   if (isa<UnitAttr>(value)) {
@@ -145,11 +112,9 @@ FailureOr<rt::Param> paramOf(zplan::LaunchOp launch, NamedAttribute attr) {
       param.floatValue =
           static_cast<double>(splat.getSplatValue<APInt>().getSExtValue());
   } else {
-    return launch.emitOpError()
-           << "parameter '" << attr.getName()
-           << "' has an attribute kind the plan format cannot hold: " << value;
+    return false;
   }
-  return param;
+  return true;
 }
 
 /// Writes a constant slot's data into the constant region, little-endian.
@@ -189,6 +154,27 @@ uint64_t i64Attr(ModuleOp module, StringRef name) {
 }
 
 } // namespace
+
+FailureOr<rt::Launch> zcc::decodeLaunchOf(Operation *op, StringRef kernel,
+                                          DictionaryAttr params) {
+  std::vector<rt::Param> decoded;
+  for (NamedAttribute attr : params) {
+    rt::Param param;
+    if (!paramOf(attr, param))
+      return op->emitOpError()
+             << "parameter '" << attr.getName()
+             << "' has an attribute kind the plan format cannot hold: "
+             << attr.getValue();
+    decoded.push_back(std::move(param));
+  }
+  // The same decoding the loader does, so a plan the compiler writes reads
+  // back.
+  rt::Launch launch;
+  rt::Status status = rt::decodeLaunch(kernel, decoded, launch);
+  if (!status.isOk())
+    return op->emitOpError() << status.message();
+  return launch;
+}
 
 std::string zcc::formatLocation(Location loc) {
   FileLineColLoc file = loc->findInstanceOf<FileLineColLoc>();
@@ -232,10 +218,7 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
   for (auto entryOp : module.getOps<zplan::EntryOp>()) {
     rt::Entry entry;
     entry.name = entryOp.getSymName().str();
-    FailureOr<rt::EntryKind> kind = entryKindOf(entryOp);
-    if (failed(kind))
-      return failure();
-    entry.kind = *kind;
+    entry.kind = runtimeEnum<rt::EntryKind>(entryOp.getKind());
     entry.arenaSize = entryOp.getArena();
     entry.lowerBound = entryOp.getLowerBound();
     entry.noReuseSize = entryOp.getNoReuse();
@@ -245,7 +228,7 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
         FailureOr<rt::TensorType> type = typeOf(slot.getLoc(), slot.getType());
         if (failed(type))
           return failure();
-        rt::Buffer buffer{regionOf(slot.getRegion()),
+        rt::Buffer buffer{runtimeEnum<rt::Region>(slot.getRegion()),
                           static_cast<uint64_t>(slot.getOffset()),
                           static_cast<uint64_t>(slot.getSize())};
         uint64_t end = buffer.offset + buffer.size;
@@ -257,7 +240,8 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
         tensor.name = slot.getName().value_or("").str();
         tensor.type = *type;
         tensor.buffer = static_cast<uint32_t>(entry.buffers.size());
-        tensor.role = roleOf(slot.getRole());
+        if (std::optional<zplan::TensorRole> role = slot.getRole())
+          tensor.role = runtimeEnum<rt::TensorRole>(*role);
         if (buffer.region == rt::Region::Persistent) {
           FailureOr<rt::Initializer> init = initializerOf(slot);
           if (failed(init))
@@ -308,29 +292,18 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
       auto launchOp = dyn_cast<zplan::LaunchOp>(op);
       if (!launchOp)
         return op.emitOpError() << "unexpected in a zplan.entry";
-      std::vector<rt::Param> params;
-      for (NamedAttribute attr : launchOp.getParams()) {
-        FailureOr<rt::Param> param = paramOf(launchOp, attr);
-        if (failed(param))
-          return failure();
-        params.push_back(std::move(*param));
-      }
-      // The same decoding the loader does, so a plan this writes reads back.
-      rt::Launch launch;
-      rt::Status decoded =
-          rt::decodeLaunch(launchOp.getKernel(), params, launch);
-      if (!decoded.isOk())
-        return launchOp.emitOpError() << decoded.message();
+      FailureOr<rt::Launch> decoded = decodeLaunchOf(
+          launchOp, launchOp.getKernel(), launchOp.getParams());
+      if (failed(decoded))
+        return failure();
+      rt::Launch launch = std::move(*decoded);
       for (Value v : launchOp.getInputs())
         launch.inputs.push_back(tensorOf.at(v));
       for (Value v : launchOp.getOutputs())
         launch.outputs.push_back(tensorOf.at(v));
       launch.location = formatLocation(launchOp.getLoc());
-      if (auto phase = launchOp->getAttrOfType<StringAttr>("phase"))
-        launch.phase = phase.getValue() == "backward"    ? rt::Phase::Backward
-                       : phase.getValue() == "update"    ? rt::Phase::Update
-                       : phase.getValue() == "recompute" ? rt::Phase::Recompute
-                                                         : rt::Phase::Forward;
+      if (std::optional<zplan::Phase> phase = launchOp.getPhase())
+        launch.phase = runtimeEnum<rt::Phase>(*phase);
       entry.launches.push_back(std::move(launch));
     }
     uint64_t align = std::max<uint64_t>(plan.alignment, 1);

@@ -15,6 +15,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Plan/OpTraits.h"
 #include "zcc/Runtime/Kernels/ElementVjp.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -572,9 +573,7 @@ LogicalResult GradientBuilder::backward(Operation *op,
 bool isCheapToRecompute(Operation *op) {
   if (op->getNumOperands() == 0 || op->getNumResults() != 1)
     return false;
-  return op->hasTrait<OpTrait::Elementwise>() ||
-         isa<ReshapeOp, TransposeOp, SliceOp, BroadcastInDimOp, DropoutOp,
-             LayerNormOp, RmsNormOp, ConvertOp>(op);
+  return traitsOf(op) & zcc::runtime::kCheapToRecompute;
 }
 
 /// Forward values the backward reads are recomputed just before their first

@@ -41,13 +41,6 @@ int64_t zcc::tensorBytes(Type type) {
   return tensor.getNumElements() * ((tensor.getElementTypeBitWidth() + 7) / 8);
 }
 
-/// Ops that read each operand element only to write the same result element,
-/// so a result may overwrite an operand's buffer (the tied updates): the
-/// forward element ops (the Elementwise trait of ZTOps.td's unary and binary
-/// op classes and scale) and the optimizer updates.
-static bool isElementwise(Operation *op) {
-  return op->hasTrait<OpTrait::Elementwise>() || isa<SgdOp, AdamwOp>(op);
-}
 
 /// Whether two values' elements have one size: a bool mask of as many bytes
 /// as a float operand (or a broadcast view's source) is not its elements.
@@ -69,9 +62,7 @@ static bool isDataConstant(Operation *op) {
 /// Runs as a kernel that may read its operands through broadcast strides
 /// (the element kernels: the rule the loader checks).
 static bool readsThroughStrides(Operation *op) {
-  std::optional<runtime::KernelId> kernel =
-      runtime::findKernel(op->getName().stripDialect().str());
-  return kernel && runtime::kernelReadsThroughStrides(*kernel);
+  return traitsOf(op) & runtime::kStridedReads;
 }
 
 /// A broadcast read through strides instead of materialized: it repeats
@@ -184,7 +175,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
 
   // In place in the arena: a result written over an operand whose value
   // dies at its op, when both are arena buffers of one size and the kernel
-  // reads each element before writing it (runtime::kernelAllowsInPlace, the
+  // reads each element before writing it (kInPlace: kernelAllowsInPlace, the
   // rule the loader checks). Values the step returns keep their buffers.
   llvm::DenseSet<unsigned> returned;
   for (Value value : ret.getOperands())
@@ -193,7 +184,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
   // becomes its part of the bucket, and a result is the part.
   llvm::DenseSet<unsigned> bucketValues;
   for (Operation *op : live.schedule)
-    if (isa<AllReduceOp, PackOp>(op)) {
+    if (traitsOf(op) & runtime::kBucket) {
       for (Value v : op->getOperands())
         bucketValues.insert(live.bufferOf.lookup(v));
       for (Value v : op->getResults())
@@ -203,9 +194,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
        inPlace ? ArrayRef<Operation *>(live.schedule) : ArrayRef<Operation *>()) {
     if (isView(op) || op->getNumResults() != 1)
       continue;
-    std::optional<runtime::KernelId> kernel =
-        runtime::findKernel(op->getName().stripDialect().str());
-    if (!kernel || !runtime::kernelAllowsInPlace(*kernel))
+    if (!(traitsOf(op) & runtime::kInPlace))
       continue;
     unsigned r = live.bufferOf.lookup(op->getResult(0));
     LiveBuffer &result = live.buffers[r];
@@ -246,7 +235,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
   // them as one flat tensor): only a part at an aligned offset is computed
   // in place, since kernels may rely on their operands' alignment.
   for (Operation *op : live.schedule) {
-    if (!isa<AllReduceOp, PackOp>(op))
+    if (!(traitsOf(op) & runtime::kBucket))
       continue;
     bool dense = isa<PackOp>(op);
     int64_t pos = live.positionOf[op];
@@ -317,7 +306,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
         continue;
       }
       // In place when the target's old value is read no later than the
-      // update, and at the update only by an elementwise op.
+      // update, and at the update only by a kernel that may run in place.
       Operation *def = root.getDefiningOp();
       bool inPlace = ownsBuffer && def;
       if (inPlace) {
@@ -325,8 +314,9 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
         bool readsTarget = llvm::any_of(def->getOperands(), [&](Value v) {
           return live.bufferOf.lookup(v) == target;
         });
-        inPlace = lastRead[target] < pos || (lastRead[target] == pos &&
-                                             readsTarget && isElementwise(def));
+        inPlace = lastRead[target] < pos ||
+                  (lastRead[target] == pos && readsTarget &&
+                   (traitsOf(def) & runtime::kInPlace));
       }
       if (inPlace) {
         for (auto &[v, b] : live.bufferOf)

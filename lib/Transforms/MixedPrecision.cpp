@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Plan/OpTraits.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -49,11 +50,9 @@ bool isF32(Value v) {
 }
 
 /// Ops that compute in f32 and store their result in the operands' type:
-/// bf16 in, bf16 out, each result rounded once.
+/// bf16 in, bf16 out, each result rounded once (kStoresBf16).
 bool storesLikeOperands(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, NegOp, TanhOp, SigmoidOp, ReluOp, GeluOp,
-             GeluErfOp, SiluOp, ScaleOp, DropoutOp, ReshapeOp, TransposeOp,
-             SliceOp, BroadcastInDimOp, ConcatOp>(op);
+  return traitsOf(op) & runtime::kStoresBf16;
 }
 
 class Rewriter {
@@ -83,7 +82,7 @@ private:
       setElement(product.getResult(), bf16());
       return;
     }
-    if (isa<SoftmaxCrossEntropyOp>(op))
+    if (traitsOf(op) & runtime::kReadsBf16)
       return; // bf16 logits are read directly, the loss is f32
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       auto results = func.getFunctionType().getResults();

@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "zcc/Dialect/ZPlan/ZPlanOps.h"
 #include "zcc/Planner/Algorithms.h"
+#include "zcc/Runtime/Plan/OpTraits.h"
 #include "zcc/Planner/PlanChecker.h"
 #include "zcc/Transforms/BufferLiveness.h"
 #include "zcc/Transforms/Passes.h"
@@ -33,25 +34,6 @@ using namespace zcc::zt;
 namespace planner = zcc::planner;
 
 namespace {
-
-/// A zt op's attributes as its launch's parameters: every attribute the op
-/// defines, defaults included, since the runtime holds no defaults of its
-/// own; nothing else (a discardable attribute is not the kernel's).
-DictionaryAttr launchParams(Operation *op) {
-  NamedAttrList params;
-  std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
-  if (!info)
-    return params.getDictionary(op->getContext());
-  for (StringAttr name : info->getAttributeNames()) {
-    if (!zt::isKernelParameter(name.strref()))
-      continue;
-    if (std::optional<Attribute> value = op->getInherentAttr(name.strref()))
-      if (*value)
-        params.set(name, *value);
-  }
-  info->populateDefaultAttrs(params);
-  return params.getDictionary(op->getContext());
-}
 
 MemRefType memrefOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
@@ -77,21 +59,21 @@ StringAttr slotName(Value root) {
 
 /// What an input or output slot holds, for the runtime: it writes the step
 /// itself, feeds inputs and labels, and reports the loss.
-StringAttr slotRole(func::FuncOp fn, const LiveBuffer &buffer) {
+zplan::TensorRoleAttr slotRole(func::FuncOp fn, const LiveBuffer &buffer) {
   MLIRContext *ctx = fn.getContext();
   if (buffer.kind == MemoryKind::Input) {
     std::optional<ArgRole> role = argRole(fn, buffer.argIndex);
-    if (role == ArgRole::Label)
-      return StringAttr::get(ctx, "label");
-    if (role == ArgRole::Step)
-      return StringAttr::get(ctx, "step");
-    return StringAttr::get(ctx, "input");
+    return zplan::TensorRoleAttr::get(
+        ctx, role == ArgRole::Label  ? zplan::TensorRole::Label
+             : role == ArgRole::Step ? zplan::TensorRole::Step
+                                     : zplan::TensorRole::Input);
   }
   if (buffer.kind == MemoryKind::Output)
-    return StringAttr::get(ctx, resultArgIndex(fn, buffer.resultIndex,
-                                               ZTDialect::kGradientOfAttrName)
-                                    ? "gradient"
-                                    : "loss");
+    return zplan::TensorRoleAttr::get(
+        ctx, resultArgIndex(fn, buffer.resultIndex,
+                            ZTDialect::kGradientOfAttrName)
+                 ? zplan::TensorRole::Gradient
+                 : zplan::TensorRole::Loss);
   return {};
 }
 
@@ -189,26 +171,25 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
   /// Plans `fn`'s arena, replaces it with a zplan.entry, and returns the
   /// arena bytes it needs.
   /// The part of the step an op belongs to, for the memory timeline:
-  /// "update" (the optimizer's updates, their clipping's sums and
+  /// update (the optimizer's updates, their clipping's sums and
   /// learning-rate schedule, every op of an apply entry),
-  /// "recompute" (a forward op copied into the backward),
-  /// "backward" (from zt-autodiff's zt.backward_start on), else "" (the
+  /// recompute (a forward op copied into the backward),
+  /// backward (from zt-autodiff's zt.backward_start on), else none (the
   /// forward).
-  static StringRef phaseOf(func::FuncOp fn, const BufferLiveness &live,
-                           Operation *op) {
-    if (isa<SgdOp, AdamwOp, SumSquaresOp, LrScheduleOp>(op) ||
-        entryKind(fn) == "apply")
-      return "update";
+  static std::optional<zplan::Phase>
+  phaseOf(func::FuncOp fn, const BufferLiveness &live, Operation *op) {
+    if ((traitsOf(op) & runtime::kUpdate) || entryKind(fn) == "apply")
+      return zplan::Phase::Update;
     // The learning rate the schedule gives, returned as `lr`.
     if (isa<ScaleOp>(op) && op->getOperand(0).getDefiningOp<LrScheduleOp>())
-      return "update";
+      return zplan::Phase::Update;
     if (op->hasAttr(ZTDialect::kRecomputeAttrName))
-      return "recompute";
+      return zplan::Phase::Recompute;
     auto start =
         fn->getAttrOfType<IntegerAttr>(ZTDialect::kBackwardStartAttrName);
     if (start && live.getPosition(op) >= start.getInt())
-      return "backward";
-    return "";
+      return zplan::Phase::Backward;
+    return std::nullopt;
   }
 
   FailureOr<int64_t> lowerEntry(func::FuncOp fn, const BufferLiveness &live) {
@@ -263,9 +244,14 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
                           "--planner-node-limit) for the same plan everywhere";
     }
 
+    std::optional<zplan::EntryKind> kind =
+        zplan::symbolizeEntryKind(entryKind(fn));
+    if (!kind)
+      return fn.emitOpError() << "has no entry kind (zt.entry), so it cannot "
+                                 "be planned as an entry point";
     OpBuilder b(fn);
-    auto entry = b.create<zplan::EntryOp>(fn.getLoc(), fn.getName(),
-                                          entryKind(fn), plan.arenaSize,
+    auto entry = b.create<zplan::EntryOp>(fn.getLoc(), fn.getName(), *kind,
+                                          plan.arenaSize,
                                           run.outcome.lowerBound, noReuse);
     Block *body = b.createBlock(&entry.getBody());
     b.setInsertionPointToStart(body);
@@ -384,11 +370,12 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
         inputs.push_back(memrefFor(operand));
       for (Value result : op->getResults())
         outputs.push_back(memrefFor(result));
-      auto launch = b.create<zplan::LaunchOp>(
+      std::optional<zplan::Phase> phase = phaseOf(fn, live, op);
+      b.create<zplan::LaunchOp>(
           op->getLoc(), op->getName().stripDialect(), inputs, outputs,
-          launchParams(op));
-      if (StringRef phase = phaseOf(fn, live, op); !phase.empty())
-        launch->setAttr("phase", b.getStringAttr(phase));
+          kernelParams(op),
+          phase ? zplan::PhaseAttr::get(b.getContext(), *phase)
+                : zplan::PhaseAttr());
     }
     // Copies at the return: outputs first, since a tied copy may overwrite
     // an argument another output returns.
@@ -404,7 +391,8 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
         if (to.getType() != from.getType())
           to = b.create<zplan::ViewOp>(fn.getLoc(), from.getType(), to);
         b.create<zplan::LaunchOp>(fn.getLoc(), "copy", ValueRange{from},
-                                  ValueRange{to}, b.getDictionaryAttr({}));
+                                  ValueRange{to}, b.getDictionaryAttr({}),
+                                  zplan::PhaseAttr());
       }
     }
     return plan.arenaSize;

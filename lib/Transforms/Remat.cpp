@@ -17,6 +17,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/OpTraits.h"
 #include "zcc/Target/PlanExport.h"
 #include "zcc/Transforms/BufferLiveness.h"
 #include "zcc/Transforms/Passes.h"
@@ -47,25 +49,36 @@ int64_t elements(Type type) {
   return shaped && shaped.hasStaticShape() ? shaped.getNumElements() : 1;
 }
 
-/// Floating-point operations of one op, roughly: what recomputing it costs.
+runtime::TensorType shapeOf(Type type) {
+  runtime::TensorType out;
+  if (auto shaped = dyn_cast<ShapedType>(type); shaped && shaped.hasRank())
+    out.shape.assign(shaped.getShape().begin(), shaped.getShape().end());
+  return out;
+}
+
+/// Floating-point operations of one op: what recomputing it costs, by the
+/// plan report's model (runtime::kernelFlops); a view's (no kernel) as a
+/// copy's. At least 1, so every copy costs something.
 double flopsOf(Operation *op) {
-  if (auto matmul = dyn_cast<MatmulOp>(op)) {
-    auto lhs = cast<ShapedType>(matmul.getLhs().getType());
-    int64_t k = lhs.getDimSize(lhs.getRank() - (matmul.getTransposeLhs() ? 2 : 1));
-    return 2.0 * elements(matmul.getType()) * k;
+  StringRef name = op->getName().stripDialect();
+  double flops = 0;
+  if (runtime::findKernel(name)) {
+    FailureOr<runtime::Launch> launch =
+        decodeLaunchOf(op, name, kernelParams(op));
+    if (failed(launch))
+      return 1;
+    std::vector<runtime::TensorType> inputs, outputs;
+    for (Type t : op->getOperandTypes())
+      inputs.push_back(shapeOf(t));
+    for (Type t : op->getResultTypes())
+      outputs.push_back(shapeOf(t));
+    flops = runtime::kernelFlops(launch->kernel, inputs, outputs,
+                                 launch->params);
+  } else {
+    for (Type type : op->getResultTypes())
+      flops += static_cast<double>(elements(type));
   }
-  if (auto attention = dyn_cast<AttentionOp>(op)) {
-    auto q = cast<ShapedType>(attention.getQuery().getType());
-    auto k = cast<ShapedType>(attention.getKey().getType());
-    auto v = cast<ShapedType>(attention.getValue().getType());
-    double keys = k.getDimSize(k.getRank() - 2);
-    double d = q.getDimSize(q.getRank() - 1), dv = v.getDimSize(v.getRank() - 1);
-    return 2.0 * (q.getNumElements() / d) * keys * (d + dv + 2);
-  }
-  double total = 0;
-  for (Type type : op->getResultTypes())
-    total += elements(type);
-  return std::max(total, 1.0);
+  return std::max(flops, 1.0);
 }
 
 /// One step's schedule and lifetimes, with what the pass asks of them.
@@ -129,9 +142,8 @@ public:
   /// An op the pass may copy: a forward op whose results are arena buffers
   /// (or views of them), not an optimizer update.
   bool recomputable(Operation *op) const {
-    if (inBackward(op) ||
-        isa<SgdOp, AdamwOp, SumSquaresOp, LrScheduleOp, ConstantOp>(op) ||
-        op->getNumResults() == 0)
+    if (inBackward(op) || (traitsOf(op) & runtime::kUpdate) ||
+        isa<ConstantOp>(op) || op->getNumResults() == 0)
       return false;
     return llvm::all_of(op->getResults(), [&](Value r) {
       return isView(op) || bufferOf(r).kind == MemoryKind::Arena;

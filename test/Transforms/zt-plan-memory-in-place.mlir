@@ -13,7 +13,7 @@
 //   pos  value  slot
 //   0    %a     A [0, 5)   (%a, then %d, then %e)
 //   1    %b     B [1, 4)   (%b, then %c)
-// CHECK-LABEL: zplan.entry @chain kind = "train_step" arena = 2048 lower_bound = 2048 no_reuse = 2048
+// CHECK-LABEL: zplan.entry @chain kind = train_step arena = 2048 lower_bound = 2048 no_reuse = 2048
 // CHECK-NEXT: %[[X:.+]] = zplan.slot input offset = 0 size = 1024 name = "x"
 // CHECK-NEXT: %[[A:.+]] = zplan.slot arena offset = {{[0-9]+}} size = 1024 live = [0, 6] name = "a"
 // CHECK-NEXT: %[[B:.+]] = zplan.slot arena offset = {{[0-9]+}} size = 1024 live = [1, 4] name = "b"

@@ -16,14 +16,14 @@
 //   4    %e     [4, 6)    1024   0        (%a died at 4)
 //   5    %f     output slot, written in place of an arena buffer
 // Peak: %a, %b, %c at 2 = 3072 bytes, so the plan is optimal.
-// CHECK-LABEL: zplan.entry @chain kind = "train_step" arena = 3072 lower_bound = 3072 no_reuse = 5120
-// CHECK-NEXT: %[[X:.+]] = zplan.slot input offset = 0 size = 1024 name = "x" role = "input" : memref<256xf32>
+// CHECK-LABEL: zplan.entry @chain kind = train_step arena = 3072 lower_bound = 3072 no_reuse = 5120
+// CHECK-NEXT: %[[X:.+]] = zplan.slot input offset = 0 size = 1024 name = "x" role = input : memref<256xf32>
 // CHECK-NEXT: %[[A:.+]] = zplan.slot arena offset = 0 size = 1024 live = [0, 4] name = "a"
 // CHECK-NEXT: %[[B:.+]] = zplan.slot arena offset = 1024 size = 1024 live = [1, 3] name = "b"
 // CHECK-NEXT: %[[C:.+]] = zplan.slot arena offset = 2048 size = 1024 live = [2, 4] name = "c"
 // CHECK-NEXT: %[[D:.+]] = zplan.slot arena offset = 1024 size = 1024 live = [3, 5] name = "d"
 // CHECK-NEXT: %[[E:.+]] = zplan.slot arena offset = 0 size = 1024 live = [4, 6] name = "e"
-// CHECK-NEXT: %[[F:.+]] = zplan.slot output offset = 0 size = 1024 name = "out" role = "loss"
+// CHECK-NEXT: %[[F:.+]] = zplan.slot output offset = 0 size = 1024 name = "out" role = loss
 // CHECK-NEXT: zplan.launch "exp"(%[[X]]) -> (%[[A]])
 // CHECK-NEXT: zplan.launch "exp"(%[[A]]) -> (%[[B]])
 // CHECK-NEXT: zplan.launch "exp"(%[[B]]) -> (%[[C]])
@@ -53,7 +53,7 @@ func.func @chain(%x: tensor<256xf32> {zt.role = #zt.role<input>, zt.name = "x"})
 //   3    %big2   [3, 6)    4096   0        (%big died at 2)
 //   4    %flat   view of %big2
 //   5    %tail   [5, 7)    4096   4096     (%row and %small died)
-// CHECK-LABEL: zplan.entry @mixed kind = "train_step" arena = 8192 lower_bound = 8192 no_reuse = 12800
+// CHECK-LABEL: zplan.entry @mixed kind = train_step arena = 8192 lower_bound = 8192 no_reuse = 12800
 // CHECK: zplan.slot arena offset = 0 size = 4096 live = [0, 2] name = "big" : memref<64x16xf32>
 // CHECK-NEXT: zplan.slot arena offset = 4096 size = 256 live = [1, 3] name = "row" : memref<64xf32>
 // CHECK-NEXT: zplan.slot arena offset = 4352 size = 256 live = [2, 4] name = "small" : memref<64xf32>
@@ -83,13 +83,13 @@ func.func @mixed(%x: tensor<64x16xf32> {zt.role = #zt.role<input>, zt.name = "x"
 // attribute of its op, defaults included (the runtime has none of its own),
 // and no discardable attribute.
 // CHECK: module attributes {zplan.alignment = 256 : i64, zplan.arena_size = 16 : i64, zplan.constant_size = 256 : i64, zplan.persistent_size = 512 : i64}
-// CHECK-LABEL: zplan.entry @persistent kind = "train_step"
+// CHECK-LABEL: zplan.entry @persistent kind = train_step
 // CHECK: %[[W:.+]] = zplan.slot persistent offset = 0 size = 16 name = "w" {init = #zt.init<ones>} : memref<4xf32>
 // CHECK-NEXT: %[[V:.+]] = zplan.slot persistent offset = 256 size = 16 name = "v" {init = #zt.init<zeros>} : memref<4xf32>
 // CHECK-NEXT: %[[K:.+]] = zplan.slot constant offset = 0 size = 16 {init = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>} : memref<4xf32>
 // CHECK-NEXT: %[[NV:.+]] = zplan.slot arena offset = 0 size = 16 live = [1, 5] : memref<4xf32>
-// CHECK: zplan.launch "sgd"(%[[V]], %[[K]]) -> (%[[NV]]) {lr = 5.000000e-01 : f64, max_grad_norm = 0.000000e+00 : f64, momentum = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} {phase = "update"} :
-// CHECK-NEXT: zplan.launch "sgd"(%[[W]], %[[K]]) -> (%[[W]]) {lr = 5.000000e-01 : f64, max_grad_norm = 0.000000e+00 : f64, momentum = 0.000000e+00 : f64, weight_decay = 2.500000e-01 : f64} {phase = "update"} :
+// CHECK: zplan.launch "sgd"(%[[V]], %[[K]]) -> (%[[NV]]) {lr = 5.000000e-01 : f64, max_grad_norm = 0.000000e+00 : f64, momentum = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} phase = update :
+// CHECK-NEXT: zplan.launch "sgd"(%[[W]], %[[K]]) -> (%[[W]]) {lr = 5.000000e-01 : f64, max_grad_norm = 0.000000e+00 : f64, momentum = 0.000000e+00 : f64, weight_decay = 2.500000e-01 : f64} phase = update :
 // CHECK-NEXT: zplan.launch "sum"(%[[V]])
 // CHECK-NEXT: zplan.launch "copy"(%[[NV]]) -> (%[[V]]) {}
 func.func @persistent(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<ones>, zt.name = "w"},

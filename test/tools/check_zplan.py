@@ -29,7 +29,7 @@ SLOT = re.compile(
     r"^\s*(%\S+) = zplan\.slot (\w+) offset = (\d+) size = (\d+)"
     r"(?: live = \[(\d+), (\d+)\])?(?: name = \"([^\"]*)\")?")
 ENTRY = re.compile(
-    r"zplan\.entry @(\S+) kind = \"(\w+)\" arena = (\d+) lower_bound = (\d+) no_reuse = (\d+)")
+    r"zplan\.entry @(\S+) kind = (\w+) arena = (\d+) lower_bound = (\d+) no_reuse = (\d+)")
 MODULE_ATTR = re.compile(r"zplan\.(\w+) = (\d+) : i64")
 VIEW = re.compile(r"^\s*(%\S+) = zplan\.view (%\S+)")
 BROADCAST = re.compile(

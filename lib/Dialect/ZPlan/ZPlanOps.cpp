@@ -82,19 +82,22 @@ LogicalResult SlotOp::verify() {
     if (live->size() != 2 || (*live)[0] < 0 || (*live)[0] >= (*live)[1])
       return emitOpError() << "live must be [first, last] with 0 <= first < "
                               "last";
-  if (std::optional<StringRef> role = getRole()) {
+  if (std::optional<TensorRole> role = getRole()) {
     bool input = getRegion() == Region::Input;
     bool output = getRegion() == Region::Output;
     if (!input && !output)
       return emitOpError() << "only input and output slots have a role";
-    if (input && *role != "input" && *role != "label" && *role != "step")
+    bool forInput = *role == TensorRole::Input || *role == TensorRole::Label ||
+                    *role == TensorRole::Step;
+    bool forOutput = *role == TensorRole::Loss || *role == TensorRole::Gradient;
+    if (input && !forInput)
       return emitOpError() << "an input slot's role is 'input', 'label' or "
                               "'step', got '"
-                           << *role << "'";
-    if (output && *role != "loss" && *role != "gradient")
+                           << stringifyTensorRole(*role) << "'";
+    if (output && !forOutput)
       return emitOpError() << "an output slot's role is 'loss' or "
                               "'gradient', got '"
-                           << *role << "'";
+                           << stringifyTensorRole(*role) << "'";
   }
   if (Attribute init = getInitAttr()) {
     if (getRegion() == Region::Constant) {

@@ -17,13 +17,12 @@ namespace {
 
 struct RowText {
   const char *id;
-  const char *traits;
   const char *doc;
 };
 
 #define ZRT_ROW_TEXT(id, name, arity, method, params, torch, traits, value,    \
                      vjp, doc)                                                 \
-  {#id, traits, doc},
+  {#id, doc},
 constexpr RowText kRowTexts[] = {ZRT_ELEMENT_KERNEL_LIST(ZRT_ROW_TEXT)};
 #undef ZRT_ROW_TEXT
 
@@ -70,6 +69,11 @@ std::string savedOf(int gradRow) {
   return "operand `x`";
 }
 
+/// The ODS traits a row states beyond its class's.
+std::string odsTraits(const ElementRow &row) {
+  return row.traits & kCommutative ? ", [Commutative]" : "";
+}
+
 std::string paramsDag(const ElementRow &row) {
   std::string dag = "(ins";
   for (int k = 0; k < row.paramCount; ++k)
@@ -85,6 +89,11 @@ int main() {
   for (int i = 0; i < kElementRowCount; ++i) {
     const ElementRow &row = kElementRows[i];
     const RowText &text = kRowTexts[i];
+    if ((row.traits & kCommutative) && elementOperandCount(row.arity) != 2) {
+      std::fprintf(stderr, "error: row '%s' is commutative with %d operands\n",
+                   row.name, elementOperandCount(row.arity));
+      return 1;
+    }
     std::string def = std::string("def ZT_") + text.id + "Op : ";
     switch (row.arity) {
     case ElementArity::Unary:
@@ -94,7 +103,7 @@ int main() {
     case ElementArity::Binary:
       def += "ZT_BinaryOp<" + quoted(row.name) + ", " + quoted(text.doc) +
              ", " + paramsDag(row) +
-             (*text.traits ? std::string(", ") + text.traits : "") + ">";
+             odsTraits(row) + ">";
       break;
     case ElementArity::Compare:
     case ElementArity::BoolBinary:
@@ -102,7 +111,7 @@ int main() {
                                                             : "ZT_BoolBinaryOp<") +
              quoted(row.name) + ", " + quoted(text.doc) + ", " +
              paramsDag(row) +
-             (*text.traits ? std::string(", ") + text.traits : "") + ">";
+             odsTraits(row) + ">";
       break;
     case ElementArity::BoolUnary:
       def += "ZT_BoolUnaryOp<" + quoted(row.name) + ", " + quoted(text.doc) +

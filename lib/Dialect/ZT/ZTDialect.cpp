@@ -9,6 +9,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Plan/PlanEnums.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -343,9 +344,7 @@ LogicalResult ZTDialect::verifyOperationAttribute(Operation *op,
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name << "' is only valid on a function";
   auto kind = dyn_cast<StringAttr>(attribute.getValue());
-  if (!kind || !llvm::is_contained(ArrayRef<StringRef>{"train_step",
-                                                       "microbatch", "apply"},
-                                   kind.getValue()))
+  if (!kind || !zcc::runtime::parseEntryKind(kind.getValue()))
     return op->emitError() << "'" << name
                            << "' must be \"train_step\", \"microbatch\" or "
                               "\"apply\", got "

@@ -8,7 +8,8 @@
 #include "zcc/Dialect/ZT/ZTOps.h"
 
 #include "FormatNumber.h"
-#include "zcc/Runtime/Kernels/ElementKernels.h"
+#include "zcc/Runtime/Kernels/ShapeRules.h"
+#include "zcc/Runtime/Plan/Launch.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -50,18 +51,29 @@ static LogicalResult verifyResultShape(Operation *op, RankedTensorType result,
                            << ", got " << result;
 }
 
+/// A shape rule's verdict (zcc/Runtime/Kernels/ShapeRules.h, the rules the
+/// capture API and the plan loader apply too) as the op's error.
+static LogicalResult ruleHolds(Operation *op,
+                               const zcc::runtime::Status &verdict) {
+  if (verdict.isOk())
+    return success();
+  return op->emitOpError() << verdict.message();
+}
+
+static zcc::runtime::Shape shapeOf(Value value) {
+  ArrayRef<int64_t> shape = tensorTypeOf(value).getShape();
+  return zcc::runtime::Shape(shape.begin(), shape.end());
+}
+
+static std::vector<int64_t> listOf(ArrayRef<int64_t> values) {
+  return std::vector<int64_t>(values.begin(), values.end());
+}
+
 /// Checks that `dims` is strictly increasing and within [0, rank).
 static LogicalResult verifyDimList(Operation *op, StringRef name,
                                    ArrayRef<int64_t> dims, int64_t rank) {
-  for (auto [index, dim] : llvm::enumerate(dims)) {
-    if (dim < 0 || dim >= rank)
-      return op->emitOpError() << name << "[" << index << "] = " << dim
-                               << " is out of range for rank " << rank;
-    if (index > 0 && dim <= dims[index - 1])
-      return op->emitOpError() << name << " must be strictly increasing, got "
-                               << formatList(dims);
-  }
-  return success();
+  return ruleHolds(op, zcc::runtime::dimListRule(name.str().c_str(),
+                                                 listOf(dims), rank));
 }
 
 /// Resolves a possibly negative axis; emits an error when out of range.
@@ -212,22 +224,11 @@ LogicalResult ReshapeOp::verify() {
 }
 
 LogicalResult TransposeOp::verify() {
-  RankedTensorType operandType = tensorTypeOf(getOperand());
-  ArrayRef<int64_t> perm = getPermutation();
-  int64_t rank = operandType.getRank();
-  if (static_cast<int64_t>(perm.size()) != rank)
-    return emitOpError() << "permutation has " << perm.size()
-                         << " entries but the operand has rank " << rank;
-  llvm::SmallBitVector seen(rank);
-  for (int64_t dim : perm) {
-    if (dim < 0 || dim >= rank || seen.test(dim))
-      return emitOpError() << "permutation " << formatList(perm)
-                           << " is not a permutation of 0.." << rank - 1;
-    seen.set(dim);
-  }
-  SmallVector<int64_t> expected;
-  for (int64_t dim : perm)
-    expected.push_back(operandType.getDimSize(dim));
+  zcc::runtime::Shape expected;
+  if (failed(ruleHolds(*this, zcc::runtime::transposeShape(
+                                  shapeOf(getOperand()),
+                                  listOf(getPermutation()), expected))))
+    return failure();
   return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
 }
 
@@ -290,34 +291,20 @@ static void printSliceLike(OpT op, OpAsmPrinter &printer) {
 
 /// The ranges select a `part` of a `whole` tensor: one range per dimension,
 /// in bounds, positive strides, and `part`'s shape is the one they derive.
-static LogicalResult verifySliceRanges(Operation *op, RankedTensorType whole,
+static LogicalResult verifySliceRanges(Operation *op, Value whole,
                                        Value part, ArrayRef<int64_t> starts,
                                        ArrayRef<int64_t> limits,
                                        ArrayRef<int64_t> strides) {
-  int64_t rank = whole.getRank();
-  if (static_cast<int64_t>(starts.size()) != rank ||
-      static_cast<int64_t>(limits.size()) != rank ||
-      static_cast<int64_t>(strides.size()) != rank)
-    return op->emitOpError()
-           << "needs one start:limit[:stride] range per operand dimension "
-              "(rank "
-           << rank << "), got " << starts.size();
-  SmallVector<int64_t> expected;
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t size = whole.getDimSize(d);
-    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > size)
-      return op->emitOpError()
-             << "dimension " << d << ": range " << starts[d] << ':'
-             << limits[d] << " is out of bounds for size " << size;
-    if (strides[d] < 1)
-      return op->emitOpError() << "dimension " << d
-                               << ": stride must be >= 1, got " << strides[d];
-    expected.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
-  }
+  zcc::runtime::Shape expected;
+  if (failed(ruleHolds(op, zcc::runtime::sliceShape(
+                               shapeOf(whole), listOf(starts), listOf(limits),
+                               listOf(strides), expected))))
+    return failure();
   RankedTensorType partType = tensorTypeOf(part);
   if (partType.getShape() == ArrayRef<int64_t>(expected))
     return success();
-  return op->emitOpError() << "expected " << (part == op->getResult(0) ? "result" : "grad")
+  return op->emitOpError() << "expected "
+                           << (part == op->getResult(0) ? "result" : "grad")
                            << " shape " << formatList(expected) << ", got "
                            << partType;
 }
@@ -329,7 +316,7 @@ ParseResult SliceOp::parse(OpAsmParser &parser, OperationState &result) {
 void SliceOp::print(OpAsmPrinter &printer) { printSliceLike(*this, printer); }
 
 LogicalResult SliceOp::verify() {
-  return verifySliceRanges(*this, tensorTypeOf(getOperand()), getResult(),
+  return verifySliceRanges(*this, getOperand(), getResult(),
                            getStartIndices(), getLimitIndices(), getStrides());
 }
 
@@ -342,45 +329,29 @@ void SliceGradOp::print(OpAsmPrinter &printer) {
 }
 
 LogicalResult SliceGradOp::verify() {
-  return verifySliceRanges(*this, tensorTypeOf(getResult()), getGrad(),
+  return verifySliceRanges(*this, getResult(), getGrad(),
                            getStartIndices(), getLimitIndices(), getStrides());
 }
 
 LogicalResult ConcatOp::verify() {
-  if (getInputs().empty())
-    return emitOpError() << "needs at least one operand";
-  RankedTensorType first = tensorTypeOf(getInputs().front());
-  int64_t rank = first.getRank();
-  int64_t dim = getDimension();
-  if (dim < 0 || dim >= rank)
-    return emitOpError() << "dimension " << dim << " is out of range for rank "
-                         << rank;
-  SmallVector<int64_t> expected(first.getShape());
-  expected[dim] = 0;
-  for (auto [index, input] : llvm::enumerate(getInputs())) {
-    RankedTensorType type = tensorTypeOf(input);
-    if (type.getElementType() != first.getElementType())
+  std::vector<zcc::runtime::Shape> shapes;
+  for (Value input : getInputs())
+    shapes.push_back(shapeOf(input));
+  zcc::runtime::Shape expected;
+  if (failed(ruleHolds(*this, zcc::runtime::concatShape(
+                                  shapes, getDimension(), expected))))
+    return failure();
+  Type element = tensorTypeOf(getInputs().front()).getElementType();
+  for (auto [index, input] : llvm::enumerate(getInputs()))
+    if (tensorTypeOf(input).getElementType() != element)
       return emitOpError() << "operand #" << index << " has element type "
-                           << type.getElementType() << ", expected "
-                           << first.getElementType();
-    if (type.getRank() != rank)
-      return emitOpError() << "operand #" << index << " has rank "
-                           << type.getRank() << ", expected " << rank;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (d != dim && type.getDimSize(d) != first.getDimSize(d))
-        return emitOpError()
-               << "operand #" << index << " has size " << type.getDimSize(d)
-               << " in dimension " << d << ", expected " << first.getDimSize(d)
-               << " (only dimension " << dim << " may differ)";
-    }
-    expected[dim] += type.getDimSize(dim);
-  }
+                           << tensorTypeOf(input).getElementType()
+                           << ", expected " << element;
   RankedTensorType resultType = tensorTypeOf(getResult());
-  if (resultType.getElementType() != first.getElementType())
+  if (resultType.getElementType() != element)
     return emitOpError() << "result element type "
                          << resultType.getElementType()
-                         << " must match the operands' "
-                         << first.getElementType();
+                         << " must match the operands' " << element;
   return verifyResultShape(*this, resultType, expected);
 }
 
@@ -391,18 +362,11 @@ LogicalResult ConcatOp::verify() {
 static LogicalResult verifyReduction(Operation *op, Value operand,
                                      ArrayRef<int64_t> dims, bool keepDims,
                                      Value result) {
-  RankedTensorType operandType = tensorTypeOf(operand);
-  if (dims.empty())
-    return op->emitOpError() << "dims must name at least one dimension";
-  if (failed(verifyDimList(op, "dims", dims, operandType.getRank())))
+  zcc::runtime::Shape expected;
+  if (failed(ruleHolds(op, zcc::runtime::reductionShape(
+                               shapeOf(operand), listOf(dims), keepDims,
+                               expected))))
     return failure();
-  SmallVector<int64_t> expected;
-  for (int64_t d = 0, rank = operandType.getRank(); d < rank; ++d) {
-    if (!llvm::is_contained(dims, d))
-      expected.push_back(operandType.getDimSize(d));
-    else if (keepDims)
-      expected.push_back(1);
-  }
   return verifyResultShape(op, tensorTypeOf(result), expected);
 }
 
@@ -432,43 +396,18 @@ LogicalResult MaxGradOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MatmulOp::verify() {
-  RankedTensorType lhsType = tensorTypeOf(getLhs());
-  RankedTensorType rhsType = tensorTypeOf(getRhs());
-  int64_t lhsRank = lhsType.getRank();
-  int64_t rhsRank = rhsType.getRank();
-  if (lhsRank < 2)
-    return emitOpError() << "lhs must have rank >= 2, got " << lhsType;
-  if (rhsRank < 2)
-    return emitOpError() << "rhs must have rank >= 2, got " << rhsType;
-  if (rhsRank != lhsRank && rhsRank != 2)
-    return emitOpError() << "rhs must have the rank of lhs (" << lhsRank
-                         << ") or rank 2 (a weight shared by every batch "
-                            "entry), got rank "
-                         << rhsRank;
-  ArrayRef<int64_t> lhsBatch = lhsType.getShape().drop_back(2);
-  ArrayRef<int64_t> rhsBatch = rhsType.getShape().drop_back(2);
-  if (rhsRank == lhsRank && lhsBatch != rhsBatch)
-    return emitOpError() << "batch dimensions differ: lhs "
-                         << formatList(lhsBatch) << ", rhs "
-                         << formatList(rhsBatch);
-  int64_t m = lhsType.getDimSize(lhsRank - (getTransposeLhs() ? 1 : 2));
-  int64_t lhsK = lhsType.getDimSize(lhsRank - (getTransposeLhs() ? 2 : 1));
-  int64_t rhsK = rhsType.getDimSize(rhsRank - (getTransposeRhs() ? 1 : 2));
-  int64_t n = rhsType.getDimSize(rhsRank - (getTransposeRhs() ? 2 : 1));
-  if (lhsK != rhsK)
-    return emitOpError() << "contraction dimensions differ: lhs has K = "
-                         << lhsK << ", rhs has K = " << rhsK
-                         << " (transpose_lhs = " << getTransposeLhs()
-                         << ", transpose_rhs = " << getTransposeRhs() << ")";
-  Type operand = lhsType.getElementType();
+  zcc::runtime::Shape expected;
+  if (failed(ruleHolds(*this, zcc::runtime::matmulShape(
+                                  shapeOf(getLhs()), shapeOf(getRhs()),
+                                  getTransposeLhs(), getTransposeRhs(),
+                                  expected))))
+    return failure();
+  Type operand = tensorTypeOf(getLhs()).getElementType();
   Type result = tensorTypeOf(getResult()).getElementType();
   if (result != operand && !(operand.isBF16() && result.isF32()))
     return emitOpError() << "result element type " << result
                          << " must be the operands' (" << operand
                          << "), or f32 for bf16 operands";
-  SmallVector<int64_t> expected(lhsBatch);
-  expected.push_back(m);
-  expected.push_back(n);
   return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
 }
 
@@ -491,45 +430,15 @@ LogicalResult ConvertOp::verify() {
 /// `logsumexp` [B..., S].
 static LogicalResult verifyAttention(Operation *op, Value query, Value key,
                                      Value value, double scale,
-                                     SmallVectorImpl<int64_t> &result,
-                                     SmallVectorImpl<int64_t> &logsumexp) {
-  RankedTensorType q = tensorTypeOf(query), k = tensorTypeOf(key),
-                   v = tensorTypeOf(value);
-  int64_t rank = q.getRank();
-  if (rank < 2)
-    return op->emitOpError()
-           << "query must have rank >= 2 ([B..., S, D]), got " << q;
-  if (k.getRank() != rank || v.getRank() != rank)
-    return op->emitOpError() << "query, key and value must have one rank, got "
-                             << q << ", " << k << " and " << v;
-  ArrayRef<int64_t> batch = q.getShape().drop_back(2);
-  if (k.getShape().drop_back(2) != batch || v.getShape().drop_back(2) != batch)
-    return op->emitOpError() << "batch dimensions differ: query " << q
-                             << ", key " << k << ", value " << v;
-  int64_t s = q.getDimSize(rank - 2), d = q.getDimSize(rank - 1);
-  int64_t t = k.getDimSize(rank - 2), dv = v.getDimSize(rank - 1);
-  if (k.getDimSize(rank - 1) != d)
-    return op->emitOpError() << "query and key must have one head size, got "
-                             << q << " and " << k;
-  if (v.getDimSize(rank - 2) != t)
-    return op->emitOpError()
-           << "key and value must have one length, got " << k << " and " << v;
-  if (s < 1 || t < 1 || d < 1 || dv < 1)
-    return op->emitOpError()
-           << "sequence lengths and head sizes must be at least 1, got " << q
-           << ", " << k << " and " << v;
-  if (!std::isfinite(scale))
-    return op->emitOpError()
-           << "scale must be finite, got " << formatNumber(scale);
-  result.assign(batch.begin(), batch.end());
-  result.push_back(s);
-  logsumexp.assign(result.begin(), result.end());
-  result.push_back(dv);
-  return success();
+                                     zcc::runtime::Shape &result,
+                                     zcc::runtime::Shape &logsumexp) {
+  return ruleHolds(op, zcc::runtime::attentionShapes(
+                           shapeOf(query), shapeOf(key), shapeOf(value), scale,
+                           result, logsumexp));
 }
 
 LogicalResult AttentionOp::verify() {
-  SmallVector<int64_t> result, logsumexp;
+  zcc::runtime::Shape result, logsumexp;
   if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
                              getScale().convertToDouble(), result, logsumexp)))
     return failure();
@@ -543,7 +452,7 @@ LogicalResult AttentionOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  SmallVector<int64_t> result, logsumexp;
+  zcc::runtime::Shape result, logsumexp;
   if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
                              getScale().convertToDouble(), result, logsumexp)))
     return failure();
@@ -918,6 +827,33 @@ int zcc::zt::elementRowOf(Operation *op) {
     return -1;
   StringRef name = op->getName().stripDialect();
   return zcc::runtime::findElementRow(name.data(), name.size());
+}
+
+DictionaryAttr zcc::zt::kernelParams(Operation *op) {
+  NamedAttrList params;
+  std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
+  if (!info)
+    return params.getDictionary(op->getContext());
+  for (StringAttr name : info->getAttributeNames()) {
+    if (!isKernelParameter(name.strref()))
+      continue;
+    if (std::optional<Attribute> value = op->getInherentAttr(name.strref()))
+      if (*value)
+        params.set(name, *value);
+  }
+  info->populateDefaultAttrs(params);
+  return params.getDictionary(op->getContext());
+}
+
+uint32_t zcc::zt::traitsOf(Operation *op) {
+  if (isa<ReshapeOp>(op))
+    return zcc::runtime::kCheapToRecompute | zcc::runtime::kStoresBf16;
+  if (!isa<ZTDialect>(op->getDialect()))
+    return zcc::runtime::kNoTraits;
+  std::optional<zcc::runtime::KernelId> kernel =
+      zcc::runtime::findKernel(op->getName().stripDialect());
+  return kernel ? zcc::runtime::kernelTraits(*kernel)
+                : zcc::runtime::kNoTraits;
 }
 
 Operation *zcc::zt::buildElementOp(OpBuilder &b, Location loc, int row,

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Kernels/ShapeRules.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -184,6 +185,12 @@ public:
     return Status::ok();
   }
 
+  /// A shape rule's verdict (ShapeRules.h, the zt verifiers' too) as this
+  /// launch's error.
+  Status expectRule(const Status &verdict) const {
+    return verdict.isOk() ? verdict : fail(verdict.message());
+  }
+
   //===--------------------------------------------------------------------===//
   // Parameters
   //===--------------------------------------------------------------------===//
@@ -217,15 +224,7 @@ public:
   /// Strictly increasing and within [0, rank).
   Status expectDimList(const char *name, const std::vector<int64_t> &dims,
                        int64_t rank) const {
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] < 0 || dims[i] >= rank)
-        return fail(name, "[", i, "] = ", dims[i], " is out of range for rank ",
-                    rank);
-      if (i > 0 && dims[i] <= dims[i - 1])
-        return fail(name, " must be strictly increasing, got ",
-                    formatList(dims));
-    }
-    return Status::ok();
+    return expectRule(dimListRule(name, dims, rank));
   }
 
   /// `axis` (negative counts from the end) names a dimension of `type`.
@@ -239,50 +238,19 @@ public:
   /// The shape a reduction over `dims` of `operand` gives.
   Status expectReduction(const TensorType &operand, const char *resultRole,
                          const TensorType &result) const {
-    const std::vector<int64_t> *dims = &params.dims;
-    bool keepDims = params.keepDims;
-    if (dims->empty())
-      return fail("dims must name at least one dimension");
-    ZRT_RETURN_IF_ERROR(expectDimList("dims", *dims, operand.rank()));
-    std::vector<int64_t> expected;
-    size_t next = 0;
-    for (int64_t d = 0; d < operand.rank(); ++d) {
-      bool reduced = next < dims->size() && (*dims)[next] == d;
-      if (reduced)
-        ++next;
-      if (!reduced)
-        expected.push_back(operand.shape[d]);
-      else if (keepDims)
-        expected.push_back(1);
-    }
+    Shape expected;
+    ZRT_RETURN_IF_ERROR(expectRule(
+        reductionShape(operand.shape, params.dims, params.keepDims, expected)));
     return expectShape(resultRole, result, expected);
   }
 
-  /// The slice ranges select `part` of `whole`: one in-bounds range per
-  /// dimension, positive strides, and `part` has the derived shape.
+  /// The slice ranges select `part` of `whole`.
   Status expectSliceRanges(const TensorType &whole, const char *partRole,
                            const TensorType &part) const {
-    const std::vector<int64_t> *starts = &params.startIndices;
-    const std::vector<int64_t> *limits = &params.limitIndices;
-    const std::vector<int64_t> *strides = &params.strides;
-    size_t rank = whole.shape.size();
-    if (starts->size() != rank || limits->size() != rank ||
-        strides->size() != rank)
-      return fail("needs one start:limit:stride range per dimension (rank ",
-                  rank, "), got ", starts->size(), ", ", limits->size(),
-                  " and ", strides->size(), " entries");
-    std::vector<int64_t> expected;
-    for (size_t d = 0; d < rank; ++d) {
-      int64_t start = (*starts)[d], limit = (*limits)[d],
-              stride = (*strides)[d];
-      if (start < 0 || start > limit || limit > whole.shape[d])
-        return fail("dimension ", d, ": range ", start, ":", limit,
-                    " is out of bounds for size ", whole.shape[d]);
-      if (stride < 1)
-        return fail("dimension ", d, ": stride must be >= 1, got ", stride);
-      int64_t span = limit - start;
-      expected.push_back(span == 0 ? 0 : (span - 1) / stride + 1);
-    }
+    Shape expected;
+    ZRT_RETURN_IF_ERROR(expectRule(
+        sliceShape(whole.shape, params.startIndices, params.limitIndices,
+                   params.strides, expected)));
     return expectShape(partRole, part, expected);
   }
 
@@ -455,20 +423,9 @@ Status checkTranspose(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
   const TensorType &operand = r.input(0), &result = r.output(0);
   ZRT_RETURN_IF_ERROR(r.expectSameDType("result", result, "operand", operand));
-  const std::vector<int64_t> *perm = &r.params.permutation;
-  int64_t rank = operand.rank();
-  if (static_cast<int64_t>(perm->size()) != rank)
-    return r.fail("permutation has ", perm->size(),
-                  " entries but the operand has rank ", rank);
-  bool seen[kMaxKernelRank] = {};
-  std::vector<int64_t> expected;
-  for (int64_t dim : *perm) {
-    if (dim < 0 || dim >= rank || seen[dim])
-      return r.fail("permutation ", formatList(*perm),
-                    " is not a permutation of 0..", rank - 1);
-    seen[dim] = true;
-    expected.push_back(operand.shape[dim]);
-  }
+  Shape expected;
+  ZRT_RETURN_IF_ERROR(r.expectRule(
+      transposeShape(operand.shape, r.params.permutation, expected)));
   return r.expectShape("result", result, expected);
 }
 
@@ -476,32 +433,21 @@ Status checkConcat(const LaunchRules &r) {
   if (r.numInputs() < 1 || r.numOutputs() != 1)
     return r.fail("expected at least 1 input and 1 output, got ", r.numInputs(),
                   " and ", r.numOutputs());
-  int64_t dim = r.params.dimension;
   const TensorType &first = r.input(0);
-  int64_t rank = first.rank();
-  if (dim < 0 || dim >= rank)
-    return r.fail("dimension ", dim, " is out of range for rank ", rank);
-  std::vector<int64_t> expected = first.shape;
-  expected[dim] = 0;
+  std::vector<Shape> shapes;
   for (size_t i = 0; i < r.numInputs(); ++i) {
     const TensorType &type = r.input(i);
     if (type.dtype != first.dtype)
       return r.fail("operand #", i, " has element type ", dtypeName(type.dtype),
                     ", expected ", dtypeName(first.dtype));
-    if (type.rank() != rank)
-      return r.fail("operand #", i, " has rank ", type.rank(), ", expected ",
-                    rank);
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != dim && type.shape[d] != first.shape[d])
-        return r.fail("operand #", i, " has size ", type.shape[d],
-                      " in dimension ", d, ", expected ", first.shape[d],
-                      " (only dimension ", dim, " may differ)");
-    // Each size is below 2^60 (checkOperands): the sum cannot overflow
-    // before it exceeds that bound too.
-    expected[dim] += type.shape[dim];
-    if (expected[dim] > kMaxElements)
-      return r.fail("the concatenated dimension is too large");
+    shapes.push_back(type.shape);
   }
+  Shape expected;
+  ZRT_RETURN_IF_ERROR(
+      r.expectRule(concatShape(shapes, r.params.dimension, expected)));
+  // Each size is below 2^60 (checkOperands), so their sum cannot overflow.
+  if (expected[r.params.dimension] > kMaxElements)
+    return r.fail("the concatenated dimension is too large");
   ZRT_RETURN_IF_ERROR(
       r.expectSameDType("result", r.output(0), "operand #0", first));
   return r.expectShape("result", r.output(0), expected);
@@ -518,34 +464,15 @@ Status checkMatmul(const LaunchRules &r) {
   if (lhs.dtype == DType::F32 && result.dtype != DType::F32)
     return r.fail("a product of f32 operands must have an f32 result, got ",
                   typeString(result));
-  bool transposeLhs = r.params.transposeLhs;
-  bool transposeRhs = r.params.transposeRhs;
-  int64_t lhsRank = lhs.rank(), rhsRank = rhs.rank();
-  if (lhsRank < 2)
-    return r.fail("lhs must have rank >= 2, got ", typeString(lhs));
-  if (rhsRank < 2)
-    return r.fail("rhs must have rank >= 2, got ", typeString(rhs));
-  if (rhsRank != lhsRank && rhsRank != 2)
-    return r.fail("rhs must have the rank of lhs (", lhsRank,
-                  ") or rank 2, got ", typeString(rhs));
-  std::vector<int64_t> batch(lhs.shape.begin(), lhs.shape.end() - 2);
-  if (rhsRank == lhsRank &&
-      !std::equal(batch.begin(), batch.end(), rhs.shape.begin()))
-    return r.fail("batch dimensions differ: lhs ", typeString(lhs), ", rhs ",
-                  typeString(rhs));
-  int64_t m = lhs.shape[lhsRank - (transposeLhs ? 1 : 2)];
-  int64_t lhsK = lhs.shape[lhsRank - (transposeLhs ? 2 : 1)];
-  int64_t rhsK = rhs.shape[rhsRank - (transposeRhs ? 1 : 2)];
-  int64_t n = rhs.shape[rhsRank - (transposeRhs ? 2 : 1)];
-  if (lhsK != rhsK)
-    return r.fail("contraction sizes differ: lhs ", typeString(lhs), ", rhs ",
-                  typeString(rhs), " (transpose_lhs = ", transposeLhs,
-                  ", transpose_rhs = ", transposeRhs, ")");
-  if (m > kMaxBlasDim || n > kMaxBlasDim || lhsK > kMaxBlasDim)
+  Shape expected;
+  ZRT_RETURN_IF_ERROR(r.expectRule(matmulShape(lhs.shape, rhs.shape,
+                                               r.params.transposeLhs,
+                                               r.params.transposeRhs, expected)));
+  // The summed dimension is lhs's last (first, transposed).
+  int64_t k = lhs.shape[lhs.rank() - (r.params.transposeLhs ? 2 : 1)];
+  int64_t m = expected[expected.size() - 2], n = expected.back();
+  if (m > kMaxBlasDim || n > kMaxBlasDim || k > kMaxBlasDim)
     return r.fail("matrix sizes exceed the BLAS limit of ", kMaxBlasDim);
-  std::vector<int64_t> expected = batch;
-  expected.push_back(m);
-  expected.push_back(n);
   return r.expectShape("result", result, expected);
 }
 
@@ -558,35 +485,14 @@ Status checkAttention(const LaunchRules &r, bool isGrad) {
   ZRT_RETURN_IF_ERROR(r.expectFloat("query", q));
   ZRT_RETURN_IF_ERROR(r.expectFloat("key", k));
   ZRT_RETURN_IF_ERROR(r.expectFloat("value", v));
+  Shape result, logsumexp;
+  ZRT_RETURN_IF_ERROR(r.expectRule(attentionShapes(
+      q.shape, k.shape, v.shape, r.params.scale, result, logsumexp)));
   int64_t rank = q.rank();
-  if (rank < 2)
-    return r.fail("query must have rank >= 2 ([B..., S, D]), got ",
-                  typeString(q));
-  if (k.rank() != rank || v.rank() != rank)
-    return r.fail("query, key and value must have one rank, got ",
-                  typeString(q), ", ", typeString(k), " and ", typeString(v));
-  for (int64_t d = 0; d + 2 < rank; ++d)
-    if (k.shape[d] != q.shape[d] || v.shape[d] != q.shape[d])
-      return r.fail("batch dimensions differ: query ", typeString(q), ", key ",
-                    typeString(k), ", value ", typeString(v));
-  int64_t s = q.shape[rank - 2], head = q.shape[rank - 1];
-  int64_t t = k.shape[rank - 2], valueHead = v.shape[rank - 1];
-  if (k.shape[rank - 1] != head || v.shape[rank - 2] != t)
-    return r.fail("query, key and value do not agree: ", typeString(q), ", ",
-                  typeString(k), " and ", typeString(v));
-  if (s < 1 || t < 1 || head < 1 || valueHead < 1)
-    return r.fail("sequence lengths and head sizes must be at least 1, got ",
-                  typeString(q), ", ", typeString(k), " and ", typeString(v));
-  if (s > kMaxBlasDim || t > kMaxBlasDim || head > kMaxBlasDim ||
-      valueHead > kMaxBlasDim ||
-      shapeProduct(q.shape, 0, rank - 2) > kMaxBlasDim)
-    return r.fail("sizes exceed the BLAS limit of ", kMaxBlasDim);
-  if (!std::isfinite(r.params.scale))
-    return r.fail("scale must be finite, got ",
-                  LaunchRules::formatNumber(r.params.scale));
-  std::vector<int64_t> result(q.shape.begin(), q.shape.end() - 1);
-  std::vector<int64_t> logsumexp = result;
-  result.push_back(valueHead);
+  for (int64_t size : {q.shape[rank - 2], q.shape[rank - 1], k.shape[rank - 2],
+                       v.shape[rank - 1], shapeProduct(q.shape, 0, rank - 2)})
+    if (size > kMaxBlasDim)
+      return r.fail("sizes exceed the BLAS limit of ", kMaxBlasDim);
   if (!isGrad) {
     ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
     ZRT_RETURN_IF_ERROR(r.expectShape("result", r.output(0), result));
@@ -1024,29 +930,6 @@ Status checkKernel(const LaunchRules &r) {
 
 } // namespace
 
-bool zcc::runtime::kernelAllowsInPlace(KernelId id) {
-  if (elementArity(id))
-    return true;
-  switch (id) {
-  case KernelId::Scale:
-  case KernelId::Dropout:
-  case KernelId::MseGrad:
-  case KernelId::SoftmaxCrossEntropyGrad:
-  case KernelId::Sgd:
-  case KernelId::Adamw:
-  case KernelId::AllReduce:
-  case KernelId::Pack:
-  case KernelId::Copy:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool zcc::runtime::kernelReadsThroughStrides(KernelId id) {
-  return elementArity(id).has_value() || id == KernelId::Scale;
-}
-
 uint64_t zcc::runtime::tensorReachBytes(const Tensor &tensor) {
   if (!tensor.isStrided())
     return static_cast<uint64_t>(tensor.type.bytes());
@@ -1104,4 +987,35 @@ int64_t zcc::runtime::shapeProduct(const std::vector<int64_t> &shape,
   for (size_t d = begin; d < end; ++d)
     n *= shape[d];
   return n;
+}
+
+double zcc::runtime::kernelFlops(KernelId kernel,
+                                 const std::vector<TensorType> &inputs,
+                                 const std::vector<TensorType> &outputs,
+                                 const LaunchParams &params) {
+  switch (kernel) {
+  case KernelId::Matmul: {
+    const TensorType &lhs = inputs[0];
+    int64_t k = lhs.shape[lhs.rank() - (params.transposeLhs ? 2 : 1)];
+    return 2.0 * static_cast<double>(outputs[0].numElements()) *
+           static_cast<double>(k);
+  }
+  case KernelId::Attention:
+  case KernelId::AttentionGrad: {
+    // query [B..., S, D], key [B..., T, D], value [B..., T, Dv].
+    const TensorType &query = inputs[0], &value = inputs[2];
+    double head = static_cast<double>(query.shape.back());
+    double rows = static_cast<double>(query.numElements()) / head; // B... S
+    double keys = static_cast<double>(value.shape[value.rank() - 2]);
+    double forward =
+        2.0 * rows * keys * (head + static_cast<double>(value.shape.back()));
+    return kernel == KernelId::Attention ? forward : 2.5 * forward;
+  }
+  default: {
+    double total = 0;
+    for (const TensorType &t : outputs)
+      total += static_cast<double>(t.numElements());
+    return total;
+  }
+  }
 }

@@ -15,20 +15,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-const char *phaseName(Phase phase) {
-  switch (phase) {
-  case Phase::Forward:
-    return "forward";
-  case Phase::Backward:
-    return "backward";
-  case Phase::Update:
-    return "update";
-  case Phase::Recompute:
-    return "recompute";
-  }
-  return "forward";
-}
-
 /// One buffer's life in launch indices and who writes and reads it.
 struct Use {
   int64_t first = -1, last = -1; // first write (or read), last use

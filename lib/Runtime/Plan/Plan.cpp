@@ -35,52 +35,6 @@ int64_t zcc::runtime::dtypeBytes(DType dtype) {
   return 0;
 }
 
-const char *zcc::runtime::regionName(Region region) {
-  switch (region) {
-  case Region::Arena:
-    return "arena";
-  case Region::Persistent:
-    return "persistent";
-  case Region::Input:
-    return "input";
-  case Region::Output:
-    return "output";
-  case Region::Constant:
-    return "constant";
-  }
-  return "?";
-}
-
-const char *zcc::runtime::entryKindName(EntryKind kind) {
-  switch (kind) {
-  case EntryKind::TrainStep:
-    return "train_step";
-  case EntryKind::Microbatch:
-    return "microbatch";
-  case EntryKind::Apply:
-    return "apply";
-  }
-  return "?";
-}
-
-const char *zcc::runtime::tensorRoleName(TensorRole role) {
-  switch (role) {
-  case TensorRole::None:
-    return "none";
-  case TensorRole::Input:
-    return "input";
-  case TensorRole::Label:
-    return "label";
-  case TensorRole::Step:
-    return "step";
-  case TensorRole::Loss:
-    return "loss";
-  case TensorRole::Gradient:
-    return "gradient";
-  }
-  return "?";
-}
-
 int64_t TensorType::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)

@@ -106,29 +106,12 @@ std::string recomputeReport(const Entry &e) {
 } // namespace
 
 double zcc::runtime::launchFlops(const Entry &e, const Launch &l) {
-  auto typeOf = [&](uint32_t t) -> const TensorType & {
-    return e.tensors[t].type;
-  };
-  switch (l.kernel) {
-  case KernelId::Matmul: {
-    const TensorType &lhs = typeOf(l.inputs[0]);
-    int64_t k = lhs.shape[lhs.rank() - (l.params.transposeLhs ? 2 : 1)];
-    return 2.0 * typeOf(l.outputs[0]).numElements() * k;
-  }
-  case KernelId::Attention:
-  case KernelId::AttentionGrad: {
-    AttentionShape s = attentionShape(e, l);
-    double forward =
-        2.0 * s.batch * s.queries * s.keys * (s.head + s.valueHead);
-    return l.kernel == KernelId::Attention ? forward : 2.5 * forward;
-  }
-  default: {
-    double total = 0;
-    for (uint32_t t : l.outputs)
-      total += static_cast<double>(typeOf(t).numElements());
-    return total;
-  }
-  }
+  std::vector<TensorType> inputs, outputs;
+  for (uint32_t t : l.inputs)
+    inputs.push_back(e.tensors[t].type);
+  for (uint32_t t : l.outputs)
+    outputs.push_back(e.tensors[t].type);
+  return kernelFlops(l.kernel, inputs, outputs, l.params);
 }
 
 EntryFlops zcc::runtime::entryFlops(const Entry &e) {

@@ -14,6 +14,7 @@
 #include "zcc/Runtime/Kernels/ElementVjp.h"
 #include "zcc/Runtime/Kernels/Kernels.h"
 #include "zcc/Runtime/Kernels/Philox.h"
+#include "zcc/Runtime/Kernels/ShapeRules.h"
 
 #include <gtest/gtest.h>
 
@@ -202,7 +203,7 @@ TEST(KernelRules, BroadcastTransposeSliceConcat) {
   expectRejected(slice({4, 5}, {3, 2}, {1, 0}, {4, 5}, {2, 3}),
                  "expected result shape [2, 2], got 3x2xf32");
   expectRejected(slice({4, 5}, {2}, {1}, {4}, {2}),
-                 "needs one start:limit:stride range per dimension");
+                 "needs one start:limit[:stride] range per dimension");
   LaunchCase noStrides("slice");
   noStrides.input({4}).output({4});
   noStrides.param(intsParam("start_indices", {0}))
@@ -283,8 +284,10 @@ TEST(KernelRules, Matmul) {
   expectAccepted(good);
   LaunchCase contraction("matmul");
   contraction.input({32, 784}).input({128, 784}).output({32, 128});
-  expectRejected(contraction, "launch 0 (matmul): contraction sizes differ: "
-                              "lhs 32x784xf32, rhs 128x784xf32");
+  expectRejected(contraction,
+                 "launch 0 (matmul): contraction dimensions differ: lhs has "
+                 "K = 784, rhs has K = 128 (transpose_lhs = 0, "
+                 "transpose_rhs = 0)");
   LaunchCase flagged("matmul");
   flagged.input({32, 784})
       .input({128, 784})
@@ -322,7 +325,7 @@ TEST(KernelRules, Attention) {
   };
   expectAccepted(make({2, 8, 4}, {2, 6, 4}, {2, 6, 3}, {2, 8, 3}, {2, 8}));
   expectRejected(make({2, 8, 4}, {2, 6, 5}, {2, 6, 3}, {2, 8, 3}, {2, 8}),
-                 "query, key and value do not agree");
+                 "query and key must have one head size");
   expectRejected(make({2, 8, 4}, {3, 6, 4}, {3, 6, 3}, {2, 8, 3}, {2, 8}),
                  "batch dimensions differ");
   expectRejected(make({2, 8, 4}, {2, 6, 4}, {2, 6, 3}, {2, 8, 4}, {2, 8}),
@@ -2106,6 +2109,40 @@ TEST(EveryKernel, CorruptLaunchesAreRejectedOrRunInBounds) {
   EXPECT_GT(rejected, 1000);
   RecordProperty("accepted", accepted);
   RecordProperty("rejected", rejected);
+}
+
+// The shape rules the zt verifiers, the capture API and the loader share
+// (ShapeRules.h): the shapes they give, and a broken rule named.
+TEST(ShapeRules, GiveResultShapesAndNameTheBrokenRule) {
+  Shape out, lse;
+  ASSERT_TRUE(matmulShape({4, 8, 16}, {16, 32}, false, false, out).isOk());
+  EXPECT_EQ(out, (Shape{4, 8, 32}));
+  ASSERT_TRUE(matmulShape({4, 16, 8}, {4, 32, 16}, true, true, out).isOk());
+  EXPECT_EQ(out, (Shape{4, 8, 32}));
+  Status broken = matmulShape({8, 16}, {8, 32}, false, false, out);
+  EXPECT_NE(broken.message().find("lhs has K = 16, rhs has K = 8"),
+            std::string::npos)
+      << broken.message();
+  ASSERT_TRUE(reductionShape({2, 3, 4}, {0, 2}, false, out).isOk());
+  EXPECT_EQ(out, (Shape{3}));
+  ASSERT_TRUE(reductionShape({2, 3, 4}, {1}, true, out).isOk());
+  EXPECT_EQ(out, (Shape{2, 1, 4}));
+  EXPECT_FALSE(reductionShape({2, 3}, {1, 0}, false, out).isOk());
+  ASSERT_TRUE(transposeShape({2, 3, 4}, {2, 0, 1}, out).isOk());
+  EXPECT_EQ(out, (Shape{4, 2, 3}));
+  EXPECT_FALSE(transposeShape({2, 3}, {0, 0}, out).isOk());
+  ASSERT_TRUE(sliceShape({10, 8}, {1, 0}, {10, 8}, {3, 2}, out).isOk());
+  EXPECT_EQ(out, (Shape{3, 4}));
+  EXPECT_FALSE(sliceShape({10}, {2}, {11}, {1}, out).isOk());
+  ASSERT_TRUE(concatShape({{2, 3}, {5, 3}}, 0, out).isOk());
+  EXPECT_EQ(out, (Shape{7, 3}));
+  EXPECT_FALSE(concatShape({{2, 3}, {2, 4}}, 0, out).isOk());
+  ASSERT_TRUE(
+      attentionShapes({2, 8, 4}, {2, 6, 4}, {2, 6, 3}, 0.5, out, lse).isOk());
+  EXPECT_EQ(out, (Shape{2, 8, 3}));
+  EXPECT_EQ(lse, (Shape{2, 8}));
+  EXPECT_FALSE(
+      attentionShapes({2, 8, 4}, {2, 6, 4}, {2, 5, 3}, 0.5, out, lse).isOk());
 }
 
 } // namespace

@@ -38,15 +38,10 @@ def ZPlan_Dialect : Dialect {
   let hasOperationAttrVerify = 1;
 }
 
-def ZPlan_Region : I32EnumAttr<"Region", "memory region of a slot", [
-  I32EnumAttrCase<"Arena", 0, "arena">,
-  I32EnumAttrCase<"Persistent", 1, "persistent">,
-  I32EnumAttrCase<"Input", 2, "input">,
-  I32EnumAttrCase<"Output", 3, "output">,
-  I32EnumAttrCase<"Constant", 4, "constant">
-]> {
-  let cppNamespace = "::zcc::zplan";
-}
+// Region, EntryKind, TensorRole and Phase: generated from the runtime's
+// lists (PlanEnums.h) by GenPlanEnums, so a keyword here is the name the
+// runtime prints and its value the one the file stores.
+include "ZPlanEnums.td"
 
 class ZPlan_Op<string mnemonic, list<Trait> traits = []>
     : Op<ZPlan_Dialect, mnemonic, traits>;
@@ -55,20 +50,21 @@ def ZPlan_EntryOp : ZPlan_Op<"entry", [Symbol, IsolatedFromAbove, NoTerminator,
     SingleBlock]> {
   let summary = "one entry point of a plan";
   let description = [{
-    `kind` is the zt entry kind (`train_step`, `microbatch`, `apply`).
+    `kind` is the zt entry kind (`train_step`, `microbatch`, `apply`); any
+    other keyword is an error.
     `arena` is the bytes this entry's arena buffers need as planned,
     `lower_bound` the peak of live arena bytes (no plan can use less) and
     `no_reuse` the bytes they would need with no reuse at all.
 
     ```mlir
-    zplan.entry @mlp_loss kind = "train_step" arena = 868352 lower_bound = 868352 no_reuse = 1233408 {
+    zplan.entry @mlp_loss kind = train_step arena = 868352 lower_bound = 868352 no_reuse = 1233408 {
       %0 = zplan.slot input offset = 0 size = 100352 name = "images" : memref<32x784xf32>
       ...
       zplan.launch "matmul"(%0, %2) -> (%8) {} : (memref<32x784xf32>, memref<784x256xf32>) -> (memref<32x256xf32>)
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$kind,
+  let arguments = (ins SymbolNameAttr:$sym_name, ZPlan_EntryKind:$kind,
                        I64Attr:$arena, I64Attr:$lower_bound, I64Attr:$no_reuse);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -88,17 +84,19 @@ def ZPlan_SlotOp : ZPlan_Op<"slot", [HasParent<"EntryOp">]> {
     (`init`, a `#zt.init`), constant slots their data (`init`, dense
     elements). `name` is the tensor's name where it has one. Input and
     output slots say what they hold with `role`: `input`, `label` or `step`
-    (written by the runtime) for inputs, `loss` or `gradient` for outputs.
+    (written by the runtime) for inputs, `loss` or `gradient` for outputs
+    (`none` is no role: leave it out).
 
     ```mlir
     %3 = zplan.slot arena offset = 32768 size = 32768 live = [3, 22] : memref<32x256xf32>
     %1 = zplan.slot persistent offset = 0 size = 802816 name = "w1" {init = #zt.init<zeros>} : memref<784x256xf32>
-    %2 = zplan.slot input offset = 0 size = 128 name = "labels" role = "label" : memref<32xi32>
+    %2 = zplan.slot input offset = 0 size = 128 name = "labels" role = label : memref<32xi32>
     ```
   }];
   let arguments = (ins ZPlan_Region:$region, I64Attr:$offset, I64Attr:$size,
                        OptionalAttr<DenseI64ArrayAttr>:$live,
-                       OptionalAttr<StrAttr>:$name, OptionalAttr<StrAttr>:$role,
+                       OptionalAttr<StrAttr>:$name,
+                       OptionalAttr<ZPlan_TensorRole>:$role,
                        OptionalAttr<AnyAttr>:$init);
   let results = (outs AnyStaticShapeMemRef:$buffer);
   let assemblyFormat = [{
@@ -145,7 +143,10 @@ def ZPlan_LaunchOp : ZPlan_Op<"launch", [AttrSizedOperandSegments,
   let description = [{
     Runs `kernel` (a zt op's name without the prefix, or `copy`) reading
     `inputs` and writing `outputs`; `params` are the zt op's attributes.
-    Launches run in the order they appear.
+    Launches run in the order they appear. `phase` is the part of the step
+    the launch belongs to, for the memory timeline: `backward`, `update`
+    (the optimizer), `recompute` (a forward op run again in the backward);
+    the forward when absent.
 
     ```mlir
     zplan.launch "matmul"(%3, %4) -> (%5) {transpose_rhs} : (memref<32x10xf32>, memref<128x10xf32>) -> (memref<32x128xf32>)
@@ -153,9 +154,11 @@ def ZPlan_LaunchOp : ZPlan_Op<"launch", [AttrSizedOperandSegments,
   }];
   let arguments = (ins StrAttr:$kernel, Variadic<AnyStaticShapeMemRef>:$inputs,
                        Variadic<AnyStaticShapeMemRef>:$outputs,
-                       DictionaryAttr:$params);
+                       DictionaryAttr:$params,
+                       OptionalAttr<ZPlan_Phase>:$phase);
   let assemblyFormat = [{
-    $kernel `(` $inputs `)` `->` `(` $outputs `)` $params attr-dict `:`
+    $kernel `(` $inputs `)` `->` `(` $outputs `)` $params
+    (`phase` `=` $phase^)? attr-dict `:`
     `(` type($inputs) `)` `->` `(` type($outputs) `)`
   }];
   let hasVerifier = 1;

@@ -23,8 +23,18 @@ inline bool isKernelParameter(llvm::StringRef attribute) {
   return attribute != "operandSegmentSizes";
 }
 
+/// A zt op's attributes as its launch's parameters: every attribute the op
+/// defines, defaults included, since the runtime holds no defaults of its
+/// own; nothing else (a discardable attribute is not the kernel's).
+mlir::DictionaryAttr kernelParams(mlir::Operation *op);
+
 /// The row (ElementKernels.h) of element op `op`, or -1.
 int elementRowOf(mlir::Operation *op);
+
+/// The properties of zt op `op` (zcc/Runtime/Plan/OpTraits.h): its kernel's
+/// (the kernel of its name: runtime::kernelTraits); zt.reshape, a view with
+/// no kernel, is cheap to recompute and keeps bf16; 0 for any other op.
+uint32_t traitsOf(mlir::Operation *op);
 
 /// Builds element row `row` on `operands`, with one attribute per param of
 /// the row in its order, and the result type its arity gives (a bool tensor

@@ -18,7 +18,9 @@
 //   P2(name0, default0, name1, default1).
 // - "torch": the ATen overloads zcc.from_torch maps to the op, tensors then
 //   the params positionally (space separated; "" for none or by hand).
-// - "traits": ODS traits beyond the class's ("[Commutative]" or "").
+// - traits: the row's own properties (OpTraits.h) beyond its arity's
+//   (elementArityTraits): kCommutative (ODS Commutative), kStoresBf16
+//   (mixed precision keeps bf16 operands' result in bf16), or kNoTraits.
 // - Value: the formula of an element in T, of `x` (operand 0), `bv`
 //   (operand 1) and `cv` (operand 2), with the params `p0`, `p1`
 //   (Elementwise::compute; for the bool arities mixedValue, where T is the
@@ -45,6 +47,8 @@
 
 #ifndef ZCC_RUNTIME_ELEMENTKERNELS_H
 #define ZCC_RUNTIME_ELEMENTKERNELS_H
+
+#include "zcc/Runtime/Plan/OpTraits.h"
 
 #include <cmath>
 #include <cstddef>
@@ -112,163 +116,170 @@ constexpr bool elementIsFloat(ElementArity arity) {
   return arity == ElementArity::Unary || arity == ElementArity::Binary ||
          arity == ElementArity::Grad;
 }
+/// What every element op of `arity` is: run in place and read through
+/// broadcast strides (both kernels index each element once); the forward
+/// ones (every arity but Grad) cheap to recompute.
+constexpr OpTraits elementArityTraits(ElementArity arity) {
+  return kInPlace | kStridedReads |
+         (arity == ElementArity::Grad ? kNoTraits : kCheapToRecompute);
+}
 
 // clang-format off
 #define ZRT_ELEMENT_KERNEL_LIST(X)                                             \
-  X(Add, "add", Binary, add, P0, "", "[Commutative]",                         \
+  X(Add, "add", Binary, add, P0, "", kCommutative | kStoresBf16,               \
     x + bv, Grads(DY, DY), "lhs[i] + rhs[i]")                                  \
-  X(Sub, "sub", Binary, sub, P0, "", "",                                       \
+  X(Sub, "sub", Binary, sub, P0, "", kStoresBf16,                              \
     x - bv, Grads(DY, Neg(DY)), "lhs[i] - rhs[i]")                             \
-  X(Mul, "mul", Binary, mul, P0, "", "[Commutative]",                         \
+  X(Mul, "mul", Binary, mul, P0, "", kCommutative | kStoresBf16,               \
     x * bv, Grads(Mul(DY, B), Mul(DY, A)), "lhs[i] * rhs[i]")                  \
-  X(Div, "div", Binary, div, P0, "", "",                                       \
+  X(Div, "div", Binary, div, P0, "", kNoTraits,                                \
     x / bv, Grads(Div(DY, B), Neg(Mul(G0, Y))), "lhs[i] / rhs[i]")             \
-  X(Neg, "neg", Unary, neg, P0, "neg.default", "",                             \
+  X(Neg, "neg", Unary, neg, P0, "neg.default", kStoresBf16,                    \
     -x, Grads(Neg(DY)), "-x[i]")                                               \
-  X(Exp, "exp", Unary, exp, P0, "exp.default", "",                             \
+  X(Exp, "exp", Unary, exp, P0, "exp.default", kNoTraits,                      \
     fExpLoop(x), Grads(Mul(DY, Y)), "exp(x[i])")                               \
-  X(Log, "log", Unary, log, P0, "log.default", "",                             \
+  X(Log, "log", Unary, log, P0, "log.default", kNoTraits,                      \
     fLog(x), Grads(Div(DY, A)), "log(x[i])")                                   \
-  X(Tanh, "tanh", Unary, tanh, P0, "tanh.default", "",                         \
+  X(Tanh, "tanh", Unary, tanh, P0, "tanh.default", kStoresBf16,                \
     fTanh(x), Grads(TanhGrad(Y, DY)), "tanh(x[i])")                            \
-  X(Sigmoid, "sigmoid", Unary, sigmoid, P0, "sigmoid.default", "",             \
+  X(Sigmoid, "sigmoid", Unary, sigmoid, P0, "sigmoid.default", kStoresBf16,    \
     sigmoidOf(x), Grads(SigmoidGrad(Y, DY)), "1 / (1 + exp(-x[i]))")           \
-  X(Relu, "relu", Unary, relu, P0, "relu.default", "",                         \
+  X(Relu, "relu", Unary, relu, P0, "relu.default", kStoresBf16,                \
     isNaN(x) ? x : (x > T(0.0) ? x : T(0.0)), Grads(ReluGrad(Y, DY)),          \
     "max(x[i], 0)")                                                            \
-  X(Gelu, "gelu", Unary, gelu, P0, "", "",                                     \
+  X(Gelu, "gelu", Unary, gelu, P0, "", kStoresBf16,                            \
     geluOf(x), Grads(GeluGrad(A, DY)),                                         \
     "0.5 * x[i] * (1 + tanh(sqrt(2/pi) * (x[i] + 0.044715 * x[i]^3)))")        \
-  X(GeluErf, "gelu_erf", Unary, geluErf, P0, "", "",                           \
+  X(GeluErf, "gelu_erf", Unary, geluErf, P0, "", kStoresBf16,                  \
     geluErfOf(x), Grads(GeluErfGrad(A, DY)),                                   \
     "0.5 * x[i] * (1 + erf(x[i] / sqrt(2)))")                                  \
-  X(Silu, "silu", Unary, silu, P0, "silu.default", "",                         \
+  X(Silu, "silu", Unary, silu, P0, "silu.default", kStoresBf16,                \
     x * sigmoidOf(x), Grads(SiluGrad(A, DY)), "x[i] / (1 + exp(-x[i]))")       \
-  X(Sqrt, "sqrt", Unary, sqrt, P0, "sqrt.default", "",                         \
+  X(Sqrt, "sqrt", Unary, sqrt, P0, "sqrt.default", kNoTraits,                  \
     fSqrt(x), Grads(SqrtGrad(Y, DY)), "sqrt(x[i])")                            \
-  X(Rsqrt, "rsqrt", Unary, rsqrt, P0, "rsqrt.default", "",                     \
+  X(Rsqrt, "rsqrt", Unary, rsqrt, P0, "rsqrt.default", kNoTraits,              \
     T(1.0) / fSqrt(x), Grads(RsqrtGrad(Y, DY)), "1 / sqrt(x[i])")              \
-  X(Abs, "abs", Unary, abs, P0, "abs.default", "",                             \
+  X(Abs, "abs", Unary, abs, P0, "abs.default", kNoTraits,                      \
     x < T(0.0) ? -x : (x == T(0.0) ? T(0.0) : x), Grads(AbsGrad(A, DY)),       \
     "|x[i]|")                                                                  \
   X(Clamp, "clamp", Unary, clamp, P2(min, -HUGE_VAL, max, HUGE_VAL),           \
-    "clamp.default hardtanh.default", "", clampOf(x, p0, p1),                  \
+    "clamp.default hardtanh.default", kNoTraits, clampOf(x, p0, p1),           \
     Grads(ClampGrad(A, DY)), "min(max(x[i], min), max)")                       \
-  X(Hardswish, "hardswish", Unary, hardswish, P0, "hardswish.default", "",     \
+  X(Hardswish, "hardswish", Unary, hardswish, P0, "hardswish.default", kNoTraits, \
     x * clampOf(x + T(3.0), T(0.0), T(6.0)) / T(6.0),                          \
     Grads(HardswishGrad(A, DY)), "x[i] * min(max(x[i] + 3, 0), 6) / 6")        \
   X(Hardsigmoid, "hardsigmoid", Unary, hardsigmoid, P0,                        \
-    "hardsigmoid.default", "", clampOf(x + T(3.0), T(0.0), T(6.0)) / T(6.0),   \
+    "hardsigmoid.default", kNoTraits, clampOf(x + T(3.0), T(0.0), T(6.0)) / T(6.0), \
     Grads(HardsigmoidGrad(A, DY)), "min(max(x[i] + 3, 0), 6) / 6")             \
-  X(Erf, "erf", Unary, erf, P0, "erf.default", "",                             \
+  X(Erf, "erf", Unary, erf, P0, "erf.default", kNoTraits,                      \
     fErf(x), Grads(ErfGrad(A, DY)), "erf(x[i])")                               \
-  X(Sin, "sin", Unary, sin, P0, "sin.default", "",                             \
+  X(Sin, "sin", Unary, sin, P0, "sin.default", kNoTraits,                      \
     fSin(x), Grads(Mul(DY, Cos(A))), "sin(x[i])")                              \
-  X(Cos, "cos", Unary, cos, P0, "cos.default", "",                             \
+  X(Cos, "cos", Unary, cos, P0, "cos.default", kNoTraits,                      \
     fCos(x), Grads(Neg(Mul(DY, Sin(A)))), "cos(x[i])")                         \
   X(Softplus, "softplus", Unary, softplus, P2(beta, 1.0, threshold, 20.0),     \
-    "softplus.default", "", x * p0 > p1 ? x : fLog1p(fExp(x * p0)) / p0,       \
+    "softplus.default", kNoTraits, x * p0 > p1 ? x : fLog1p(fExp(x * p0)) / p0, \
     Grads(SoftplusGrad(A, DY)),                                                \
     "beta x[i] > threshold ? x[i] : log(1 + exp(beta x[i])) / beta")           \
   X(LeakyRelu, "leaky_relu", Unary, leakyRelu, P1(negative_slope, 0.01),       \
-    "leaky_relu.default", "", x > T(0.0) ? x : x * p0,                         \
+    "leaky_relu.default", kNoTraits, x > T(0.0) ? x : x * p0,                  \
     Grads(LeakyReluGrad(A, DY)), "x[i] > 0 ? x[i] : negative_slope x[i]")      \
-  X(Elu, "elu", Unary, elu, P1(alpha, 1.0), "elu.default", "",                 \
+  X(Elu, "elu", Unary, elu, P1(alpha, 1.0), "elu.default", kNoTraits,          \
     x > T(0.0) ? x : p0 * fExpm1(x), Grads(EluGrad(A, DY)),                    \
     "x[i] > 0 ? x[i] : alpha (exp(x[i]) - 1)")                                 \
-  X(Reciprocal, "reciprocal", Unary, reciprocal, P0, "reciprocal.default", "", \
+  X(Reciprocal, "reciprocal", Unary, reciprocal, P0, "reciprocal.default", kNoTraits, \
     T(1.0) / x, Grads(Neg(Mul(DY, Mul(Y, Y)))), "1 / x[i]")                    \
-  X(Pow, "pow", Unary, pow, P1(exponent, 1.0), "", "",                         \
+  X(Pow, "pow", Unary, pow, P1(exponent, 1.0), "", kNoTraits,                  \
     fPow(x, p0), Grads(PowGrad(A, DY)), "x[i]^exponent")                       \
   X(Maximum, "maximum", Binary, maximum, P0, "maximum.default",                \
-    "[Commutative]", isNaN(x) || isNaN(bv) ? x + bv : (x > bv ? x : bv),       \
+    kCommutative, isNaN(x) || isNaN(bv) ? x + bv : (x > bv ? x : bv),          \
     Grads(Mul(DY, MaxWeight(A, B)), Mul(DY, MaxWeight(B, A))),                 \
     "max(lhs[i], rhs[i])` (NaN if either is)`")                                \
   X(Minimum, "minimum", Binary, minimum, P0, "minimum.default",                \
-    "[Commutative]", isNaN(x) || isNaN(bv) ? x + bv : (x < bv ? x : bv),       \
+    kCommutative, isNaN(x) || isNaN(bv) ? x + bv : (x < bv ? x : bv),          \
     Grads(Mul(DY, MaxWeight(B, A)), Mul(DY, MaxWeight(A, B))),                 \
     "min(lhs[i], rhs[i])` (NaN if either is)`")                                \
-  X(MaxWeight, "max_weight", Binary, maxWeight, P0, "", "",                    \
+  X(MaxWeight, "max_weight", Binary, maxWeight, P0, "", kNoTraits,             \
     x > bv ? T(1.0) : (x == bv ? T(0.5) : T(0.0)), Grads(Zero, Zero),          \
-    "lhs[i] > rhs[i] ? 1 : (lhs[i] == rhs[i] ? 0.5 : 0)` (the share of "        \
+    "lhs[i] > rhs[i] ? 1 : (lhs[i] == rhs[i] ? 0.5 : 0)` (the share of "       \
     "maximum's gradient that lhs gets, PyTorch's)`")                           \
-  X(ReluGrad, "relu_grad", Grad, none, P0, "", "",                             \
+  X(ReluGrad, "relu_grad", Grad, none, P0, "", kNoTraits,                      \
     x > T(0.0) ? bv : T(0.0), NoVjp, "y[i] > 0 ? grad[i] : 0")                 \
-  X(GeluGrad, "gelu_grad", Grad, none, P0, "", "",                             \
+  X(GeluGrad, "gelu_grad", Grad, none, P0, "", kNoTraits,                      \
     bv * geluDerivative(x), NoVjp,                                             \
-    "grad[i] * gelu'(x[i])` with the exact derivative of the tanh form: "     \
+    "grad[i] * gelu'(x[i])` with the exact derivative of the tanh form: "      \
     "`0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)`, "               \
     "`t = tanh(c (x + 0.044715 x^3))`, `c = sqrt(2/pi)")                       \
-  X(GeluErfGrad, "gelu_erf_grad", Grad, none, P0, "", "",                      \
+  X(GeluErfGrad, "gelu_erf_grad", Grad, none, P0, "", kNoTraits,               \
     bv * geluErfDerivative(x), NoVjp,                                          \
     "grad[i] * (Phi(x[i]) + x[i] phi(x[i]))` with "                            \
     "`Phi(x) = 0.5 (1 + erf(x / sqrt(2)))`, "                                  \
     "`phi(x) = exp(-x^2 / 2) / sqrt(2 pi)")                                    \
-  X(SiluGrad, "silu_grad", Grad, none, P0, "", "",                             \
+  X(SiluGrad, "silu_grad", Grad, none, P0, "", kNoTraits,                      \
     siluGradOf(x, bv), NoVjp,                                                  \
     "grad[i] * s (1 + x[i] (1 - s))` with `s = sigmoid(x[i])")                 \
-  X(TanhGrad, "tanh_grad", Grad, none, P0, "", "",                             \
+  X(TanhGrad, "tanh_grad", Grad, none, P0, "", kNoTraits,                      \
     bv * (T(1.0) - x * x), NoVjp, "grad[i] * (1 - y[i]^2)")                    \
-  X(SigmoidGrad, "sigmoid_grad", Grad, none, P0, "", "",                       \
+  X(SigmoidGrad, "sigmoid_grad", Grad, none, P0, "", kNoTraits,                \
     bv * x * (T(1.0) - x), NoVjp, "grad[i] * y[i] * (1 - y[i])")               \
-  X(SqrtGrad, "sqrt_grad", Grad, none, P0, "", "",                             \
+  X(SqrtGrad, "sqrt_grad", Grad, none, P0, "", kNoTraits,                      \
     bv * T(0.5) / x, NoVjp, "grad[i] * 0.5 / y[i]")                            \
-  X(RsqrtGrad, "rsqrt_grad", Grad, none, P0, "", "",                           \
-    bv * -T(0.5) * x * x * x, NoVjp, "grad[i] * -0.5 * y[i]^3")                     \
-  X(AbsGrad, "abs_grad", Grad, none, P0, "", "",                               \
+  X(RsqrtGrad, "rsqrt_grad", Grad, none, P0, "", kNoTraits,                    \
+    bv * -T(0.5) * x * x * x, NoVjp, "grad[i] * -0.5 * y[i]^3")                \
+  X(AbsGrad, "abs_grad", Grad, none, P0, "", kNoTraits,                        \
     x > T(0.0) ? bv : (x < T(0.0) ? -bv : T(0.0)), NoVjp,                      \
     "grad[i] * sign(x[i])")                                                    \
   X(ClampGrad, "clamp_grad", Grad, none, P2(min, -HUGE_VAL, max, HUGE_VAL),    \
-    "", "", x >= p0 && x <= p1 ? bv : T(0.0), NoVjp,                           \
+    "", kNoTraits, x >= p0 && x <= p1 ? bv : T(0.0), NoVjp,                    \
     "min <= x[i] <= max ? grad[i] : 0")                                        \
-  X(HardswishGrad, "hardswish_grad", Grad, none, P0, "", "",                   \
+  X(HardswishGrad, "hardswish_grad", Grad, none, P0, "", kNoTraits,            \
     x < T(-3.0) ? T(0.0) : (x <= T(3.0) ? bv * (x / T(3.0) + T(0.5)) : bv),    \
-    NoVjp, "x[i] < -3 ? 0 : (x[i] <= 3 ? grad[i] (x[i] / 3 + 0.5) : grad[i])")  \
-  X(HardsigmoidGrad, "hardsigmoid_grad", Grad, none, P0, "", "",               \
+    NoVjp, "x[i] < -3 ? 0 : (x[i] <= 3 ? grad[i] (x[i] / 3 + 0.5) : grad[i])") \
+  X(HardsigmoidGrad, "hardsigmoid_grad", Grad, none, P0, "", kNoTraits,        \
     x > T(-3.0) && x < T(3.0) ? bv / T(6.0) : T(0.0), NoVjp,                   \
     "-3 < x[i] < 3 ? grad[i] / 6 : 0")                                         \
-  X(ErfGrad, "erf_grad", Grad, none, P0, "", "",                               \
+  X(ErfGrad, "erf_grad", Grad, none, P0, "", kNoTraits,                        \
     bv * T(1.12837916709551257390) * fExp(-(x * x)), NoVjp,                    \
     "grad[i] 2 / sqrt(pi) exp(-x[i]^2)")                                       \
   X(SoftplusGrad, "softplus_grad", Grad, none,                                 \
-    P2(beta, 1.0, threshold, 20.0), "", "",                                    \
+    P2(beta, 1.0, threshold, 20.0), "", kNoTraits,                             \
     x * p0 > p1 ? bv : bv * sigmoidOf(x * p0), NoVjp,                          \
     "beta x[i] > threshold ? grad[i] : grad[i] sigmoid(beta x[i])")            \
   X(LeakyReluGrad, "leaky_relu_grad", Grad, none, P1(negative_slope, 0.01),    \
-    "", "", x > T(0.0) ? bv : bv * p0, NoVjp,                                  \
+    "", kNoTraits, x > T(0.0) ? bv : bv * p0, NoVjp,                           \
     "x[i] > 0 ? grad[i] : negative_slope grad[i]")                             \
-  X(EluGrad, "elu_grad", Grad, none, P1(alpha, 1.0), "", "",                   \
+  X(EluGrad, "elu_grad", Grad, none, P1(alpha, 1.0), "", kNoTraits,            \
     x > T(0.0) ? bv : bv * p0 * fExp(x), NoVjp,                                \
     "x[i] > 0 ? grad[i] : grad[i] alpha exp(x[i])")                            \
-  X(PowGrad, "pow_grad", Grad, none, P1(exponent, 1.0), "", "",                \
+  X(PowGrad, "pow_grad", Grad, none, P1(exponent, 1.0), "", kNoTraits,         \
     p0 == T(0.0) ? T(0.0) : bv * p0 * fPow(x, p0 - T(1.0)), NoVjp,             \
     "exponent == 0 ? 0 : grad[i] exponent x[i]^(exponent - 1)")                \
-  X(Eq, "eq", Compare, eq, P0, "eq.Tensor eq.Scalar", "[Commutative]",         \
+  X(Eq, "eq", Compare, eq, P0, "eq.Tensor eq.Scalar", kCommutative,            \
     x == bv, Grads(Zero, Zero), "lhs[i] == rhs[i]")                            \
-  X(Ne, "ne", Compare, ne, P0, "ne.Tensor ne.Scalar", "[Commutative]",         \
+  X(Ne, "ne", Compare, ne, P0, "ne.Tensor ne.Scalar", kCommutative,            \
     x != bv, Grads(Zero, Zero), "lhs[i] != rhs[i]")                            \
-  X(Lt, "lt", Compare, lt, P0, "lt.Tensor lt.Scalar", "",                      \
+  X(Lt, "lt", Compare, lt, P0, "lt.Tensor lt.Scalar", kNoTraits,               \
     x < bv, Grads(Zero, Zero), "lhs[i] < rhs[i]")                              \
-  X(Le, "le", Compare, le, P0, "le.Tensor le.Scalar", "",                      \
+  X(Le, "le", Compare, le, P0, "le.Tensor le.Scalar", kNoTraits,               \
     x <= bv, Grads(Zero, Zero), "lhs[i] <= rhs[i]")                            \
-  X(Gt, "gt", Compare, gt, P0, "gt.Tensor gt.Scalar", "",                      \
+  X(Gt, "gt", Compare, gt, P0, "gt.Tensor gt.Scalar", kNoTraits,               \
     x > bv, Grads(Zero, Zero), "lhs[i] > rhs[i]")                              \
-  X(Ge, "ge", Compare, ge, P0, "ge.Tensor ge.Scalar", "",                      \
+  X(Ge, "ge", Compare, ge, P0, "ge.Tensor ge.Scalar", kNoTraits,               \
     x >= bv, Grads(Zero, Zero), "lhs[i] >= rhs[i]")                            \
   X(LogicalAnd, "logical_and", BoolBinary, logicalAnd, P0,                     \
-    "logical_and.default bitwise_and.Tensor __and__.Tensor", "[Commutative]",  \
+    "logical_and.default bitwise_and.Tensor __and__.Tensor", kCommutative,     \
     x && bv, Grads(Zero, Zero), "lhs[i] and rhs[i]")                           \
   X(LogicalOr, "logical_or", BoolBinary, logicalOr, P0,                        \
-    "logical_or.default bitwise_or.Tensor __or__.Tensor", "[Commutative]",     \
+    "logical_or.default bitwise_or.Tensor __or__.Tensor", kCommutative,        \
     x || bv, Grads(Zero, Zero), "lhs[i] or rhs[i]")                            \
   X(LogicalNot, "logical_not", BoolUnary, logicalNot, P0,                      \
-    "logical_not.default bitwise_not.default", "", !x, Grads(Zero),            \
+    "logical_not.default bitwise_not.default", kNoTraits, !x, Grads(Zero),     \
     "not x[i]")                                                                \
   X(Where, "where", Select, where, P0,                                         \
-    "where.self where.ScalarOther where.ScalarSelf where.Scalar", "",          \
+    "where.self where.ScalarOther where.ScalarSelf where.Scalar", kNoTraits,   \
     x ? bv : cv, Grads(Zero, Mask(A, DY), Mask(LogicalNot(A), DY)),            \
     "condition[i] ? on_true[i] : on_false[i]")                                 \
-  X(Mask, "mask", Mask, mask, P0, "", "", x ? bv : T(0), Grads(Zero, Mask(A, DY)), \
+  X(Mask, "mask", Mask, mask, P0, "", kNoTraits, x ? bv : T(0), Grads(Zero, Mask(A, DY)), \
     "condition[i] ? x[i] : 0` (where's gradient)`")
 // clang-format on
 
@@ -293,13 +304,16 @@ struct ElementRow {
   const char *paramNames[kMaxElementParams];
   double paramDefaults[kMaxElementParams];
   const char *torch;
+  /// The row's traits and its arity's (elementArityTraits).
+  OpTraits traits;
 };
 
 #define ZRT_ROW_PARAMS_P0 0, {nullptr, nullptr}, {0.0, 0.0}
 #define ZRT_ROW_PARAMS_P1(n0, d0) 1, {#n0, nullptr}, {d0, 0.0}
 #define ZRT_ROW_PARAMS_P2(n0, d0, n1, d1) 2, {#n0, #n1}, {d0, d1}
-#define ZRT_ELEMENT_ROW(id, name, arity, method, params, torch, ...)           \
-  {name, ElementArity::arity, ZRT_ROW_PARAMS_##params, torch},
+#define ZRT_ELEMENT_ROW(id, name, arity, method, params, torch, traits, ...)   \
+  {name, ElementArity::arity, ZRT_ROW_PARAMS_##params, torch,                  \
+   (traits) | elementArityTraits(ElementArity::arity)},
 /// The rows in KernelId order (element kernels come first).
 inline constexpr ElementRow kElementRows[] = {
     ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_ROW)};

@@ -26,16 +26,6 @@ namespace zcc::runtime {
 /// by it, and checkLaunch rejects anything above.
 inline constexpr int kMaxKernelRank = 8;
 
-/// Whether an output of `id` may be the very buffer of one of its inputs
-/// (elementwise kernels and the optimizers, whose updates are written in
-/// place). Any other sharing between a launch's operands is rejected.
-bool kernelAllowsInPlace(KernelId id);
-
-/// Whether `id` may read its first two inputs through broadcast strides
-/// (Tensor::strides): the element kernels and scale. No other kernel reads
-/// a strided tensor, and no kernel writes one.
-bool kernelReadsThroughStrides(KernelId id);
-
 /// The bytes from a tensor's start to the end of its last element: its
 /// size, or for a strided one the reach of its steps (0 when empty).
 uint64_t tensorReachBytes(const Tensor &tensor);
@@ -45,6 +35,16 @@ uint64_t tensorReachBytes(const Tensor &tensor);
 /// verifiers state them. The message names the launch index, the kernel and
 /// the rule broken.
 Status checkLaunch(const Entry &entry, size_t launchIndex);
+
+/// Floating-point operations of one launch of `kernel` reading `inputs` and
+/// writing `outputs` (their types, in operand order) with `params`, as
+/// usually counted: 2MNK per matrix product, 2ST(D+Dv) per attention head
+/// (its gradient 2.5 times that), one per result element for every other
+/// kernel. The one cost model: the plan report's and the
+/// rematerialization's (zt-remat's bytes freed per FLOP).
+double kernelFlops(KernelId kernel, const std::vector<TensorType> &inputs,
+                   const std::vector<TensorType> &outputs,
+                   const LaunchParams &params);
 
 /// Row-major element strides of `shape` into `strides` (shape.size()
 /// entries), for the executors' index arithmetic.

@@ -13,10 +13,12 @@
 #define ZCC_RUNTIME_LAUNCH_H
 
 #include "zcc/Runtime/Kernels/ElementKernels.h"
+#include "zcc/Runtime/Plan/OpTraits.h"
 #include "zcc/Runtime/Status.h"
 #include "zcc/Runtime/Plan/zplan_enums_generated.h"
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,52 +26,58 @@
 
 namespace zcc::runtime {
 
+// X(Id, "name", traits): the kernels that are not element rows, in the
+// order of docs/zt-dialect.md, with their properties (OpTraits.h). The zt op
+// of a kernel has its name; the passes read its traits (zt::traitsOf).
+#define ZRT_OTHER_KERNEL_LIST(X)                                               \
+  X(Constant, "constant", kNoTraits)                                           \
+  X(CausalMask, "causal_mask", kNoTraits)                                      \
+  X(BroadcastInDim, "broadcast_in_dim", kCheapToRecompute | kStoresBf16)       \
+  X(Transpose, "transpose", kCheapToRecompute | kStoresBf16)                   \
+  X(Slice, "slice", kCheapToRecompute | kStoresBf16)                           \
+  X(Concat, "concat", kStoresBf16)                                             \
+  X(Sum, "sum", kNoTraits)                                                     \
+  X(Mean, "mean", kNoTraits)                                                   \
+  X(Max, "max", kNoTraits)                                                     \
+  X(Matmul, "matmul", kNoTraits)                                               \
+  X(Attention, "attention", kNoTraits)                                         \
+  X(Softmax, "softmax", kNoTraits)                                             \
+  X(LogSoftmax, "log_softmax", kNoTraits)                                      \
+  X(LayerNorm, "layer_norm", kCheapToRecompute)                                \
+  X(RmsNorm, "rms_norm", kCheapToRecompute)                                    \
+  X(Embedding, "embedding", kNoTraits)                                         \
+  X(SoftmaxCrossEntropy, "softmax_cross_entropy", kReadsBf16)                  \
+  X(Mse, "mse", kNoTraits)                                                     \
+  X(Dropout, "dropout", kInPlace | kCheapToRecompute | kStoresBf16)            \
+  X(Scale, "scale",                                                            \
+    kInPlace | kStridedReads | kCheapToRecompute | kStoresBf16)                \
+  X(SoftmaxGrad, "softmax_grad", kNoTraits)                                    \
+  X(LogSoftmaxGrad, "log_softmax_grad", kNoTraits)                             \
+  X(MaxGrad, "max_grad", kNoTraits)                                            \
+  X(SliceGrad, "slice_grad", kNoTraits)                                        \
+  X(LayerNormGrad, "layer_norm_grad", kNoTraits)                               \
+  X(RmsNormGrad, "rms_norm_grad", kNoTraits)                                   \
+  X(EmbeddingGrad, "embedding_grad", kNoTraits)                                \
+  X(AttentionGrad, "attention_grad", kNoTraits)                                \
+  X(SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad", kInPlace)           \
+  X(MseGrad, "mse_grad", kInPlace)                                             \
+  X(Sgd, "sgd", kInPlace | kUpdate)                                            \
+  X(Adamw, "adamw", kInPlace | kUpdate)                                        \
+  X(SumSquares, "sum_squares", kUpdate)                                        \
+  X(LrSchedule, "lr_schedule", kUpdate)                                        \
+  X(AllReduce, "all_reduce", kInPlace | kCommunicates | kBucket)               \
+  X(ReduceScatter, "reduce_scatter", kCommunicates | kSharded)                 \
+  X(AllGather, "all_gather", kCommunicates | kSharded)                         \
+  X(Shard, "shard", kSharded)                                                  \
+  X(Pack, "pack", kInPlace | kBucket)                                          \
+  X(Copy, "copy", kInPlace)                                                    \
+  X(Convert, "convert", kCheapToRecompute)
+
 // X(Id, "name", ...): every kernel: the element kernels (ElementKernels.h,
-// whose rows also pass their arity), then the others in the order of
-// docs/zt-dialect.md.
+// whose rows also pass their arity), then the others.
 #define ZRT_KERNEL_LIST(X)                                                     \
   ZRT_ELEMENT_KERNEL_LIST(X)                                                   \
-  X(Constant, "constant")                                                      \
-  X(CausalMask, "causal_mask")                                                 \
-  X(BroadcastInDim, "broadcast_in_dim")                                        \
-  X(Transpose, "transpose")                                                    \
-  X(Slice, "slice")                                                            \
-  X(Concat, "concat")                                                          \
-  X(Sum, "sum")                                                                \
-  X(Mean, "mean")                                                              \
-  X(Max, "max")                                                                \
-  X(Matmul, "matmul")                                                          \
-  X(Attention, "attention")                                                    \
-  X(Softmax, "softmax")                                                        \
-  X(LogSoftmax, "log_softmax")                                                 \
-  X(LayerNorm, "layer_norm")                                                   \
-  X(RmsNorm, "rms_norm")                                                       \
-  X(Embedding, "embedding")                                                    \
-  X(SoftmaxCrossEntropy, "softmax_cross_entropy")                              \
-  X(Mse, "mse")                                                                \
-  X(Dropout, "dropout")                                                        \
-  X(Scale, "scale")                                                            \
-  X(SoftmaxGrad, "softmax_grad")                                               \
-  X(LogSoftmaxGrad, "log_softmax_grad")                                        \
-  X(MaxGrad, "max_grad")                                                       \
-  X(SliceGrad, "slice_grad")                                                   \
-  X(LayerNormGrad, "layer_norm_grad")                                          \
-  X(RmsNormGrad, "rms_norm_grad")                                              \
-  X(EmbeddingGrad, "embedding_grad")                                           \
-  X(AttentionGrad, "attention_grad")                                           \
-  X(SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad")                     \
-  X(MseGrad, "mse_grad")                                                       \
-  X(Sgd, "sgd")                                                                \
-  X(Adamw, "adamw")                                                            \
-  X(SumSquares, "sum_squares")                                                 \
-  X(LrSchedule, "lr_schedule")                                                 \
-  X(AllReduce, "all_reduce")                                                   \
-  X(ReduceScatter, "reduce_scatter")                                           \
-  X(AllGather, "all_gather")                                                   \
-  X(Shard, "shard")                                                            \
-  X(Pack, "pack")                                                              \
-  X(Copy, "copy")                                                              \
-  X(Convert, "convert")
+  ZRT_OTHER_KERNEL_LIST(X)
 
 enum class KernelId : uint16_t {
 #define ZRT_KERNEL_ENUM(id, ...) id,
@@ -80,15 +88,41 @@ enum class KernelId : uint16_t {
 
 const char *kernelName(KernelId id);
 
+/// The properties of kernel `id` (OpTraits.h): its element row's, or its
+/// entry's in ZRT_OTHER_KERNEL_LIST.
+constexpr OpTraits kernelTraits(KernelId id) {
+  constexpr OpTraits kOther[] = {
+#define ZRT_KERNEL_TRAITS(id, name, traits) traits,
+      ZRT_OTHER_KERNEL_LIST(ZRT_KERNEL_TRAITS)
+#undef ZRT_KERNEL_TRAITS
+  };
+  size_t index = static_cast<size_t>(id);
+  if (index < static_cast<size_t>(kElementRowCount))
+    return kElementRows[index].traits;
+  index -= kElementRowCount;
+  // An id past the list (a corrupt launch the loader has yet to reject).
+  return index < std::size(kOther) ? kOther[index] : kNoTraits;
+}
+
+/// Whether an output of `id` may be the very buffer of one of its inputs
+/// (kInPlace: the element kernels, the optimizers' updates). The loader
+/// rejects any other sharing between a launch's operands.
+constexpr bool kernelAllowsInPlace(KernelId id) {
+  return kernelTraits(id) & kInPlace;
+}
+/// Whether `id` may read its first two inputs through broadcast strides
+/// (kStridedReads: the element kernels and scale). No other kernel reads a
+/// strided tensor, and no kernel writes one.
+constexpr bool kernelReadsThroughStrides(KernelId id) {
+  return kernelTraits(id) & kStridedReads;
+}
 /// Whether `id` communicates between the ranks of a data-parallel job.
 constexpr bool kernelCommunicates(KernelId id) {
-  return id == KernelId::AllReduce || id == KernelId::ReduceScatter ||
-         id == KernelId::AllGather;
+  return kernelTraits(id) & kCommunicates;
 }
 /// ZeRO-1's kernels, whose `ranks` parameter is the plan's world size.
 constexpr bool kernelIsSharded(KernelId id) {
-  return id == KernelId::ReduceScatter || id == KernelId::AllGather ||
-         id == KernelId::Shard;
+  return kernelTraits(id) & kSharded;
 }
 std::optional<KernelId> findKernel(std::string_view name);
 

@@ -11,6 +11,7 @@
 #define ZCC_RUNTIME_PLAN_H
 
 #include "zcc/Runtime/Plan/Launch.h"
+#include "zcc/Runtime/Plan/PlanEnums.h"
 #include "zcc/Runtime/Plan/zplan_enums_generated.h"
 
 #include <cstdint>
@@ -39,11 +40,8 @@ inline bool isFloat(DType dtype) { return dtype == DType::F32; }
 inline bool isAnyFloat(DType dtype) {
   return dtype == DType::F32 || dtype == DType::BF16;
 }
-/// "arena", "persistent", "input", "output", "constant".
-const char *regionName(Region region);
-const char *entryKindName(EntryKind kind);
-/// What an input or output tensor is for; the runtime writes `Step` itself.
-const char *tensorRoleName(TensorRole role);
+// regionName, entryKindName, tensorRoleName, phaseName and their parsers:
+// PlanEnums.h, the one list of the names.
 
 /// `first`/`second`: (value), (mean, std) or (low, high) by kind.
 struct Initializer {

@@ -17,9 +17,8 @@ namespace zcc::runtime {
 /// (Phase::Recompute), by kernel and source line, with their FLOPs.
 std::string formatPlanReport(const Plan &plan, int largest = 8);
 
-/// Floating-point operations of one launch of `entry`, as usually counted:
-/// 2MNK per matrix product, 2ST(D+Dv) per attention head (the backward
-/// about 2.5 times that), one per result element for the other kernels.
+/// Floating-point operations of one launch of `entry` (kernelFlops,
+/// Kernels.h).
 double launchFlops(const Entry &entry, const Launch &launch);
 
 /// An entry's FLOPs: every launch's, and those of the launches recomputing

@@ -338,4 +338,41 @@ TEST_F(ZTDialectTest, EveryOpsAttributesAreItsKernelsParameters) {
   EXPECT_EQ(kernels, static_cast<int>(zcc::runtime::KernelId::NumKernels) - 1);
 }
 
+// The passes read an op's properties from its table entry (zt::traitsOf),
+// ODS from its traits: the two agree. An element op (ODS Elementwise) runs
+// in place, reads broadcast views and is cheap to recompute; ODS
+// Commutative is the row's kCommutative; nothing but zt.reshape (a view) has
+// traits without a kernel.
+TEST_F(ZTDialectTest, OpTraitsAgreeWithODS) {
+  using namespace zcc::runtime;
+  OpBuilder b(&context);
+  int elementwise = 0;
+  for (RegisteredOperationName info : context.getRegisteredOperations()) {
+    if (info.getDialectNamespace() != ZTDialect::getDialectNamespace())
+      continue;
+    // An op of this name, unverified: enough to ask for its traits.
+    OperationState state(b.getUnknownLoc(), info);
+    Operation *op = Operation::create(state);
+    uint32_t traits = zcc::zt::traitsOf(op);
+    bool element = op->hasTrait<OpTrait::Elementwise>();
+    elementwise += element;
+    if (element) {
+      uint32_t expected = kInPlace | kStridedReads | kCheapToRecompute;
+      EXPECT_EQ(traits & expected, expected) << info.getStringRef().str();
+    }
+    EXPECT_EQ(op->hasTrait<OpTrait::IsCommutative>(),
+              (traits & kCommutative) != 0)
+        << info.getStringRef().str();
+    if (!findKernel(info.getStringRef().drop_front(3).str()))
+      EXPECT_EQ(traits != 0, info.getStringRef() == "zt.reshape")
+          << info.getStringRef().str();
+    op->destroy();
+  }
+  EXPECT_GT(elementwise, 40); // the rows and zt.scale
+  // Not an element op, yet bf16 in keeps bf16 out: the views.
+  EXPECT_TRUE(kernelTraits(KernelId::Transpose) & kStoresBf16);
+  EXPECT_FALSE(kernelTraits(KernelId::Exp) & kStoresBf16);
+  EXPECT_TRUE(kernelTraits(KernelId::Sgd) & kUpdate);
+}
+
 } // namespace

@@ -1,0 +1,73 @@
+//===- ShapeRules.h - the ops' shape rules, stated once ----------*- C++ -*-===//
+//
+// The shapes an op's operands and parameters must have, and the shapes of
+// its results, for the ops whose results follow from them. Each rule is
+// written once, here, MLIR-free, and called by the zt verifiers
+// (ZTOps.cpp), the capture API's type inference (Graph.cpp) and the plan
+// loader's checks (KernelRules.cpp). An error's message states the rule
+// broken, naming operands by their role ("lhs", "query") and without a
+// prefix: the caller says where (the op, or the launch).
+//
+// Element types, and limits only a plan file must be held to (BLAS sizes,
+// element counts), are the callers'.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_RUNTIME_SHAPERULES_H
+#define ZCC_RUNTIME_SHAPERULES_H
+
+#include "zcc/Runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zcc::runtime {
+
+using Shape = std::vector<int64_t>;
+
+/// "[4, 8]".
+std::string formatShape(const Shape &shape);
+
+/// `dims` strictly increasing and within [0, rank) (`name` is the
+/// parameter's: "dims", "broadcast_dimensions").
+Status dimListRule(const char *name, const std::vector<int64_t> &dims,
+                   int64_t rank);
+
+/// sum, mean, max (and max_grad's `grad`): `dims` names at least one
+/// dimension of `operand`; the result drops them, or keeps them as 1.
+Status reductionShape(const Shape &operand, const std::vector<int64_t> &dims,
+                      bool keepDims, Shape &result);
+
+/// transpose: `permutation` is one of 0..rank-1; the result's dimension i is
+/// the operand's permutation[i].
+Status transposeShape(const Shape &operand,
+                      const std::vector<int64_t> &permutation, Shape &result);
+
+/// slice (and slice_grad, whose `whole` is its result): one in-bounds
+/// start:limit:stride range per dimension of `whole`, strides >= 1; `part`
+/// has ceil((limit - start) / stride) elements along each.
+Status sliceShape(const Shape &whole, const std::vector<int64_t> &starts,
+                  const std::vector<int64_t> &limits,
+                  const std::vector<int64_t> &strides, Shape &part);
+
+/// concat: at least one operand, one rank, sizes equal but along
+/// `dimension`, where the result's is their sum.
+Status concatShape(const std::vector<Shape> &operands, int64_t dimension,
+                   Shape &result);
+
+/// matmul: `lhs` [B..., M, K] and `rhs` [B..., K, N] or [K, N] (with the
+/// transposes applied); the result [B..., M, N].
+Status matmulShape(const Shape &lhs, const Shape &rhs, bool transposeLhs,
+                   bool transposeRhs, Shape &result);
+
+/// attention (and attention_grad's forward operands): `query` [B..., S, D],
+/// `key` [B..., T, D], `value` [B..., T, Dv], sizes >= 1, a finite `scale`;
+/// `result` [B..., S, Dv] and `logsumexp` [B..., S].
+Status attentionShapes(const Shape &query, const Shape &key,
+                       const Shape &value, double scale, Shape &result,
+                       Shape &logsumexp);
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_SHAPERULES_H
