@@ -17,7 +17,7 @@
 #include "mlir/IR/Verifier.h"
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
-#include "zcc/Runtime/Kernels/ShapeRules.h"
+#include "zcc/Runtime/Plan/ShapeRules.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>

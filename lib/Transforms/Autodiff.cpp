@@ -16,7 +16,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "zcc/Runtime/Plan/OpTraits.h"
-#include "zcc/Runtime/Kernels/ElementVjp.h"
+#include "zcc/Runtime/Plan/ElementVjp.h"
 #include "zcc/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"

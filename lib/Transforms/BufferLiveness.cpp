@@ -6,7 +6,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/Launch.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"

@@ -17,7 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/OpTraits.h"
 #include "zcc/Target/PlanExport.h"
 #include "zcc/Transforms/BufferLiveness.h"

@@ -13,7 +13,7 @@
 #include "zcc/Runtime/Plan/MemoryTimeline.h"
 #include "zcc/Runtime/Plan/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
-#include "zcc/Runtime/Session/Trainer.h"
+#include "zcc/Runtime/Training/Trainer.h"
 #ifdef ZCC_HAVE_MPI
 #include "zcc/Runtime/Distributed/MpiCommunicator.h"
 #endif

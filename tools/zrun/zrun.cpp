@@ -18,7 +18,7 @@
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Plan/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
-#include "zcc/Runtime/Session/Trainer.h"
+#include "zcc/Runtime/Training/Trainer.h"
 
 #ifdef ZCC_HAVE_MPI
 #include "zcc/Runtime/Distributed/MpiCommunicator.h"

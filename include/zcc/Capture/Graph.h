@@ -25,7 +25,7 @@
 #ifndef ZCC_CAPTURE_GRAPH_H
 #define ZCC_CAPTURE_GRAPH_H
 
-#include "zcc/Runtime/Kernels/ElementKernels.h"
+#include "zcc/Runtime/Plan/ElementKernels.h"
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
 

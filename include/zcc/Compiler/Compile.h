@@ -11,7 +11,7 @@
 #define ZCC_COMPILER_COMPILE_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
 

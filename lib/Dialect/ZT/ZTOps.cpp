@@ -8,7 +8,7 @@
 #include "zcc/Dialect/ZT/ZTOps.h"
 
 #include "FormatNumber.h"
-#include "zcc/Runtime/Kernels/ShapeRules.h"
+#include "zcc/Runtime/Plan/ShapeRules.h"
 #include "zcc/Runtime/Plan/Launch.h"
 
 #include "mlir/IR/Builders.h"
@@ -51,7 +51,7 @@ static LogicalResult verifyResultShape(Operation *op, RankedTensorType result,
                            << ", got " << result;
 }
 
-/// A shape rule's verdict (zcc/Runtime/Kernels/ShapeRules.h, the rules the
+/// A shape rule's verdict (zcc/Runtime/Plan/ShapeRules.h, the rules the
 /// capture API and the plan loader apply too) as the op's error.
 static LogicalResult ruleHolds(Operation *op,
                                const zcc::runtime::Status &verdict) {

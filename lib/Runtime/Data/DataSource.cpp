@@ -2,7 +2,7 @@
 
 #include "zcc/Runtime/Data/DataSource.h"
 
-#include "zcc/Runtime/Session/HostTensor.h"
+#include "zcc/Runtime/IO/HostTensor.h"
 #include "zcc/Runtime/IO/Npz.h"
 #include "zcc/Runtime/Data/SyntheticData.h"
 

@@ -13,7 +13,7 @@
 #define ZCC_LIB_RUNTIME_EXECUTORS_EXECUTOR_H
 
 #include "zcc/Runtime/Plan/Plan.h"
-#include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Executors/Options.h"
 
 #include <cstring>
 #include <memory>

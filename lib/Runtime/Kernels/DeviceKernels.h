@@ -28,7 +28,7 @@
 #define ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H
 
 #include "zcc/Runtime/Kernels/BFloat16.h"
-#include "zcc/Runtime/Kernels/ElementKernels.h"
+#include "zcc/Runtime/Plan/ElementKernels.h"
 #include "zcc/Runtime/Kernels/Philox.h"
 
 #include <cmath>

@@ -9,7 +9,7 @@
 
 #include "Kernels/DeviceProgram.h"
 
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 
 #include <algorithm>
 #include <climits>

@@ -15,7 +15,7 @@
 #include "Kernels/DeviceKernels.h"
 
 #include "zcc/Runtime/Plan/Plan.h"
-#include "zcc/Runtime/Session/Communicator.h"
+#include "zcc/Runtime/Communicator.h"
 #include "zcc/Runtime/Status.h"
 
 #include <cstdint>

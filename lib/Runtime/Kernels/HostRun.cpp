@@ -6,7 +6,7 @@
 
 #include "Kernels/HostRun.h"
 
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 
 #include <cblas.h>
 

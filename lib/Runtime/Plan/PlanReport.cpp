@@ -2,7 +2,7 @@
 
 #include "zcc/Runtime/Plan/PlanReport.h"
 
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 
 #include <algorithm>
 #include <cstdio>

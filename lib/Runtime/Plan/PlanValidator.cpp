@@ -1,7 +1,7 @@
 //===- PlanValidator.cpp - the checks a plan passes before it runs --------===//
 //
 // Nothing from the file is trusted: every index, offset and size is bounded
-// here, every launch is held to its kernel's rules (Kernels.h), and the arena
+// here, every launch is held to its kernel's rules (KernelRules.h), and the arena
 // is checked again by the planner's independent checker over lifetimes the
 // runtime derives from the launch list itself (not the lifetimes the
 // compiler planned with), so a liveness bug in the compiler is caught at
@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zcc/Planner/PlanChecker.h"
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 
 #include <cmath>

@@ -11,7 +11,7 @@
 #include "zcc/Runtime/Data/DataSource.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Session/Session.h"
-#include "zcc/Runtime/Session/Trainer.h"
+#include "zcc/Runtime/Training/Trainer.h"
 #include "zcc/Runtime/Testing/GradientCheck.h"
 
 #include "../ElementTestRows.h"

@@ -11,10 +11,10 @@
 #include "../ElementTestRows.h"
 
 #include "zcc/Runtime/Kernels/BFloat16.h"
-#include "zcc/Runtime/Kernels/ElementVjp.h"
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/ElementVjp.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Kernels/Philox.h"
-#include "zcc/Runtime/Kernels/ShapeRules.h"
+#include "zcc/Runtime/Plan/ShapeRules.h"
 
 #include <gtest/gtest.h>
 

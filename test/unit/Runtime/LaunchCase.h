@@ -13,7 +13,7 @@
 #include "Kernels/HostRun.h"
 
 #include "zcc/Runtime/Kernels/BFloat16.h"
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Kernels/Philox.h"
 
 #include <gtest/gtest.h>

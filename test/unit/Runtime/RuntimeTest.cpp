@@ -11,7 +11,7 @@
 
 #include "zcc/Runtime/Data/DataSource.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
-#include "zcc/Runtime/Session/Communicator.h"
+#include "zcc/Runtime/Communicator.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/zrt.h"
 

@@ -16,7 +16,7 @@
 #ifndef ZCC_RUNTIME_DISTRIBUTED_MPICOMMUNICATOR_H
 #define ZCC_RUNTIME_DISTRIBUTED_MPICOMMUNICATOR_H
 
-#include "zcc/Runtime/Session/Communicator.h"
+#include "zcc/Runtime/Communicator.h"
 
 #include <memory>
 #include <string>

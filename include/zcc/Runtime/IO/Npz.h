@@ -16,7 +16,7 @@
 #ifndef ZCC_RUNTIME_NPZ_H
 #define ZCC_RUNTIME_NPZ_H
 
-#include "zcc/Runtime/Session/HostTensor.h"
+#include "zcc/Runtime/IO/HostTensor.h"
 #include "zcc/Runtime/Status.h"
 
 #include <string>

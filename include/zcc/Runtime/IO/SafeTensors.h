@@ -10,7 +10,7 @@
 #ifndef ZCC_RUNTIME_SAFETENSORS_H
 #define ZCC_RUNTIME_SAFETENSORS_H
 
-#include "zcc/Runtime/Session/HostTensor.h"
+#include "zcc/Runtime/IO/HostTensor.h"
 #include "zcc/Runtime/Status.h"
 
 #include <cstdint>

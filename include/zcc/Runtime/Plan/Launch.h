@@ -3,7 +3,7 @@
 // A plan file names a launch's kernel by a string and states its parameters
 // by name (the zt op's attributes). The loader and the compiler decode both
 // once, here, into a `Launch`: a KernelId and typed parameters. The rules
-// (Kernels.h) and every executor read only the typed form, so no kernel
+// (KernelRules.h) and every executor read only the typed form, so no kernel
 // looks anything up by name and the runtime holds no defaults: the compiler
 // states every parameter.
 //
@@ -12,7 +12,7 @@
 #ifndef ZCC_RUNTIME_LAUNCH_H
 #define ZCC_RUNTIME_LAUNCH_H
 
-#include "zcc/Runtime/Kernels/ElementKernels.h"
+#include "zcc/Runtime/Plan/ElementKernels.h"
 #include "zcc/Runtime/Plan/OpTraits.h"
 #include "zcc/Runtime/Status.h"
 #include "zcc/Runtime/Plan/zplan_enums_generated.h"

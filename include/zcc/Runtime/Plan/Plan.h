@@ -104,7 +104,7 @@ struct Entry {
   /// The entry's workspace: an arena buffer no tensor uses, live for the
   /// whole entry, that device executors give to cuBLAS and to kernels that
   /// need scratch (row statistics, per-row losses); -1 when there is none.
-  /// The CPU executor does not use it. Sized by addWorkspaces (Kernels.h).
+  /// The CPU executor does not use it. Sized by addWorkspaces (KernelRules.h).
   int32_t workspace = -1;
 
   /// Index of the tensor called `name` in `region`, or -1.

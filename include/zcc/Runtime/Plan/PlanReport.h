@@ -18,7 +18,7 @@ namespace zcc::runtime {
 std::string formatPlanReport(const Plan &plan, int largest = 8);
 
 /// Floating-point operations of one launch of `entry` (kernelFlops,
-/// Kernels.h).
+/// KernelRules.h).
 double launchFlops(const Entry &entry, const Launch &launch);
 
 /// An entry's FLOPs: every launch's, and those of the launches recomputing

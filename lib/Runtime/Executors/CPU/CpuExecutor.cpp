@@ -11,7 +11,7 @@
 #include "Kernels/HostRun.h"
 #include "Executors/Memory.h"
 
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 
 #include <algorithm>
 #include <cstring>

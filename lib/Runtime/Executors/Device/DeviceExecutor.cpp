@@ -3,8 +3,8 @@
 #include "Executors/Device/DeviceExecutor.h"
 #include "Kernels/HostRun.h"
 
-#include "zcc/Runtime/Kernels/Kernels.h"
-#include "zcc/Runtime/Session/Communicator.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
+#include "zcc/Runtime/Communicator.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -18,7 +18,7 @@
 #include "Kernels/DeviceProgram.h"
 
 #include "Executors/Executor.h"
-#include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Executors/Options.h"
 
 #include <memory>
 #include <string>

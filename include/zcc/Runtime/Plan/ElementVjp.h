@@ -13,7 +13,7 @@
 #ifndef ZCC_RUNTIME_ELEMENTVJP_H
 #define ZCC_RUNTIME_ELEMENTVJP_H
 
-#include "zcc/Runtime/Kernels/ElementKernels.h"
+#include "zcc/Runtime/Plan/ElementKernels.h"
 
 namespace zcc::runtime::vjp {
 

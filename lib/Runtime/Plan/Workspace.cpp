@@ -1,6 +1,6 @@
 //===- Workspace.cpp - sizing and placing the entries' device workspaces --===//
 
-#include "zcc/Runtime/Kernels/Kernels.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 //===- Communicator.cpp - what every communicator does alike --------------===//
 
-#include "zcc/Runtime/Session/Communicator.h"
+#include "zcc/Runtime/Communicator.h"
 
 #include <thread>
 #include <vector>

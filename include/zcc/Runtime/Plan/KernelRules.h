@@ -1,4 +1,4 @@
-//===- Kernels.h - the kernels a plan may launch and their rules -*- C++
+//===- KernelRules.h - the kernels a plan may launch, their rules -*- C++
 //-*-===//
 //
 // One entry per zt op (its name without the `zt.` prefix) plus `copy`. The
@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ZCC_RUNTIME_KERNELS_H
-#define ZCC_RUNTIME_KERNELS_H
+#ifndef ZCC_RUNTIME_KERNELRULES_H
+#define ZCC_RUNTIME_KERNELRULES_H
 
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
@@ -119,4 +119,4 @@ Status addWorkspaces(Plan &plan, int64_t matmulBytes = kAutoMatmulWorkspace);
 
 } // namespace zcc::runtime
 
-#endif // ZCC_RUNTIME_KERNELS_H
+#endif // ZCC_RUNTIME_KERNELRULES_H

@@ -1,6 +1,6 @@
 //===- Trainer.cpp - the training protocol over a session -----------------===//
 
-#include "zcc/Runtime/Session/Trainer.h"
+#include "zcc/Runtime/Training/Trainer.h"
 
 using namespace zcc::runtime;
 

@@ -1,6 +1,6 @@
 //===- ShapeRules.cpp - the ops' shape rules, stated once -----------------===//
 
-#include "zcc/Runtime/Kernels/ShapeRules.h"
+#include "zcc/Runtime/Plan/ShapeRules.h"
 
 #include <cmath>
 #include <sstream>

@@ -3,9 +3,9 @@
 #include "zcc/Runtime/zrt.h"
 
 #include "zcc/Runtime/Plan/PlanFile.h"
-#include "zcc/Runtime/Session/Communicator.h"
+#include "zcc/Runtime/Communicator.h"
 #include "zcc/Runtime/Session/Session.h"
-#include "zcc/Runtime/Session/Trainer.h"
+#include "zcc/Runtime/Training/Trainer.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zcc/Runtime/Kernels/Kernels.h"
-#include "zcc/Runtime/Kernels/ShapeRules.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
+#include "zcc/Runtime/Plan/ShapeRules.h"
 
 #include <algorithm>
 #include <cfloat>
