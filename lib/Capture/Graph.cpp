@@ -816,10 +816,12 @@ Tensor Graph::embedding(Tensor table, Tensor indices, Where where) {
   Impl &g = *impl_;
   if (!g.usable(where, "embedding", {table, indices}))
     return {};
-  std::vector<int64_t> out = g.shape(indices);
-  out.push_back(table.rank() == 2 ? g.shape(table)[1] : 1);
-  return g.build<zt::EmbeddingOp>(where, g.tensorType(out, table.dtype()),
-                                  g.value(table), g.value(indices));
+  rt::Shape out;
+  Status verdict = rt::embeddingShape(g.shape(table), g.shape(indices), out);
+  return g.build<zt::EmbeddingOp>(
+      where,
+      g.tensorType(ruleShape(verdict, out, g.shape(indices)), table.dtype()),
+      g.value(table), g.value(indices));
 }
 
 Tensor Graph::softmaxCrossEntropy(Tensor logits, Tensor labels, Where where) {

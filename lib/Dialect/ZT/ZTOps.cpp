@@ -76,17 +76,6 @@ static LogicalResult verifyDimList(Operation *op, StringRef name,
                                                  listOf(dims), rank));
 }
 
-/// Resolves a possibly negative axis; emits an error when out of range.
-static FailureOr<int64_t> normalizeAxis(Operation *op, int64_t axis,
-                                        int64_t rank) {
-  if (axis < -rank || axis >= rank) {
-    op->emitOpError() << "axis " << axis << " is out of range for rank "
-                      << rank;
-    return failure();
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 static LogicalResult verifyTypeMatches(Operation *op, StringRef name,
                                        Type actual, StringRef refName,
                                        Type expected) {
@@ -473,40 +462,38 @@ LogicalResult AttentionGradOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SoftmaxOp::verify() {
-  return normalizeAxis(*this, getAxis(), tensorTypeOf(getOperand()).getRank());
+  return ruleHolds(*this,
+                   zcc::runtime::axisRule(shapeOf(getOperand()), getAxis()));
 }
 
 LogicalResult LogSoftmaxOp::verify() {
-  return normalizeAxis(*this, getAxis(), tensorTypeOf(getOperand()).getRank());
+  return ruleHolds(*this,
+                   zcc::runtime::axisRule(shapeOf(getOperand()), getAxis()));
 }
 
 LogicalResult SoftmaxGradOp::verify() {
-  return normalizeAxis(*this, getAxis(), tensorTypeOf(getGrad()).getRank());
+  return ruleHolds(*this,
+                   zcc::runtime::axisRule(shapeOf(getGrad()), getAxis()));
 }
 
 LogicalResult LogSoftmaxGradOp::verify() {
-  return normalizeAxis(*this, getAxis(), tensorTypeOf(getGrad()).getRank());
+  return ruleHolds(*this,
+                   zcc::runtime::axisRule(shapeOf(getGrad()), getAxis()));
 }
 
 /// Rules shared by layer_norm and rms_norm: normalised over the last
 /// dimension, affine parameters of shape [D], positive epsilon.
 static LogicalResult verifyNorm(Operation *op, Value operand,
-                                ArrayRef<std::pair<StringRef, Value>> affine,
+                                ArrayRef<std::pair<const char *, Value>> affine,
                                 double epsilon) {
-  RankedTensorType operandType = tensorTypeOf(operand);
-  if (operandType.getRank() < 1)
-    return op->emitOpError()
-           << "operand must have rank >= 1, got " << operandType;
-  int64_t d = operandType.getShape().back();
-  for (auto [name, value] : affine) {
-    RankedTensorType type = tensorTypeOf(value);
-    if (type.getShape() != ArrayRef<int64_t>{d})
-      return op->emitOpError()
-             << name << " must have shape [" << d
-             << "] (the operand's last dimension), got " << type;
+  std::vector<const char *> roles;
+  std::vector<zcc::runtime::Shape> shapes;
+  for (auto [role, value] : affine) {
+    roles.push_back(role);
+    shapes.push_back(shapeOf(value));
   }
-  return verifyHyperparameter(op, "epsilon", epsilon, 0.0,
-                              /*loInclusive=*/false, std::nullopt);
+  return ruleHolds(
+      op, zcc::runtime::normRule(shapeOf(operand), roles, shapes, epsilon));
 }
 
 LogicalResult LayerNormOp::verify() {
@@ -535,22 +522,20 @@ LogicalResult RmsNormOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult EmbeddingOp::verify() {
-  RankedTensorType tableType = tensorTypeOf(getTable());
-  if (tableType.getRank() != 2)
-    return emitOpError() << "table must have rank 2 ([vocabulary, dim]), got "
-                         << tableType;
-  SmallVector<int64_t> expected(tensorTypeOf(getIndices()).getShape());
-  expected.push_back(tableType.getDimSize(1));
+  zcc::runtime::Shape expected;
+  if (failed(ruleHolds(*this, zcc::runtime::embeddingShape(
+                                  shapeOf(getTable()), shapeOf(getIndices()),
+                                  expected))))
+    return failure();
   return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
 }
 
 LogicalResult EmbeddingGradOp::verify() {
-  RankedTensorType resultType = tensorTypeOf(getResult());
-  if (resultType.getRank() != 2)
-    return emitOpError() << "result must have rank 2 ([vocabulary, dim]), got "
-                         << resultType;
-  SmallVector<int64_t> expected(tensorTypeOf(getIndices()).getShape());
-  expected.push_back(resultType.getDimSize(1));
+  zcc::runtime::Shape expected;
+  if (failed(ruleHolds(*this, zcc::runtime::embeddingShape(
+                                  shapeOf(getResult()), shapeOf(getIndices()),
+                                  expected, "result"))))
+    return failure();
   RankedTensorType gradType = tensorTypeOf(getGrad());
   if (gradType.getShape() == ArrayRef<int64_t>(expected))
     return success();
@@ -564,18 +549,8 @@ LogicalResult EmbeddingGradOp::verify() {
 /// class dimension.
 static LogicalResult verifyLogitsAndLabels(Operation *op, Value logits,
                                            Value labels) {
-  RankedTensorType logitsType = tensorTypeOf(logits);
-  RankedTensorType labelsType = tensorTypeOf(labels);
-  if (logitsType.getRank() < 1)
-    return op->emitOpError() << "logits must have a class dimension, got "
-                             << logitsType;
-  ArrayRef<int64_t> rows = logitsType.getShape().drop_back();
-  if (labelsType.getShape() != rows)
-    return op->emitOpError()
-           << "labels shape " << formatList(labelsType.getShape())
-           << " must equal the logits shape without its class dimension, "
-           << formatList(rows);
-  return success();
+  return ruleHolds(op, zcc::runtime::logitsLabelsRule(shapeOf(logits),
+                                                      shapeOf(labels)));
 }
 
 /// The loss's element type for these logits: theirs, or f32 for bf16

@@ -229,10 +229,7 @@ public:
 
   /// `axis` (negative counts from the end) names a dimension of `type`.
   Status expectAxis(const TensorType &type) const {
-    int64_t axis = params.axis;
-    if (axis < -type.rank() || axis >= type.rank())
-      return fail("axis ", axis, " is out of range for rank ", type.rank());
-    return Status::ok();
+    return expectRule(axisRule(type.shape, params.axis));
   }
 
   /// The shape a reduction over `dims` of `operand` gives.
@@ -258,14 +255,9 @@ public:
   /// of shape [D], epsilon > 0.
   Status expectNorm(const TensorType &operand, const char *affineRole,
                     const TensorType &affine) const {
-    if (operand.rank() < 1)
-      return fail("operand must have rank >= 1, got ", typeString(operand));
     ZRT_RETURN_IF_ERROR(expectFloat(affineRole, affine));
-    int64_t d = operand.shape.back();
-    if (affine.shape != std::vector<int64_t>{d})
-      return fail(affineRole, " must have shape [", d,
-                  "] (the operand's last dimension), got ", typeString(affine));
-    return expectRange("epsilon", params.epsilon, 0.0, false, std::nullopt);
+    return expectRule(
+        normRule(operand.shape, {affineRole}, {affine.shape}, params.epsilon));
   }
 
   /// `logits` [N..., C] and integer `labels` [N...].
@@ -273,15 +265,7 @@ public:
                                const TensorType &labels) const {
     ZRT_RETURN_IF_ERROR(expectF32OrBf16("logits", logits));
     ZRT_RETURN_IF_ERROR(expectIndex("labels", labels));
-    if (logits.rank() < 1)
-      return fail("logits must have a class dimension, got ",
-                  typeString(logits));
-    std::vector<int64_t> rows(logits.shape.begin(), logits.shape.end() - 1);
-    if (labels.shape != rows)
-      return fail("labels shape ", formatList(labels.shape),
-                  " must equal the logits shape without its class dimension, ",
-                  formatList(rows));
-    return Status::ok();
+    return expectRule(logitsLabelsRule(logits.shape, labels.shape));
   }
 
   const Entry &entry;
@@ -545,11 +529,9 @@ Status checkEmbedding(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectFloat("table", table));
   ZRT_RETURN_IF_ERROR(r.expectIndex("indices", indices));
   ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
-  if (table.rank() != 2)
-    return r.fail("table must have rank 2 ([vocabulary, dim]), got ",
-                  typeString(table));
-  std::vector<int64_t> expected = indices.shape;
-  expected.push_back(table.shape[1]);
+  Shape expected;
+  ZRT_RETURN_IF_ERROR(
+      r.expectRule(embeddingShape(table.shape, indices.shape, expected)));
   return r.expectShape("result", r.output(0), expected);
 }
 
@@ -560,11 +542,9 @@ Status checkEmbeddingGrad(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectIndex("indices", indices));
   ZRT_RETURN_IF_ERROR(r.expectFloat("grad", grad));
   ZRT_RETURN_IF_ERROR(r.expectFloat("result", result));
-  if (result.rank() != 2)
-    return r.fail("result must have rank 2 ([vocabulary, dim]), got ",
-                  typeString(result));
-  std::vector<int64_t> expected = indices.shape;
-  expected.push_back(result.shape[1]);
+  Shape expected;
+  ZRT_RETURN_IF_ERROR(r.expectRule(
+      embeddingShape(result.shape, indices.shape, expected, "result")));
   return r.expectShape("grad", grad, expected);
 }
 

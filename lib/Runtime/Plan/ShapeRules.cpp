@@ -195,3 +195,52 @@ Status zcc::runtime::attentionShapes(const Shape &q, const Shape &k,
   result.push_back(dv);
   return Status::ok();
 }
+
+Status zcc::runtime::axisRule(const Shape &operand, int64_t axis) {
+  int64_t rank = static_cast<int64_t>(operand.size());
+  if (axis < -rank || axis >= rank)
+    return broken("axis ", axis, " is out of range for rank ", rank);
+  return Status::ok();
+}
+
+Status zcc::runtime::normRule(const Shape &operand,
+                              const std::vector<const char *> &roles,
+                              const std::vector<Shape> &affine,
+                              double epsilon) {
+  if (operand.empty())
+    return broken("operand must have rank >= 1, got ", formatShape(operand));
+  for (size_t i = 0; i < affine.size() && i < roles.size(); ++i)
+    if (affine[i] != Shape{operand.back()})
+      return broken(roles[i], " must have shape [", operand.back(),
+                    "] (the operand's last dimension), got ",
+                    formatShape(affine[i]));
+  if (!(std::isfinite(epsilon) && epsilon > 0)) {
+    std::ostringstream os;
+    os << epsilon;
+    return broken("epsilon must be > 0, got ", os.str());
+  }
+  return Status::ok();
+}
+
+Status zcc::runtime::embeddingShape(const Shape &table, const Shape &indices,
+                                    Shape &rows, const char *tableRole) {
+  if (table.size() != 2)
+    return broken(tableRole, " must have rank 2 ([vocabulary, dim]), got ",
+                  formatShape(table));
+  rows = indices;
+  rows.push_back(table[1]);
+  return Status::ok();
+}
+
+Status zcc::runtime::logitsLabelsRule(const Shape &logits,
+                                      const Shape &labels) {
+  if (logits.empty())
+    return broken("logits must have a class dimension, got ",
+                  formatShape(logits));
+  Shape rows(logits.begin(), logits.end() - 1);
+  if (labels != rows)
+    return broken("labels shape ", formatShape(labels),
+                  " must equal the logits shape without its class dimension, ",
+                  formatShape(rows));
+  return Status::ok();
+}

@@ -2143,6 +2143,18 @@ TEST(ShapeRules, GiveResultShapesAndNameTheBrokenRule) {
   EXPECT_EQ(lse, (Shape{2, 8}));
   EXPECT_FALSE(
       attentionShapes({2, 8, 4}, {2, 6, 4}, {2, 5, 3}, 0.5, out, lse).isOk());
+  EXPECT_TRUE(axisRule({2, 3}, -2).isOk());
+  EXPECT_FALSE(axisRule({2, 3}, 2).isOk());
+  EXPECT_TRUE(normRule({4, 8}, {"gamma", "beta"}, {{8}, {8}}, 1e-5).isOk());
+  EXPECT_EQ(normRule({4, 8}, {"gamma", "beta"}, {{8}, {1, 8}}, 1e-5).message(),
+            "beta must have shape [8] (the operand's last dimension), got "
+            "[1, 8]");
+  EXPECT_FALSE(normRule({4, 8}, {"gamma"}, {{8}}, 0.0).isOk());
+  ASSERT_TRUE(embeddingShape({100, 16}, {4, 7}, out).isOk());
+  EXPECT_EQ(out, (Shape{4, 7, 16}));
+  EXPECT_FALSE(embeddingShape({100}, {4}, out).isOk());
+  EXPECT_TRUE(logitsLabelsRule({4, 7, 10}, {4, 7}).isOk());
+  EXPECT_FALSE(logitsLabelsRule({4, 10}, {10}).isOk());
 }
 
 } // namespace

@@ -68,6 +68,25 @@ Status attentionShapes(const Shape &query, const Shape &key,
                        const Shape &value, double scale, Shape &result,
                        Shape &logsumexp);
 
+/// softmax, log_softmax and their gradients: `axis` (negative counts from
+/// the end) names a dimension of `operand`.
+Status axisRule(const Shape &operand, int64_t axis);
+
+/// layer_norm, rms_norm and their gradients: `operand` of rank >= 1, each
+/// affine parameter (`roles[i]`: "gamma", "beta") of shape [D], its last
+/// dimension, and epsilon > 0 (finite).
+Status normRule(const Shape &operand, const std::vector<const char *> &roles,
+                const std::vector<Shape> &affine, double epsilon);
+
+/// embedding: `table` [vocabulary, dim] (embedding_grad: its result), any
+/// `indices`; the rows gathered are [indices..., dim].
+Status embeddingShape(const Shape &table, const Shape &indices, Shape &rows,
+                      const char *tableRole = "table");
+
+/// softmax_cross_entropy and its gradient: `logits` [N..., C] and `labels`
+/// [N...].
+Status logitsLabelsRule(const Shape &logits, const Shape &labels);
+
 } // namespace zcc::runtime
 
 #endif // ZCC_RUNTIME_SHAPERULES_H
