@@ -116,6 +116,14 @@ public:
   bool inBackward(Operation *op) const {
     return position(op) >= backwardStart;
   }
+  /// flopsOf(op), computed once per op of this schedule (the model decodes
+  /// the op's launch, and candidates share ops).
+  double flops(Operation *op) const {
+    auto [it, inserted] = flopsCache.try_emplace(op, 0.0);
+    if (inserted)
+      it->second = flopsOf(op);
+    return it->second;
+  }
   bool isView(Operation *op) const {
     return isa<ReshapeOp>(op) || live.isBroadcastView(op);
   }
@@ -174,6 +182,7 @@ public:
   int64_t alignment;
   int64_t backwardStart;
   std::vector<int64_t> profile;
+  mutable DenseMap<Operation *, double> flopsCache;
 };
 
 /// Where the forward and the backward read `values` (a value and its
@@ -421,7 +430,7 @@ std::optional<Candidate> candidateAt(const Step &step, Value v,
       c.bytes += step.aligned(buffer.bytes);
   }
   for (Operation *op : c.ops)
-    c.flops += flopsOf(op);
+    c.flops += step.flops(op);
   return c;
 }
 
@@ -444,7 +453,7 @@ bool absorb(const Step &step, Candidate &best, const Candidate &other) {
   double extra = 0;
   for (Operation *op : ops)
     if (!best.ops.contains(op))
-      extra += flopsOf(op);
+      extra += step.flops(op);
   if (extra * best.bytes > other.bytes * best.flops)
     return false;
   best.ops = std::move(ops);
