@@ -2,76 +2,60 @@
 
 #include "zcc/Runtime/Executors/Options.h"
 
-#include <cstddef>
+#include "zcc/Runtime/Plan/PlanEnums.h"
 
 using namespace zcc::runtime;
 
-const char *zcc::runtime::deviceKindName(DeviceKind kind) {
-  switch (kind) {
-  case DeviceKind::Cpu:
-    return "cpu";
-  case DeviceKind::Cuda:
-    return "cuda";
-  case DeviceKind::Emulator:
-    return "emulator";
-  }
-  return "?";
+namespace {
+
+// Each option's values and their names (PlanEnums.h's lookups).
+constexpr NamedValue<ExecutionMode> kModes[] = {
+    {ExecutionMode::Planned, "Planned", "planned"},
+    {ExecutionMode::NoReuse, "NoReuse", "no-reuse"},
+    {ExecutionMode::Poison, "Poison", "poison"}};
+constexpr NamedValue<Precision> kPrecisions[] = {
+    {Precision::F32, "F32", "f32"}, {Precision::F64, "F64", "f64"}};
+constexpr NamedValue<DeviceKind> kDevices[] = {
+    {DeviceKind::Cpu, "Cpu", "cpu"},
+    {DeviceKind::Cuda, "Cuda", "cuda"},
+    {DeviceKind::Emulator, "Emulator", "emulator"}};
+constexpr NamedValue<LaunchMode> kLaunchModes[] = {
+    {LaunchMode::Graph, "Graph", "graph"},
+    {LaunchMode::Eager, "Eager", "eager"}};
+
+template <typename E, size_t N>
+bool parseIn(const NamedValue<E> (&table)[N], std::string_view name, E &out) {
+  std::optional<E> value = valueIn(table, name);
+  if (value)
+    out = *value;
+  return value.has_value();
 }
 
-const char *zcc::runtime::launchModeName(LaunchMode mode) {
-  return mode == LaunchMode::Graph ? "graph" : "eager";
-}
+} // namespace
 
 const char *zcc::runtime::executionModeName(ExecutionMode mode) {
-  switch (mode) {
-  case ExecutionMode::Planned:
-    return "planned";
-  case ExecutionMode::NoReuse:
-    return "no-reuse";
-  case ExecutionMode::Poison:
-    return "poison";
-  }
-  return "?";
+  return nameIn(kModes, mode);
 }
-
 const char *zcc::runtime::precisionName(Precision precision) {
-  return precision == Precision::F64 ? "f64" : "f32";
+  return nameIn(kPrecisions, precision);
 }
-
-namespace {
-/// The value among `values` whose name is `name`.
-template <typename E, size_t N>
-bool parseByName(std::string_view name, const E (&values)[N],
-                 const char *(*nameOf)(E), E &out) {
-  for (E value : values)
-    if (name == nameOf(value)) {
-      out = value;
-      return true;
-    }
-  return false;
+const char *zcc::runtime::deviceKindName(DeviceKind kind) {
+  return nameIn(kDevices, kind);
 }
-} // namespace
+const char *zcc::runtime::launchModeName(LaunchMode mode) {
+  return nameIn(kLaunchModes, mode);
+}
 
 bool zcc::runtime::parseExecutionMode(std::string_view name,
                                       ExecutionMode &out) {
-  static const ExecutionMode all[] = {ExecutionMode::Planned,
-                                      ExecutionMode::NoReuse,
-                                      ExecutionMode::Poison};
-  return parseByName(name, all, executionModeName, out);
+  return parseIn(kModes, name, out);
 }
-
 bool zcc::runtime::parsePrecision(std::string_view name, Precision &out) {
-  static const Precision all[] = {Precision::F32, Precision::F64};
-  return parseByName(name, all, precisionName, out);
+  return parseIn(kPrecisions, name, out);
 }
-
 bool zcc::runtime::parseDeviceKind(std::string_view name, DeviceKind &out) {
-  static const DeviceKind all[] = {DeviceKind::Cpu, DeviceKind::Cuda,
-                                   DeviceKind::Emulator};
-  return parseByName(name, all, deviceKindName, out);
+  return parseIn(kDevices, name, out);
 }
-
 bool zcc::runtime::parseLaunchMode(std::string_view name, LaunchMode &out) {
-  static const LaunchMode all[] = {LaunchMode::Graph, LaunchMode::Eager};
-  return parseByName(name, all, launchModeName, out);
+  return parseIn(kLaunchModes, name, out);
 }

@@ -1,9 +1,9 @@
 //===- PlanEnums.h - the plan's enums, named once ----------------*- C++ -*-===//
 //
-// X(Id, value, "name"): each enum of a plan that has a name in text (the
-// zplan dialect's keywords, reports, the memory timeline's JSON), with the
-// value its .zplan file stores (zplan_enums.fbs; the static_asserts below
-// hold the two together). The zplan dialect's enum attributes are generated
+// X(Enum, Id, "name"): each enum of a plan that has a name in text (the
+// zplan dialect's keywords, reports, the memory timeline's JSON), in the
+// order of its values in the .zplan file (zplan_enums.fbs; the
+// static_asserts below hold the two together). The zplan dialect's enum attributes are generated
 // from these lists (GenPlanEnums.cpp), and every name the runtime prints
 // comes from them: nothing else spells them.
 //
@@ -19,93 +19,63 @@
 #include <string_view>
 
 #define ZRT_REGION_LIST(X)                                                     \
-  X(Arena, 0, "arena")                                                         \
-  X(Persistent, 1, "persistent")                                               \
-  X(Input, 2, "input")                                                         \
-  X(Output, 3, "output")                                                       \
-  X(Constant, 4, "constant")
+  X(Region, Arena, "arena")                                                    \
+  X(Region, Persistent, "persistent")                                          \
+  X(Region, Input, "input")                                                    \
+  X(Region, Output, "output")                                                  \
+  X(Region, Constant, "constant")
 
 #define ZRT_ENTRY_KIND_LIST(X)                                                 \
-  X(TrainStep, 0, "train_step")                                                \
-  X(Microbatch, 1, "microbatch")                                               \
-  X(Apply, 2, "apply")
+  X(EntryKind, TrainStep, "train_step")                                        \
+  X(EntryKind, Microbatch, "microbatch")                                       \
+  X(EntryKind, Apply, "apply")
 
 // None: a tensor that is neither an input nor an output (no role in text).
 #define ZRT_TENSOR_ROLE_LIST(X)                                                \
-  X(None, 0, "none")                                                           \
-  X(Input, 1, "input")                                                         \
-  X(Label, 2, "label")                                                         \
-  X(Step, 3, "step")                                                           \
-  X(Loss, 4, "loss")                                                           \
-  X(Gradient, 5, "gradient")
+  X(TensorRole, None, "none")                                                  \
+  X(TensorRole, Input, "input")                                                \
+  X(TensorRole, Label, "label")                                                \
+  X(TensorRole, Step, "step")                                                  \
+  X(TensorRole, Loss, "loss")                                                  \
+  X(TensorRole, Gradient, "gradient")
 
 #define ZRT_PHASE_LIST(X)                                                      \
-  X(Forward, 0, "forward")                                                     \
-  X(Backward, 1, "backward")                                                   \
-  X(Update, 2, "update")                                                       \
-  X(Recompute, 3, "recompute")
+  X(Phase, Forward, "forward")                                                 \
+  X(Phase, Backward, "backward")                                               \
+  X(Phase, Update, "update")                                                   \
+  X(Phase, Recompute, "recompute")
 
 namespace zcc::runtime {
 
-// Each list states every value of its schema enum, in order.
-#define ZRT_ENUM_CHECK(Enum, id, value, name)                                  \
-  static_assert(static_cast<int>(fb::Enum::id) == value,                       \
-                #Enum "::" #id " is not the schema's value");
-#define ZRT_REGION_CHECK(id, value, name) ZRT_ENUM_CHECK(Region, id, value, name)
-#define ZRT_ENTRY_KIND_CHECK(id, value, name)                                  \
-  ZRT_ENUM_CHECK(EntryKind, id, value, name)
-#define ZRT_TENSOR_ROLE_CHECK(id, value, name)                                 \
-  ZRT_ENUM_CHECK(TensorRole, id, value, name)
-#define ZRT_PHASE_CHECK(id, value, name) ZRT_ENUM_CHECK(Phase, id, value, name)
-ZRT_REGION_LIST(ZRT_REGION_CHECK)
-ZRT_ENTRY_KIND_LIST(ZRT_ENTRY_KIND_CHECK)
-ZRT_TENSOR_ROLE_LIST(ZRT_TENSOR_ROLE_CHECK)
-ZRT_PHASE_LIST(ZRT_PHASE_CHECK)
-#undef ZRT_REGION_CHECK
-#undef ZRT_ENTRY_KIND_CHECK
-#undef ZRT_TENSOR_ROLE_CHECK
-#undef ZRT_PHASE_CHECK
-#undef ZRT_ENUM_CHECK
-
-#define ZRT_COUNT(...) +1
-static_assert(0 ZRT_REGION_LIST(ZRT_COUNT) ==
-                  static_cast<int>(fb::Region::MAX) + 1,
-              "every region is named");
-static_assert(0 ZRT_ENTRY_KIND_LIST(ZRT_COUNT) ==
-                  static_cast<int>(fb::EntryKind::MAX) + 1,
-              "every entry kind is named");
-static_assert(0 ZRT_TENSOR_ROLE_LIST(ZRT_COUNT) ==
-                  static_cast<int>(fb::TensorRole::MAX) + 1,
-              "every tensor role is named");
-static_assert(0 ZRT_PHASE_LIST(ZRT_COUNT) ==
-                  static_cast<int>(fb::Phase::MAX) + 1,
-              "every phase is named");
-#undef ZRT_COUNT
-
-/// A value and its name, for the lookups below.
+/// A value, its C++ identifier (for the generated ODS) and its name.
 template <typename E> struct NamedValue {
   E value;
+  const char *id;
   const char *name;
 };
-#define ZRT_NAMED(Enum, id, value, name) NamedValue<fb::Enum>{fb::Enum::id, name},
-#define ZRT_NAMED_REGION(id, value, name) ZRT_NAMED(Region, id, value, name)
-#define ZRT_NAMED_ENTRY_KIND(id, value, name) ZRT_NAMED(EntryKind, id, value, name)
-#define ZRT_NAMED_TENSOR_ROLE(id, value, name)                                 \
-  ZRT_NAMED(TensorRole, id, value, name)
-#define ZRT_NAMED_PHASE(id, value, name) ZRT_NAMED(Phase, id, value, name)
+#define ZRT_NAMED(Enum, id, name) NamedValue<fb::Enum>{fb::Enum::id, #id, name},
 inline constexpr NamedValue<fb::Region> kRegionNames[] = {
-    ZRT_REGION_LIST(ZRT_NAMED_REGION)};
+    ZRT_REGION_LIST(ZRT_NAMED)};
 inline constexpr NamedValue<fb::EntryKind> kEntryKindNames[] = {
-    ZRT_ENTRY_KIND_LIST(ZRT_NAMED_ENTRY_KIND)};
+    ZRT_ENTRY_KIND_LIST(ZRT_NAMED)};
 inline constexpr NamedValue<fb::TensorRole> kTensorRoleNames[] = {
-    ZRT_TENSOR_ROLE_LIST(ZRT_NAMED_TENSOR_ROLE)};
+    ZRT_TENSOR_ROLE_LIST(ZRT_NAMED)};
 inline constexpr NamedValue<fb::Phase> kPhaseNames[] = {
-    ZRT_PHASE_LIST(ZRT_NAMED_PHASE)};
+    ZRT_PHASE_LIST(ZRT_NAMED)};
 #undef ZRT_NAMED
-#undef ZRT_NAMED_REGION
-#undef ZRT_NAMED_ENTRY_KIND
-#undef ZRT_NAMED_TENSOR_ROLE
-#undef ZRT_NAMED_PHASE
+
+/// Whether `table` names every value of its schema enum, in value order.
+template <typename E, size_t N>
+constexpr bool coversSchema(const NamedValue<E> (&table)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (static_cast<size_t>(table[i].value) != i)
+      return false;
+  return N == static_cast<size_t>(E::MAX) + 1;
+}
+static_assert(coversSchema(kRegionNames), "every region named, in order");
+static_assert(coversSchema(kEntryKindNames), "every entry kind, in order");
+static_assert(coversSchema(kTensorRoleNames), "every tensor role, in order");
+static_assert(coversSchema(kPhaseNames), "every phase named, in order");
 
 template <typename E, size_t N>
 constexpr const char *nameIn(const NamedValue<E> (&table)[N], E value) {
