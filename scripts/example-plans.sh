@@ -23,9 +23,9 @@ for model in mlp gpt_block; do
   plan "${model}_accumulate" $model --optimizer adamw --lr 0.001 --accumulate
   plan "${model}_bf16" $model --optimizer adamw --lr 0.001 --precision bf16
   plan "${model}_clip" $model --optimizer adamw --lr 0.001 --clip-grad-norm 0.5
-  plan "${model}_dp" $model --optimizer adamw --lr 0.001 --data-parallel --bucket-mb 0.05
+  plan "${model}_dp" $model --optimizer adamw --lr 0.001 --data-parallel --bucket-bytes 0.05MiB
   plan "${model}_zero" $model --optimizer adamw --lr 0.001 --data-parallel \
-    --bucket-mb 0.05 --shard-optimizer-state --world-size 2
+    --bucket-bytes 0.05MiB --shard-optimizer-state --world-size 2
   plan "${model}_schedule" $model --optimizer adamw --lr 0.001 --lr-warmup-steps 5 \
     --lr-decay cosine --lr-decay-steps 25 --min-lr 0.0001 --weight-decay 0.1 \
     --weight-decay-min-rank 2

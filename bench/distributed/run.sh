@@ -41,7 +41,7 @@ done
 z=("$build/bin/zcc" --optimizer adamw --lr 0.001)
 "${z[@]}" "$work/gpt_$batch.mlir" -o "$work/one.zplan"
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/dp.zplan" --data-parallel
-"${z[@]}" "$work/gpt_$half.mlir" -o "$work/dp25.zplan" --data-parallel --bucket-mb 25
+"${z[@]}" "$work/gpt_$half.mlir" -o "$work/dp25.zplan" --data-parallel --bucket-bytes 25MiB
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/zero.zplan" --data-parallel \
   --shard-optimizer-state --world-size 2
 "${z[@]}" "$work/gpt_$half.mlir" -o "$work/dpclip.zplan" --data-parallel --clip-grad-norm 1
@@ -91,7 +91,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
   echo "|---|---:|---:|---:|---:|---:|"
   echo "| 1 process, 2 threads, batch $batch | $(med zone) | $(med tone) | $(ratio "$(med zone)" "$(med tone)") | ${mem[zone]} | ${arena[zone]} |"
   echo "| 2 ranks, 1 thread each, batch $half each (zcc data parallel; DDP) | $(med zdp) | $(med tddp) | $(ratio "$(med zdp)" "$(med tddp)") | ${mem[zdp]} | ${arena[zdp]} |"
-  echo "| the same, zcc with DDP's 25 MiB buckets (\`--bucket-mb 25\`) | $(med zdp25) | $(med tddp) | $(ratio "$(med zdp25)" "$(med tddp)") | ${mem[zdp25]} | ${arena[zdp25]} |"
+  echo "| the same, zcc with DDP's 25 MiB buckets (\`--bucket-bytes 25MiB\`) | $(med zdp25) | $(med tddp) | $(ratio "$(med zdp25)" "$(med tddp)") | ${mem[zdp25]} | ${arena[zdp25]} |"
   echo "| the same, zcc with ZeRO-1 | $(med zzero) | $(med tddp) | $(ratio "$(med zzero)" "$(med tddp)") | ${mem[zzero]} | ${arena[zzero]} |"
   echo "| 2 ranks, gradients clipped (zcc \`--clip-grad-norm 1\`; DDP, then \`clip_grad_norm_(1)\`) | $(med zdpclip) | $(med tddpclip) | $(ratio "$(med zdpclip)" "$(med tddpclip)") | ${mem[zdpclip]} | ${arena[zdpclip]} |"
   echo "| the same, zcc with ZeRO-1 | $(med zzeroclip) | $(med tddpclip) | $(ratio "$(med zzeroclip)" "$(med tddpclip)") | ${mem[zzeroclip]} | ${arena[zzeroclip]} |"

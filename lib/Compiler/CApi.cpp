@@ -39,6 +39,31 @@ void report(std::string_view warnings, const zcc_compile_options &options) {
   flush();
 }
 
+// The C fields' values from and to CompileOptions' (OptionList.h's kinds).
+int toC(bool value) { return value ? 1 : 0; }
+int64_t toC(int64_t value) { return value; }
+double toC(double value) { return value; }
+const char *toC(const std::string &value) { return value.c_str(); }
+const char *toC(const std::vector<std::string> &) { return nullptr; }
+
+void fromC(int value, bool &out) { out = value != 0; }
+void fromC(int64_t value, int64_t &out) { out = value; }
+void fromC(double value, double &out) { out = value; }
+void fromC(const char *value, std::string &out) {
+  if (value) // NULL keeps the default
+    out = value;
+}
+void fromC(const char *value, std::vector<std::string> &out) {
+  if (!value || !*value)
+    return;
+  std::string_view names = value;
+  for (size_t at = 0; at <= names.size();) {
+    size_t comma = std::min(names.find(',', at), names.size());
+    out.emplace_back(names.substr(at, comma - at));
+    at = comma + 1;
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -46,37 +71,12 @@ extern "C" {
 void zcc_compile_options_init(zcc_compile_options *options) {
   if (!options)
     return;
-  zcc::CompileOptions defaults;
-  options->optimizer = "sgd";
-  options->lr = defaults.lr;
-  options->momentum = defaults.momentum;
-  options->nesterov = defaults.nesterov;
-  options->weight_decay = defaults.weightDecay;
-  options->beta1 = defaults.beta1;
-  options->beta2 = defaults.beta2;
-  options->eps = defaults.eps;
-  options->accumulate = defaults.accumulate;
-  options->grad_scale = defaults.gradScale;
-  options->clip_grad_norm = defaults.clipGradNorm;
-  options->lr_warmup_steps = defaults.lrWarmupSteps;
-  options->lr_decay = "none";
-  options->lr_decay_steps = defaults.lrDecaySteps;
-  options->min_lr = defaults.minLr;
-  options->weight_decay_min_rank = defaults.weightDecayMinRank;
-  options->no_weight_decay = nullptr;
-  options->recompute = defaults.recompute;
-  options->memory_budget = defaults.memoryBudget;
-  options->remat_problem = nullptr;
-  options->precision = "f32";
-  options->data_parallel = defaults.dataParallel;
-  options->bucket_bytes = defaults.bucketBytes;
-  options->shard_optimizer_state = defaults.shardOptimizerState;
-  options->world_size = defaults.ranks;
-  options->alignment = defaults.alignment;
-  options->algorithm = "auto";
-  options->planner_node_limit = defaults.plannerNodeLimit;
-  options->planner_time_limit = defaults.plannerTimeLimit;
-  options->matmul_workspace = defaults.matmulWorkspace;
+  // Text points into these defaults, which live as long as the library.
+  static const zcc::CompileOptions defaults;
+#define ZCC_C_DEFAULT(kind, member, name, init, rule, help)                    \
+  options->name = toC(defaults.member);
+  ZCC_COMPILE_OPTIONS(ZCC_C_DEFAULT)
+#undef ZCC_C_DEFAULT
   options->warning = nullptr;
   options->warning_context = nullptr;
 }
@@ -84,47 +84,13 @@ void zcc_compile_options_init(zcc_compile_options *options) {
 zrt_status zcc_compile(const char *source, size_t size, const char *name,
                        const zcc_compile_options *options,
                        zrt_plan **out_plan) {
-  if (!source || !options || !out_plan || !options->optimizer ||
-      !options->precision || !options->algorithm)
+  if (!source || !options || !out_plan)
     return zrt_status_create(ZRT_INVALID_ARGUMENT, "zcc_compile: null argument");
   zcc::CompileOptions compile;
-  compile.optimizer = options->optimizer;
-  compile.lr = options->lr;
-  compile.momentum = options->momentum;
-  compile.nesterov = options->nesterov != 0;
-  compile.weightDecay = options->weight_decay;
-  compile.beta1 = options->beta1;
-  compile.beta2 = options->beta2;
-  compile.eps = options->eps;
-  compile.accumulate = options->accumulate != 0;
-  compile.gradScale = options->grad_scale;
-  compile.clipGradNorm = options->clip_grad_norm;
-  compile.lrWarmupSteps = options->lr_warmup_steps;
-  compile.lrDecay = options->lr_decay ? options->lr_decay : "none";
-  compile.lrDecaySteps = options->lr_decay_steps;
-  compile.minLr = options->min_lr;
-  compile.weightDecayMinRank = options->weight_decay_min_rank;
-  if (options->no_weight_decay && *options->no_weight_decay) {
-    std::string names = options->no_weight_decay;
-    for (size_t at = 0; at <= names.size();) {
-      size_t comma = std::min(names.find(',', at), names.size());
-      compile.noWeightDecay.push_back(names.substr(at, comma - at));
-      at = comma + 1;
-    }
-  }
-  compile.recompute = options->recompute != 0;
-  compile.memoryBudget = options->memory_budget;
-  compile.rematProblem = options->remat_problem ? options->remat_problem : "";
-  compile.precision = options->precision;
-  compile.dataParallel = options->data_parallel != 0;
-  compile.bucketBytes = options->bucket_bytes;
-  compile.shardOptimizerState = options->shard_optimizer_state != 0;
-  compile.ranks = options->world_size;
-  compile.alignment = options->alignment;
-  compile.algorithm = options->algorithm;
-  compile.plannerNodeLimit = options->planner_node_limit;
-  compile.plannerTimeLimit = options->planner_time_limit;
-  compile.matmulWorkspace = options->matmul_workspace;
+#define ZCC_FROM_C(kind, member, name, init, rule, help)                       \
+  fromC(options->name, compile.member);
+  ZCC_COMPILE_OPTIONS(ZCC_FROM_C)
+#undef ZCC_FROM_C
   zcc::runtime::Plan plan;
   std::string warnings;
   zcc::runtime::Status status =

@@ -54,38 +54,6 @@ void appendDiagnostic(std::string &text, Diagnostic &diag,
   text += ": " + diag.str() + "\n";
 }
 
-/// The learning-rate schedule's options: a decay this pass knows, steps in
-/// order, min lr within [0, lr], and only with an optimizer in the plan.
-Status checkSchedule(const zcc::CompileOptions &o) {
-  bool decays = o.lrDecay != "none";
-  if (decays && o.lrDecay != "cosine" && o.lrDecay != "linear")
-    return makeError(StatusCode::InvalidArgument,
-                     "lr decay must be 'none', 'cosine' or 'linear', got '",
-                     o.lrDecay, "'");
-  if (o.lrWarmupSteps < 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "lr warmup steps must be >= 0, got ", o.lrWarmupSteps);
-  if ((decays || o.lrWarmupSteps > 0) && o.optimizer == "none")
-    return makeError(StatusCode::InvalidArgument,
-                     "a learning-rate schedule needs an optimizer in the plan "
-                     "(sgd or adamw)");
-  if (!decays && (o.lrDecaySteps != 0 || o.minLr != 0))
-    return makeError(StatusCode::InvalidArgument,
-                     "lr decay steps and min lr need a decay (lr decay "
-                     "'cosine' or 'linear')");
-  if (decays && o.lrDecaySteps <= o.lrWarmupSteps)
-    return makeError(StatusCode::InvalidArgument,
-                     "lr decay steps (the optimizer step where the decay "
-                     "reaches min lr, counted from 0, warmup included) must "
-                     "be > lr warmup steps (",
-                     o.lrWarmupSteps, "), got ", o.lrDecaySteps);
-  if (!(o.minLr >= 0 && o.minLr <= o.lr))
-    return makeError(StatusCode::InvalidArgument,
-                     "min lr must be >= 0 and <= lr (", o.lr, "), got ",
-                     o.minLr);
-  return Status::ok();
-}
-
 } // namespace
 
 zcc::DiagnosticCollector::DiagnosticCollector(MLIRContext &context)
@@ -107,96 +75,9 @@ zcc::DiagnosticCollector::~DiagnosticCollector() {
 }
 
 Status zcc::checkCompileOptions(const CompileOptions &options) {
-  if (options.optimizer != "sgd" && options.optimizer != "adamw" &&
-      options.optimizer != "none")
-    return makeError(StatusCode::InvalidArgument,
-                     "optimizer must be sgd, adamw or none, got '",
-                     options.optimizer, "'");
-  if (!(options.plannerTimeLimit > 0))
-    return makeError(StatusCode::InvalidArgument,
-                     "planner time limit must be a positive number of "
-                     "seconds, got ",
-                     options.plannerTimeLimit);
-  if (options.plannerNodeLimit < 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "planner node limit must be a node count (0: none), got ",
-                     options.plannerNodeLimit);
-  if (options.matmulWorkspace < runtime::kAutoMatmulWorkspace)
-    return makeError(StatusCode::InvalidArgument,
-                     "matmul workspace must be a byte count (0 or more)");
-  if (options.precision != "f32" && options.precision != "bf16")
-    return makeError(StatusCode::InvalidArgument,
-                     "precision must be f32 or bf16, got '", options.precision,
-                     "'");
-  if (options.memoryBudget < 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "memory budget must be a byte count (0: none), got ",
-                     options.memoryBudget);
-  if (!options.rematProblem.empty() && options.memoryBudget == 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "the recompute problem (remat-problem '",
-                     options.rematProblem,
-                     "') needs a memory budget: without one nothing is "
-                     "recomputed");
-  if (options.dataParallel && options.optimizer == "none")
-    return makeError(StatusCode::InvalidArgument,
-                     "data parallel needs an optimizer in the plan (sgd or "
-                     "adamw): the gradients are averaged over the ranks "
-                     "before the update");
-  if (options.clipGradNorm < 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "clip grad norm must be >= 0 (0: no clipping), got ",
-                     options.clipGradNorm);
-  if (options.clipGradNorm > 0 && options.optimizer == "none")
-    return makeError(StatusCode::InvalidArgument,
-                     "clipping the gradients needs an optimizer in the plan "
-                     "(sgd or adamw): the clipped gradients are never "
-                     "materialized, the updates read them");
-  ZRT_RETURN_IF_ERROR(checkSchedule(options));
-  if (options.weightDecayMinRank < 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "weight decay min rank must be >= 0, got ",
-                     options.weightDecayMinRank);
-  for (const std::string &name : options.noWeightDecay)
-    if (name.empty())
-      return makeError(StatusCode::InvalidArgument,
-                       "no-weight-decay names a parameter or a pattern; got "
-                       "an empty one");
-  if (options.shardOptimizerState && !options.dataParallel)
-    return makeError(StatusCode::InvalidArgument,
-                     "sharding the optimizer state (ZeRO-1) is for "
-                     "data-parallel jobs: add --data-parallel");
-  if (options.shardOptimizerState && options.ranks < 1)
-    return makeError(StatusCode::InvalidArgument,
-                     "sharding the optimizer state needs the world size "
-                     "(--world-size N): the shards are planned buffers");
-  if (!options.shardOptimizerState && options.ranks != 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "a world size is fixed at compile time only with "
-                     "--shard-optimizer-state; a data-parallel plan runs on "
-                     "any number of ranks");
-  if (options.bucketBytes < 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "bucket size must be at least 1 byte (or 0: sized from "
-                     "the gradients), got ",
-                     options.bucketBytes);
-  if (options.alignment <= 0 ||
-      (options.alignment & (options.alignment - 1)) != 0)
-    return makeError(StatusCode::InvalidArgument,
-                     "alignment must be a power of two, got ",
-                     options.alignment);
-  for (auto [name, value] : {std::pair<const char *, double>{"lr", options.lr},
-                             {"momentum", options.momentum},
-                             {"weight decay", options.weightDecay},
-                             {"beta1", options.beta1},
-                             {"beta2", options.beta2},
-                             {"eps", options.eps},
-                             {"grad scale", options.gradScale},
-                             {"clip grad norm", options.clipGradNorm},
-                             {"min lr", options.minLr}})
-    if (!std::isfinite(value))
-      return makeError(StatusCode::InvalidArgument, name,
-                       " must be a finite number, got ", value);
+  std::string broken = options::check(options);
+  if (!broken.empty())
+    return makeError(StatusCode::InvalidArgument, broken);
   return Status::ok();
 }
 
@@ -241,7 +122,7 @@ std::string zcc::producerLine(const CompileOptions &options) {
        << (options.bucketBytes ? std::to_string(options.bucketBytes)
                                : std::string("auto"));
   if (options.shardOptimizerState)
-    os << " shard-optimizer-state ranks=" << options.ranks;
+    os << " shard-optimizer-state ranks=" << options.worldSize;
   return os.str();
 }
 
@@ -262,37 +143,8 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
   if (failed(verify(module)))
     return failedWith("the program is not valid zt");
 
-  TrainStepPipelineOptions pipeline;
-  pipeline.optimizer = options.optimizer;
-  pipeline.lr = options.lr;
-  pipeline.momentum = options.momentum;
-  pipeline.nesterov = options.nesterov;
-  pipeline.weightDecay = options.weightDecay;
-  pipeline.weightDecayMinRank = options.weightDecayMinRank;
-  pipeline.noWeightDecay = options.noWeightDecay;
-  pipeline.beta1 = options.beta1;
-  pipeline.beta2 = options.beta2;
-  pipeline.eps = options.eps;
-  pipeline.accumulate = options.accumulate;
-  pipeline.recompute = options.recompute;
+  CompileOptions pipeline = options;
   pipeline.memoryBudget = rematBudget;
-  pipeline.rematProblem = options.rematProblem;
-  pipeline.precision = options.precision;
-  pipeline.gradScale = options.gradScale;
-  pipeline.clipGradNorm = options.clipGradNorm;
-  pipeline.lrWarmupSteps = options.lrWarmupSteps;
-  pipeline.lrDecay = options.lrDecay;
-  pipeline.lrDecaySteps = options.lrDecaySteps;
-  pipeline.minLr = options.minLr;
-  pipeline.dataParallel = options.dataParallel;
-  pipeline.bucketBytes = options.bucketBytes;
-  pipeline.shardOptimizerState = options.shardOptimizerState;
-  pipeline.ranks = options.ranks;
-  pipeline.alignment = options.alignment;
-  pipeline.algorithm = options.algorithm;
-  pipeline.plannerTimeLimit = options.plannerTimeLimit;
-  pipeline.plannerNodeLimit = static_cast<uint64_t>(options.plannerNodeLimit);
-  pipeline.plantInPlaceBug = options.plantInPlaceBug;
   PassManager pm(&context);
   buildTrainStepPipeline(pm, pipeline);
   if (failed(pm.run(module)))

@@ -175,14 +175,14 @@ struct MixedPrecisionPass
   using ZTMixedPrecisionBase::ZTMixedPrecisionBase;
 
   void runOnOperation() override {
-    if (precision == "f32")
-      return;
-    if (precision != "bf16") {
-      getOperation().emitError()
-          << "zt-mixed-precision: precision must be f32 or bf16, got '"
-          << precision << "'";
+    std::string broken = zcc::options::check(
+        ZCC_OPTIONS_OF_PASS(ZCC_ZT_MIXED_PRECISION_PASS_OPTIONS, *this));
+    if (!broken.empty()) {
+      getOperation().emitError() << "zt-mixed-precision " << broken;
       return signalPassFailure();
     }
+    if (precision == "f32")
+      return;
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal())
         Rewriter(func).run();

@@ -139,25 +139,17 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
                               ArrayAttr::get(&getContext(), shardedStates));
   }
 
+  /// The options' rules (zcc::options::check, the compile driver's), and
+  /// the patterns of no-weight-decay.
   LogicalResult checkOptions() {
-    auto fail = [&](StringRef name, double value, StringRef rule) {
-      return getOperation().emitError()
-             << "zt-optimizer option '" << name << "' must be " << rule
-             << ", got " << value;
-    };
-    auto finite = [](double v) { return std::isfinite(v); };
-    if (optimizer != "sgd" && optimizer != "adamw")
+    if (optimizer == "none")
       return getOperation().emitError()
              << "zt-optimizer option 'optimizer' must be 'sgd' or 'adamw', "
-                "got '"
-             << optimizer << "'";
-    if (!finite(lr) || lr < 0)
-      return fail("lr", lr, ">= 0");
-    if (!finite(weightDecay) || weightDecay < 0)
-      return fail("weight-decay", weightDecay, ">= 0");
-    if (weightDecayMinRank < 0)
-      return fail("weight-decay-min-rank",
-                  static_cast<double>(weightDecayMinRank), ">= 0");
+                "got 'none' (none: leave zt-optimizer out)";
+    std::string broken = zcc::options::check(
+        ZCC_OPTIONS_OF_PASS(ZCC_ZT_OPTIMIZER_PASS_OPTIONS, *this));
+    if (!broken.empty())
+      return getOperation().emitError() << "zt-optimizer " << broken;
     for (const std::string &text : noWeightDecay) {
       llvm::Expected<llvm::GlobPattern> pattern =
           llvm::GlobPattern::create(text);
@@ -169,65 +161,6 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       noDecayPatterns.push_back(std::move(*pattern));
       noDecayUsed.push_back(false);
     }
-    if (!finite(gradScale) || gradScale <= 0)
-      return fail("grad-scale", gradScale, "> 0");
-    if (!finite(clipGradNorm) || clipGradNorm < 0)
-      return fail("clip-grad-norm", clipGradNorm, ">= 0 (0: no clipping)");
-    if (failed(checkSchedule()))
-      return failure();
-    if (bucketBytes < 0)
-      return fail("bucket-bytes", static_cast<double>(bucketBytes),
-                  ">= 0 (0: sized from the gradients)");
-    if (shardOptimizerState && ranks < 1)
-      return getOperation().emitError()
-             << "zt-optimizer option 'shard-optimizer-state' needs the "
-                "world size: 'ranks' >= 1, got "
-             << ranks;
-    if (optimizer == "sgd") {
-      if (!finite(momentum) || momentum < 0 || momentum >= 1)
-        return fail("momentum", momentum, ">= 0 and < 1");
-      if (nesterov && momentum == 0)
-        return getOperation().emitError()
-               << "zt-optimizer option 'nesterov' needs momentum > 0";
-      return success();
-    }
-    if (!finite(beta1) || beta1 < 0 || beta1 >= 1)
-      return fail("beta1", beta1, ">= 0 and < 1");
-    if (!finite(beta2) || beta2 < 0 || beta2 >= 1)
-      return fail("beta2", beta2, ">= 0 and < 1");
-    if (!finite(eps) || eps <= 0)
-      return fail("eps", eps, "> 0");
-    return success();
-  }
-
-  /// The learning-rate schedule's options: in range, and only together
-  /// with a decay where they mean one.
-  LogicalResult checkSchedule() {
-    auto fail = [&](StringRef name, std::string value, StringRef rule) {
-      return getOperation().emitError()
-             << "zt-optimizer option '" << name << "' must be " << rule
-             << ", got " << value;
-    };
-    bool decays = lrDecay != "none";
-    if (decays && lrDecay != "cosine" && lrDecay != "linear")
-      return fail("lr-decay", "'" + lrDecay + "'",
-                  "'none', 'cosine' or 'linear'");
-    if (lrWarmupSteps < 0)
-      return fail("lr-warmup-steps", std::to_string(lrWarmupSteps), ">= 0");
-    if (!decays && lrDecaySteps != 0)
-      return fail("lr-decay-steps", std::to_string(lrDecaySteps),
-                  "0 without a decay (lr-decay cosine or linear)");
-    if (decays && lrDecaySteps <= lrWarmupSteps)
-      return fail("lr-decay-steps", std::to_string(lrDecaySteps),
-                  "> lr-warmup-steps (" + std::to_string(lrWarmupSteps) +
-                      "): the step where the decay reaches min-lr, counted "
-                      "from 0");
-    if (!decays && minLr != 0)
-      return fail("min-lr", std::to_string(minLr),
-                  "0 without a decay (lr-decay cosine or linear)");
-    if (!std::isfinite(minLr) || minLr < 0 || minLr > lr)
-      return fail("min-lr", std::to_string(minLr),
-                  ">= 0 and <= lr (" + std::to_string(lr.getValue()) + ")");
     return success();
   }
 
@@ -643,7 +576,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
   }
 
   /// ZeRO-1: per bucket, the gradients packed side by side into one buffer
-  /// (zero padded to `ranks` equal shards) are reduce-scattered (mean), this
+  /// (zero padded to `world-size` equal shards) are reduce-scattered (mean), this
   /// rank's shard of the flattened parameters takes the optimizer's step
   /// with state of one shard's size, and the shards are all-gathered back
   /// into the parameters. Each state tensor is recorded in `sharded` for
@@ -671,7 +604,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     func::FuncOp fn = sig.fn;
     Location loc = fn.getLoc();
     MLIRContext *ctx = fn.getContext();
-    auto ranksAttr = b.getI64IntegerAttr(ranks);
+    auto ranksAttr = b.getI64IntegerAttr(worldSize);
     int bucketIndex = 0;
     LogicalResult result = success();
 
@@ -696,7 +629,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       for (auto &[value, arg, suffix] : update->states)
         sig.addTied(value, arg);
       k.allGather = b.create<AllGatherOp>(
-          loc, RankedTensorType::get({k.shard * ranks}, k.element),
+          loc, RankedTensorType::get({k.shard * worldSize}, k.element),
           update->param, ranksAttr);
       SmallVector<Attribute> names;
       for (unsigned i : k.members)
@@ -768,15 +701,15 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
             k.counts.push_back(type.getNumElements());
             k.total += type.getNumElements();
           }
-          k.shard = (k.total + ranks - 1) / ranks;
+          k.shard = (k.total + worldSize - 1) / worldSize;
           // The gradients side by side in one bucket (computed there where
-          // the plan can), zero padded to `ranks` equal shards.
+          // the plan can), zero padded to `world-size` equal shards.
           SmallVector<Value> parts;
           for (unsigned i : members)
             parts.push_back(gradients[i].second);
-          if (k.shard * ranks > k.total) {
+          if (k.shard * worldSize > k.total) {
             auto padType =
-                RankedTensorType::get({k.shard * ranks - k.total}, k.element);
+                RankedTensorType::get({k.shard * worldSize - k.total}, k.element);
             parts.push_back(b.create<ConstantOp>(
                 loc, DenseElementsAttr::get(padType,
                                             b.getFloatAttr(k.element, 0.0))));

@@ -6,64 +6,59 @@
 
 using namespace mlir;
 
+namespace {
+
+/// A pass's generated options from its rows of `options`.
+#define ZCC_COPY_OPTION(kind, member, name, init, rule, help)                  \
+  pass.member = options.member;
+template <class PassOptions, class Fill>
+PassOptions passOptions(Fill fill) {
+  PassOptions pass;
+  fill(pass);
+  return pass;
+}
+
+} // namespace
+
 void zcc::buildTrainStepPipeline(OpPassManager &pm,
-                                 const TrainStepPipelineOptions &options) {
-  if (options.precision != "f32") {
-    ZTMixedPrecisionOptions mixed;
-    mixed.precision = options.precision;
-    pm.addPass(createZTMixedPrecision(mixed));
-  }
-  ZTAutodiffOptions autodiff;
-  autodiff.accumulate = options.accumulate;
-  autodiff.recompute = options.recompute;
-  pm.addPass(createZTAutodiff(autodiff));
+                                 const CompileOptions &options) {
+  if (options.precision != "f32")
+    pm.addPass(createZTMixedPrecision(
+        passOptions<ZTMixedPrecisionOptions>([&](auto &pass) {
+          ZCC_ZT_MIXED_PRECISION_PASS_OPTIONS(ZCC_COPY_OPTION)
+        })));
+  pm.addPass(createZTAutodiff(passOptions<ZTAutodiffOptions>(
+      [&](auto &pass) { ZCC_ZT_AUTODIFF_PASS_OPTIONS(ZCC_COPY_OPTION) })));
   // "none" keeps the gradients as step outputs (gradient checks, custom
   // optimizers outside the plan).
-  if (options.optimizer != "none") {
-    ZTOptimizerOptions optimizer;
-    optimizer.optimizer = options.optimizer;
-    optimizer.lr = options.lr;
-    optimizer.momentum = options.momentum;
-    optimizer.nesterov = options.nesterov;
-    optimizer.weightDecay = options.weightDecay;
-    optimizer.weightDecayMinRank = options.weightDecayMinRank;
-    optimizer.noWeightDecay = options.noWeightDecay;
-    optimizer.beta1 = options.beta1;
-    optimizer.beta2 = options.beta2;
-    optimizer.eps = options.eps;
-    optimizer.gradScale = options.gradScale;
-    optimizer.clipGradNorm = options.clipGradNorm;
-    optimizer.lrWarmupSteps = options.lrWarmupSteps;
-    optimizer.lrDecay = options.lrDecay;
-    optimizer.lrDecaySteps = options.lrDecaySteps;
-    optimizer.minLr = options.minLr;
-    optimizer.dataParallel = options.dataParallel;
-    optimizer.bucketBytes = options.bucketBytes;
-    optimizer.shardOptimizerState = options.shardOptimizerState;
-    optimizer.ranks = options.ranks;
-    pm.addPass(createZTOptimizer(optimizer));
-  }
-  if (options.memoryBudget > 0) {
-    ZTRematOptions remat;
-    remat.budget = options.memoryBudget;
-    remat.alignment = options.alignment;
-    remat.problemFile = options.rematProblem;
-    pm.addPass(createZTRemat(remat));
-  }
-  ZTPlanMemoryOptions plan;
-  plan.alignment = options.alignment;
-  plan.algorithm = options.algorithm;
-  plan.timeLimit = options.plannerTimeLimit;
-  plan.nodeLimit = options.plannerNodeLimit;
-  plan.plantInPlaceBug = options.plantInPlaceBug;
-  pm.addPass(createZTPlanMemory(plan));
+  if (options.optimizer != "none")
+    pm.addPass(createZTOptimizer(passOptions<ZTOptimizerOptions>(
+        [&](auto &pass) { ZCC_ZT_OPTIMIZER_PASS_OPTIONS(ZCC_COPY_OPTION) })));
+  if (options.memoryBudget > 0)
+    pm.addPass(createZTRemat(passOptions<ZTRematOptions>(
+        [&](auto &pass) { ZCC_ZT_REMAT_PASS_OPTIONS(ZCC_COPY_OPTION) })));
+  pm.addPass(createZTPlanMemory(passOptions<ZTPlanMemoryOptions>(
+      [&](auto &pass) { ZCC_ZT_PLAN_MEMORY_PASS_OPTIONS(ZCC_COPY_OPTION) })));
 }
 
 void zcc::registerTrainStepPipeline() {
-  PassPipelineRegistration<TrainStepPipelineOptions>(
+  registerPassPipeline(
       "zcc-train-step",
       "The whole training step: zt-mixed-precision (with bf16), "
       "zt-autodiff, zt-optimizer, zt-remat (with a memory budget), "
-      "zt-plan-memory",
-      buildTrainStepPipeline);
+      "zt-plan-memory; options: every compile option by its flag name "
+      "(docs/generated/CompileOptions.md)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        CompileOptions compile;
+        std::string bad = options::setFromString(
+            compile, std::string_view(text.data(), text.size()));
+        if (bad.empty())
+          bad = options::check(compile);
+        if (!bad.empty())
+          return errorHandler("zcc-train-step: " + bad);
+        buildTrainStepPipeline(pm, compile);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)>) {});
 }

@@ -82,16 +82,10 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (alignment < 1 || !llvm::isPowerOf2_64(alignment)) {
-      module.emitError() << "zt-plan-memory option 'alignment' must be a "
-                            "power of two, got "
-                         << static_cast<int64_t>(alignment);
-      return signalPassFailure();
-    }
-    if (!(timeLimit > 0)) {
-      module.emitError() << "zt-plan-memory option 'time-limit' must be a "
-                            "positive number of seconds, got "
-                         << static_cast<double>(timeLimit);
+    std::string broken = zcc::options::check(
+        ZCC_OPTIONS_OF_PASS(ZCC_ZT_PLAN_MEMORY_PASS_OPTIONS, *this));
+    if (!broken.empty()) {
+      module.emitError() << "zt-plan-memory " << broken;
       return signalPassFailure();
     }
     if (!planner::findPlannerAlgorithm(algorithm)) {
@@ -211,8 +205,8 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
       noReuse += planner::alignUp(buffer.bytes, alignment);
     }
     planner::PlanOptions options;
-    options.timeLimitSeconds = timeLimit;
-    options.nodeLimit = nodeLimit;
+    options.timeLimitSeconds = plannerTimeLimit;
+    options.nodeLimit = static_cast<uint64_t>(plannerNodeLimit);
     planner::CheckedRun run = planner::runChecked(
         *planner::findPlannerAlgorithm(algorithm), problem, options);
     if (!run.violation.empty())
@@ -225,9 +219,11 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
       // Nodes give every machine the same plan; the clock does not. Ranks
       // that compile their own plans must agree on it (plan hash at load).
       std::ostringstream limits;
-      limits << "its time limit (" << static_cast<double>(timeLimit) << " s)";
-      if (nodeLimit)
-        limits << " before its node limit (" << static_cast<uint64_t>(nodeLimit)
+      limits << "its time limit (" << static_cast<double>(plannerTimeLimit)
+             << " s)";
+      if (plannerNodeLimit)
+        limits << " before its node limit ("
+               << static_cast<int64_t>(plannerNodeLimit)
                << " nodes)";
       const int64_t lower = run.outcome.lowerBound;
       std::string where = "at the lower bound";

@@ -487,22 +487,28 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
   using ZTRematBase::ZTRematBase;
 
   void runOnOperation() override {
-    if (budget <= 0)
+    std::string broken = zcc::options::check(
+        ZCC_OPTIONS_OF_PASS(ZCC_ZT_REMAT_PASS_OPTIONS, *this));
+    if (!broken.empty()) {
+      getOperation().emitError() << "zt-remat " << broken;
+      return signalPassFailure();
+    }
+    if (memoryBudget <= 0)
       return;
     json::Array problems;
     for (auto fn : getOperation().getOps<func::FuncOp>())
       if (!entryKind(fn).empty() && failed(fit(fn, problems)))
         return signalPassFailure();
-    if (!problemFile.empty() && failed(writeProblems(std::move(problems))))
+    if (!rematProblem.empty() && failed(writeProblems(std::move(problems))))
       return signalPassFailure();
   }
 
   LogicalResult writeProblems(json::Array problems) {
     std::error_code error;
-    llvm::raw_fd_ostream os(problemFile, error, llvm::sys::fs::OF_Text);
+    llvm::raw_fd_ostream os(rematProblem, error, llvm::sys::fs::OF_Text);
     if (error)
       return getOperation().emitError()
-             << "cannot write the recompute problem to '" << problemFile
+             << "cannot write the recompute problem to '" << rematProblem
              << "': " << error.message();
     json::Object root{{"format", "zcc.remat-problem/v1"},
                       {"alignment", static_cast<int64_t>(alignment)},
@@ -561,10 +567,10 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
             fn.getSymName(), flops, firstPeak, peak,
             getOperation()->hasAttr(ZTDialect::kRematExhaustedAttrName)));
       }
-      if (report)
+      if (rematReport)
         llvm::outs() << "zt-remat @" << fn.getSymName() << ": peak "
                      << firstPeak << " -> " << peak
-                     << " live arena bytes, budget " << budget << "; " << copies
+                     << " live arena bytes, budget " << memoryBudget << "; " << copies
                      << " ops copied, " << llvm::format("%.4g", flops)
                      << " FLOPs\n";
       return success();
@@ -578,10 +584,10 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
       auto [peak, at] = step.peak();
       if (firstPeak < 0) {
         firstPeak = peak;
-        if (!problemFile.empty())
-          problem.emplace(step, budget);
+        if (!rematProblem.empty())
+          problem.emplace(step, memoryBudget);
       }
-      if (peak <= budget)
+      if (peak <= memoryBudget)
         return done(peak);
       SmallVector<Candidate> candidates = candidatesAt(step, at, refused);
       std::optional<Candidate> best;

@@ -553,40 +553,42 @@ NB_MODULE(_zcc, m) {
           },
           "options"_a, "planned_ir"_a = false);
 
-  nb::class_<zcc::CompileOptions>(m, "CompileOptions")
-      .def(nb::init<>())
-      .def_rw("optimizer", &zcc::CompileOptions::optimizer)
-      .def_rw("lr", &zcc::CompileOptions::lr)
-      .def_rw("momentum", &zcc::CompileOptions::momentum)
-      .def_rw("nesterov", &zcc::CompileOptions::nesterov)
-      .def_rw("weight_decay", &zcc::CompileOptions::weightDecay)
-      .def_rw("weight_decay_min_rank", &zcc::CompileOptions::weightDecayMinRank)
-      .def_rw("no_weight_decay", &zcc::CompileOptions::noWeightDecay)
-      .def_rw("beta1", &zcc::CompileOptions::beta1)
-      .def_rw("beta2", &zcc::CompileOptions::beta2)
-      .def_rw("eps", &zcc::CompileOptions::eps)
-      .def_rw("accumulate", &zcc::CompileOptions::accumulate)
-      .def_rw("recompute", &zcc::CompileOptions::recompute)
-      .def_rw("memory_budget", &zcc::CompileOptions::memoryBudget)
-      .def_rw("remat_problem", &zcc::CompileOptions::rematProblem)
-      .def_rw("precision", &zcc::CompileOptions::precision)
-      .def_rw("grad_scale", &zcc::CompileOptions::gradScale)
-      .def_rw("clip_grad_norm", &zcc::CompileOptions::clipGradNorm)
-      .def_rw("lr_warmup_steps", &zcc::CompileOptions::lrWarmupSteps)
-      .def_rw("lr_decay", &zcc::CompileOptions::lrDecay)
-      .def_rw("lr_decay_steps", &zcc::CompileOptions::lrDecaySteps)
-      .def_rw("min_lr", &zcc::CompileOptions::minLr)
-      .def_rw("alignment", &zcc::CompileOptions::alignment)
-      .def_rw("algorithm", &zcc::CompileOptions::algorithm)
-      .def_rw("planner_time_limit", &zcc::CompileOptions::plannerTimeLimit)
-      .def_rw("planner_node_limit", &zcc::CompileOptions::plannerNodeLimit)
-      .def_rw("matmul_workspace", &zcc::CompileOptions::matmulWorkspace)
-      .def_rw("plant_in_place_bug", &zcc::CompileOptions::plantInPlaceBug)
-      .def_rw("data_parallel", &zcc::CompileOptions::dataParallel)
-      .def_rw("bucket_bytes", &zcc::CompileOptions::bucketBytes)
-      .def_rw("shard_optimizer_state",
-              &zcc::CompileOptions::shardOptimizerState)
-      .def_rw("ranks", &zcc::CompileOptions::ranks);
+  // One attribute per row of zcc/Compiler/OptionList.h, by its name.
+  nb::class_<zcc::CompileOptions> options(m, "CompileOptions");
+  options.def(nb::init<>());
+#define ZCC_PY_OPTION(kind, member, name, init, rule, help)                    \
+  options.def_rw(#name, &zcc::CompileOptions::member, help);
+  ZCC_COMPILE_OPTIONS(ZCC_PY_OPTION)
+#undef ZCC_PY_OPTION
+  options.def(
+      "set",
+      [](zcc::CompileOptions &o, const std::string &name,
+         const std::string &text) {
+        const zcc::options::Info *option = zcc::options::find(name);
+        if (!option)
+          throw std::invalid_argument("unknown compile option '" + name + "'");
+        if (std::string bad = zcc::options::setFromText(o, *option, text);
+            !bad.empty())
+          throw std::invalid_argument(bad);
+      },
+      "name"_a, "text"_a,
+      "Sets an option from text, as zcc's flag reads it (\"64MiB\").");
+  options.def("check", [](const zcc::CompileOptions &o) {
+    return zcc::options::check(o);
+  });
+  // (name, kind, default as text, help, the pass that reads it) per option.
+  m.def("compile_option_table", [] {
+    std::vector<std::tuple<std::string, std::string, std::string, std::string,
+                           std::string>>
+        rows;
+    const zcc::CompileOptions defaults;
+    static const char *kinds[] = {"flag", "int", "bytes", "real", "text",
+                                  "names"};
+    for (const zcc::options::Info &o : zcc::options::table())
+      rows.emplace_back(o.name, kinds[static_cast<int>(o.kind)],
+                        zcc::options::textOf(defaults, o), o.help, o.pass);
+    return rows;
+  });
 
   m.def(
       "compile_source",

@@ -372,65 +372,43 @@ class Traced:
     def parameters(self):
         return list(self.graph.parameter_names())
 
-    def compile(self, optimizer="default", accumulate=False, alignment=256,
-                algorithm="auto", matmul_workspace=None, grad_scale=1.0,
-                recompute=True, memory_budget=None, precision="f32",
-                remat_problem=None, data_parallel=False, bucket_mb=None,
-                shard_optimizer_state=False, world_size=None,
-                planner_time_limit=None, planner_node_limit=None,
-                clip_grad_norm=None, lr_schedule=None,
-                _plant_in_place_bug=False):
+    def compile(self, optimizer="default", lr_schedule=None, **options):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
-        gradients become outputs); the default is zcc.adamw(). `recompute`
-        computes cheap forward values (elementwise, views, normalizations)
-        again in the backward instead of keeping them (the same bits).
-        `memory_budget` (bytes) recomputes more forward values, matrix
-        products included, until the arena fits; a budget no recomputation
-        reaches raises an error naming the smallest arena. `precision`
-        "bf16" runs the matrix products on bf16 operands summed in f32
-        (their saved operands take half the bytes), with f32 parameters,
-        optimizer, loss and normalizations. `remat_problem` (a path), with
-        a memory budget, writes zt-remat's problem and choice there
-        (zcc.remat-problem/v1; bench/memory/remat_bound.py bounds it).
-        `data_parallel` averages the gradients over the ranks of an MPI job
-        (session(distributed=True)) in buckets of `bucket_mb` MiB (None: a
-        sixteenth of the gradients, from 1 to 25 MiB);
-        `shard_optimizer_state` (ZeRO-1, with `world_size`) keeps 1/N of the
-        optimizer state on each rank (docs/distributed.md).
-        `clip_grad_norm` clips the gradients by their global norm to at most
-        this before the updates, as torch.nn.utils.clip_grad_norm_ (with
-        data_parallel: the norm of the averaged gradients; None: no
-        clipping).
+        gradients become outputs); the default is zcc.adamw().
         `lr_schedule` (zcc.lr_schedule(...)) changes the learning rate from
         step to step (warmup, then cosine or linear decay); the plan
         computes it from its step counter and returns it as `lr`.
-        `planner_node_limit` bounds the memory planner's search per entry in
-        nodes (the same plan on every machine; 0: none; None: zcc's
-        2,000,000) and `planner_time_limit` in seconds (None: 60), a guard:
-        when it ends a search first, a CompileWarning says the plan may
-        differ on another machine (docs/planner.md)."""
-        options = _compile_options(
-            optimizer, accumulate, alignment, algorithm, matmul_workspace,
-            grad_scale, recompute, memory_budget, precision, remat_problem,
-            data_parallel, bucket_mb, shard_optimizer_state, world_size,
-            planner_time_limit, planner_node_limit, _plant_in_place_bug,
-            clip_grad_norm=clip_grad_norm, lr_schedule=lr_schedule)
-        plan, _, warned = self.graph.compile(options)
+
+        Every other keyword is a compile option by its name, the same as
+        zcc's flag with `_` for `-` (zcc.compile_options() lists them with
+        their defaults and meanings; docs/generated/CompileOptions.md); None
+        keeps the default. For example `accumulate=True` (microbatch and
+        apply entries), `precision="bf16"`, `memory_budget="4GiB"` (byte
+        counts are numbers or text with a unit), `recompute=False`,
+        `clip_grad_norm=1.0`, `data_parallel=True, bucket_bytes="1MiB"`,
+        `shard_optimizer_state=True, world_size=2` (ZeRO-1,
+        docs/distributed.md), `planner_node_limit`, `planner_time_limit`
+        (docs/planner.md). An option's rule that is broken raises zcc.Error
+        naming it."""
+        compile_options = _compile_options(optimizer, lr_schedule, options)
+        plan, _, warned = self.graph.compile(compile_options)
         _warn(warned)
         return Compiled(plan, self._inputs + self._labels, self.parameters,
-                        accumulate=bool(accumulate), traced=self,
-                        options=options, values=self._values)
+                        accumulate=compile_options.accumulate, traced=self,
+                        options=compile_options, values=self._values)
 
 
-def _compile_options(optimizer, accumulate, alignment, algorithm,
-                     matmul_workspace, grad_scale, recompute, memory_budget,
-                     precision, remat_problem, data_parallel, bucket_mb,
-                     shard_optimizer_state, world_size, planner_time_limit,
-                     planner_node_limit, plant_in_place_bug=False, *,
-                     clip_grad_norm=None, lr_schedule=None):
-    """Traced.compile's arguments (which say what each means) as the
-    compiler's options; compile_mlir takes the same."""
+def compile_options():
+    """Every compile option: {name: (default as text, meaning, the pass that
+    reads it)}, in the order of docs/generated/CompileOptions.md."""
+    return {name: (default, help, reader) for name, _, default, help, reader
+            in _zcc.compile_option_table()}
+
+
+def _compile_options(optimizer, lr_schedule, keywords):
+    """Traced.compile's and compile_mlir's options as the compiler's: the
+    optimizer and schedule objects, then each keyword by its option name."""
     options = _zcc.CompileOptions()
     if isinstance(optimizer, str) and optimizer == "default":
         optimizer = adamw()
@@ -443,44 +421,47 @@ def _compile_options(optimizer, accumulate, alignment, algorithm,
             "optimizer must be zcc.adamw(...), zcc.sgd(...) or None, got "
             f"{optimizer!r}"
         )
-    options.accumulate = bool(accumulate)
-    options.alignment = int(alignment)
-    options.algorithm = str(algorithm)
-    options.grad_scale = float(grad_scale)
-    options.recompute = bool(recompute)
-    if memory_budget is not None:
-        options.memory_budget = int(memory_budget)
-    if remat_problem is not None:
-        options.remat_problem = str(remat_problem)
-    options.precision = str(precision)
-    options.data_parallel = bool(data_parallel)
-    if bucket_mb is not None:
-        if not float(bucket_mb) > 0:
-            raise Error(f"bucket_mb must be a positive number of MiB, "
-                        f"got {bucket_mb!r}")
-        options.bucket_bytes = max(1, int(float(bucket_mb) * (1 << 20)))
-    options.shard_optimizer_state = bool(shard_optimizer_state)
-    if world_size is not None:
-        options.ranks = int(world_size)
-    if planner_time_limit is not None:
-        options.planner_time_limit = float(planner_time_limit)
-    if planner_node_limit is not None:
-        options.planner_node_limit = int(planner_node_limit)
-    # Tests of the random-program driver only: a wrong plan.
-    options.plant_in_place_bug = bool(plant_in_place_bug)
-    if matmul_workspace is not None:
-        options.matmul_workspace = int(matmul_workspace)
-    if clip_grad_norm is not None:
-        norm = float(clip_grad_norm)
-        if not (norm > 0 and math.isfinite(norm)):
-            raise Error(f"clip_grad_norm must be a positive number (None: no "
-                        f"clipping), got {clip_grad_norm!r}")
-        options.clip_grad_norm = norm
     if lr_schedule is not None:
         if not isinstance(lr_schedule, _Schedule):
             raise Error("lr_schedule must be zcc.lr_schedule(...) or None, "
                         f"got {lr_schedule!r}")
         lr_schedule._apply(options)
+    kinds = {row[0]: row[1] for row in _zcc.compile_option_table()}
+    for name, value in keywords.items():
+        if value is None:
+            continue
+        if name not in kinds:
+            import difflib
+            near = difflib.get_close_matches(name, list(kinds), n=1)
+            raise Error(f"unknown compile option {name!r}" +
+                        (f"; did you mean {near[0]!r}?" if near else
+                         " (zcc.compile_options() lists them)"))
+        kind = kinds[name]
+        try:
+            if kind == "flag":
+                if not isinstance(value, (bool, int)):
+                    raise ValueError(f"option '{name}' must be True or False, "
+                                     f"got {value!r}")
+                setattr(options, name, bool(value))
+            elif kind == "names":
+                names = [value] if isinstance(value, str) else list(value)
+                setattr(options, name, [str(n) for n in names])
+            elif isinstance(value, str) and kind != "text":
+                options.set(name, value)
+            elif kind == "real":
+                setattr(options, name, float(value))
+            elif kind in ("int", "bytes"):
+                if isinstance(value, bool) or int(value) != value:
+                    raise ValueError(f"option '{name}' must be a whole "
+                                     f"number, got {value!r}")
+                setattr(options, name, int(value))
+            else:
+                setattr(options, name, str(value))
+        except (TypeError, ValueError) as error:
+            raise Error(str(error)) from None
+    broken = options.check()
+    if broken:
+        raise Error(broken)
     return options
 
 
@@ -623,25 +604,15 @@ def lr_schedule(warmup_steps=0, decay=None, decay_steps=0, min_lr=0.0):
                      min_lr=float(min_lr))
 
 
-def compile_mlir(text, optimizer="default", accumulate=False, name="<string>",
-                 precision="f32", *, alignment=256, algorithm="auto",
-                 matmul_workspace=None, grad_scale=1.0, recompute=True,
-                 memory_budget=None, remat_problem=None, data_parallel=False,
-                 bucket_mb=None, shard_optimizer_state=False, world_size=None,
-                 planner_time_limit=None, planner_node_limit=None,
-                 clip_grad_norm=None, lr_schedule=None):
+def compile_mlir(text, optimizer="default", name="<string>", lr_schedule=None,
+                 **options):
     """Compiles zt text (what `zcc` reads; `name` names it in messages and
     the plan's locations) in process, with Traced.compile's options: the
     same plan, byte for byte, as `zcc` with the same flags."""
-    options = _compile_options(
-        optimizer, accumulate, alignment, algorithm, matmul_workspace,
-        grad_scale, recompute, memory_budget, precision, remat_problem,
-        data_parallel, bucket_mb, shard_optimizer_state, world_size,
-        planner_time_limit, planner_node_limit, clip_grad_norm=clip_grad_norm,
-        lr_schedule=lr_schedule)
-    plan, warned = _zcc.compile_source(text, name, options)
+    compile_options = _compile_options(optimizer, lr_schedule, options)
+    plan, warned = _zcc.compile_source(text, name, compile_options)
     _warn(warned)
-    return Compiled(plan, None, None, accumulate=bool(accumulate))
+    return Compiled(plan, None, None, accumulate=compile_options.accumulate)
 
 
 def load_plan(path):

@@ -70,7 +70,7 @@
 // into the parameters (sliced straight into them); the module
 // records which parameters each state tensor covers. The update waits for
 // the next bucket's reduce_scatter, the slices for the next all_gather.
-// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true ranks=2" | FileCheck %s --check-prefix=ZERO
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true world-size=2" | FileCheck %s --check-prefix=ZERO
 // ZERO: module attributes {zt.sharded_states = [{name = "zero.0.exp_avg", offsets = array<i64: 0, 10>, params = ["b3", "w3"], ranks = 2 : i64, suffix = ".exp_avg"}, {name = "zero.0.exp_avg_sq", offsets = array<i64: 0, 10>, params = ["b3", "w3"], ranks = 2 : i64, suffix = ".exp_avg_sq"}
 // ZERO-SAME: {name = "zero.2.exp_avg"
 // ZERO: %{{.+}}: tensor<645xf32> {zt.init = #zt.init<zeros>, zt.name = "zero.0.exp_avg", zt.role = #zt.role<optimizer_state>}
@@ -88,14 +88,14 @@
 
 // A gradient larger than a bucket is a bucket of its own, reduce-scattered
 // as it is: its shape is read flat.
-// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=1 shard-optimizer-state=true ranks=2" | FileCheck %s --check-prefix=ALONE
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=1 shard-optimizer-state=true world-size=2" | FileCheck %s --check-prefix=ALONE
 // ALONE: %[[W3:.+]] = zt.pack %{{.+}} : (tensor<128x10xf32>) -> tensor<128x10xf32>
 // ALONE-NEXT: zt.reduce_scatter %[[W3]] {mean, ranks = 2 : i64} : (tensor<128x10xf32>) -> tensor<640xf32>
 // ALONE: zt.reduce_scatter %{{.+}} {mean, ranks = 2 : i64} : (tensor<784x256xf32>) -> tensor<100352xf32>
 
 // ZeRO-1's gathered slices are written straight into the parameters (a
 // reshape of a slice owns its buffer): no parameter is copied at the return.
-// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true ranks=2" -zt-print-liveness | FileCheck %s --check-prefix=ZLIVE
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true world-size=2" -zt-print-liveness | FileCheck %s --check-prefix=ZLIVE
 // ZLIVE-LABEL: results:
 // ZLIVE-NOT: copied from
 // ZLIVE: "w3" in #6

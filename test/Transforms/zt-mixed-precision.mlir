@@ -7,7 +7,7 @@
 // RUN: zt-opt %s -zt-mixed-precision=precision=bf16 -zt-autodiff | FileCheck %s --check-prefix=GRAD
 // RUN: zt-opt %s -zt-mixed-precision=precision=f32 | FileCheck %s --check-prefix=F32
 // RUN: not zt-opt %s -zt-mixed-precision=precision=f16 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: zt-mixed-precision: precision must be f32 or bf16, got 'f16'
+// BAD: zt-mixed-precision option 'precision' must be 'f32' or 'bf16', got 'f16'
 // F32-NOT: zt.convert
 // F32-NOT: bf16
 

@@ -30,7 +30,7 @@
 // zt.all_reduce (a sum, not a mean) of that number gives the norm, and only
 // then the buckets' steps and all_gathers. grad-scale scales the sum by its
 // square rather than keeping a scaled copy of every gradient.
-// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 clip-grad-norm=1.0 grad-scale=0.5 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true ranks=2" | FileCheck %s --check-prefix=ZERO
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 clip-grad-norm=1.0 grad-scale=0.5 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true world-size=2" | FileCheck %s --check-prefix=ZERO
 // ZERO: %[[RS0:.+]] = zt.reduce_scatter {{.+}} -> tensor<645xf32>
 // ZERO-NEXT: %[[P0:.+]] = zt.sum_squares %[[RS0]] : (tensor<645xf32>) -> tensor<f32>
 // ZERO-NOT: zt.adamw

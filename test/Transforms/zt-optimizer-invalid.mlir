@@ -10,15 +10,15 @@
 // RUN: not zt-opt %s -zt-optimizer="data-parallel=true bucket-bytes=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=BUCKET
 // RUN: not zt-opt %s -zt-optimizer="clip-grad-norm=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=CLIP
 
-// LR: zt-optimizer option 'lr' must be >= 0, got -1.000000e+00
-// NAME: zt-optimizer option 'optimizer' must be 'sgd' or 'adamw', got 'adam'
-// MOM: zt-optimizer option 'momentum' must be >= 0 and < 1, got 1.000000e+00
+// LR: zt-optimizer option 'lr' must be >= 0, got -1{{$}}
+// NAME: zt-optimizer option 'optimizer' must be 'sgd', 'adamw' or 'none', got 'adam'
+// MOM: zt-optimizer option 'momentum' must be >= 0 and < 1, got 1{{$}}
 // NES: zt-optimizer option 'nesterov' needs momentum > 0
-// EPS: zt-optimizer option 'eps' must be > 0, got 0.000000e+00
-// BETA: zt-optimizer option 'beta2' must be >= 0 and < 1, got 1.000000e+00
-// SCALE: zt-optimizer option 'grad-scale' must be > 0, got 0.000000e+00
-// BUCKET: zt-optimizer option 'bucket-bytes' must be >= 0 (0: sized from the gradients), got -1.000000e+00
-// CLIP: zt-optimizer option 'clip-grad-norm' must be >= 0 (0: no clipping), got -1.000000e+00
+// EPS: zt-optimizer option 'eps' must be > 0, got 0{{$}}
+// BETA: zt-optimizer option 'beta2' must be >= 0 and < 1, got 1{{$}}
+// SCALE: zt-optimizer option 'grad-scale' must be > 0, got 0{{$}}
+// BUCKET: zt-optimizer option 'bucket-bytes' must be >= 0, got -1{{$}}
+// CLIP: zt-optimizer option 'clip-grad-norm' must be >= 0, got -1{{$}}
 
 // A forward-only module has nothing to update.
 // expected-error @+1 {{zt-optimizer found no training step: run zt-autodiff first}}

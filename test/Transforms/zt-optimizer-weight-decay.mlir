@@ -21,7 +21,7 @@
 // ZeRO-1: a shard takes one step, so the two groups never share a bucket:
 // the biases (10 + 128 + 256 = 394 elements, 197 a rank) in one bucket of
 // their own, after the weights' buckets, without decay.
-// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 weight-decay=0.1 weight-decay-min-rank=2 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true ranks=2" | FileCheck %s --check-prefix=ZERO
+// RUN: zt-opt %examples/mlp.mlir -zt-autodiff -zt-optimizer="optimizer=adamw lr=0.1 weight-decay=0.1 weight-decay-min-rank=2 data-parallel=true bucket-bytes=2000 shard-optimizer-state=true world-size=2" | FileCheck %s --check-prefix=ZERO
 // ZERO: zt.reduce_scatter {{.+}} -> tensor<640xf32>
 // ZERO: zt.reduce_scatter {{.+}} -> tensor<16384xf32>
 // ZERO: zt.reduce_scatter {{.+}} -> tensor<100352xf32>

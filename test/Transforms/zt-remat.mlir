@@ -1,14 +1,14 @@
 // zt-remat: forward values live at the peak only for the backward are
 // computed again before their first backward use until the peak of live
 // arena bytes fits the budget.
-// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=budget=1000000 | FileCheck %s --check-prefix=FITS
-// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=budget=1000000 -zt-print-liveness | FileCheck %s --check-prefix=FITS-PEAK
-// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=budget=70000 | FileCheck %s
-// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=budget=70000 -zt-print-liveness | FileCheck %s --check-prefix=PEAK
-// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=budget=10000 | FileCheck %s --check-prefix=EXHAUSTED
-// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat="budget=70000 report=true" -o /dev/null | FileCheck %s --check-prefix=REPORT
+// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=memory-budget=1000000 | FileCheck %s --check-prefix=FITS
+// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=memory-budget=1000000 -zt-print-liveness | FileCheck %s --check-prefix=FITS-PEAK
+// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=memory-budget=70000 | FileCheck %s
+// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=memory-budget=70000 -zt-print-liveness | FileCheck %s --check-prefix=PEAK
+// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat=memory-budget=10000 | FileCheck %s --check-prefix=EXHAUSTED
+// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat="memory-budget=70000 remat-report=true" -o /dev/null | FileCheck %s --check-prefix=REPORT
 // REPORT: zt-remat @mlp: peak 81920 -> 65536 live arena bytes, budget 70000; 2 ops copied, 5.284e+05 FLOPs
-// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat="budget=70000 problem-file=%t.json" -o /dev/null
+// RUN: zt-opt %s -zt-autodiff -zt-optimizer -zt-remat="memory-budget=70000 remat-problem=%t.json" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PROBLEM < %t.json
 
 // The recompute problem (bench/memory/remat_bound.py bounds it): the five

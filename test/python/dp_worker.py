@@ -30,7 +30,7 @@ compiled = traced.compile(optimizer=zcc.adamw(lr=1e-2), data_parallel=mode != "s
                           shard_optimizer_state=mode == "zero",
                           world_size=2 if mode == "zero" else None,
                           clip_grad_norm=clip,
-                          bucket_mb=1 / 1024 if clip and mode != "single" else None)
+                          bucket_bytes=1024 if clip and mode != "single" else None)
 session = compiled.session(precision="f64", distributed=mode != "single")
 rank, world = session.rank, session.world_size
 data = np.random.default_rng(3)

@@ -405,7 +405,7 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     # greedy-best: the exact search (auto) may spend seconds proving a small
     # plan optimal; what is checked here holds for any valid placement.
     compiled = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
-                              _plant_in_place_bug=plant_bug)
+                              test_plant_in_place_bug=plant_bug)
     has_dropout = any(op[0] == "dropout" for op in prog["code"])
 
     # 1. The three modes, bit for bit.
@@ -460,7 +460,7 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
 
     # 4. Gradients against finite differences, at a fixed step.
     grads = traced.compile(optimizer=None, algorithm="greedy-best",
-                           _plant_in_place_bug=plant_bug)
+                           test_plant_in_place_bug=plant_bug)
     session = grads.session(precision="f64")
     x, target = feeds(prog, 0)
     base = session.step(x, target)
@@ -532,7 +532,7 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     # sensitivity is over 10% of the largest gradient is not compared, and
     # is counted.
     mixed = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
-                           precision="bf16", _plant_in_place_bug=plant_bug)
+                           precision="bf16", test_plant_in_place_bug=plant_bug)
     mode_runs(mixed, prog, values, steps, problems, "bf16 ")
     grads16 = traced.compile(optimizer=None, algorithm="greedy-best",
                              precision="bf16").session()

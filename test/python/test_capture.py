@@ -295,15 +295,23 @@ def test_operators_and_indexing():
 def test_data_parallel_buckets_are_sized_from_the_gradients():
     traced = trace_mlp()
     # The MLP's gradients are under 1 MiB: one bucket by default, several
-    # of 0.001 MiB when asked.
+    # of 0.001 MiB when asked (a byte count as text, as zcc's flag reads it).
     auto = traced.compile(data_parallel=True).report()
-    small = traced.compile(data_parallel=True, bucket_mb=0.001).report()
+    small = traced.compile(data_parallel=True, bucket_bytes="0.001MiB").report()
     count = lambda report: int(report.split("collectives  ")[1].split()[0])
     assert count(auto) == 1
     assert count(small) > 1
-    with pytest.raises(zcc.Error, match="bucket_mb must be a positive number "
-                                        "of MiB, got 0"):
-        traced.compile(data_parallel=True, bucket_mb=0)
+    assert small == traced.compile(data_parallel=True,
+                                   bucket_bytes=1048).report()
+    with pytest.raises(zcc.Error, match="option 'bucket-bytes' must be >= 0, "
+                                        "got -1"):
+        traced.compile(data_parallel=True, bucket_bytes=-1)
+    with pytest.raises(zcc.Error, match="option 'bucket-bytes': '1 MiBs' is "
+                                        "not a byte count"):
+        traced.compile(data_parallel=True, bucket_bytes="1 MiBs")
+    with pytest.raises(zcc.Error, match="unknown compile option 'bucket_mb'; "
+                                        "did you mean 'bucket_bytes'"):
+        traced.compile(data_parallel=True, bucket_mb=0.05)
 
 
 def test_session_options_are_checked():
@@ -363,12 +371,15 @@ def test_planner_limits_and_compile_warnings(tmp_path):
     assert caught[0].filename == __file__
     assert caught[0].lineno == line_of("# clocked")
     assert clocked.memory_analysis()["arena"] > 0
-    with pytest.raises(zcc.Error, match="planner time limit must be a "
-                                        "positive number of seconds, got 0"):
+    with pytest.raises(zcc.Error, match="option 'planner-time-limit' must be "
+                                        "> 0, got 0"):
         traced.compile(planner_time_limit=0)
-    with pytest.raises(zcc.Error, match="planner node limit must be a node "
-                                        "count"):
+    with pytest.raises(zcc.Error, match="option 'planner-node-limit' must be "
+                                        ">= 0, got -1"):
         traced.compile(planner_node_limit=-1)
+    with pytest.raises(zcc.Error, match="option 'planner_node_limit' must be "
+                                        "a whole number, got 2.5"):
+        traced.compile(planner_node_limit=2.5)
 
 
 def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
@@ -398,17 +409,18 @@ def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
     ]:
         extra = {"optimizer": zcc.adamw(lr=1e-3, weight_decay=0.0), **extra}
         written = zcc.compile_mlir(
-            text, name=path, data_parallel=True, bucket_mb=0.05,
+            text, name=path, data_parallel=True, bucket_bytes="0.05MiB",
             planner_node_limit=100000, **extra)
         out = tmp_path / "zcc.zplan"
         subprocess.run([os.path.join(tools_dir(), "zcc"), path, "-o", str(out),
                         "--optimizer", "adamw", "--lr", "0.001",
-                        "--data-parallel", "--bucket-mb", "0.05",
+                        "--data-parallel", "--bucket-bytes", "0.05MiB",
                         "--planner-node-limit", "100000", *flags], check=True)
         assert written.plan.to_bytes() == out.read_bytes(), flags
     with pytest.raises(zcc.Error, match="for data-parallel jobs"):
         zcc.compile_mlir(text, shard_optimizer_state=True, world_size=2)
-    with pytest.raises(zcc.Error, match="clip_grad_norm must be a positive"):
+    with pytest.raises(zcc.Error, match="option 'clip-grad-norm' must be >= 0, "
+                                        "got -1"):
         zcc.compile_mlir(text, clip_grad_norm=-1)
     with pytest.raises(zcc.Error, match="'bias' matches no parameter"):
         zcc.compile_mlir(text, optimizer=zcc.adamw(weight_decay=0.1,
@@ -423,7 +435,8 @@ def test_compile_mlir_takes_zccs_options_and_makes_its_plan(tmp_path, examples):
         zcc.lr_schedule(warmup_steps=2.5)
     with pytest.raises(zcc.Error, match="lr_schedule must be zcc.lr_schedule"):
         zcc.compile_mlir(text, lr_schedule=100)
-    with pytest.raises(zcc.Error, match=r"min lr must be >= 0 and <= lr"):
+    with pytest.raises(zcc.Error,
+                       match=r"option 'min-lr' must be <= lr \(0.001\), got 0.1"):
         zcc.compile_mlir(text, optimizer=zcc.adamw(lr=1e-3),
                          lr_schedule=zcc.lr_schedule(decay="linear",
                                                      decay_steps=10,

@@ -145,10 +145,10 @@ def test_precision_through_python_and_bad_values():
     bf16 = zcc.compile_mlir(text, precision="bf16")
     assert bf16.memory_analysis()["arena"] < \
         f32.memory_analysis()["arena"]
-    with pytest.raises(zcc.Error, match="precision must be f32 or bf16, got 'f16'"):
+    with pytest.raises(zcc.Error, match="option 'precision' must be 'f32' or 'bf16', got 'f16'"):
         zcc.compile_mlir(text, precision="f16")
     run = subprocess.run([os.path.join(tools_dir(), "zcc"), EXAMPLE, "-o",
                           os.devnull, "--precision", "fp8"],
                          capture_output=True, text=True)
     assert run.returncode != 0
-    assert "precision must be f32 or bf16, got 'fp8'" in run.stderr
+    assert "option 'precision' must be 'f32' or 'bf16', got 'fp8'" in run.stderr

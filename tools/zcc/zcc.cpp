@@ -21,6 +21,9 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <deque>
+#include <memory>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -31,133 +34,6 @@ cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
                                cl::Required, cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output .zplan file"),
                                 cl::value_desc("file"), cl::cat(category));
-cl::opt<std::string> optimizer("optimizer",
-                               cl::desc("sgd, adamw, or none (gradients "
-                                        "become step outputs)"),
-                               cl::init("sgd"), cl::cat(category));
-cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.01),
-                   cl::cat(category));
-cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
-                         cl::cat(category));
-cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
-                       cl::cat(category));
-cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
-                            cl::init(0.0), cl::cat(category));
-cl::opt<int64_t> weightDecayMinRank(
-    "weight-decay-min-rank",
-    cl::desc("Parameters of fewer dimensions take no weight decay (2: "
-             "nanoGPT's groups, no decay on biases and normalization "
-             "scales)"),
-    cl::init(0), cl::cat(category));
-cl::list<std::string> noWeightDecay(
-    "no-weight-decay",
-    cl::desc("Parameters that take no weight decay, by name or pattern with "
-             "* and ? (comma-separated or repeated; each must match one)"),
-    cl::CommaSeparated, cl::value_desc("names"), cl::cat(category));
-cl::opt<double> beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
-                      cl::cat(category));
-cl::opt<double> beta2("beta2", cl::desc("AdamW beta2"), cl::init(0.999),
-                      cl::cat(category));
-cl::opt<double> eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8),
-                    cl::cat(category));
-cl::opt<bool> accumulate("accumulate",
-                         cl::desc("Accumulate gradients over microbatches "
-                                  "(microbatch and apply entries)"),
-                         cl::cat(category));
-cl::opt<bool> recompute("recompute",
-                        cl::desc("Compute cheap forward values (elementwise, "
-                                 "views, normalizations) again in the "
-                                 "backward instead of keeping them (default "
-                                 "on; --recompute=false keeps them)"),
-                        cl::init(true), cl::cat(category));
-cl::opt<std::string> precision(
-    "precision",
-    cl::desc("f32 (default), or bf16: matrix products on bf16 operands "
-             "summed in f32, their saved operands stored in bf16, f32 "
-             "parameters, optimizer, loss and normalizations"),
-    cl::init("f32"), cl::cat(category));
-cl::opt<int64_t> memoryBudget(
-    "memory-budget",
-    cl::desc("Largest arena in bytes (workspace included): forward values "
-             "are recomputed in the backward until the plan fits; an error "
-             "names the smallest arena reachable when it cannot (0: none)"),
-    cl::init(0), cl::cat(category));
-cl::opt<std::string> rematProblem(
-    "remat-problem",
-    cl::desc("With --memory-budget: also write the recompute problem and "
-             "the choice made here (JSON, zcc.remat-problem/v1; "
-             "bench/memory/remat_bound.py solves it for a lower bound)"),
-    cl::value_desc("file"), cl::init(""), cl::cat(category));
-cl::opt<double> gradScale("grad-scale",
-                          cl::desc("Scale of the accumulated gradient in "
-                                   "the apply entry"),
-                          cl::init(1.0), cl::cat(category));
-cl::opt<double> clipGradNorm(
-    "clip-grad-norm",
-    cl::desc("Clip the gradients by their global norm to at most this "
-             "before the updates, as torch.nn.utils.clip_grad_norm_ (with "
-             "--data-parallel: of the averaged gradients; 0: no clipping)"),
-    cl::init(0.0), cl::cat(category));
-cl::opt<int64_t> lrWarmupSteps(
-    "lr-warmup-steps",
-    cl::desc("Learning-rate schedule: raise lr linearly over this many "
-             "optimizer steps ((k+1)/(N+1) of lr at step k, counted from 0)"),
-    cl::init(0), cl::cat(category));
-cl::opt<std::string> lrDecay(
-    "lr-decay",
-    cl::desc("After the warmup: none (constant lr, the default), cosine or "
-             "linear, to --min-lr at step --lr-decay-steps (nanoGPT's "
-             "schedule; the learning rate of each step is the output 'lr')"),
-    cl::init("none"), cl::cat(category));
-cl::opt<int64_t> lrDecaySteps(
-    "lr-decay-steps",
-    cl::desc("With --lr-decay: the optimizer step (counted from 0, warmup "
-             "included) where lr reaches --min-lr"),
-    cl::init(0), cl::cat(category));
-cl::opt<double> minLr("min-lr",
-                      cl::desc("With --lr-decay: the learning rate the decay "
-                               "ends at (default 0)"),
-                      cl::init(0.0), cl::cat(category));
-cl::opt<bool> dataParallel(
-    "data-parallel",
-    cl::desc("Average the gradients over the ranks of a data-parallel job "
-             "(mpirun -np N zrun ...; the world size is chosen at run time) "
-             "before the updates, in buckets"),
-    cl::cat(category));
-cl::opt<double> bucketMb(
-    "bucket-mb",
-    cl::desc("With --data-parallel: MiB of gradients per bucket (default: a "
-             "sixteenth of the gradients, from 1 to 25 MiB)"),
-    cl::cat(category));
-cl::opt<bool> shardOptimizerState(
-    "shard-optimizer-state",
-    cl::desc("With --data-parallel: ZeRO-1, each rank holds and updates one "
-             "shard of the optimizer state (needs --world-size)"),
-    cl::cat(category));
-cl::opt<int64_t> worldSize("world-size",
-                           cl::desc("With --shard-optimizer-state: the ranks "
-                                    "the plan runs on"),
-                           cl::init(0), cl::cat(category));
-cl::opt<int64_t> alignment("alignment", cl::desc("Slot alignment in bytes"),
-                           cl::init(256), cl::cat(category));
-cl::opt<std::string> algorithm("algorithm", cl::desc("Planner algorithm"),
-                               cl::init("auto"), cl::cat(category));
-cl::opt<double> plannerTimeLimit(
-    "planner-time-limit",
-    cl::desc("Seconds the planner may search per entry (default 60): a "
-             "guard; a warning says when it ends a search before the node "
-             "limit, as the plan may then differ between machines"),
-    cl::init(zcc::CompileOptions().plannerTimeLimit), cl::cat(category));
-cl::opt<int64_t> plannerNodeLimit(
-    "planner-node-limit",
-    cl::desc("Search nodes the planner may expand per entry (default "
-             "2000000; 0: none): the same plan on every machine"),
-    cl::init(zcc::CompileOptions().plannerNodeLimit), cl::cat(category));
-cl::opt<int64_t> matmulWorkspace(
-    "matmul-workspace",
-    cl::desc("Bytes of each entry's workspace given to cuBLAS (default: "
-             "twice the largest matmul output, at most 32 MiB)"),
-    cl::init(zcc::runtime::kAutoMatmulWorkspace), cl::cat(category));
 cl::opt<bool> report("report",
                      cl::desc("Print the arena size, lower bound, ratio and "
                               "the largest buffers"),
@@ -186,10 +62,77 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// One flag per compile option (zcc/Compiler/OptionList.h), made before the
+/// command line is parsed; each sets its option from its text.
+class OptionFlags {
+public:
+  OptionFlags() {
+    const zcc::CompileOptions defaults;
+    for (const zcc::options::Info &option : zcc::options::table()) {
+      std::string value = zcc::options::textOf(defaults, option);
+      help_.push_back(std::string(option.help) +
+                      (value.empty() ? "" : " (default " + value + ")"));
+      const std::string &help = help_.back();
+      if (option.kind == zcc::options::Kind::Flag)
+        flags_.push_back(std::make_unique<cl::opt<bool>>(
+            llvm::StringRef(option.flag), cl::desc(help), cl::cat(category)));
+      else if (option.kind == zcc::options::Kind::Names)
+        flags_.push_back(std::make_unique<cl::list<std::string>>(
+            llvm::StringRef(option.flag), cl::desc(help), cl::CommaSeparated,
+            cl::value_desc("names"), cl::cat(category)));
+      else
+        flags_.push_back(std::make_unique<cl::opt<std::string>>(
+            llvm::StringRef(option.flag), cl::desc(help), cl::value_desc(valueName(option)),
+            cl::cat(category)));
+    }
+  }
+
+  /// The options the command line gave, over zcc's defaults; else the
+  /// message naming the flag.
+  std::string apply(zcc::CompileOptions &options) const {
+    const std::vector<zcc::options::Info> &table = zcc::options::table();
+    for (size_t i = 0; i < table.size(); ++i) {
+      cl::Option &flag = *flags_[i];
+      if (!flag.getNumOccurrences())
+        continue;
+      std::vector<std::string> texts;
+      if (table[i].kind == zcc::options::Kind::Flag)
+        texts.push_back(static_cast<cl::opt<bool> &>(flag) ? "true" : "false");
+      else if (table[i].kind == zcc::options::Kind::Names)
+        texts.assign(static_cast<cl::list<std::string> &>(flag).begin(),
+                     static_cast<cl::list<std::string> &>(flag).end());
+      else
+        texts.push_back(static_cast<cl::opt<std::string> &>(flag).getValue());
+      for (const std::string &text : texts)
+        if (std::string bad = zcc::options::setFromText(options, table[i], text);
+            !bad.empty())
+          return bad;
+    }
+    return {};
+  }
+
+private:
+  static const char *valueName(const zcc::options::Info &option) {
+    switch (option.kind) {
+    case zcc::options::Kind::Int:
+      return "n";
+    case zcc::options::Kind::Bytes:
+      return "bytes";
+    case zcc::options::Kind::Real:
+      return "x";
+    default:
+      return "text";
+    }
+  }
+  std::deque<std::string> help_; // cl::desc keeps a reference
+  std::vector<std::unique_ptr<cl::Option>> flags_;
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  OptionFlags flags;
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -199,48 +142,9 @@ int main(int argc, char **argv) {
       memoryHtml.empty() && memoryTorchSnapshot.empty())
     return fail("no output: give -o FILE.zplan (or --report or a --memory-* "
                 "file alone)");
-  if (matmulWorkspace < zcc::runtime::kAutoMatmulWorkspace)
-    return fail("--matmul-workspace must be a byte count (0 or more)");
-  if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none")
-    return fail("--optimizer must be sgd, adamw or none, got '" + optimizer +
-                "'");
   zcc::CompileOptions options;
-  options.optimizer = optimizer.getValue();
-  options.lr = lr.getValue();
-  options.momentum = momentum.getValue();
-  options.nesterov = nesterov.getValue();
-  options.weightDecay = weightDecay.getValue();
-  options.weightDecayMinRank = weightDecayMinRank.getValue();
-  options.noWeightDecay.assign(noWeightDecay.begin(), noWeightDecay.end());
-  options.beta1 = beta1.getValue();
-  options.beta2 = beta2.getValue();
-  options.eps = eps.getValue();
-  options.accumulate = accumulate.getValue();
-  options.recompute = recompute.getValue();
-  options.memoryBudget = memoryBudget.getValue();
-  options.rematProblem = rematProblem.getValue();
-  options.precision = precision.getValue();
-  options.gradScale = gradScale.getValue();
-  options.clipGradNorm = clipGradNorm.getValue();
-  options.lrWarmupSteps = lrWarmupSteps.getValue();
-  options.lrDecay = lrDecay.getValue();
-  options.lrDecaySteps = lrDecaySteps.getValue();
-  options.minLr = minLr.getValue();
-  options.dataParallel = dataParallel.getValue();
-  options.shardOptimizerState = shardOptimizerState.getValue();
-  options.ranks = worldSize.getValue();
-  if (bucketMb.getNumOccurrences()) {
-    if (!(bucketMb > 0 && bucketMb <= 1 << 20))
-      return fail("--bucket-mb must be a positive number of MiB, got " +
-                  std::to_string(bucketMb.getValue()));
-    options.bucketBytes =
-        std::max<int64_t>(1, static_cast<int64_t>(bucketMb * (1 << 20)));
-  }
-  options.alignment = alignment.getValue();
-  options.algorithm = algorithm.getValue();
-  options.plannerTimeLimit = plannerTimeLimit.getValue();
-  options.plannerNodeLimit = plannerNodeLimit.getValue();
-  options.matmulWorkspace = matmulWorkspace.getValue();
+  if (std::string bad = flags.apply(options); !bad.empty())
+    return fail(bad);
   if (zcc::runtime::Status bad = zcc::checkCompileOptions(options); !bad)
     return fail(bad.message());
 

@@ -11,6 +11,7 @@
 #define ZCC_COMPILER_COMPILE_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "zcc/Compiler/CompileOptions.h"
 #include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
@@ -21,70 +22,7 @@
 
 namespace zcc {
 
-/// The options of `zcc` (docs/runtime.md), with its defaults.
-struct CompileOptions {
-  std::string optimizer = "sgd"; // sgd, adamw, or none (gradients out)
-  double lr = 0.01;
-  double momentum = 0.0;
-  bool nesterov = false;
-  double weightDecay = 0.0;
-  /// Parameter groups: parameters of fewer dimensions than this, or whose
-  /// names match one of `noWeightDecay` (names, or patterns with * and ?),
-  /// take no weight decay (nanoGPT: rank 2, so no biases or norm scales).
-  int64_t weightDecayMinRank = 0;
-  std::vector<std::string> noWeightDecay;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  bool accumulate = false; // microbatch and apply entries
-  /// Cheap forward values computed again in the backward (zt-autodiff).
-  bool recompute = true;
-  /// Largest arena in bytes, workspace included: forward values are
-  /// recomputed in the backward until the plan fits (zt-remat); 0: none.
-  int64_t memoryBudget = 0;
-  /// With a memory budget: zt-remat's problem and choice are written here
-  /// (JSON, zcc.remat-problem/v1: a lower bound on the recompute FLOPs,
-  /// docs/passes.md#how-close-to-optimal); empty: not written.
-  std::string rematProblem;
-  /// "f32", or "bf16": matrix products on bf16 operands, summed in f32, with
-  /// f32 master weights (zt-mixed-precision).
-  std::string precision = "f32";
-  double gradScale = 1.0;
-  /// Gradients clipped by their global norm to at most this before the
-  /// updates (torch.nn.utils.clip_grad_norm_); 0: no clipping.
-  double clipGradNorm = 0.0;
-  /// Learning-rate schedule (nanoGPT's): lr raised linearly over
-  /// `lrWarmupSteps` optimizer steps, then constant ("none"), or decaying
-  /// ("cosine", "linear") to `minLr` at step `lrDecaySteps` (counted from 0,
-  /// warmup included). The plan computes it from its step counter.
-  int64_t lrWarmupSteps = 0;
-  std::string lrDecay = "none";
-  int64_t lrDecaySteps = 0;
-  double minLr = 0.0;
-  /// Gradients averaged over the ranks of a data-parallel job before the
-  /// updates, in buckets of about `bucketBytes` (docs/distributed.md); 0:
-  /// sized from the gradients (zcc::autoBucketBytes).
-  bool dataParallel = false;
-  int64_t bucketBytes = 0;
-  /// ZeRO-1 over `ranks` ranks (needs dataParallel): each rank holds one
-  /// shard of the optimizer state.
-  bool shardOptimizerState = false;
-  int64_t ranks = 0;
-  int64_t alignment = 256;
-  std::string algorithm = "auto";
-  /// The planner's budget per entry: nodes (the same plan on every machine)
-  /// and seconds, a guard; when the clock ends a search first, the compile
-  /// warns that the plan may differ elsewhere (docs/planner.md). A node
-  /// limit of 0 leaves the time limit alone to bound the search.
-  double plannerTimeLimit = 60.0;
-  int64_t plannerNodeLimit = 2000000;
-  int64_t matmulWorkspace = runtime::kAutoMatmulWorkspace;
-  /// Tests of the random-program driver only: a wrong plan every plan check
-  /// accepts (results written over operands read again later).
-  bool plantInPlaceBug = false;
-};
-
-/// InvalidArgument naming the first bad option, else ok.
+/// InvalidArgument naming the first bad option (options::check), else ok.
 runtime::Status checkCompileOptions(const CompileOptions &options);
 
 /// "zcc optimizer=adamw lr=0.001 ...": the plan's producer line.

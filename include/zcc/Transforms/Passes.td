@@ -4,6 +4,7 @@
 #define ZCC_TRANSFORMS_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+include "PassOptions.td"
 
 def ZTPrintArgRoles : Pass<"zt-print-arg-roles", "::mlir::ModuleOp"> {
   let summary = "Print each training-step argument's role, size and initializer";
@@ -70,10 +71,8 @@ def ZTMixedPrecision : Pass<"zt-mixed-precision", "::mlir::ModuleOp"> {
     %n = zt.layer_norm %2, %g, %b, eps = 1.0e-5 : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
     ```
   }];
-  let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
-           "f32 (nothing changes) or bf16 (bf16 activations, f32 master weights)">
-  ];
+  // The rows of zcc/Compiler/OptionList.h (PassOptions.td is generated).
+  let options = ZTMixedPrecisionOptionList;
 }
 
 def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
@@ -138,16 +137,8 @@ def ZTAutodiff : Pass<"zt-autodiff", "::mlir::ModuleOp"> {
     backward ops, other dialects) are an error when the loss depends on them
     through a parameter.
   }];
-  let options = [
-    Option<"accumulate", "accumulate", "bool", /*default=*/"false",
-           "Add gradients into persistent accumulators (a microbatch entry) "
-           "instead of returning them">,
-    Option<"recompute", "recompute", "bool", /*default=*/"true",
-           "Compute cheap forward values (elementwise, views, broadcasts, "
-           "dropout, normalizations) again before their first backward use "
-           "when their operands are kept anyway, instead of keeping them "
-           "across the forward/backward boundary">
-  ];
+  // The rows of zcc/Compiler/OptionList.h (PassOptions.td is generated).
+  let options = ZTAutodiffOptionList;
 }
 
 def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
@@ -200,8 +191,8 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
     and each update follows its bucket. In an apply entry the accumulators
     are averaged, in the same buckets, before the updates.
 
-    With `shard-optimizer-state` (ZeRO-1) and `ranks`, each bucket's
-    gradients are flattened into one tensor, zero padded to `ranks` equal
+    With `shard-optimizer-state` (ZeRO-1) and `world-size`, each bucket's
+    gradients are flattened into one tensor, zero padded to `world-size` equal
     shards, and reduce-scattered (`zt.reduce_scatter {mean}`); this rank's
     shard of the flattened parameters (`zt.shard`) takes the optimizer's
     step with state of one shard's size (`zero.<bucket>.exp_avg`, ...), and
@@ -231,62 +222,8 @@ def ZTOptimizer : Pass<"zt-optimizer", "::mlir::ModuleOp"> {
 
     Out-of-range options are an error naming the option.
   }];
-  let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "sgd or adamw">,
-    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate (>= 0)">,
-    Option<"momentum", "momentum", "double", /*default=*/"0.0",
-           "SGD momentum in [0, 1); 0 keeps no momentum buffer">,
-    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
-           "SGD with Nesterov momentum (needs momentum > 0)">,
-    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
-           "Weight decay (>= 0): L2 for SGD, decoupled for AdamW">,
-    Option<"weightDecayMinRank", "weight-decay-min-rank", "int64_t",
-           /*default=*/"0",
-           "Parameters of fewer dimensions take no weight decay (nanoGPT's "
-           "2: biases and normalization scales are not decayed)">,
-    ListOption<"noWeightDecay", "no-weight-decay", "std::string",
-               "Parameters that take no weight decay: names, or patterns "
-               "with * and ? (each must match a parameter)">,
-    Option<"beta1", "beta1", "double", /*default=*/"0.9",
-           "AdamW first-moment decay in [0, 1)">,
-    Option<"beta2", "beta2", "double", /*default=*/"0.999",
-           "AdamW second-moment decay in [0, 1)">,
-    Option<"eps", "eps", "double", /*default=*/"1.0e-8",
-           "AdamW denominator term (> 0)">,
-    Option<"gradScale", "grad-scale", "double", /*default=*/"1.0",
-           "Gradients are multiplied by this before the update (1/K to "
-           "average K accumulated microbatches)">,
-    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
-           "Clip the gradients by their global norm to at most this, as "
-           "torch.nn.utils.clip_grad_norm_ (0: no clipping); with "
-           "data-parallel, the norm of the averaged gradients">,
-    Option<"lrWarmupSteps", "lr-warmup-steps", "int64_t", /*default=*/"0",
-           "Learning-rate schedule: raise lr linearly over this many "
-           "optimizer steps first ((k + 1) / (W + 1) at step k)">,
-    Option<"lrDecay", "lr-decay", "std::string", /*default=*/"\"none\"",
-           "Learning-rate schedule after the warmup: none (constant), cosine "
-           "or linear (to min-lr at lr-decay-steps)">,
-    Option<"lrDecaySteps", "lr-decay-steps", "int64_t", /*default=*/"0",
-           "The optimizer step (counted from 0, warmup included) where the "
-           "decay reaches min-lr; > lr-warmup-steps">,
-    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
-           "The learning rate the decay ends at, in [0, lr]">,
-    Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
-           "Average the gradients over the ranks of a data-parallel job "
-           "(zt.all_reduce with mean) before the updates, in buckets">,
-    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
-           "Data-parallel: a bucket closes once its gradients reach this "
-           "many bytes; 0 (the default): a sixteenth of the entry's "
-           "gradients, within [1 MiB, 25 MiB] (zcc::autoBucketBytes)">,
-    Option<"shardOptimizerState", "shard-optimizer-state", "bool",
-           /*default=*/"false",
-           "ZeRO-1: each of `ranks` ranks holds and updates one shard of "
-           "every bucket's parameters and optimizer state (reduce-scatter, "
-           "update, all-gather)">,
-    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
-           "ZeRO-1: the job's world size (the shards are planned)">
-  ];
+  // The rows of zcc/Compiler/OptionList.h (PassOptions.td is generated).
+  let options = ZTOptimizerOptionList;
 }
 
 def ZTRemat : Pass<"zt-remat", "::mlir::ModuleOp"> {
@@ -294,7 +231,7 @@ def ZTRemat : Pass<"zt-remat", "::mlir::ModuleOp"> {
   let description = [{
     For every entry point with a backward (`zt.backward_start`), while the
     peak of live arena bytes (each buffer rounded up to `alignment`, as the
-    planner places them) is above `budget`: among the forward values live
+    planner places them) is above `memory-budget`: among the forward values live
     at the peak only because the backward reads them later, the one that
     frees the most bytes per FLOP of recomputation is computed again just
     before its first backward use, and its backward uses read the copy.
@@ -307,12 +244,12 @@ def ZTRemat : Pass<"zt-remat", "::mlir::ModuleOp"> {
 
     When nothing is left to recompute and the peak is still above the
     budget, the module gets `zt.remat_exhausted`: zcc then reports the
-    smallest arena recomputation reaches. `budget = 0` turns the pass off.
+    smallest arena recomputation reaches. `memory-budget = 0` turns the pass off.
     zcc runs it between zt-optimizer and zt-plan-memory with
     `--memory-budget`, and compiles again with a smaller budget when the
     planned arena and its workspace end up above it.
 
-    Before (`budget` below the two saved matmul results):
+    Before (`memory-budget` below the two saved matmul results):
 
     ```mlir
     %h = zt.matmul %x, %w1 ...            // saved for the backward
@@ -332,19 +269,8 @@ def ZTRemat : Pass<"zt-remat", "::mlir::ModuleOp"> {
     %dh = zt.relu_grad %a2, %da ...
     ```
   }];
-  let options = [
-    Option<"budget", "budget", "int64_t", /*default=*/"0",
-           "Largest peak of live arena bytes (0: no budget)">,
-    Option<"alignment", "alignment", "int64_t", /*default=*/"256",
-           "Slot alignment the planner uses, in bytes">,
-    Option<"report", "report", "bool", /*default=*/"false",
-           "Print per entry the peak of live bytes before and after, the ops "
-           "copied and their FLOPs">,
-    Option<"problemFile", "problem-file", "std::string", /*default=*/"",
-           "Also write each entry's recompute problem here (JSON, "
-           "zcc.remat-problem/v1): a covering program whose optimum bounds "
-           "the FLOPs of any recompute set from below, with the pass's choice">
-  ];
+  // The rows of zcc/Compiler/OptionList.h (PassOptions.td is generated).
+  let options = ZTRematOptionList;
 }
 
 def ZTPrintLiveness : Pass<"zt-print-liveness", "::mlir::ModuleOp"> {
@@ -435,30 +361,8 @@ def ZTPlanMemory : Pass<"zt-plan-memory", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::zcc::zplan::ZPlanDialect"];
-  let options = [
-    Option<"alignment", "alignment", "int64_t", /*default=*/"256",
-           "Byte alignment of every slot offset (a power of two)">,
-    Option<"algorithm", "algorithm", "std::string", /*default=*/"\"auto\"",
-           "Planner algorithm (auto, exact, skyline, time-order, greedy-best, "
-           "greedy-size)">,
-    Option<"timeLimit", "time-limit", "double", /*default=*/"60.0",
-           "Seconds the planner may search per entry: with a node limit, "
-           "a guard (a warning says when it ends a search first, as the plan "
-           "may then differ between machines)">,
-    Option<"nodeLimit", "node-limit", "uint64_t", /*default=*/"2000000",
-           "Search nodes the planner may expand per entry (the same plan on "
-           "every machine unless the time limit comes first; 0: none)">,
-    Option<"inPlace", "in-place", "bool", /*default=*/"true",
-           "Write a result over an operand that dies at its op (same size, a "
-           "kernel that may run in place); false gives every value its own "
-           "buffer, as layout tests of the planner want">,
-    Option<"plantInPlaceBug", "test-plant-in-place-bug", "bool",
-           /*default=*/"false",
-           "For tests of the random-program driver only: also write results "
-           "over operands that are read again later, a wrong plan that every "
-           "plan check accepts (test/python/random_programs.py shows that "
-           "the driver catches it)">
-  ];
+  // The rows of zcc/Compiler/OptionList.h (PassOptions.td is generated).
+  let options = ZTPlanMemoryOptionList;
 }
 
 #endif // ZCC_TRANSFORMS_PASSES_TD

@@ -106,9 +106,9 @@ def main():
     run(["zcc", os.path.join(work, "gpt4.mlir"), "-o", one] + common)
     zero = os.path.join(work, "zero.zplan")
     run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", two,
-         "--data-parallel", "--bucket-mb", "0.05"] + common)
+         "--data-parallel", "--bucket-bytes", "0.05MiB"] + common)
     run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", zero,
-         "--data-parallel", "--bucket-mb", "0.05", "--shard-optimizer-state",
+         "--data-parallel", "--bucket-bytes", "0.05MiB", "--shard-optimizer-state",
          "--world-size", "2"] + common)
     train = ["--data", data, "--steps", str(STEPS), "--trace"]
     checkpoints = {}
@@ -200,7 +200,7 @@ def main():
     # of its own, reduce-scattered as it is); and data parallelism composed
     # with recomputation under a memory budget (recomputed values are the
     # values kept) and with bf16 products: plain data parallelism's bits.
-    small = ["--bucket-mb", "0.001", "--shard-optimizer-state",
+    small = ["--bucket-bytes", "0.001MiB", "--shard-optimizer-state",
              "--world-size", "2"]
     budget = ["--memory-budget", "340000"]
     bf16 = ["--precision", "bf16"]
@@ -210,12 +210,12 @@ def main():
     for flags, name, precision, against, against_name in (
             (small, "with ZeRO-1 in buckets smaller than a gradient", "f64",
              [], ""),
-            (["--bucket-mb", "0.05"] + budget,
+            (["--bucket-bytes", "0.05MiB"] + budget,
              "recomputing under a memory budget", "f64", [], ""),
             (small + budget, "with ZeRO-1 recomputing under a memory budget",
              "f64", [], ""),
             (small + bf16, "with ZeRO-1 in bf16", "f32", bf16, " in bf16"),
-            (["--bucket-mb", "0.05", "--shard-optimizer-state",
+            (["--bucket-bytes", "0.05MiB", "--shard-optimizer-state",
               "--world-size", "2"] + groups,
              "with ZeRO-1 and weight decay on weights only", "f64", groups,
              " with the same groups")):
@@ -224,7 +224,7 @@ def main():
         else:
             plan = os.path.join(work, "against.zplan")
             run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan,
-                 "--data-parallel", "--bucket-mb", "0.05"] + against + common)
+                 "--data-parallel", "--bucket-bytes", "0.05MiB"] + against + common)
             reference = os.path.join(work, "against.safetensors")
             run(["mpirun", "-np", "2", "zrun", plan, "--precision",
                  precision, "--save-checkpoint", reference] + train, env=env)
@@ -254,7 +254,7 @@ def main():
                               "accumulating with ZeRO-1")):
         plan = os.path.join(work, "acc.zplan")
         run(["zcc", os.path.join(work, "gpt1.mlir"), "-o", plan,
-             "--data-parallel", "--bucket-mb", "0.05", "--accumulate",
+             "--data-parallel", "--bucket-bytes", "0.05MiB", "--accumulate",
              "--grad-scale", "0.5"] + zero_flags + common)
         ck = os.path.join(work, "acc.safetensors")
         run(["mpirun", "-np", "2", "zrun", plan, "--microbatches", "2",
@@ -294,7 +294,7 @@ def main():
                               " with ZeRO-1")):
         plan = os.path.join(work, "clip.zplan")
         run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan,
-             "--data-parallel", "--bucket-mb", "0.05"] + clip + zero_flags +
+             "--data-parallel", "--bucket-bytes", "0.05MiB"] + clip + zero_flags +
             common)
         ck = os.path.join(work, "clip.safetensors")
         out = run(["mpirun", "-np", "2", "zrun", plan, "--precision", "f64",
@@ -322,7 +322,7 @@ def main():
     # accumulators' norm, reduce-scattered and summed over the ranks.
     plan = os.path.join(work, "acc-clip.zplan")
     run(["zcc", os.path.join(work, "gpt1.mlir"), "-o", plan, "--data-parallel",
-         "--bucket-mb", "0.05", "--accumulate", "--grad-scale", "0.5",
+         "--bucket-bytes", "0.05MiB", "--accumulate", "--grad-scale", "0.5",
          "--shard-optimizer-state", "--world-size", "2"] + clip + common)
     ck = os.path.join(work, "acc-clip.safetensors")
     out = run(["mpirun", "-np", "2", "zrun", plan, "--microbatches", "2",
@@ -357,7 +357,7 @@ def main():
     scheduled = read_safetensors(ck)
     plan = os.path.join(work, "lrs.zplan")
     run(["zcc", os.path.join(work, "gpt2.mlir"), "-o", plan, "--data-parallel",
-         "--bucket-mb", "0.05", "--shard-optimizer-state", "--world-size",
+         "--bucket-bytes", "0.05MiB", "--shard-optimizer-state", "--world-size",
          "2"] + schedule + common)
     ck = os.path.join(work, "lrs.safetensors")
     out = run(["mpirun", "-np", "2", "zrun", plan, "--precision", "f64",

@@ -439,7 +439,8 @@ TEST(Capture, CompileErrorsComeBackAsValues) {
   options.optimizer = "lion";
   runtime::Plan plan;
   Status status = g.compile(options, plan);
-  EXPECT_NE(status.message().find("optimizer must be sgd, adamw or none"),
+  EXPECT_NE(status.message().find(
+                "option 'optimizer' must be 'sgd', 'adamw' or 'none'"),
             std::string::npos)
       << status.message();
 }
@@ -521,7 +522,7 @@ TEST(CompilerCApi, CompilesRunsAndReportsErrors) {
   options.optimizer = "lion";
   s = zcc_compile(text.data(), text.size(), "mlp.mlir", &options, &plan);
   ASSERT_NE(s, nullptr);
-  EXPECT_NE(std::string(zrt_status_message(s)).find("optimizer must be"),
+  EXPECT_NE(std::string(zrt_status_message(s)).find("'optimizer' must be"),
             std::string::npos);
   zrt_status_free(s);
   s = zrt_status_create(ZRT_OK, "returned");
@@ -601,6 +602,21 @@ TEST(CompilerCApi, DataParallelPlansAreZccsBytes) {
   }
 }
 
+/// A C plan's bytes (zrt_plan_to_bytes).
+std::vector<uint8_t> planBytes(const zrt_plan *plan) {
+  size_t size = 0;
+  if (zrt_status s = zrt_plan_to_bytes(plan, nullptr, 0, &size)) {
+    zrt_status_free(s);
+    return {};
+  }
+  std::vector<uint8_t> bytes(size);
+  if (zrt_status s = zrt_plan_to_bytes(plan, bytes.data(), size, &size)) {
+    zrt_status_free(s);
+    return {};
+  }
+  return bytes;
+}
+
 /// A successful compile's warnings reach the caller's function, one call
 /// each; bad options are errors naming the option, with no plan.
 TEST(CompilerCApi, WarningsReachTheCallerAndBadOptionsAreErrors) {
@@ -653,17 +669,17 @@ TEST(CompilerCApi, WarningsReachTheCallerAndBadOptionsAreErrors) {
   };
   for (Bad bad : {
            Bad{[](zcc_compile_options &o) { o.planner_time_limit = 0; },
-               "planner time limit"},
+               "option 'planner-time-limit' must be > 0, got 0"},
            Bad{[](zcc_compile_options &o) { o.planner_node_limit = -1; },
-               "planner node limit"},
+               "option 'planner-node-limit' must be >= 0, got -1"},
            Bad{[](zcc_compile_options &o) { o.precision = "f16"; },
-               "precision must be f32 or bf16"},
+               "option 'precision' must be 'f32' or 'bf16', got 'f16'"},
            Bad{[](zcc_compile_options &o) { o.data_parallel = 0; },
                "for data-parallel jobs"},
            Bad{[](zcc_compile_options &o) { o.alignment = 3; },
-               "alignment must be a power of two"},
-           Bad{[](zcc_compile_options &o) { o.algorithm = nullptr; },
-               "null argument"},
+               "option 'alignment' must be a power of two, got 3"},
+           Bad{[](zcc_compile_options &o) { o.no_weight_decay = "wpe,,b"; },
+               "option 'no-weight-decay' must be names or patterns"},
        }) {
     zcc_compile_options o = options;
     o.planner_time_limit = 60;
@@ -678,6 +694,23 @@ TEST(CompilerCApi, WarningsReachTheCallerAndBadOptionsAreErrors) {
         << zrt_status_message(s);
     zrt_status_free(s);
   }
+  // NULL text is the option's default: the same plan as zcc's.
+  zcc_compile_options defaults;
+  zcc_compile_options_init(&defaults);
+  zcc_compile_options nulls = defaults;
+  nulls.optimizer = nullptr;
+  nulls.algorithm = nullptr;
+  nulls.lr_decay = nullptr;
+  zrt_plan *withDefaults = nullptr, *withNulls = nullptr;
+  ASSERT_EQ(zcc_compile(text.data(), text.size(), "mlp.mlir", &defaults,
+                        &withDefaults),
+            nullptr);
+  ASSERT_EQ(zcc_compile(text.data(), text.size(), "mlp.mlir", &nulls,
+                        &withNulls),
+            nullptr);
+  EXPECT_EQ(planBytes(withDefaults), planBytes(withNulls));
+  zrt_plan_free(withDefaults);
+  zrt_plan_free(withNulls);
 }
 
 // Every element row but the gradients, captured through Graph::element with
