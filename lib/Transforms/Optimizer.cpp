@@ -273,12 +273,14 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
     }
   };
 
-  /// `grad` times grad-scale.
+  /// `grad` times grad-scale, negated to maximize (as torch.optim negates
+  /// the gradient first; the norm clipping reads is the same).
   Value scaled(OpBuilder &b, Value grad) {
-    if (gradScale == 1.0)
+    const double factor = maximize ? -gradScale : gradScale;
+    if (factor == 1.0)
       return grad;
     return b.create<ScaleOp>(grad.getLoc(), grad.getType(), grad,
-                             b.getF64FloatAttr(gradScale));
+                             b.getF64FloatAttr(factor));
   }
 
   /// `partial` (null: none) plus the sum of `grad`'s squares: the next link

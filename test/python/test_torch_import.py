@@ -315,6 +315,37 @@ def test_masked_fill_with_a_data_mask_is_where():
         assert abs(ours - loss.item()) <= 1e-12 * abs(loss.item()), step
 
 
+@pytest.mark.parametrize("name", ["sgd", "adamw"])
+def test_maximize_steps_as_torch_optim_maximize(name):
+    # A compile option by its name (OptionList.h's row), against PyTorch's
+    # optimizer with maximize=True: the same losses step by step, in f64.
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 1))
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    traced = zcc.from_torch(copy.deepcopy(model), (x,), (y,), loss=F.mse_loss)
+    reference = copy.deepcopy(model).double()
+    if name == "sgd":
+        ours = zcc.sgd(lr=0.05, momentum=0.9, weight_decay=0.01)
+        theirs = torch.optim.SGD(reference.parameters(), lr=0.05, momentum=0.9,
+                                 weight_decay=0.01, maximize=True)
+    else:
+        ours = zcc.adamw(lr=1e-2, weight_decay=0.1)
+        theirs = torch.optim.AdamW(reference.parameters(), lr=1e-2,
+                                   weight_decay=0.1, maximize=True)
+    session = traced.compile(optimizer=ours, maximize=True).session(
+        precision="f64")
+    losses = []
+    for step in range(6):
+        loss_ours = session.step(x.numpy(), y.numpy())
+        theirs.zero_grad()
+        loss = F.mse_loss(reference(x.double()), y.double())
+        loss.backward()
+        theirs.step()
+        assert abs(loss_ours - loss.item()) <= 1e-9 * abs(loss.item()), step
+        losses.append(loss_ours)
+    assert losses[-1] > losses[0]  # it climbed
+
+
 class CrossAttention(nn.Module):
     """SDPA with different query and key lengths, causal or not."""
 

@@ -66,6 +66,9 @@
   X(Real, beta2, beta2, 0.999, Below1,                                         \
     "AdamW second-moment decay in [0, 1)")                                     \
   X(Real, eps, eps, 1e-8, Above(0), "AdamW denominator term")                  \
+  X(Flag, maximize, maximize, false, Any,                                      \
+    "Maximize the objective: step along the gradients instead of against "   \
+    "them (torch.optim's maximize=True)")                                      \
   X(Real, gradScale, grad_scale, 1.0, Above(0),                                \
     "Gradients are multiplied by this before the update (1/K to average K " \
     "accumulated microbatches)")                                               \
