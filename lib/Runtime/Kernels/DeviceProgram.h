@@ -19,6 +19,7 @@
 #include "zcc/Runtime/Status.h"
 
 #include <cstdint>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -86,6 +87,27 @@ struct Collective {
   uint64_t bytes() const { return call.count * (wide() ? 8 : 4); }
 };
 
+/// A step a backend lowered to a call of its own (a vendor library's fused
+/// kernel, prepared at load: cuDNN's attention, a cuBLASLt product with an
+/// epilogue) instead of the reference kernels: only `call` knows what it
+/// runs. The backend that lowers to it owns `call`; the steps' access
+/// (DeviceExecutor) are the launch's tensors, and the entry's workspace when
+/// `usesWorkspace`.
+class LibraryCall {
+public:
+  virtual ~LibraryCall() = default;
+  /// Issues the call on `stream` (a cudaStream_t; null on the host), or
+  /// returns the reason it cannot.
+  virtual Status issue(void *stream) const = 0;
+  /// What it is, for reports ("cuDNN SDPA (bf16, causal)").
+  virtual std::string describe() const = 0;
+};
+
+struct BackendCall {
+  const LibraryCall *call = nullptr;
+  bool usesWorkspace = false;
+};
+
 /// An entry's steps with float tensors held as T: float for plans run in
 /// their f32, double for the CPU executor's f64 reference precision.
 template <typename T>
@@ -100,7 +122,7 @@ using StepOf = std::variant<
     CopyOut, Elementwise<T, BFloat16>, ElementMixed<T>, Convert<T>, GemmBf16,
     SliceGrad<T, BFloat16>, Dropout<T, BFloat16>, Reduce<T, BFloat16>,
     CrossEntropyRows<T, BFloat16>, CrossEntropyGradRows<T, BFloat16>,
-    Collective>;
+    Collective, BackendCall>;
 
 /// The product a step runs (either kind), or null.
 template <typename T> const GemmShape *productOf(const StepOf<T> &step) {

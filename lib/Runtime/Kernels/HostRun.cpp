@@ -141,6 +141,8 @@ struct HostLauncher {
   /// kernels run on the caller alone).
   HostThreads *pool = nullptr;
   HostIsa isa = HostIsa::Baseline;
+  /// The first failure of a backend's call (BackendCall), else ok.
+  Status *failure = nullptr;
 
   /// fn(begin, end) over [0, n), on the threads when there are some, in
   /// `isa`'s loops.
@@ -564,6 +566,14 @@ struct HostLauncher {
       }
   }
 
+  /// A backend's own call on the host (a backend that lowers to one and
+  /// runs its program here); a call that fails leaves the reason in the
+  /// launcher, as a kernel's data error would.
+  void run(const BackendCall &c) const {
+    Status issued = c.call->issue(nullptr);
+    if (!issued.isOk() && failure->isOk())
+      *failure = issued;
+  }
   void run(const Memset &m) const { std::memset(m.data, m.value, m.bytes); }
   void run(const CopyIn &c) const { std::memcpy(c.device, c.host, c.bytes); }
   void run(const CopyOut &c) const { std::memcpy(c.host, c.device, c.bytes); }
@@ -581,26 +591,27 @@ struct HostLauncher {
 } // namespace
 
 template <typename T>
-void zcc::runtime::device::runOnHost(const StepOf<T> *first,
-                                     const StepOf<T> *last, bool gpuGroups,
-                                     HostThreads *threads) {
+Status zcc::runtime::device::runOnHost(const StepOf<T> *first,
+                                       const StepOf<T> *last, bool gpuGroups,
+                                       HostThreads *threads) {
   // Products run on the kernels' threads (HostLauncher::run(GemmOf)), BLAS
   // single-threaded: its own threads would spin between products against
   // the other kernels, and its split of a product may change its bits.
   static const bool blasSingleThreaded = (openblas_set_num_threads(1), true);
   (void)blasSingleThreaded;
+  Status failure;
   HostLauncher launcher{gpuGroups, gpuGroups ? nullptr : threads, threads,
-                        threads ? threads->isa() : bestHostIsa()};
-  for (const StepOf<T> *step = first; step != last; ++step)
+                        threads ? threads->isa() : bestHostIsa(), &failure};
+  for (const StepOf<T> *step = first; step != last && failure.isOk(); ++step)
     std::visit(launcher, *step);
+  return failure;
 }
 
-template void zcc::runtime::device::runOnHost<float>(const StepOf<float> *,
-                                                     const StepOf<float> *,
-                                                     bool, HostThreads *);
-template void zcc::runtime::device::runOnHost<double>(const StepOf<double> *,
-                                                      const StepOf<double> *,
-                                                      bool, HostThreads *);
+template Status zcc::runtime::device::runOnHost<float>(const StepOf<float> *,
+                                                       const StepOf<float> *,
+                                                       bool, HostThreads *);
+template Status zcc::runtime::device::runOnHost<double>(
+    const StepOf<double> *, const StepOf<double> *, bool, HostThreads *);
 
 size_t zcc::runtime::device::bf16GemmScratchFloats() {
   return static_cast<size_t>(kBlockM * kBlockK + kBlockK * kBlockN +

@@ -121,17 +121,19 @@ size_t bf16GemmScratchFloats();
 
 /// Runs steps [first, last) in order; each kernel's elements or groups over
 /// `threads` when given (with gpuGroups, on the caller alone, but bf16
-/// products still take the threads' scratch).
+/// products still take the threads' scratch). Fails only when a backend's
+/// own call (BackendCall) does; the kernels report data errors in the
+/// entry's error record.
 template <typename T>
-void runOnHost(const StepOf<T> *first, const StepOf<T> *last,
-               bool gpuGroups = false, HostThreads *threads = nullptr);
+Status runOnHost(const StepOf<T> *first, const StepOf<T> *last,
+                 bool gpuGroups = false, HostThreads *threads = nullptr);
 
-extern template void runOnHost<float>(const StepOf<float> *,
-                                      const StepOf<float> *, bool,
-                                      HostThreads *);
-extern template void runOnHost<double>(const StepOf<double> *,
-                                       const StepOf<double> *, bool,
-                                       HostThreads *);
+extern template Status runOnHost<float>(const StepOf<float> *,
+                                        const StepOf<float> *, bool,
+                                        HostThreads *);
+extern template Status runOnHost<double>(const StepOf<double> *,
+                                         const StepOf<double> *, bool,
+                                         HostThreads *);
 
 /// Whether `steps` hold a bf16 product (whose host run needs scratch).
 template <typename S> bool hasBf16Product(const std::vector<S> &steps) {

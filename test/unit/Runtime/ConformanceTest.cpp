@@ -616,6 +616,126 @@ TEST_P(Conformance, DataParallelPlansOnOneRankTrainAsThePlainPlan) {
 
 // The CUDA graph's edges: a step follows exactly the steps it conflicts
 // with, less those implied through others.
+#ifndef ZCC_CONFORMANCE_CUDA
+/// A backend that lowers every matmul launch to a call of its own, as one
+/// with a vendor library would (Backend::lower); the call runs the
+/// reference steps it stands for, so the results must be the emulator's,
+/// bit for bit. Memory and programs are the emulator's.
+class LoweringBackend final : public Backend {
+public:
+  struct HostCall final : LibraryCall {
+    std::vector<Step> steps;
+    mutable int issued = 0;
+    Status issue(void *stream) const override {
+      ++issued;
+      if (stream)
+        return makeError(StatusCode::Unsupported, "a host call on a stream");
+      return runOnHost(steps.data(), steps.data() + steps.size());
+    }
+    std::string describe() const override { return "the test's matmul"; }
+  };
+
+  Status lower(const Entry &entry, size_t index, const EntryMemory &memory,
+               std::vector<Step> &out) override {
+    if (entry.launches[index].kernel != KernelId::Matmul)
+      return Backend::lower(entry, index, memory, out);
+    auto call = std::make_unique<HostCall>();
+    ZRT_RETURN_IF_ERROR(appendLaunch(entry, index, memory, call->steps));
+    out.push_back(BackendCall{call.get(), true});
+    calls.push_back(std::move(call));
+    return Status::ok();
+  }
+  std::string name() const override { return "lowering test"; }
+  Status memoryInfo(uint64_t &free, uint64_t &total) override {
+    return inner->memoryInfo(free, total);
+  }
+  Status allocateDevice(uint64_t bytes, const char *what,
+                        uint8_t *&out) override {
+    return inner->allocateDevice(bytes, what, out);
+  }
+  Status allocateHost(uint64_t bytes, const char *what,
+                      uint8_t *&out) override {
+    return inner->allocateHost(bytes, what, out);
+  }
+  Status copyToDevice(void *device, const void *host, uint64_t bytes) override {
+    return inner->copyToDevice(device, host, bytes);
+  }
+  Status copyToHost(void *host, const void *device, uint64_t bytes) override {
+    return inner->copyToHost(host, device, bytes);
+  }
+  Status prepare(size_t entry, std::vector<Step> steps,
+                 const StepOrder &order) override {
+    return inner->prepare(entry, std::move(steps), order);
+  }
+  Status run(size_t entry) override { return inner->run(entry); }
+  uint64_t allocations() const override { return inner->allocations(); }
+  uint64_t bytesAllocated() const override { return inner->bytesAllocated(); }
+  uint64_t deviceBytes() const override { return inner->deviceBytes(); }
+
+  std::unique_ptr<Backend> inner = createEmulatorBackend();
+  std::vector<std::unique_ptr<HostCall>> calls;
+};
+
+/// One step of `plan`'s first entry on `executor` from the same parameters
+/// and inputs: the output bytes.
+std::vector<uint8_t> outputsOfOneStep(const Plan &plan,
+                                      DeviceExecutor &executor) {
+  const Entry &e = plan.entries[0];
+  const RegionBases &host = executor.hostRegions();
+  executor.beforeHostWrite();
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> uniform(-0.1f, 0.1f);
+  for (const Tensor &t : e.tensors) {
+    const Buffer &buffer = e.buffers[t.buffer];
+    // Views read through strides (broadcasts) fill nothing of their own.
+    if ((buffer.region != Region::Persistent &&
+         buffer.region != Region::Input) ||
+        t.isStrided())
+      continue;
+    uint8_t *at = host.address(buffer);
+    for (int64_t i = 0; i < t.type.numElements(); ++i) {
+      if (t.type.dtype == DType::F32) {
+        float v = uniform(random);
+        std::memcpy(at + 4 * i, &v, 4);
+      } else if (t.type.dtype == DType::I32) {
+        int32_t v = static_cast<int32_t>(i % 10);
+        std::memcpy(at + 4 * i, &v, 4);
+      }
+    }
+  }
+  Status status = executor.run(0, 0);
+  EXPECT_TRUE(status.isOk()) << status.toString();
+  return std::vector<uint8_t>(host.output, host.output + e.outputSize);
+}
+
+TEST(LoweringHook, ABackendsOwnCallsRunInsteadOfTheReferenceKernels) {
+  std::shared_ptr<Plan> plan = loadTestPlan("mlp_none");
+  ASSERT_TRUE(plan);
+  SessionOptions options;
+  options.device = DeviceKind::Emulator;
+  std::unique_ptr<DeviceExecutor> reference, lowered;
+  ASSERT_TRUE(DeviceExecutor::create(plan, options, createEmulatorBackend(),
+                                     reference)
+                  .isOk());
+  auto backend = std::make_unique<LoweringBackend>();
+  LoweringBackend *hook = backend.get();
+  Status created =
+      DeviceExecutor::create(plan, options, std::move(backend), lowered);
+  ASSERT_TRUE(created.isOk()) << created.toString();
+  size_t matmuls = 0;
+  for (const Launch &l : plan->entries[0].launches)
+    matmuls += l.kernel == KernelId::Matmul;
+  ASSERT_GT(matmuls, 0u);
+  EXPECT_EQ(hook->calls.size(), matmuls);
+  std::vector<uint8_t> want = outputsOfOneStep(*plan, *reference);
+  std::vector<uint8_t> got = outputsOfOneStep(*plan, *lowered);
+  for (const auto &call : hook->calls)
+    EXPECT_EQ(call->issued, 1);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(got, want);
+}
+#endif
+
 TEST(StepDependencies, FollowOnlyConflictingSteps) {
   auto r = [](uintptr_t begin, uintptr_t end) {
     return AddressRange{begin, end};

@@ -247,10 +247,10 @@ public:
     if (status.isOk()) {
       if (isa) {
         device::HostThreads threads(2, *isa);
-        device::runOnHost<T>(steps.data(), steps.data() + steps.size(), false,
-                             &threads);
+        status = device::runOnHost<T>(steps.data(), steps.data() + steps.size(),
+                                      false, &threads);
       } else {
-        device::runOnHost<T>(steps.data(), steps.data() + steps.size());
+        status = device::runOnHost<T>(steps.data(), steps.data() + steps.size());
       }
       if (record.flag)
         status = makeError(StatusCode::ExecutionError,

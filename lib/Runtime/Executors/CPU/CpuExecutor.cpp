@@ -365,15 +365,16 @@ template <typename T> Status CpuExecutor::runEntry(int index, int64_t step) {
       finish(prepared.waits[k]);
     const device::StepOf<T> *first = steps->data() + begin;
     const device::StepOf<T> *last = steps->data() + p.endStep;
+    // The CPU's own lowering has no backend calls, the one way these fail.
     if (!p.communicates) {
-      device::runOnHost<T>(first, last, false, threads.get());
+      ZRT_RETURN_IF_ERROR(device::runOnHost<T>(first, last, false, threads.get()));
     } else {
       for (const device::StepOf<T> *s = first; s != last; ++s)
         if (const auto *c = std::get_if<device::Collective>(s)) {
           prepared.tickets[slot] = communicator->start(c->call);
           prepared.started[slot++] = 1;
         } else {
-          device::runOnHost<T>(s, s + 1, false, threads.get());
+          ZRT_RETURN_IF_ERROR(device::runOnHost<T>(s, s + 1, false, threads.get()));
         }
     }
     begin = p.endStep;

@@ -231,6 +231,12 @@ struct CudaLauncher {
              CUBLAS_GEMM_DEFAULT),
          "cublasGemmStridedBatchedEx (bf16)");
   }
+  /// A call the backend lowered a launch to (Backend::lower).
+  void operator()(const BackendCall &c) {
+    Status issued = c.call->issue(stream);
+    if (!issued.isOk() && error.empty())
+      error = c.call->describe() + ": " + issued.message();
+  }
   void operator()(const Memset &m) {
     if (m.bytes)
       note(cudaMemsetAsync(m.data, m.value, m.bytes, stream), "cudaMemsetAsync");

@@ -89,16 +89,29 @@ Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
     return makeError(StatusCode::Unsupported, deviceKindName(options.device),
                      " runs f32 only; the f64 reference precision is the "
                      "CPU executor's");
+  std::unique_ptr<Backend> backend;
+  if (options.device == DeviceKind::Cuda) {
+    ZRT_RETURN_IF_ERROR(createCudaBackend(
+        options.deviceOrdinal, options.launch, plan->communicates(),
+        options.communicator.get(), backend));
+  } else {
+    backend = createEmulatorBackend(options.emulateGpuGroups);
+  }
+  return create(std::move(plan), options, std::move(backend), out);
+}
+
+Status DeviceExecutor::create(std::shared_ptr<const Plan> plan,
+                              const SessionOptions &options,
+                              std::unique_ptr<Backend> backend,
+                              std::unique_ptr<DeviceExecutor> &out) {
+  if (options.precision != Precision::F32)
+    return makeError(StatusCode::Unsupported, deviceKindName(options.device),
+                     " runs f32 only; the f64 reference precision is the "
+                     "CPU executor's");
   std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor());
   executor->plan = std::move(plan);
   executor->communicator = options.communicator;
-  if (options.device == DeviceKind::Cuda) {
-    ZRT_RETURN_IF_ERROR(createCudaBackend(
-        options.deviceOrdinal, options.launch, executor->plan->communicates(),
-        options.communicator.get(), executor->backend));
-  } else {
-    executor->backend = createEmulatorBackend(options.emulateGpuGroups);
-  }
+  executor->backend = std::move(backend);
   ZRT_RETURN_IF_ERROR(executor->allocate(options));
   for (size_t i = 0; i < executor->plan->entries.size(); ++i)
     ZRT_RETURN_IF_ERROR(executor->buildProgram(i, options.mode));
@@ -214,7 +227,7 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
   for (size_t i = 0; i < e.launches.size(); ++i) {
     const Launch &launch = e.launches[i];
     size_t first = steps.size();
-    ZRT_RETURN_IF_ERROR(appendLaunch(e, i, memory, steps));
+    ZRT_RETURN_IF_ERROR(backend->lower(e, i, memory, steps));
     StepAccess a;
     bool readsIndices = false, writesPersistent = false;
     for (uint32_t t : launch.inputs) {
@@ -238,8 +251,11 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
       a.reads.push_back(errorRecord);
     // cuBLAS and the kernels' scratch share the entry's workspace.
     bool usesWorkspace = false;
-    for (size_t k = first; k < steps.size(); ++k)
+    for (size_t k = first; k < steps.size(); ++k) {
       usesWorkspace |= productOf(steps[k]) != nullptr;
+      if (const auto *call = std::get_if<BackendCall>(&steps[k]))
+        usesWorkspace |= call->usesWorkspace;
+    }
     usesWorkspace |= kernelScratchBytes(e, launch) > 0;
     if (usesWorkspace && memory.workspace)
       a.writes.push_back(span(memory.workspace, memory.workspaceBytes));

@@ -44,6 +44,15 @@ public:
                               uint64_t bytes) = 0;
   virtual Status copyToHost(void *host, const void *device,
                             uint64_t bytes) = 0;
+  /// The steps of launch `index` of `entry` (already validated), with
+  /// `memory`'s addresses: the lowering hook. The default is the reference
+  /// kernels (appendLaunch), which the emulator keeps; a backend with a
+  /// library call for the launch appends a BackendCall it owns instead (and
+  /// may fall back to the default where the library declines).
+  virtual Status lower(const Entry &entry, size_t index,
+                       const EntryMemory &memory, std::vector<Step> &out) {
+    return appendLaunch(entry, index, memory, out);
+  }
   /// Makes `steps` the program of entry `entry`, in `order`
   /// (stepDependencies). The CUDA graph executor captures and instantiates
   /// it here, with the order's edges.
@@ -94,6 +103,11 @@ class DeviceExecutor final : public Executor {
 public:
   static Status create(std::shared_ptr<const Plan> plan,
                        const SessionOptions &options,
+                       std::unique_ptr<DeviceExecutor> &out);
+  /// The same on `backend` (tests of the lowering hook).
+  static Status create(std::shared_ptr<const Plan> plan,
+                       const SessionOptions &options,
+                       std::unique_ptr<Backend> backend,
                        std::unique_ptr<DeviceExecutor> &out);
 
   /// Host staging: the session writes inputs and reads outputs here, and

@@ -61,8 +61,8 @@ public:
   }
   Status run(size_t entry) override {
     const std::vector<Step> &steps = programs[entry];
-    runOnHost(steps.data(), steps.data() + steps.size(), gpuGroups, &scratch);
-    return Status::ok();
+    return runOnHost(steps.data(), steps.data() + steps.size(), gpuGroups,
+                     &scratch);
   }
   uint64_t allocations() const override { return allocator.count(); }
   uint64_t bytesAllocated() const override { return allocator.bytes(); }
