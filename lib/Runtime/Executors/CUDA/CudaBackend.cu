@@ -1,25 +1,21 @@
-//===- CudaBackend.cu - the CUDA executor: graphs, kernels, cuBLAS ---------===//
+//===- CudaBackend.cu - the CUDA executor: kernels and graphs -------------===//
 //
 // Each entry's program (DeviceProgram.h) is captured once, at load, into a
 // CUDA graph on a private stream and instantiated; a step is one
 // cudaGraphLaunch and a wait. In eager mode the same launches are issued one
-// by one every step instead, for comparison. Matmuls go to cuBLAS with the
-// entry's planned workspace (cublasSetWorkspace), so cuBLAS allocates
-// nothing during capture or replay. A data-parallel plan's bucket
-// reductions are NCCL all-reduces captured in the same graph (NCCL supports
-// capture since 2.9.6), on a communicator made at load.
+// by one every step instead, for comparison. The parts: the kernels and the
+// graphs here; products on cuBLAS (CudaBlas.h); collectives on NCCL
+// (CudaNccl.h); the libraries loaded when a backend opens
+// (CudaLibraries.h); a backend's own library calls through Backend::lower.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Executors/CUDA/CudaBlas.h"
+#include "Executors/CUDA/CudaNccl.h"
 #include "Executors/Device/DeviceExecutor.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
-#ifdef ZCC_HAVE_NCCL
-#include <dlfcn.h>
-#include <nccl.h>
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -37,71 +33,12 @@ std::string describe(cudaError_t status, const char *what) {
          cudaGetErrorString(status) + ")";
 }
 
-std::string describe(cublasStatus_t status, const char *what) {
-  return std::string(what) + ": " + cublasGetStatusName(status) + " (" +
-         cublasGetStatusString(status) + ")";
-}
-
 #define ZRT_CUDA(expr, what)                                                   \
   do {                                                                         \
     cudaError_t zrtStatus = (expr);                                            \
     if (zrtStatus != cudaSuccess)                                              \
       return makeError(StatusCode::ExecutionError, describe(zrtStatus, what)); \
   } while (false)
-
-#ifdef ZCC_HAVE_NCCL
-/// NCCL's entry points, loaded (dlopen) when a plan needs them rather than
-/// linked: a process that also loads PyTorch (the Python package) must use
-/// one NCCL, the one loaded first, and a link-time dependency on the
-/// toolkit's would shadow PyTorch's own.
-struct NcclApi {
-  decltype(&ncclGetUniqueId) getUniqueId = nullptr;
-  decltype(&ncclCommInitRank) commInitRank = nullptr;
-  decltype(&ncclCommDestroy) commDestroy = nullptr;
-  decltype(&ncclAllReduce) allReduce = nullptr;
-  decltype(&ncclReduceScatter) reduceScatter = nullptr;
-  decltype(&ncclAllGather) allGather = nullptr;
-  decltype(&ncclGetErrorString) getErrorString = nullptr;
-  decltype(&ncclGetVersion) getVersion = nullptr;
-};
-
-/// The process's NCCL (libnccl.so.2 on the library path, or already
-/// loaded), or the reason there is none.
-Status loadNccl(const NcclApi *&out) {
-  static NcclApi api;
-  static std::string failure;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    void *library = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
-    if (!library) {
-      const char *why = dlerror();
-      failure = std::string("cannot load NCCL (libnccl.so.2): ") +
-                (why ? why : "not found") +
-                "; put NCCL's lib directory on LD_LIBRARY_PATH";
-    } else {
-      auto bind = [&](auto &slot, const char *name) {
-        slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(
-            dlsym(library, name));
-        if (!slot && failure.empty())
-          failure = std::string("NCCL (libnccl.so.2) has no ") + name;
-      };
-      bind(api.getUniqueId, "ncclGetUniqueId");
-      bind(api.commInitRank, "ncclCommInitRank");
-      bind(api.commDestroy, "ncclCommDestroy");
-      bind(api.allReduce, "ncclAllReduce");
-      bind(api.reduceScatter, "ncclReduceScatter");
-      bind(api.allGather, "ncclAllGather");
-      bind(api.getErrorString, "ncclGetErrorString");
-      bind(api.getVersion, "ncclGetVersion");
-    }
-  }
-  if (!failure.empty())
-    return makeError(StatusCode::Unsupported, failure);
-  out = &api;
-  return Status::ok();
-}
-#endif
 
 //===----------------------------------------------------------------------===//
 // Kernels: the functors of DeviceKernels.h over a grid
@@ -163,7 +100,8 @@ constexpr int64_t kMaxBlocks = 1 << 16;
 /// remembering the first error.
 struct CudaLauncher {
   cudaStream_t stream;
-  cublasHandle_t blas;
+  CudaBlas *blas;
+  const CudaNccl *nccl;
   std::string error;
   /// The stream cuBLAS is bound to (capture moves between streams).
   cudaStream_t blasStream = nullptr;
@@ -172,9 +110,9 @@ struct CudaLauncher {
     if (status != cudaSuccess && error.empty())
       error = describe(status, what);
   }
-  void note(cublasStatus_t status, const char *what) {
-    if (status != CUBLAS_STATUS_SUCCESS && error.empty())
-      error = describe(status, what);
+  void note(const std::string &failure) {
+    if (!failure.empty() && error.empty())
+      error = failure;
   }
 
   template <typename F> void operator()(const F &f) {
@@ -194,42 +132,18 @@ struct CudaLauncher {
   /// cuBLAS on the step's stream with the entry's workspace.
   void useStream(void *workspace, uint64_t workspaceBytes) {
     if (blasStream != stream) {
-      // cublasSetStream drops the user workspace: give it back at once.
-      note(cublasSetStream(blas, stream), "cublasSetStream");
-      note(cublasSetWorkspace(blas, workspace, workspaceBytes),
-           "cublasSetWorkspace");
+      note(blas->bind(stream, workspace, workspaceBytes));
       blasStream = stream;
     }
   }
-
   void operator()(const Gemm &g) {
     useStream(g.workspace, g.workspaceBytes);
-    const float one = 1.0f, beta = g.beta;
-    cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (g.batch == 1)
-      note(cublasSgemm(blas, ta, tb, g.m, g.n, g.k, &one, g.a, g.lda, g.b,
-                       g.ldb, &beta, g.c, g.ldc),
-           "cublasSgemm");
-    else
-      note(cublasSgemmStridedBatched(blas, ta, tb, g.m, g.n, g.k, &one, g.a,
-                                     g.lda, g.strideA, g.b, g.ldb, g.strideB,
-                                     &beta, g.c, g.ldc, g.strideC, g.batch),
-           "cublasSgemmStridedBatched");
+    note(blas->run(g));
   }
   /// bf16 operands on the tensor cores, accumulated in f32.
   void operator()(const GemmBf16 &g) {
     useStream(g.workspace, g.workspaceBytes);
-    const float one = 1.0f, beta = g.beta;
-    cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cudaDataType_t ctype = g.cBf16 ? CUDA_R_16BF : CUDA_R_32F;
-    note(cublasGemmStridedBatchedEx(
-             blas, ta, tb, g.m, g.n, g.k, &one, g.a, CUDA_R_16BF, g.lda,
-             g.strideA, g.b, CUDA_R_16BF, g.ldb, g.strideB, &beta, g.c, ctype,
-             g.ldc, g.strideC, g.batch, CUBLAS_COMPUTE_32F,
-             CUBLAS_GEMM_DEFAULT),
-         "cublasGemmStridedBatchedEx (bf16)");
+    note(blas->run(g));
   }
   /// A call the backend lowered a launch to (Backend::lower).
   void operator()(const BackendCall &c) {
@@ -254,48 +168,8 @@ struct CudaLauncher {
            "cudaMemcpyAsync (outputs)");
   }
   void operator()(const Collective &collective) {
-    using Kind = CollectiveCall::Kind;
-    const CollectiveCall &c = collective.call;
-#ifdef ZCC_HAVE_NCCL
-    if (nccl) {
-      ncclDataType_t type = collective.wide() ? ncclDouble : ncclFloat;
-      // ncclAvg: the sum over the ranks divided by their number.
-      ncclRedOp_t op = c.mean ? ncclAvg : ncclSum;
-      ncclResult_t r = ncclSuccess;
-      switch (c.kind) {
-      case Kind::AllReduce:
-        r = ncclApi->allReduce(c.data, c.data, c.count, type, op, nccl, stream);
-        break;
-      case Kind::ReduceScatter:
-        r = ncclApi->reduceScatter(c.source, c.data, c.count, type, op, nccl,
-                                   stream);
-        break;
-      case Kind::AllGather:
-        r = ncclApi->allGather(c.source, c.data, c.count, type, nccl, stream);
-        break;
-      }
-      if (r != ncclSuccess && error.empty())
-        error = std::string("NCCL collective: ") + ncclApi->getErrorString(r);
-      return;
-    }
-#endif
-    // No communicator: one rank, whose sum and mean are its own values and
-    // whose shard is the whole. Several ranks without NCCL fail at load
-    // (openNccl).
-    Communicator *comm = collective.communicator;
-    if (comm && comm->size() > 1 && error.empty())
-      error = "a collective over " + std::to_string(comm->size()) +
-              " ranks without an NCCL communicator";
-    if (c.kind != Kind::AllReduce && c.count)
-      note(cudaMemcpyAsync(c.data, c.source, collective.bytes(),
-                           cudaMemcpyDeviceToDevice, stream),
-           "cudaMemcpyAsync (one rank's shard)");
+    note(nccl->issue(collective, stream));
   }
-
-#ifdef ZCC_HAVE_NCCL
-  ncclComm_t nccl = nullptr;
-  const NcclApi *ncclApi = nullptr;
-#endif
 };
 
 //===----------------------------------------------------------------------===//
@@ -336,12 +210,8 @@ public:
       if (p.graph)
         cudaGraphDestroy(p.graph);
     }
-    if (blas)
-      cublasDestroy(blas);
-#ifdef ZCC_HAVE_NCCL
-    if (nccl)
-      ncclApi->commDestroy(nccl);
-#endif
+    blas.close();
+    nccl.close();
     for (cudaStream_t branch : branches)
       cudaStreamDestroy(branch);
     if (stepDone)
@@ -363,46 +233,9 @@ public:
           checkOneRankPerDevice(*comm, uuid, visible, deviceName));
       job = comm;
     }
-#ifdef ZCC_HAVE_NCCL
-    int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;
-    Status loaded = loadNccl(ncclApi);
-    // Every rank takes part in the broadcast below, loaded or not.
-    ncclUniqueId id{};
-    if (rank == 0 && loaded.isOk()) {
-      ncclResult_t r = ncclApi->getUniqueId(&id);
-      if (r != ncclSuccess)
-        return makeError(StatusCode::ExecutionError, "ncclGetUniqueId: ",
-                         ncclApi->getErrorString(r));
-    }
-    if (comm)
-      comm->broadcast(&id, sizeof(id));
-    if (!loaded.isOk()) {
-      // One rank needs no communication: the collectives run as copies.
-      ncclApi = nullptr;
-      return ranks == 1 ? Status::ok() : loaded;
-    }
-    ncclResult_t r = ncclApi->commInitRank(&nccl, ranks, id, rank);
-    if (r != ncclSuccess)
-      return makeError(StatusCode::ExecutionError, "ncclCommInitRank (rank ",
-                       rank, " of ", ranks,
-                       "): ", ncclApi->getErrorString(r));
-    int version = 0;
-    ncclApi->getVersion(&version);
-    deviceName += ", NCCL " + std::to_string(version / 10000) + "." +
-                  std::to_string(version / 100 % 100) + "." +
-                  std::to_string(version % 100) + " over " +
-                  std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+    ZRT_RETURN_IF_ERROR(nccl.open(comm));
+    deviceName += nccl.description();
     return Status::ok();
-#else
-    // One rank needs no communication; several need NCCL.
-    if (!comm || comm->size() == 1)
-      return Status::ok();
-    return makeError(StatusCode::Unsupported,
-                     "this plan reduces gradients over the ", comm->size(),
-                     " ranks of a data-parallel job, and this runtime's CUDA "
-                     "executor was built without NCCL (configure where "
-                     "nccl.h and libnccl are found, or -DNCCL_ROOT=)");
-#endif
   }
 
   Status open(const Communicator *comm) {
@@ -452,16 +285,7 @@ public:
                  "cudaStreamCreate");
         branches.push_back(branch);
       }
-    cublasStatus_t b = cublasCreate(&blas);
-    if (b != CUBLAS_STATUS_SUCCESS)
-      return makeError(StatusCode::ExecutionError,
-                       describe(b, "cublasCreate"));
-    b = cublasSetStream(blas, stream);
-    if (b == CUBLAS_STATUS_SUCCESS)
-      b = cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH); // f32, no TF32
-    if (b != CUBLAS_STATUS_SUCCESS)
-      return makeError(StatusCode::ExecutionError,
-                       describe(b, "cublasSetStream"));
+    ZRT_RETURN_IF_ERROR(blas.open(stream));
     return Status::ok();
   }
 
@@ -559,9 +383,10 @@ public:
     ZRT_CUDA(cudaGraphUpload(p.exec, stream), "cudaGraphUpload");
     ZRT_CUDA(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     // Later captures and eager use start from the entry's own stream.
-    if (cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS)
-      return makeError(StatusCode::ExecutionError, "cublasSetStream failed");
-    return useWorkspace(p);
+    std::string bound = blas.bind(stream, p.workspace, p.workspaceBytes);
+    if (!bound.empty())
+      return makeError(StatusCode::ExecutionError, bound);
+    return Status::ok();
   }
 
   Status run(size_t entry) override {
@@ -655,21 +480,12 @@ private:
     launcher.stream = stream;
   }
 
-  CudaLauncher makeLauncher() {
-    CudaLauncher launcher{stream, blas, {}, stream};
-#ifdef ZCC_HAVE_NCCL
-    launcher.nccl = nccl;
-    launcher.ncclApi = ncclApi;
-#endif
-    return launcher;
-  }
+  CudaLauncher makeLauncher() { return CudaLauncher{stream, &blas, &nccl, {}, stream}; }
 
   Status useWorkspace(const EntryProgram &p) {
-    cublasStatus_t status =
-        cublasSetWorkspace(blas, p.workspace, p.workspaceBytes);
-    if (status != CUBLAS_STATUS_SUCCESS)
-      return makeError(StatusCode::ExecutionError,
-                       describe(status, "cublasSetWorkspace"));
+    std::string error = blas.setWorkspace(p.workspace, p.workspaceBytes);
+    if (!error.empty())
+      return makeError(StatusCode::ExecutionError, error);
     return Status::ok();
   }
 
@@ -682,11 +498,8 @@ private:
   int visible = 0;   // the devices this process sees
   cudaStream_t stream = nullptr;
   std::vector<cudaStream_t> branches; // graph capture's other streams
-  cublasHandle_t blas = nullptr;
-#ifdef ZCC_HAVE_NCCL
-  ncclComm_t nccl = nullptr;
-  const NcclApi *ncclApi = nullptr;
-#endif
+  CudaBlas blas;
+  CudaNccl nccl;
   std::vector<EntryProgram> programs;
   std::vector<void *> deviceBlocks, hostBlocks;
   uint64_t count = 0, allocated = 0, device = 0;
