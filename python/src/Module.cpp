@@ -10,8 +10,8 @@
 #include "zcc/Capture/Graph.h"
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
-#include "zcc/Runtime/Plan/MemoryTimeline.h"
-#include "zcc/Runtime/Plan/PlanReport.h"
+#include "zcc/Reports/MemoryTimeline.h"
+#include "zcc/Reports/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Training/Trainer.h"
 #ifdef ZCC_HAVE_MPI

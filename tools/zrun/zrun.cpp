@@ -14,9 +14,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "zcc/Runtime/Data/DataSource.h"
-#include "zcc/Runtime/Plan/MemoryTimeline.h"
+#include "zcc/Reports/MemoryTimeline.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
-#include "zcc/Runtime/Plan/PlanReport.h"
+#include "zcc/Reports/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Training/Trainer.h"
 

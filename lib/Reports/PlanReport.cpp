@@ -1,6 +1,6 @@
 //===- PlanReport.cpp -----------------------------------------------------===//
 
-#include "zcc/Runtime/Plan/PlanReport.h"
+#include "zcc/Reports/PlanReport.h"
 
 #include "zcc/Runtime/Plan/KernelRules.h"
 

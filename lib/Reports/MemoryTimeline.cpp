@@ -1,6 +1,6 @@
 //===- MemoryTimeline.cpp - a plan's memory as zcc.memory/v1 JSON ---------===//
 
-#include "zcc/Runtime/Plan/MemoryTimeline.h"
+#include "zcc/Reports/MemoryTimeline.h"
 
 #include <nlohmann/json.hpp>
 
