@@ -19,6 +19,7 @@
 #include "zcc/Reports/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Training/Trainer.h"
+#include "zcc/Runtime/Training/TrainingLoop.h"
 
 #ifdef ZCC_HAVE_MPI
 #include "zcc/Runtime/Distributed/MpiCommunicator.h"
@@ -72,19 +73,6 @@ bool writeFile(const std::string &path, const std::string &text) {
     std::fprintf(stderr, "zrun: error: cannot write %s: %s\n", path.c_str(),
                  std::strerror(errno));
   return written;
-}
-
-uint64_t persistentHash(const Session &session) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  const Plan &plan = session.plan();
-  size_t scale = session.options().precision == Precision::F64 ? 2 : 1;
-  for (size_t i = 0; i < plan.persistent.size(); ++i) {
-    size_t bytes = static_cast<size_t>(plan.persistent[i].type.bytes()) * scale;
-    hash ^=
-        fnv1a64(static_cast<const uint8_t *>(session.persistentData(i)), bytes);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
 }
 
 /// Rows of one batch: the first dimension of the entry's first input (or
@@ -305,82 +293,44 @@ int main(int argc, char **argv) {
                            : ", eager kernel launches")
                     : "");
   std::printf("data: %s\n", source->describe().c_str());
-  if (printEvery == 0)
-    printEvery = steps <= 1000 ? 1 : std::max<int64_t>(1, steps / 100);
-
-  // Scalar outputs printed after the loss: the norm before clipping
-  // (--clip-grad-norm), the learning rate of the step (a schedule).
-  struct Metric {
-    const char *name, *format;
-    TensorInfo tensor;
-  };
-  std::vector<Metric> metrics;
-  for (Metric m : {Metric{"grad_norm", " grad_norm %.6f", {}},
-                   Metric{"lr", " lr %.6g", {}}})
-    if (trainer->findTensor(m.name, m.tensor).isOk() &&
-        m.tensor.region == Region::Output)
-      metrics.push_back(m);
-  double firstLoss = NAN, lastLoss = NAN;
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t step = 1; step <= steps; ++step) {
-    double value = 0;
-#ifdef ZCC_HAVE_MPI
-    if (job)
-      job->setStep(step);
-#endif
-    if (Status s = trainer->step(*source, value); !s.isOk())
-      return fail(s);
-    // The job's loss: the mean of the ranks' (each its own share's mean).
-    if (communicator)
-      communicator->allReduce(&value, 1, CollectiveType::F64, true);
-    if (step == 1)
-      firstLoss = value;
-    lastLoss = value;
+  LoopOptions loop;
+  loop.steps = steps;
+  loop.reportEvery = printEvery;
+  loop.trace = trace;
+  // One line per reported step: a bit-exact trace, the loss (and metrics)
+  // of every step, or a progress line on long runs.
+  auto print = [&](const StepReport &r) {
+    std::string metrics;
+    for (const auto &[name, value] : r.metrics) {
+      char text[64];
+      std::snprintf(text, sizeof text,
+                    name == "grad_norm" ? " %s %.6f" : " %s %.6g",
+                    name.c_str(), value);
+      metrics += text;
+    }
     if (trace) {
-      float f = static_cast<float>(value);
+      float f = static_cast<float>(r.loss);
       uint32_t bits;
       std::memcpy(&bits, &f, 4);
       std::printf("step %" PRId64 " loss %.9g bits 0x%08x params 0x%016" PRIx64
                   "\n",
-                  step, value, bits, persistentHash(*session));
-    } else if (step % printEvery == 0 || step == steps) {
-      std::string norm;
-      for (const Metric &m : metrics) {
-        double n = 0;
-        if (Status s = session->readValues(m.tensor, &n, 1); !s.isOk())
-          return fail(s);
-        char text[48];
-        std::snprintf(text, sizeof text, m.format, n);
-        norm += text;
-      }
-      if (printEvery == 1) {
-        std::printf("step %" PRId64 " loss %.6f%s\n", step, value,
-                    norm.c_str());
-      } else {
-        double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
-        std::printf(
-            "step %" PRId64 "/%" PRId64 " loss %.6f%s  (%.1f steps/s)\n", step,
-            steps, value, norm.c_str(), step / std::max(seconds, 1e-9));
-      }
+                  r.step, r.loss, bits, r.persistentHash);
+    } else if (r.everyStep) {
+      std::printf("step %" PRId64 " loss %.6f%s\n", r.step, r.loss,
+                  metrics.c_str());
+    } else {
+      std::printf("step %" PRId64 "/%" PRId64 " loss %.6f%s  (%.1f steps/s)\n",
+                  r.step, r.steps, r.loss, metrics.c_str(),
+                  r.step / std::max(r.seconds, 1e-9));
     }
-    if (!std::isfinite(value)) {
-      std::fprintf(stderr,
-                   "zrun: error: the loss is %g at step %" PRId64
-                   " (diverged, or poison mode caught a read of a dead "
-                   "buffer)\n",
-                   value, step);
-      return 1;
-    }
-  }
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-#ifdef ZCC_HAVE_MPI
-  if (job)
-    job->setStep(-1);
-#endif
+  };
+  LoopResult ran;
+  if (Status s = runTrainingLoop(*session, *trainer, *source,
+                                 communicator.get(), loop, print, ran);
+      !s.isOk())
+    return fail(s);
+  const double seconds = ran.seconds;
+  const double firstLoss = ran.firstLoss, lastLoss = ran.lastLoss;
   // Every rank takes part (ZeRO-1's sharded state is gathered); rank 0
   // writes the file.
   if (!saveCheckpoint.empty())

@@ -107,6 +107,9 @@ public:
   virtual double secondsBlocked() const = 0;
   /// "MPI (Open MPI 4.1.4), 2 ranks": for messages and stats.
   virtual std::string describe() const = 0;
+  /// The training step the job is in (-1: none), for an engine that names
+  /// it when a collective times out; set every step (no allocation).
+  virtual void setStep(int64_t) {}
 
 protected:
   /// A finished `call`'s sum divided by size(), when it asks for the mean:

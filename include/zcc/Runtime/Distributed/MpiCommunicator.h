@@ -57,7 +57,7 @@ public:
 
   /// The step the job is in, named when a collective times out (set every
   /// step: a number, no allocation).
-  void setStep(int64_t value) { step = value; }
+  void setStep(int64_t value) override { step = value; }
 
   /// Prints `message` as this rank's error and ends every rank of the job:
   /// for an error on one rank, which would leave the others waiting.

@@ -1,0 +1,74 @@
+//===- TrainingLoop.h - steps of a trainer, reported -------------*- C++ -*-===//
+//
+// The loop zrun runs (and the Python and C entry points can): optimizer
+// steps of a Trainer on a DataSource, the job's loss (the mean of the ranks'
+// in a data-parallel job), the plan's scalar metrics read after each
+// reported step, and a stop, with the step named, on a non-finite loss.
+// What is printed, and how, is the caller's (`report`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZCC_RUNTIME_TRAINING_TRAININGLOOP_H
+#define ZCC_RUNTIME_TRAINING_TRAININGLOOP_H
+
+#include "zcc/Runtime/Communicator.h"
+#include "zcc/Runtime/Data/DataSource.h"
+#include "zcc/Runtime/Training/Trainer.h"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zcc::runtime {
+
+struct LoopOptions {
+  int64_t steps = 0;
+  /// Report every this many steps, and the last; 0: every step up to 1000
+  /// steps, else about a hundred reports.
+  int64_t reportEvery = 0;
+  /// Report every step with a hash of the persistent region (bit-exact
+  /// traces to compare executors and modes).
+  bool trace = false;
+};
+
+/// One reported step.
+struct StepReport {
+  int64_t step = 0, steps = 0;
+  double loss = 0;
+  /// The plan's scalar outputs besides the loss, where it has them:
+  /// grad_norm (the norm before clipping), lr (a schedule's learning rate).
+  std::vector<std::pair<std::string, double>> metrics;
+  /// Since the first step began.
+  double seconds = 0;
+  /// With LoopOptions::trace: persistentHash after the step.
+  uint64_t persistentHash = 0;
+  /// Whether the report interval is one step (a line per step).
+  bool everyStep = false;
+};
+
+struct LoopResult {
+  int64_t stepsRun = 0;
+  double firstLoss = NAN, lastLoss = NAN;
+  double seconds = 0;
+};
+
+/// Runs `options.steps` steps of `trainer` on `data`, calling `report` for
+/// each reported step. With `communicator`, every rank runs it and the loss
+/// is the ranks' mean. A non-finite loss is an error naming the step (after
+/// its report); so is any step's failure.
+Status runTrainingLoop(Session &session, Trainer &trainer,
+                       const DataSource &data, Communicator *communicator,
+                       const LoopOptions &options,
+                       const std::function<void(const StepReport &)> &report,
+                       LoopResult &result);
+
+/// A hash of every persistent tensor's bytes (FNV-1a): equal after equal
+/// steps, bit for bit.
+uint64_t persistentHash(const Session &session);
+
+} // namespace zcc::runtime
+
+#endif // ZCC_RUNTIME_TRAINING_TRAININGLOOP_H

@@ -1,0 +1,89 @@
+//===- TrainingLoop.cpp - steps of a trainer, reported --------------------===//
+
+#include "zcc/Runtime/Training/TrainingLoop.h"
+
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Session/Session.h"
+
+#include <algorithm>
+#include <chrono>
+
+using namespace zcc::runtime;
+
+uint64_t zcc::runtime::persistentHash(const Session &session) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  const Plan &plan = session.plan();
+  size_t scale = session.options().precision == Precision::F64 ? 2 : 1;
+  for (size_t i = 0; i < plan.persistent.size(); ++i) {
+    size_t bytes = static_cast<size_t>(plan.persistent[i].type.bytes()) * scale;
+    hash ^=
+        fnv1a64(static_cast<const uint8_t *>(session.persistentData(i)), bytes);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+Status zcc::runtime::runTrainingLoop(
+    Session &session, Trainer &trainer, const DataSource &data,
+    Communicator *communicator, const LoopOptions &options,
+    const std::function<void(const StepReport &)> &report,
+    LoopResult &result) {
+  const int64_t steps = options.steps;
+  int64_t every = options.reportEvery;
+  if (every <= 0)
+    every = steps <= 1000 ? 1 : std::max<int64_t>(1, steps / 100);
+  // The scalar outputs a report carries, found once.
+  std::vector<std::pair<std::string, TensorInfo>> metrics;
+  for (const char *name : {"grad_norm", "lr"}) {
+    TensorInfo tensor;
+    if (trainer.findTensor(name, tensor).isOk() &&
+        tensor.region == Region::Output)
+      metrics.emplace_back(name, tensor);
+  }
+  result = LoopResult();
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  for (int64_t step = 1; step <= steps; ++step) {
+    double loss = 0;
+    if (communicator)
+      communicator->setStep(step);
+    ZRT_RETURN_IF_ERROR(trainer.step(data, loss));
+    // The job's loss: the mean of the ranks' (each its own share's mean).
+    if (communicator)
+      communicator->allReduce(&loss, 1, CollectiveType::F64, true);
+    if (step == 1)
+      result.firstLoss = loss;
+    result.lastLoss = loss;
+    result.stepsRun = step;
+    if (options.trace || step % every == 0 || step == steps) {
+      StepReport r;
+      r.step = step;
+      r.steps = steps;
+      r.loss = loss;
+      r.seconds = elapsed();
+      r.everyStep = every == 1;
+      if (options.trace)
+        r.persistentHash = persistentHash(session);
+      else
+        for (const auto &[name, tensor] : metrics) {
+          double value = 0;
+          ZRT_RETURN_IF_ERROR(session.readValues(tensor, &value, 1));
+          r.metrics.emplace_back(name, value);
+        }
+      report(r);
+    }
+    if (!std::isfinite(loss))
+      return makeError(StatusCode::ExecutionError, "the loss is ", loss,
+                       " at step ", step,
+                       " (diverged, or poison mode caught a read of a dead "
+                       "buffer)");
+  }
+  if (communicator)
+    communicator->setStep(-1);
+  result.seconds = elapsed();
+  return Status::ok();
+}

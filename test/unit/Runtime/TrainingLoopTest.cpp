@@ -1,0 +1,141 @@
+//===- TrainingLoopTest.cpp - the training loop zrun runs -----------------===//
+
+#include "zcc/Runtime/Data/DataSource.h"
+#include "zcc/Runtime/Plan/PlanFile.h"
+#include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Training/TrainingLoop.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace zcc::runtime;
+
+namespace {
+
+std::shared_ptr<Plan> loadPlan(const char *name) {
+  auto plan = std::make_shared<Plan>();
+  Status s = loadPlanFile(std::string(ZCC_TEST_PLANS_DIR) + "/" + name +
+                              ".zplan",
+                          *plan);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  return s.isOk() ? plan : nullptr;
+}
+
+struct Training {
+  std::unique_ptr<Session> session;
+  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<DataSource> data;
+
+  explicit Training(std::shared_ptr<Plan> plan) {
+    EXPECT_TRUE(Session::create(plan, SessionOptions(), session).isOk());
+    EXPECT_TRUE(Trainer::create(*session, 1, trainer).isOk());
+    EXPECT_TRUE(
+        makeDataSource(*session, trainer->entry(), "synthetic", 0, data)
+            .isOk());
+  }
+};
+
+/// Every input NaN: the first step's loss is not finite.
+class NanData final : public DataSource {
+public:
+  explicit NanData(const DataSource &inner) : inner(inner) {}
+  void fill(Session &session, int64_t batch) const override {
+    inner.fill(session, batch);
+    const Entry &e = session.plan().entries[0];
+    for (const Tensor &t : e.tensors) {
+      TensorInfo info;
+      if (t.role != TensorRole::Input ||
+          !session.findTensor(0, t.name, info).isOk())
+        continue;
+      std::vector<double> nan(static_cast<size_t>(t.type.numElements()),
+                              std::numeric_limits<double>::quiet_NaN());
+      EXPECT_TRUE(session.writeValues(info, nan.data(), nan.size()).isOk());
+    }
+  }
+  std::string describe() const override { return "NaN"; }
+
+private:
+  const DataSource &inner;
+};
+
+} // namespace
+
+TEST(TrainingLoop, StepsAsTheTrainerAndReportsWhatItIsAsked) {
+  std::shared_ptr<Plan> plan = loadPlan("gpt_block_clip");
+  ASSERT_TRUE(plan);
+  Training looped(plan), stepped(plan);
+  LoopOptions options;
+  options.steps = 7;
+  options.reportEvery = 3;
+  std::vector<StepReport> reports;
+  LoopResult result;
+  Status ran = runTrainingLoop(
+      *looped.session, *looped.trainer, *looped.data, nullptr, options,
+      [&](const StepReport &r) { reports.push_back(r); }, result);
+  ASSERT_TRUE(ran.isOk()) << ran.toString();
+  // Steps 3 and 6, and the last.
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(reports[0].step, 3);
+  EXPECT_EQ(reports[1].step, 6);
+  EXPECT_EQ(reports[2].step, 7);
+  EXPECT_FALSE(reports[0].everyStep);
+  // The plan clips: its grad_norm is reported.
+  ASSERT_EQ(reports[0].metrics.size(), 1u);
+  EXPECT_EQ(reports[0].metrics[0].first, "grad_norm");
+  EXPECT_GT(reports[0].metrics[0].second, 0);
+  // The same losses as the trainer stepped by hand, and the same weights.
+  std::vector<double> losses;
+  for (int step = 0; step < 7; ++step) {
+    double loss = 0;
+    ASSERT_TRUE(stepped.trainer->step(*stepped.data, loss).isOk());
+    losses.push_back(loss);
+  }
+  EXPECT_EQ(result.stepsRun, 7);
+  EXPECT_EQ(result.firstLoss, losses.front());
+  EXPECT_EQ(result.lastLoss, losses.back());
+  EXPECT_EQ(reports[1].loss, losses[5]);
+  EXPECT_EQ(persistentHash(*looped.session), persistentHash(*stepped.session));
+}
+
+TEST(TrainingLoop, TracesEveryStepWithTheWeightsHash) {
+  std::shared_ptr<Plan> plan = loadPlan("mlp");
+  ASSERT_TRUE(plan);
+  Training run(plan);
+  LoopOptions options;
+  options.steps = 3;
+  options.trace = true;
+  options.reportEvery = 100;
+  std::vector<uint64_t> hashes;
+  LoopResult result;
+  ASSERT_TRUE(runTrainingLoop(
+                  *run.session, *run.trainer, *run.data, nullptr, options,
+                  [&](const StepReport &r) { hashes.push_back(r.persistentHash); },
+                  result)
+                  .isOk());
+  ASSERT_EQ(hashes.size(), 3u);
+  EXPECT_NE(hashes[0], hashes[1]); // the weights moved
+  EXPECT_EQ(hashes[2], persistentHash(*run.session));
+}
+
+TEST(TrainingLoop, ANonFiniteLossStopsNamingTheStep) {
+  std::shared_ptr<Plan> plan = loadPlan("mlp");
+  ASSERT_TRUE(plan);
+  Training run(plan);
+  NanData nan(*run.data);
+  LoopOptions options;
+  options.steps = 5;
+  int reported = 0;
+  LoopResult result;
+  Status ran = runTrainingLoop(
+      *run.session, *run.trainer, nan, nullptr, options,
+      [&](const StepReport &) { ++reported; }, result);
+  ASSERT_FALSE(ran.isOk());
+  EXPECT_NE(ran.message().find("the loss is nan at step 1"), std::string::npos)
+      << ran.message();
+  EXPECT_EQ(reported, 1); // the step is reported, then the loop stops
+  EXPECT_EQ(result.stepsRun, 1);
+}
