@@ -8,23 +8,20 @@
 
 #include "zcc/Runtime/Executors/CUDA/DeviceInfo.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
-#include <cstring>
 
 int main(int argc, char **argv) {
   bool smoke = false;
   bool quiet = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--smoke") == 0) {
-      smoke = true;
-    } else if (std::strcmp(argv[i], "--quiet") == 0) {
-      quiet = true;
-    } else {
-      std::fprintf(stderr, "usage: zcc-cuda-info [--smoke] [--quiet]\n"
-                           "  --smoke  run a check kernel on every device\n"
-                           "  --quiet  print nothing; the exit code tells\n");
-      return 2;
-    }
+  CLI::App app("zcc-cuda-info: the CUDA devices zcc can use");
+  app.add_flag("--smoke", smoke, "run a check kernel on every device");
+  app.add_flag("--quiet", quiet, "print nothing; the exit code tells");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
   using namespace zcc::runtime::cuda;
   DeviceQuery query = queryDevices();

@@ -11,8 +11,9 @@
 #include "zcc/Runtime/Testing/GradientCheck.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 using namespace zcc::runtime;
@@ -20,31 +21,31 @@ using namespace zcc::runtime;
 int main(int argc, char **argv) {
   std::string path;
   GradientCheckOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--eps" && i + 1 < argc) {
-      options.eps = std::atof(argv[++i]);
-    } else if ((arg == "--seed" || arg == "--samples") && i + 1 < argc) {
-      long long v = std::atoll(argv[++i]);
-      if (v < 1 && arg == "--samples") {
-        std::fprintf(stderr, "zcc-gradcheck: error: --samples must be >= 1\n");
-        return 2;
-      }
-      (arg == "--seed" ? reinterpret_cast<int64_t &>(options.seed)
-                       : options.samples) = v;
-    } else if (arg[0] != '-' && path.empty()) {
-      path = arg;
-    } else {
-      std::fprintf(stderr, "usage: zcc-gradcheck PLAN.zplan [--seed S] "
-                           "[--samples N] [--eps E]\n");
-      return 2;
-    }
+  int64_t seed = static_cast<int64_t>(options.seed);
+  CLI::App app("zcc-gradcheck: checks a plan's gradients (zcc --optimizer "
+               "none) against finite differences in f64");
+  app.add_option("plan", path, "the .zplan")->required();
+  app.add_option("--seed", seed, "the inputs' and samples' seed (>= 0)");
+  app.add_option("--samples", options.samples,
+                 "elements checked per parameter (>= 1)");
+  app.add_option("--eps", options.eps, "the finite differences' step (> 0)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
-  if (path.empty()) {
-    std::fprintf(stderr, "usage: zcc-gradcheck PLAN.zplan [--seed S] "
-                         "[--samples N] [--eps E]\n");
+  auto usage = [](const std::string &message) {
+    std::fprintf(stderr, "zcc-gradcheck: error: %s\n", message.c_str());
     return 2;
-  }
+  };
+  if (seed < 0)
+    return usage("--seed must be >= 0, got " + std::to_string(seed));
+  if (options.samples < 1)
+    return usage("--samples must be >= 1, got " +
+                 std::to_string(options.samples));
+  if (!(options.eps > 0))
+    return usage("--eps must be > 0, got " + std::to_string(options.eps));
+  options.seed = static_cast<uint64_t>(seed);
   auto plan = std::make_shared<Plan>();
   if (Status s = loadPlanFile(path, *plan); !s.isOk()) {
     std::fprintf(stderr, "zcc-gradcheck: error: %s\n", s.toString().c_str());

@@ -9,6 +9,8 @@
 #include "zcc/Planner/Algorithms.h"
 #include "zcc/Planner/CsvFormat.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -61,62 +63,54 @@ int main(int argc, char **argv) {
   std::string inputPath, outputPath,
       algorithmName = plannerAlgorithms()[0].name;
   PlanOptions options;
-  bool minimize = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= argc)
-        return std::nullopt;
-      return std::string(argv[++i]);
-    };
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (arg == "--list-algorithms") {
-      for (const PlannerAlgorithm &algorithm : plannerAlgorithms())
-        std::printf("%-12s %s\n", algorithm.name, algorithm.summary);
-      return 0;
-    }
-    if (arg == "--minimize") {
-      minimize = true;
-      continue;
-    }
-    if (arg == "-o" || arg == "--algorithm" || arg == "--capacity" ||
-        arg == "--time-limit" || arg == "--node-limit") {
-      std::optional<std::string> v = value();
-      if (!v)
-        return usageError(arg + " needs a value");
-      if (arg == "-o") {
-        outputPath = *v;
-      } else if (arg == "--algorithm") {
-        algorithmName = *v;
-      } else if (arg == "--capacity") {
-        std::optional<double> bytes = parseNumber(*v);
-        if (!bytes || *bytes < 0 || *bytes != static_cast<int64_t>(*bytes))
-          return usageError("--capacity needs a non-negative integer, got '" +
-                            *v + "'");
-        options.capacity = static_cast<int64_t>(*bytes);
-      } else if (arg == "--node-limit") {
-        std::optional<double> nodes = parseNumber(*v);
-        if (!nodes || !(*nodes >= 1) || *nodes != static_cast<uint64_t>(*nodes))
-          return usageError("--node-limit needs a positive integer, got '" +
-                            *v + "'");
-        options.nodeLimit = static_cast<uint64_t>(*nodes);
-      } else {
-        std::optional<double> seconds = parseNumber(*v);
-        if (!seconds || !(*seconds > 0))
-          return usageError("--time-limit needs a positive number, got '" + *v +
-                            "'");
-        options.timeLimitSeconds = *seconds;
-      }
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-' && arg != "-")
-      return usageError("unknown option '" + arg + "'");
-    if (!inputPath.empty())
-      return usageError("more than one input file");
-    inputPath = arg;
+  bool minimize = false, listAlgorithms = false;
+  std::string capacity, timeLimit, nodeLimit;
+  CLI::App app("zcc-plan");
+  app.set_help_flag(); // the usage text below is the help
+  bool help = false;
+  app.add_flag("-h,--help", help);
+  app.add_flag("--list-algorithms", listAlgorithms);
+  app.add_flag("--minimize", minimize);
+  app.add_option("-o", outputPath);
+  app.add_option("--algorithm", algorithmName);
+  app.add_option("--capacity", capacity);
+  app.add_option("--time-limit", timeLimit);
+  app.add_option("--node-limit", nodeLimit);
+  app.add_option("input", inputPath);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return usageError(e.what());
+  }
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (listAlgorithms) {
+    for (const PlannerAlgorithm &algorithm : plannerAlgorithms())
+      std::printf("%-12s %s\n", algorithm.name, algorithm.summary);
+    return 0;
+  }
+  if (!capacity.empty()) {
+    std::optional<double> bytes = parseNumber(capacity);
+    if (!bytes || *bytes < 0 || *bytes != static_cast<int64_t>(*bytes))
+      return usageError("--capacity needs a non-negative integer, got '" +
+                        capacity + "'");
+    options.capacity = static_cast<int64_t>(*bytes);
+  }
+  if (!nodeLimit.empty()) {
+    std::optional<double> nodes = parseNumber(nodeLimit);
+    if (!nodes || !(*nodes >= 1) || *nodes != static_cast<uint64_t>(*nodes))
+      return usageError("--node-limit needs a positive integer, got '" +
+                        nodeLimit + "'");
+    options.nodeLimit = static_cast<uint64_t>(*nodes);
+  }
+  if (!timeLimit.empty()) {
+    std::optional<double> seconds = parseNumber(timeLimit);
+    if (!seconds || !(*seconds > 0))
+      return usageError("--time-limit needs a positive number, got '" +
+                        timeLimit + "'");
+    options.timeLimitSeconds = *seconds;
   }
   if (inputPath.empty())
     return usageError("no input file");
