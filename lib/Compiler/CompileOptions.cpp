@@ -123,26 +123,40 @@ std::string Rule::check(double value) const {
   }
 }
 
-std::string Rule::check(const std::string &value) const {
-  if (test == NotEmpty)
-    return value.empty() ? "given (not empty)" : "";
-  if (test != OneOf)
-    return "";
-  std::string_view all = choices, expected;
-  std::string names;
+namespace {
+
+/// "a|b|c" as its choices.
+std::vector<std::string_view> choicesOf(std::string_view all) {
   std::vector<std::string_view> each;
   for (size_t at = 0; at <= all.size();) {
     size_t bar = std::min(all.find('|', at), all.size());
     each.push_back(all.substr(at, bar - at));
     at = bar + 1;
   }
-  for (std::string_view choice : each)
-    if (choice == value)
-      return "";
+  return each;
+}
+
+/// "'a', 'b' or 'c'".
+std::string choicesText(std::string_view all) {
+  std::vector<std::string_view> each = choicesOf(all);
+  std::string names;
   for (size_t i = 0; i < each.size(); ++i)
     names += (i == 0 ? "" : i + 1 == each.size() ? " or " : ", ") +
              ("'" + std::string(each[i]) + "'");
   return names;
+}
+
+} // namespace
+
+std::string Rule::check(const std::string &value) const {
+  if (test == NotEmpty)
+    return value.empty() ? "given (not empty)" : "";
+  if (test != OneOf)
+    return "";
+  for (std::string_view choice : choicesOf(choices))
+    if (choice == value)
+      return "";
+  return choicesText(choices);
 }
 
 std::string Rule::check(const std::vector<std::string> &values) const {
@@ -164,7 +178,7 @@ std::string Rule::text() const {
   case Below1:
     return ">= 0 and < 1";
   case OneOf:
-    return check(std::string("\x01")); // every choice, in words
+    return choicesText(choices);
   case PowerOfTwo:
     return "a power of two";
   case NotEmpty:

@@ -573,9 +573,6 @@ NB_MODULE(_zcc, m) {
       },
       "name"_a, "text"_a,
       "Sets an option from text, as zcc's flag reads it (\"64MiB\").");
-  options.def("check", [](const zcc::CompileOptions &o) {
-    return zcc::options::check(o);
-  });
   // (name, kind, default as text, help, the pass that reads it) per option.
   m.def("compile_option_table", [] {
     std::vector<std::tuple<std::string, std::string, std::string, std::string,

@@ -459,9 +459,7 @@ def _compile_options(optimizer, lr_schedule, keywords):
                 setattr(options, name, str(value))
         except (TypeError, ValueError) as error:
             raise Error(str(error)) from None
-    broken = options.check()
-    if broken:
-        raise Error(broken)
+    # The rules are checked once, by the compile (the same message as zcc's).
     return options
 
 
