@@ -187,6 +187,24 @@ std::string Rule::text() const {
   return "";
 }
 
+const char *kindName(Kind kind) {
+  switch (kind) {
+  case Kind::Flag:
+    return "flag";
+  case Kind::Int:
+    return "integer";
+  case Kind::Bytes:
+    return "bytes";
+  case Kind::Real:
+    return "number";
+  case Kind::Text:
+    return "text";
+  case Kind::Names:
+    return "names";
+  }
+  return "";
+}
+
 std::string flagName(std::string_view name) {
   std::string flag(name);
   std::replace(flag.begin(), flag.end(), '_', '-');

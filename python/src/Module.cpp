@@ -579,10 +579,8 @@ NB_MODULE(_zcc, m) {
                            std::string>>
         rows;
     const zcc::CompileOptions defaults;
-    static const char *kinds[] = {"flag", "int", "bytes", "real", "text",
-                                  "names"};
     for (const zcc::options::Info &o : zcc::options::table())
-      rows.emplace_back(o.name, kinds[static_cast<int>(o.kind)],
+      rows.emplace_back(o.name, zcc::options::kindName(o.kind),
                         zcc::options::textOf(defaults, o), o.help, o.pass);
     return rows;
   });

@@ -448,9 +448,9 @@ def _compile_options(optimizer, lr_schedule, keywords):
                 setattr(options, name, [str(n) for n in names])
             elif isinstance(value, str) and kind != "text":
                 options.set(name, value)
-            elif kind == "real":
+            elif kind == "number":
                 setattr(options, name, float(value))
-            elif kind in ("int", "bytes"):
+            elif kind in ("integer", "bytes"):
                 if isinstance(value, bool) or int(value) != value:
                     raise ValueError(f"option '{name}' must be a whole "
                                      f"number, got {value!r}")

@@ -44,6 +44,9 @@ struct CompileOptions {
 namespace options {
 
 enum class Kind { Flag, Int, Bytes, Real, Text, Names };
+/// "flag", "integer", "bytes", "number", "text", "names": the kinds as the
+/// docs and Python name them.
+const char *kindName(Kind kind);
 
 /// A rule one option's value must keep.
 struct Rule {

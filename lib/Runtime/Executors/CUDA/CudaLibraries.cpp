@@ -49,14 +49,23 @@ private:
   void *library = nullptr;
 };
 
+/// `Api`'s table, bound by `bindAll(api)` (which returns the first failure)
+/// the first time it is asked for; later calls get the same table or the
+/// same failure.
+template <typename Api, typename BindAll>
+Status loadOnce(const Api *&out, BindAll bindAll) {
+  static Api api;
+  static const std::string failure = bindAll(api);
+  if (!failure.empty())
+    return makeError(StatusCode::Unsupported, failure);
+  out = &api;
+  return Status::ok();
+}
+
 } // namespace
 
 Status zcc::runtime::device::loadCublas(const CublasApi *&out) {
-  static CublasApi api;
-  static std::string failure;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
+  return loadOnce(out, [](CublasApi &api) {
     // The toolkit this runtime was built with, where the path lacks it.
     Binder b(ZCC_CUBLAS_SONAME, "cuBLAS", ZCC_CUBLAS_FALLBACK);
     b.bind(api.create, "cublasCreate_v2");
@@ -70,8 +79,7 @@ Status zcc::runtime::device::loadCublas(const CublasApi *&out) {
     b.bind(api.statusName, "cublasGetStatusName");
     b.bind(api.statusString, "cublasGetStatusString");
     b.bind(api.property, "cublasGetProperty");
-    failure = b.failure;
-    if (failure.empty()) {
+    if (b.failure.empty()) {
       int major = 0, minor = 0, patch = 0;
       api.property(MAJOR_VERSION, &major);
       api.property(MINOR_VERSION, &minor);
@@ -80,20 +88,13 @@ Status zcc::runtime::device::loadCublas(const CublasApi *&out) {
                     std::to_string(minor) + "." + std::to_string(patch) +
                     " (" ZCC_CUBLAS_SONAME ")";
     }
-  }
-  if (!failure.empty())
-    return makeError(StatusCode::Unsupported, failure);
-  out = &api;
-  return Status::ok();
+    return b.failure;
+  });
 }
 
 #ifdef ZCC_HAVE_NCCL
 Status zcc::runtime::device::loadNccl(const NcclApi *&out) {
-  static NcclApi api;
-  static std::string failure;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
+  return loadOnce(out, [](NcclApi &api) {
     Binder b("libnccl.so.2", "NCCL");
     b.bind(api.getUniqueId, "ncclGetUniqueId");
     b.bind(api.commInitRank, "ncclCommInitRank");
@@ -103,11 +104,7 @@ Status zcc::runtime::device::loadNccl(const NcclApi *&out) {
     b.bind(api.allGather, "ncclAllGather");
     b.bind(api.getErrorString, "ncclGetErrorString");
     b.bind(api.getVersion, "ncclGetVersion");
-    failure = b.failure;
-  }
-  if (!failure.empty())
-    return makeError(StatusCode::Unsupported, failure);
-  out = &api;
-  return Status::ok();
+    return b.failure;
+  });
 }
 #endif
