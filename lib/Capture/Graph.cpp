@@ -17,6 +17,7 @@
 #include "mlir/IR/Verifier.h"
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/ShapeRules.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -159,6 +160,8 @@ struct Graph::Impl {
       return IntegerType::get(&context, 64);
     case DType::Bool:
       return IntegerType::get(&context, 1);
+    case DType::BF16:
+      return BFloat16Type::get(&context);
     default:
       return {};
     }
@@ -476,6 +479,59 @@ std::string Graph::scopePrefix() const {
 Tensor Graph::element(int row, const std::vector<Tensor> &operands,
                       const std::vector<double> &params, Where where) {
   return impl_->element(row, operands, params, where);
+}
+
+std::vector<Tensor> Graph::op(const std::string &name,
+                              const std::vector<Tensor> &operands,
+                              const std::vector<runtime::Param> &params,
+                              Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, name.c_str(), operands))
+    return {};
+  std::optional<rt::KernelId> kernel = rt::findKernel(name);
+  if (!kernel || !rt::kernelInfersResults(*kernel)) {
+    std::string known;
+    for (int k = 0; k < static_cast<int>(rt::KernelId::NumKernels); ++k)
+      if (rt::kernelInfersResults(static_cast<rt::KernelId>(k)))
+        known += std::string(known.empty() ? "" : ", ") +
+                 rt::kernelName(static_cast<rt::KernelId>(k));
+    g.fail(where, "op: no op '" + name + "' is built by name (these are: " +
+                      known + ")");
+    return {};
+  }
+  // The parameters decoded and the results inferred as the loader and the
+  // verifier check them: one rule.
+  rt::Launch launch;
+  Status status = rt::decodeLaunch(name, params, launch);
+  std::vector<rt::TensorType> inputs, outputs;
+  for (Tensor t : operands)
+    inputs.push_back(rt::TensorType{g.info(t).dtype, g.shape(t)});
+  if (status.isOk())
+    status = rt::inferKernelResults(*kernel, launch.params, inputs, outputs);
+  if (!status.isOk()) {
+    g.fail(where, name + ": " + status.message());
+    return {};
+  }
+  SmallVector<Value, 4> values;
+  for (Tensor t : operands)
+    values.push_back(g.value(t));
+  SmallVector<Type, 2> types;
+  for (const rt::TensorType &t : outputs)
+    types.push_back(g.tensorType(t.shape, t.dtype));
+  g.builder.setInsertionPointToEnd(g.body.get());
+  Operation *built = zt::buildKernelOp(g.builder, g.loc(where), name, values,
+                                       params, types);
+  if (!built) {
+    g.fail(where, "op: '" + name + "' is a kernel but no zt op");
+    return {};
+  }
+  Tensor first = g.verified(built);
+  if (!first)
+    return {};
+  std::vector<Tensor> results{first};
+  for (Value v : built->getResults().drop_front())
+    results.push_back(g.record(v));
+  return results;
 }
 
 Tensor Graph::add(Tensor a, double b, Where where) {

@@ -17,20 +17,10 @@ namespace rt = zcc::runtime;
 namespace {
 
 FailureOr<rt::DType> dtypeOf(Location loc, Type element) {
-  if (element.isF32())
-    return rt::DType::F32;
-  if (element.isSignlessInteger(32))
-    return rt::DType::I32;
-  if (element.isSignlessInteger(64))
-    return rt::DType::I64;
-  if (element.isBF16())
-    return rt::DType::BF16;
-  if (element.isSignlessInteger(1))
-    return rt::DType::Bool;
+  if (std::optional<rt::DType> dtype = zt::runtimeDType(element))
+    return *dtype;
   return emitError(loc) << "the plan format holds f32, bf16, i32, i64 and "
-                           "bool "
-                           "tensors; "
-                           "got element type "
+                           "bool tensors; got element type "
                         << element;
 }
 
@@ -80,43 +70,6 @@ FailureOr<rt::Initializer> initializerOf(zplan::SlotOp slot) {
   return result;
 }
 
-/// One zt attribute as a launch parameter; false for an attribute kind
-/// the plan format cannot hold.
-bool paramOf(NamedAttribute attr, rt::Param &param) {
-  param.name = attr.getName().str();
-  Attribute value = attr.getValue();
-  if (isa<UnitAttr>(value)) {
-    param.kind = rt::ParamKind::Unit;
-  } else if (auto b = dyn_cast<BoolAttr>(value)) {
-    param.kind = rt::ParamKind::Int;
-    param.intValue = b.getValue();
-  } else if (auto i = dyn_cast<IntegerAttr>(value)) {
-    param.kind = rt::ParamKind::Int;
-    param.intValue = i.getInt();
-  } else if (auto f = dyn_cast<FloatAttr>(value)) {
-    param.kind = rt::ParamKind::Float;
-    param.floatValue = f.getValueAsDouble();
-  } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(value)) {
-    param.kind = rt::ParamKind::Ints;
-    param.ints.assign(ints.asArrayRef().begin(), ints.asArrayRef().end());
-  } else if (auto splat = dyn_cast<SplatElementsAttr>(value)) {
-    // A splat constant: its one value (an integer splat is exact in a
-    // double up to 2^53, far beyond any index).
-    param.kind = rt::ParamKind::Float;
-    Type element = splat.getElementType();
-    if (isa<FloatType>(element))
-      param.floatValue = splat.getSplatValue<APFloat>().convertToDouble();
-    else if (element.isInteger(1)) // true is 1, not i1's signed -1
-      param.floatValue = splat.getSplatValue<bool>() ? 1.0 : 0.0;
-    else
-      param.floatValue =
-          static_cast<double>(splat.getSplatValue<APInt>().getSExtValue());
-  } else {
-    return false;
-  }
-  return true;
-}
-
 /// Writes a constant slot's data into the constant region, little-endian.
 LogicalResult writeConstant(zplan::SlotOp slot, std::vector<uint8_t> &out) {
   auto data = dyn_cast<DenseElementsAttr>(slot.getInitAttr());
@@ -154,27 +107,6 @@ uint64_t i64Attr(ModuleOp module, StringRef name) {
 }
 
 } // namespace
-
-FailureOr<rt::Launch> zcc::decodeLaunchOf(Operation *op, StringRef kernel,
-                                          DictionaryAttr params) {
-  std::vector<rt::Param> decoded;
-  for (NamedAttribute attr : params) {
-    rt::Param param;
-    if (!paramOf(attr, param))
-      return op->emitOpError()
-             << "parameter '" << attr.getName()
-             << "' has an attribute kind the plan format cannot hold: "
-             << attr.getValue();
-    decoded.push_back(std::move(param));
-  }
-  // The same decoding the loader does, so a plan the compiler writes reads
-  // back.
-  rt::Launch launch;
-  rt::Status status = rt::decodeLaunch(kernel, decoded, launch);
-  if (!status.isOk())
-    return op->emitOpError() << status.message();
-  return launch;
-}
 
 std::string zcc::formatLocation(Location loc) {
   FileLineColLoc file = loc->findInstanceOf<FileLineColLoc>();
@@ -292,7 +224,7 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
       auto launchOp = dyn_cast<zplan::LaunchOp>(op);
       if (!launchOp)
         return op.emitOpError() << "unexpected in a zplan.entry";
-      FailureOr<rt::Launch> decoded = decodeLaunchOf(
+      FailureOr<rt::Launch> decoded = zt::decodeLaunchOf(
           launchOp, launchOp.getKernel(), launchOp.getParams());
       if (failed(decoded))
         return failure();

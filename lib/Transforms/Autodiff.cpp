@@ -498,6 +498,15 @@ LogicalResult GradientBuilder::backward(Operation *op,
                                               dy, o.getAxisAttr()));
         return success();
       })
+      .Case([&](CumsumOp o) {
+        // Each input element reaches every later sum: the sums of dy from
+        // the other end.
+        contribute(o.getOperand(),
+                   b.create<CumsumOp>(loc, dy.getType(), dy, o.getDimAttr(),
+                                      o.getReverse() ? UnitAttr()
+                                                     : b.getUnitAttr()));
+        return success();
+      })
       .Case([&](LayerNormOp o) {
         Type gammaType = o.getGamma().getType();
         auto grad = b.create<LayerNormGradOp>(

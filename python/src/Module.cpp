@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zcc/Capture/Graph.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Reports/MemoryTimeline.h"
@@ -59,6 +60,68 @@ Tensor checked(Graph &g, Tensor t) {
 }
 
 Where at(const std::string &file, int line) { return Where{file, line}; }
+
+std::vector<Tensor> checkedAll(Graph &g, std::vector<Tensor> results) {
+  if (!g.ok())
+    throw Error(g.status().message());
+  return results;
+}
+
+/// Python keyword arguments as kernel `name`'s parameters, each converted to
+/// the kind the kernel takes it as (a flag is set when true). An unknown
+/// kernel passes none: Graph::op names the problem.
+std::vector<rt::Param> kernelParams(const std::string &name, nb::dict given) {
+  std::vector<rt::Param> params;
+  std::optional<rt::KernelId> kernel = rt::findKernel(name);
+  if (!kernel)
+    return params;
+  std::vector<rt::ParamSpec> specs = rt::kernelParamSpecs(*kernel);
+  for (auto [key, value] : given) {
+    std::string param = nb::cast<std::string>(key);
+    const rt::ParamSpec *spec = nullptr;
+    std::string names;
+    for (const rt::ParamSpec &s : specs) {
+      names += (names.empty() ? "" : ", ") + std::string(s.name);
+      if (param == s.name)
+        spec = &s;
+    }
+    if (!spec)
+      throw Error(name + ": no parameter '" + param + "' (it takes " +
+                  (names.empty() ? std::string("none") : names) + ")");
+    bool isBool = nb::isinstance<nb::bool_>(value);
+    try {
+      switch (spec->kind) {
+      case rt::ParamKind::Unit:
+        if (!isBool)
+          throw nb::cast_error();
+        if (nb::cast<bool>(value))
+          params.push_back(rt::Param::flag(param));
+        break;
+      case rt::ParamKind::Int:
+        if (isBool || !nb::isinstance<nb::int_>(value))
+          throw nb::cast_error();
+        params.push_back(rt::Param::integer(param, nb::cast<int64_t>(value)));
+        break;
+      case rt::ParamKind::Float:
+        if (isBool)
+          throw nb::cast_error();
+        params.push_back(rt::Param::real(param, nb::cast<double>(value)));
+        break;
+      case rt::ParamKind::Ints:
+        params.push_back(
+            rt::Param::list(param, nb::cast<std::vector<int64_t>>(value)));
+        break;
+      }
+    } catch (const nb::cast_error &) {
+      static const char *const kinds[] = {"a bool", "an int", "a float",
+                                          "a list of ints"};
+      throw Error(name + ": parameter '" + param + "' must be " +
+                  kinds[static_cast<int>(spec->kind)] + ", got " +
+                  nb::cast<std::string>(nb::repr(value)));
+    }
+  }
+  return params;
+}
 
 using Dims = std::vector<int64_t>;
 
@@ -444,6 +507,24 @@ NB_MODULE(_zcc, m) {
     return rows;
   });
 
+  // The ops built by name (Graph::op: their kernels' rules infer their
+  // results), with their parameters' names and kinds: zcc.ops defines a
+  // function for each.
+  m.def("inferred_ops", [] {
+    static const char *const kinds[] = {"bool", "int", "float", "ints"};
+    nb::list ops;
+    for (int k = 0; k < static_cast<int>(rt::KernelId::NumKernels); ++k) {
+      auto kernel = static_cast<rt::KernelId>(k);
+      if (!rt::kernelInfersResults(kernel))
+        continue;
+      nb::list params;
+      for (const rt::ParamSpec &p : rt::kernelParamSpecs(kernel))
+        params.append(nb::make_tuple(p.name, kinds[static_cast<int>(p.kind)]));
+      ops.append(nb::make_tuple(rt::kernelName(kernel), params));
+    }
+    return ops;
+  });
+
   nb::class_<Init>(m, "Init")
       .def_static("zeros", &Init::zeros)
       .def_static("ones", &Init::ones)
@@ -499,6 +580,18 @@ NB_MODULE(_zcc, m) {
             return checked(g, g.element(row, operands, params, at(file, line)));
           },
           keep)
+      .def(
+          "op",
+          [](Graph &g, const std::string &name,
+             const std::vector<Tensor> &operands, nb::dict params,
+             const std::string &file, int line) {
+            return checkedAll(g, g.op(name, operands,
+                                      kernelParams(name, params),
+                                      at(file, line)));
+          },
+          // A list cannot keep the graph alive: zcc.ops wraps each result
+          // with its trace, which does.
+          "name"_a, "operands"_a, "params"_a, "file"_a, "line"_a)
       .def("add_scalar", op(overload<Tensor, double, Where>(&Graph::add)), keep)
       .def("sub_scalar", op(overload<Tensor, double, Where>(&Graph::sub)), keep)
       .def("mul_scalar", op(overload<Tensor, double, Where>(&Graph::mul)), keep)

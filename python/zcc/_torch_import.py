@@ -403,6 +403,13 @@ def _log_softmax(ctx, node):
     return ops.log_softmax(ctx.get(node.args[0]), node.args[1])
 
 
+@_handles("cumsum.default",
+          why=lambda node: None if _kw(node, 2, "dtype", None) is None else
+          "dtype")
+def _cumsum(ctx, node):
+    return ops.cumsum(ctx.get(node.args[0]), dim=node.args[1])
+
+
 @_handles("embedding.default",
           why=lambda node: None if _kw(node, 2, "padding_idx", -1) == -1 else
           "padding_idx")

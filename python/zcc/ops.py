@@ -226,6 +226,35 @@ def max(x, dim=None, keepdim=False):
     return _reduce("max", x, dim, keepdim)
 
 
+def op(name, *operands, **params):
+    """The zt op `name` whose kernel's rule gives its results (see
+    `zcc._zcc.inferred_ops()`), built by name: `op("cumsum", x, dim=1)`.
+    Parameters are keywords named as the op's attributes, a flag as a bool.
+    Returns the result, or a tuple of the results."""
+    if not operands or not all(isinstance(t, Tensor) for t in operands):
+        raise _error(f"{name}: the operands must be zcc tensors")
+    trace = operands[0]._trace
+    file, line = _where()
+    results = tuple(_wrap(trace, r) for r in trace.graph.op(
+        name, [t._t for t in operands], params, file, line))
+    return results[0] if len(results) == 1 else results
+
+
+def _define_inferred_op(name, params):
+    def f(*operands, **kwargs):
+        return op(name, *operands, **kwargs)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"zt.{name}: operands positional, parameters by keyword ("
+                 + ", ".join(f"{p}: {kind}" for p, kind in params) + ").")
+    return f
+
+
+# Every op built by name gets its function: zcc.ops.cumsum(x, dim=1).
+for _name, _params in _zcc.inferred_ops():
+    if _name not in globals():
+        globals()[_name] = _define_inferred_op(_name, _params)
+
+
 def softmax(x, axis=-1):
     file, line = _where()
     return _wrap(x._trace, x._trace.graph.softmax(x._t, int(axis), file, line))

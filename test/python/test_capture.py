@@ -2,6 +2,7 @@
 
 import inspect
 import os
+import re
 import sys
 
 import numpy as np
@@ -502,6 +503,38 @@ def test_element_row_params_are_checked():
     with pytest.raises(zcc.Error) as info:
         zcc.trace(unknown, x=zcc.input((3,)))
     assert "elu: unknown argument 'beta' (takes alpha)" in str(info.value)
+
+
+def test_ops_built_by_name_take_keywords_and_name_their_errors():
+    """zcc.ops has a function per op its kernel's rule infers (cumsum):
+    operands by position, parameters by keyword, checked by that rule."""
+    def f(x):
+        x = x * zcc.param("w", (3,), init=zcc.init.ones())
+        forward = zcc.ops.cumsum(x, dim=1)
+        backward = zcc.ops.op("cumsum", x, dim=-1, reverse=True)
+        return zcc.ops.sum(forward * 2.0 + backward)
+
+    traced = zcc.trace(f, x=zcc.input((2, 3)))
+    assert "zt.cumsum" in traced.ir() and "reverse" in traced.ir()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.0
+    loss = traced.compile(optimizer=zcc.sgd(lr=0.0)).session().step(x)
+    xd = x.astype(np.float64)
+    expected = (2 * np.cumsum(xd, 1) + np.cumsum(xd[:, ::-1], 1)[:, ::-1]).sum()
+    assert loss == pytest.approx(expected, rel=1e-6)
+    assert "dim: int" in zcc.ops.cumsum.__doc__
+
+    for call, message in [
+            (lambda x: zcc.ops.cumsum(x), "cumsum: missing parameter 'dim'"),
+            (lambda x: zcc.ops.cumsum(x, dim=1.5),
+             "cumsum: parameter 'dim' must be an int, got 1.5"),
+            (lambda x: zcc.ops.cumsum(x, dim=0, reversed=True),
+             "cumsum: no parameter 'reversed' (it takes dim, reverse)"),
+            (lambda x: zcc.ops.cumsum(x, dim=2),
+             "cumsum: dim 2 is out of range for rank 2"),
+            (lambda x: zcc.ops.op("matmul", x, x),
+             "no op 'matmul' is built by name")]:
+        with pytest.raises(zcc.Error, match=re.escape(message)):
+            zcc.trace(lambda x: zcc.ops.sum(call(x)), x=zcc.input((2, 3)))
 
 
 def test_comparisons_make_masks_that_where_takes():

@@ -193,7 +193,7 @@ class Unsupported(nn.Module):
 
     def forward(self, x):
         h = self.fc(x)
-        h = h + torch.cumsum(h, dim=1)  # CUMSUM-LINE
+        h = h + torch.cumprod(h, dim=1)  # CUMPROD-LINE
         h = torch.flip(h, [1])
         return self.out(self.bn(h))
 
@@ -204,9 +204,9 @@ def test_unsupported_ops_are_reported_together():
     with pytest.raises(zcc.Error) as info:
         zcc.from_torch(model, (x,), (y,), loss=F.cross_entropy)
     message = str(info.value)
-    cumsum_line = next(i for i, text in enumerate(open(__file__), 1)
-                       if "# CUMSUM-LINE" in text and "next(" not in text)
-    assert f"aten.cumsum.default (no zcc mapping): 1 use, first at {__file__}:{cumsum_line}" \
+    cumprod_line = next(i for i, text in enumerate(open(__file__), 1)
+                        if "# CUMPROD-LINE" in text and "next(" not in text)
+    assert f"aten.cumprod.default (no zcc mapping): 1 use, first at {__file__}:{cumprod_line}" \
         in message, message
     assert "aten.flip.default" in message
     assert "in module 'bn'" in message  # batch norm's op, with its module
@@ -500,6 +500,37 @@ def test_element_rows_import_and_train_like_pytorch(precision, tolerance):
         ("abs", "clamp", "hardswish", "hardsigmoid", "erf", "sin", "cos",
          "softplus", "leaky_relu", "elu", "reciprocal", "pow", "maximum",
          "minimum"), seed=1, rows=8)
+
+
+class RunningSums(nn.Module):
+    """Running sums along the features and along the batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(12, 16)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.a(x)
+        return self.out(0.25 * torch.cumsum(h, dim=1) + h.cumsum(-2))
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_cumsum_imports_and_trains_like_pytorch(precision, tolerance):
+    torch.manual_seed(6)
+    ir = trains_like_pytorch(RunningSums(), 12, 4, precision, tolerance,
+                             ("cumsum",), seed=2, rows=8)
+    assert "{dim = 1 : i64}" in ir and "{dim = -2 : i64}" in ir, ir
+
+
+def test_cumsum_to_another_dtype_is_reported():
+    class Cast(nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, 1, dtype=torch.float64).float()
+
+    with pytest.raises(zcc.Error, match=r"aten.cumsum.default \(dtype\)"):
+        zcc.from_torch(Cast(), (torch.randn(4, 3),), (torch.randint(0, 3, (4,)),),
+                       loss=F.cross_entropy)
 
 
 def test_element_row_arguments_outside_the_row_are_reported():

@@ -157,6 +157,16 @@ public:
                  const std::vector<double> &params = {},
                  Where where = ZCC_HERE);
 
+  /// The op of kernel `name` whose rule infers its results
+  /// (runtime::kernelInfersResults: `zt.cumsum`, ...), built by name: its
+  /// parameters as a plan states them, every one but the unit flags
+  /// required, and its results as its rule gives them:
+  ///   g.op("cumsum", {x}, {Param::integer("dim", 1)})[0]
+  std::vector<Tensor> op(const std::string &name,
+                         const std::vector<Tensor> &operands,
+                         const std::vector<runtime::Param> &params = {},
+                         Where where = ZCC_HERE);
+
   // One method per row but the gradients, named by the row's method column:
   // add(a, b), tanh(x), geluErf(x) (PyTorch's nn.GELU() default; gelu(x) is
   // the tanh approximation), with the row's params after the operands.

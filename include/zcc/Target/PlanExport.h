@@ -21,15 +21,6 @@ namespace zcc {
 /// attribute kind, a module that is not in the zplan form).
 mlir::FailureOr<runtime::Plan> exportPlan(mlir::ModuleOp module);
 
-/// The kernel and typed parameters (no operands) of the launch `op` runs:
-/// kernel `kernel` with `params` (a zplan.launch's, or a zt op's
-/// zt::kernelParams), decoded as the loader decodes a plan's. An attribute
-/// the format cannot hold, or a parameter the kernel does not take, is an
-/// error on `op`.
-mlir::FailureOr<runtime::Launch> decodeLaunchOf(mlir::Operation *op,
-                                                llvm::StringRef kernel,
-                                                mlir::DictionaryAttr params);
-
 /// "file:line:col" (or "file:line" when the column is 0) of the first file
 /// location inside `loc`; "" when there is none.
 std::string formatLocation(mlir::Location loc);

@@ -9,6 +9,7 @@
 
 #include "FormatNumber.h"
 #include "zcc/Runtime/Plan/ShapeRules.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/Launch.h"
 
 #include "mlir/IR/Builders.h"
@@ -792,6 +793,144 @@ LogicalResult LrScheduleOp::verify() {
 
 #define GET_OP_CLASSES
 #include "zcc/Dialect/ZT/ZTOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Ops as their kernels' launches
+//===----------------------------------------------------------------------===//
+
+std::optional<zcc::runtime::DType> zcc::zt::runtimeDType(Type element) {
+  using zcc::runtime::DType;
+  if (element.isF32())
+    return DType::F32;
+  if (element.isBF16())
+    return DType::BF16;
+  if (element.isSignlessInteger(32))
+    return DType::I32;
+  if (element.isSignlessInteger(64))
+    return DType::I64;
+  if (element.isSignlessInteger(1))
+    return DType::Bool;
+  return std::nullopt;
+}
+
+/// One zt attribute as a launch parameter; false for an attribute kind
+/// the plan format cannot hold.
+static bool paramOf(NamedAttribute attr, zcc::runtime::Param &param) {
+  param.name = attr.getName().str();
+  Attribute value = attr.getValue();
+  if (isa<UnitAttr>(value)) {
+    param.kind = zcc::runtime::ParamKind::Unit;
+  } else if (auto b = dyn_cast<BoolAttr>(value)) {
+    param.kind = zcc::runtime::ParamKind::Int;
+    param.intValue = b.getValue();
+  } else if (auto i = dyn_cast<IntegerAttr>(value)) {
+    param.kind = zcc::runtime::ParamKind::Int;
+    param.intValue = i.getInt();
+  } else if (auto f = dyn_cast<FloatAttr>(value)) {
+    param.kind = zcc::runtime::ParamKind::Float;
+    param.floatValue = f.getValueAsDouble();
+  } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(value)) {
+    param.kind = zcc::runtime::ParamKind::Ints;
+    param.ints.assign(ints.asArrayRef().begin(), ints.asArrayRef().end());
+  } else if (auto splat = dyn_cast<SplatElementsAttr>(value)) {
+    // A splat constant: its one value (an integer splat is exact in a
+    // double up to 2^53, far beyond any index).
+    param.kind = zcc::runtime::ParamKind::Float;
+    Type element = splat.getElementType();
+    if (isa<FloatType>(element))
+      param.floatValue = splat.getSplatValue<APFloat>().convertToDouble();
+    else if (element.isInteger(1)) // true is 1, not i1's signed -1
+      param.floatValue = splat.getSplatValue<bool>() ? 1.0 : 0.0;
+    else
+      param.floatValue =
+          static_cast<double>(splat.getSplatValue<APInt>().getSExtValue());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+FailureOr<zcc::runtime::Launch> zcc::zt::decodeLaunchOf(Operation *op, StringRef kernel,
+                                          DictionaryAttr params) {
+  std::vector<zcc::runtime::Param> decoded;
+  for (NamedAttribute attr : params) {
+    zcc::runtime::Param param;
+    if (!paramOf(attr, param))
+      return op->emitOpError()
+             << "parameter '" << attr.getName()
+             << "' has an attribute kind the plan format cannot hold: "
+             << attr.getValue();
+    decoded.push_back(std::move(param));
+  }
+  // The same decoding the loader does, so a plan the compiler writes reads
+  // back.
+  zcc::runtime::Launch launch;
+  zcc::runtime::Status status = zcc::runtime::decodeLaunch(kernel, decoded, launch);
+  if (!status.isOk())
+    return op->emitOpError() << status.message();
+  return launch;
+}
+
+LogicalResult zcc::zt::verifyKernelRules(Operation *op) {
+  namespace rt = zcc::runtime;
+  StringRef name = op->getName().stripDialect();
+  std::optional<rt::KernelId> kernel = rt::findKernel(name);
+  if (!kernel || !rt::kernelInfersResults(*kernel))
+    return op->emitOpError() << "has no kernel rule to check it by (add its "
+                                "rule to KernelRules.cpp)";
+  FailureOr<rt::Launch> launch = decodeLaunchOf(op, name, kernelParams(op));
+  if (failed(launch))
+    return failure();
+  std::vector<rt::TensorType> sides[2];
+  for (int side = 0; side < 2; ++side) {
+    TypeRange types = side == 0 ? TypeRange(op->getOperandTypes())
+                                : TypeRange(op->getResultTypes());
+    for (auto [i, type] : llvm::enumerate(types)) {
+      auto tensor = cast<RankedTensorType>(type);
+      std::optional<rt::DType> dtype = runtimeDType(tensor.getElementType());
+      if (!dtype)
+        return op->emitOpError()
+               << (side == 0 ? "operand #" : "result #") << i
+               << ": no kernel holds element type " << tensor.getElementType();
+      sides[side].push_back(rt::TensorType{
+          *dtype, std::vector<int64_t>(tensor.getShape().begin(),
+                                       tensor.getShape().end())});
+    }
+  }
+  rt::Status verdict =
+      rt::checkKernelTypes(*kernel, launch->params, sides[0], sides[1]);
+  return ruleHolds(op, verdict);
+}
+
+Operation *zcc::zt::buildKernelOp(OpBuilder &b, Location loc, StringRef name,
+                                  ValueRange operands,
+                                  ArrayRef<zcc::runtime::Param> params,
+                                  TypeRange results) {
+  using zcc::runtime::ParamKind;
+  std::string full = ("zt." + name).str();
+  if (!RegisteredOperationName::lookup(full, b.getContext()))
+    return nullptr;
+  OperationState state(loc, full);
+  state.addOperands(operands);
+  state.addTypes(results);
+  for (const zcc::runtime::Param &p : params) {
+    switch (p.kind) {
+    case ParamKind::Unit:
+      state.addAttribute(p.name, b.getUnitAttr());
+      break;
+    case ParamKind::Int:
+      state.addAttribute(p.name, b.getI64IntegerAttr(p.intValue));
+      break;
+    case ParamKind::Float:
+      state.addAttribute(p.name, b.getF64FloatAttr(p.floatValue));
+      break;
+    case ParamKind::Ints:
+      state.addAttribute(p.name, b.getDenseI64ArrayAttr(p.ints));
+      break;
+    }
+  }
+  return b.create(state);
+}
 
 //===----------------------------------------------------------------------===//
 // Element ops, by their rows

@@ -1023,6 +1023,36 @@ template <typename T> struct Softmax : Functor {
   }
 };
 
+/// Running sums along lines (cumsum): one line per index, summed in order
+/// from its start (from its end when `reverse`), so every executor gives
+/// the same bits.
+template <typename T> struct Cumsum : Functor {
+  static constexpr bool kGrouped = false;
+  bool reverse = false;
+  const T *x = nullptr;
+  T *y = nullptr;
+  AxisLines lines;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t base = lines.base(i), stride = lines.inner;
+    T sum = T(0.0);
+    for (int64_t j = 0; j < lines.size; ++j) {
+      int64_t at = base + (reverse ? lines.size - 1 - j : j) * stride;
+      sum += x[at];
+      y[at] = sum;
+    }
+  }
+
+  template <typename B> static void build(B &b) {
+    Cumsum f;
+    f.reverse = b.launch.params.reverse;
+    f.x = b.in(0);
+    f.y = b.result(0);
+    f.lines = b.axisLines(b.inType(0), f.count);
+    b.push(f);
+  }
+};
+
 template <typename T> struct SoftmaxGrad : Functor {
   static constexpr bool kGrouped = true;
   bool isLog = false;
@@ -1485,5 +1515,11 @@ template <typename T> struct AttentionGradScores : Functor {
 };
 
 } // namespace zcc::runtime::device
+
+/// X(KernelId, functor): the kernels whose functor (a template over the
+/// executor's float type) builds its own steps from a launch,
+/// `functor<T>::build(builder)` (DeviceProgram.cpp's Builder), and is a step
+/// kind of its own: a kernel added here needs no case in DeviceProgram.
+#define ZRT_SELF_BUILT_KERNELS(X) X(Cumsum, Cumsum)
 
 #endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H

@@ -79,7 +79,8 @@ public:
 
   Status build(KernelId id);
 
-private:
+  // What a self-built functor's build(builder) reads (DeviceKernels.h's
+  // ZRT_SELF_BUILT_KERNELS), as the cases below do.
   const TensorType &inType(size_t i) const {
     return entry.tensors[launch.inputs[i]].type;
   }
@@ -1172,6 +1173,12 @@ template <typename T> Status Builder<T>::build(KernelId id) {
   case KernelId::Shard:
     shard();
     break;
+#define ZRT_SELF_BUILT_CASE(id, functor)                                       \
+  case KernelId::id:                                                           \
+    functor<T>::build(*this);                                                  \
+    break;
+    ZRT_SELF_BUILT_KERNELS(ZRT_SELF_BUILT_CASE)
+#undef ZRT_SELF_BUILT_CASE
   case KernelId::NumKernels:
     return makeError(StatusCode::InvalidArgument, "no such kernel");
   }

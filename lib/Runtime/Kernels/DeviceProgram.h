@@ -108,6 +108,8 @@ struct BackendCall {
   bool usesWorkspace = false;
 };
 
+#define ZRT_SELF_BUILT_STEP(id, functor) , functor<T>
+
 /// An entry's steps with float tensors held as T: float for plans run in
 /// their f32, double for the CPU executor's f64 reference precision.
 template <typename T>
@@ -122,7 +124,8 @@ using StepOf = std::variant<
     CopyOut, Elementwise<T, BFloat16>, ElementMixed<T>, Convert<T>, GemmBf16,
     SliceGrad<T, BFloat16>, Dropout<T, BFloat16>, Reduce<T, BFloat16>,
     CrossEntropyRows<T, BFloat16>, CrossEntropyGradRows<T, BFloat16>,
-    Collective, BackendCall>;
+    Collective,
+    BackendCall ZRT_SELF_BUILT_KERNELS(ZRT_SELF_BUILT_STEP)>;
 
 /// The product a step runs (either kind), or null.
 template <typename T> const GemmShape *productOf(const StepOf<T> &step) {

@@ -42,44 +42,39 @@ std::string formatList(const std::vector<int64_t> &values) {
   return text + "]";
 }
 
-/// One launch under check: its operands, its parameters, and error messages
-/// that name the launch, the kernel and the rule.
+/// One launch under check: its operands' types, its parameters, and error
+/// messages that name the rule broken after `prefix` ("launch 3 (softmax):
+/// " for a plan's launch; nothing for a zt op, whose verifier names it).
 class LaunchRules {
 public:
-  LaunchRules(const Entry &owner, size_t launchIndex)
-      : entry(owner), launch(owner.launches[launchIndex]),
-        params(launch.params), index(launchIndex), id(launch.kernel) {}
+  LaunchRules(KernelId id, const LaunchParams &params,
+              std::vector<const TensorType *> inputs,
+              std::vector<const TensorType *> outputs, std::string prefix)
+      : params(params), id(id), inputs(std::move(inputs)),
+        outputs(std::move(outputs)), prefix(std::move(prefix)) {}
 
   template <typename... Parts> Status fail(const Parts &...parts) const {
-    return makeError(StatusCode::InvalidPlan, "launch ", index, " (",
-                     kernelName(id), "): ", parts...);
+    return makeError(StatusCode::InvalidPlan, prefix, parts...);
   }
 
-  size_t numInputs() const { return launch.inputs.size(); }
-  size_t numOutputs() const { return launch.outputs.size(); }
-  const TensorType &input(size_t i) const {
-    return entry.tensors[launch.inputs[i]].type;
-  }
-  const TensorType &output(size_t i) const {
-    return entry.tensors[launch.outputs[i]].type;
-  }
+  size_t numInputs() const { return inputs.size(); }
+  size_t numOutputs() const { return outputs.size(); }
+  const TensorType &input(size_t i) const { return *inputs[i]; }
+  const TensorType &output(size_t i) const { return *outputs[i]; }
 
   //===--------------------------------------------------------------------===//
   // Operands
   //===--------------------------------------------------------------------===//
 
-  /// Every operand exists, has a rank the kernels handle, and a size whose
-  /// strides cannot overflow.
+  /// Every operand has a known element type, a rank the kernels handle, and
+  /// a size whose strides cannot overflow.
   Status checkOperands() const {
     for (int side = 0; side < 2; ++side) {
-      const std::vector<uint32_t> &list =
-          side == 0 ? launch.inputs : launch.outputs;
+      const std::vector<const TensorType *> &list =
+          side == 0 ? inputs : outputs;
       const char *what = side == 0 ? "input" : "output";
       for (size_t i = 0; i < list.size(); ++i) {
-        if (list[i] >= entry.tensors.size())
-          return fail(what, " #", i, " names tensor ", list[i], " of ",
-                      entry.tensors.size());
-        const TensorType &type = entry.tensors[list[i]].type;
+        const TensorType &type = *list[i];
         if (dtypeBytes(type.dtype) == 0)
           return fail(what, " #", i, " has an unknown element type (",
                       static_cast<int>(type.dtype), ")");
@@ -102,20 +97,10 @@ public:
     return Status::ok();
   }
 
-  /// Strided tensors (broadcasts read through strides) are inputs 0 and 1
-  /// of the kernels that read them so, and never outputs.
-  Status checkStridedOperands() const {
-    for (size_t i = 0; i < launch.outputs.size(); ++i)
-      if (entry.tensors[launch.outputs[i]].isStrided())
-        return fail("output #", i,
-                    " is a strided view, which no kernel "
-                    "writes");
-    for (size_t i = 0; i < launch.inputs.size(); ++i)
-      if (entry.tensors[launch.inputs[i]].isStrided() &&
-          (i > 1 || !kernelReadsThroughStrides(id)))
-        return fail("input #", i,
-                    " is a strided view, which only element "
-                    "kernels read (as one of their first two operands)");
+  Status expectInputs(size_t inputs) const {
+    if (numInputs() != inputs)
+      return fail("expected ", inputs, " input", inputs == 1 ? "" : "s",
+                  ", got ", numInputs());
     return Status::ok();
   }
 
@@ -268,11 +253,12 @@ public:
     return expectRule(logitsLabelsRule(logits.shape, labels.shape));
   }
 
-  const Entry &entry;
-  const Launch &launch;
   const LaunchParams &params;
-  size_t index;
   KernelId id;
+
+private:
+  std::vector<const TensorType *> inputs, outputs;
+  std::string prefix;
 };
 
 //===----------------------------------------------------------------------===//
@@ -728,6 +714,57 @@ Status checkShard(const LaunchRules &r) {
   return Status::ok();
 }
 
+//===----------------------------------------------------------------------===//
+// Kernels whose rule infers their results
+//===----------------------------------------------------------------------===//
+//
+// A kernel listed in ZRT_INFERRED_KERNELS states its rule once, as a
+// function from its inputs and parameters to its results' types: the
+// loader checks a launch's outputs against it, the zt verifier an op's
+// results (zt::KernelRules), and the capture API builds the op from it
+// (Graph::op). The message names the rule broken.
+
+/// cumsum: running sums of a float tensor along `dim` (negative counts from
+/// the end), from its end when `reverse`; the result has the operand's type.
+Status inferCumsum(const LaunchRules &r, std::vector<TensorType> &results) {
+  ZRT_RETURN_IF_ERROR(r.expectInputs(1));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
+  ZRT_RETURN_IF_ERROR(r.expectRule(axisRule(r.input(0).shape, r.params.axis,
+                                            "dim")));
+  results = {r.input(0)};
+  return Status::ok();
+}
+
+#define ZRT_INFERRED_KERNELS(X) X(Cumsum, inferCumsum)
+
+Status inferResults(const LaunchRules &r, std::vector<TensorType> &results) {
+  switch (r.id) {
+#define ZRT_INFER(kernel, rule)                                                \
+  case KernelId::kernel:                                                       \
+    return rule(r, results);
+    ZRT_INFERRED_KERNELS(ZRT_INFER)
+#undef ZRT_INFER
+  default:
+    return r.fail(kernelName(r.id), " has no rule that infers its results");
+  }
+}
+
+/// A launch of an inferred kernel: its outputs are the ones its rule gives.
+Status checkInferred(const LaunchRules &r) {
+  std::vector<TensorType> expected;
+  ZRT_RETURN_IF_ERROR(inferResults(r, expected));
+  if (r.numOutputs() != expected.size())
+    return r.fail("expected ", expected.size(), " result",
+                  expected.size() == 1 ? "" : "s", ", got ", r.numOutputs());
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (r.output(i).dtype != expected[i].dtype ||
+        r.output(i).shape != expected[i].shape)
+      return r.fail("expected result", expected.size() == 1 ? "" : " #",
+                    expected.size() == 1 ? "" : std::to_string(i), " type ",
+                    typeString(expected[i]), ", got ", typeString(r.output(i)));
+  return Status::ok();
+}
+
 Status checkKernel(const LaunchRules &r) {
   static const char *const kBinaryRoles[] = {"lhs", "rhs"};
   static const char *const kUnaryRoles[] = {"operand"};
@@ -752,6 +789,8 @@ Status checkKernel(const LaunchRules &r) {
       return checkMixedElementwise(r, row->arity);
     }
   }
+  if (kernelInfersResults(r.id))
+    return checkInferred(r);
   switch (r.id) {
   case KernelId::Scale: {
     ZRT_RETURN_IF_ERROR(checkElementwise(r, 1, kUnaryRoles, /*bf16=*/true));
@@ -934,10 +973,74 @@ Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
     return makeError(StatusCode::InvalidPlan, "launch ", launchIndex,
                      " does not exist (the entry has ", entry.launches.size(),
                      ")");
-  LaunchRules rules(entry, launchIndex);
+  const Launch &launch = entry.launches[launchIndex];
+  std::string prefix = "launch " + std::to_string(launchIndex) + " (" +
+                       kernelName(launch.kernel) + "): ";
+  std::vector<const TensorType *> sides[2];
+  for (int side = 0; side < 2; ++side) {
+    const std::vector<uint32_t> &list =
+        side == 0 ? launch.inputs : launch.outputs;
+    const char *what = side == 0 ? "input" : "output";
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i] >= entry.tensors.size())
+        return makeError(StatusCode::InvalidPlan, prefix, what, " #", i,
+                         " names tensor ", list[i], " of ",
+                         entry.tensors.size());
+      const Tensor &tensor = entry.tensors[list[i]];
+      // Strided tensors (broadcasts read through strides) are inputs 0 and
+      // 1 of the kernels that read them so, and never outputs.
+      if (tensor.isStrided() &&
+          (side == 1 || i > 1 || !kernelReadsThroughStrides(launch.kernel)))
+        return makeError(
+            StatusCode::InvalidPlan, prefix, what, " #", i,
+            side == 1 ? " is a strided view, which no kernel writes"
+                      : " is a strided view, which only element kernels "
+                        "read (as one of their first two operands)");
+      sides[side].push_back(&tensor.type);
+    }
+  }
+  LaunchRules rules(launch.kernel, launch.params, std::move(sides[0]),
+                    std::move(sides[1]), std::move(prefix));
   ZRT_RETURN_IF_ERROR(rules.checkOperands());
-  ZRT_RETURN_IF_ERROR(rules.checkStridedOperands());
   return checkKernel(rules);
+}
+
+namespace {
+std::vector<const TensorType *> pointers(const std::vector<TensorType> &types) {
+  std::vector<const TensorType *> list;
+  for (const TensorType &t : types)
+    list.push_back(&t);
+  return list;
+}
+} // namespace
+
+Status zcc::runtime::checkKernelTypes(KernelId id, const LaunchParams &params,
+                                      const std::vector<TensorType> &inputs,
+                                      const std::vector<TensorType> &outputs) {
+  LaunchRules rules(id, params, pointers(inputs), pointers(outputs), "");
+  ZRT_RETURN_IF_ERROR(rules.checkOperands());
+  return checkKernel(rules);
+}
+
+bool zcc::runtime::kernelInfersResults(KernelId id) {
+  switch (id) {
+#define ZRT_INFERS(kernel, rule)                                               \
+  case KernelId::kernel:                                                       \
+    return true;
+    ZRT_INFERRED_KERNELS(ZRT_INFERS)
+#undef ZRT_INFERS
+  default:
+    return false;
+  }
+}
+
+Status zcc::runtime::inferKernelResults(KernelId id, const LaunchParams &params,
+                                        const std::vector<TensorType> &inputs,
+                                        std::vector<TensorType> &outputs) {
+  LaunchRules rules(id, params, pointers(inputs), {}, "");
+  ZRT_RETURN_IF_ERROR(rules.checkOperands());
+  outputs.clear();
+  return inferResults(rules, outputs);
 }
 
 std::string zcc::runtime::formatIndexPosition(const std::vector<int64_t> &shape,

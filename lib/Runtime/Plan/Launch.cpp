@@ -137,6 +137,19 @@ std::optional<ElementArity> zcc::runtime::elementArity(KernelId id) {
   return std::nullopt;
 }
 
+std::vector<ParamSpec> zcc::runtime::kernelParamSpecs(KernelId kernel) {
+  std::vector<ParamSpec> specs;
+#define ZRT_PARAM_SPEC(k, name, kind, member)                                  \
+  if (kernel == KernelId::k)                                                   \
+    specs.push_back({name, ParamKind::kind});
+  ZRT_KERNEL_PARAM_LIST(ZRT_PARAM_SPEC)
+#undef ZRT_PARAM_SPEC
+  if (const ElementRow *row = elementRow(kernel))
+    for (int k = 0; k < row->paramCount; ++k)
+      specs.push_back({row->paramNames[k], ParamKind::Float});
+  return specs;
+}
+
 bool LaunchParams::operator==(const LaunchParams &other) const {
 #define ZRT_SAME_PARAM(k, name, kind, member)                                  \
   if (!(member == other.member))                                               \

@@ -196,10 +196,11 @@ Status zcc::runtime::attentionShapes(const Shape &q, const Shape &k,
   return Status::ok();
 }
 
-Status zcc::runtime::axisRule(const Shape &operand, int64_t axis) {
+Status zcc::runtime::axisRule(const Shape &operand, int64_t axis,
+                              const char *name) {
   int64_t rank = static_cast<int64_t>(operand.size());
   if (axis < -rank || axis >= rank)
-    return broken("axis ", axis, " is out of range for rank ", rank);
+    return broken(name, " ", axis, " is out of range for rank ", rank);
   return Status::ok();
 }
 

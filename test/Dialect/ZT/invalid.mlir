@@ -291,6 +291,15 @@ func.func @log_softmax_axis(%a: tensor<4x8xf32>) {
 }
 
 // -----
+// An op checked by its kernel's rule (ZT_KernelRules) fails in the rule's
+// words, as the loader and the capture API do.
+func.func @cumsum_dim(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{'zt.cumsum' op dim 2 is out of range for rank 2}}
+  %0 = zt.cumsum %a {dim = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
 func.func @layer_norm_gamma(%a: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8xf32>) {
   // expected-error @+1 {{gamma must have shape [8] (the operand's last dimension), got [4]}}
   %0 = zt.layer_norm %a, %g, %b, eps = 1.0e-5 : (tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<4x8xf32>

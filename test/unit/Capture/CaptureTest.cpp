@@ -15,6 +15,7 @@
 #include "zcc/Runtime/Testing/GradientCheck.h"
 
 #include "../ElementTestRows.h"
+#include "../Runtime/LaunchCase.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -718,6 +719,49 @@ TEST(CompilerCApi, WarningsReachTheCallerAndBadOptionsAreErrors) {
 // the row's Vjp) and checked against finite differences of the loss (f64).
 // w (and v) are also added to the loss, so that a row whose gradient is zero
 // (max_weight) still leaves a gradient to check.
+runtime::GradientCheckOptions gradientCheck() {
+  runtime::GradientCheckOptions check;
+  check.samples = 24;
+  return check;
+}
+
+/// Compiles `g` (finished) for gradients only and checks every parameter's
+/// gradient against finite differences; the plan, for a tampering check.
+std::shared_ptr<runtime::Plan> expectGradientsCheck(Graph &g,
+                                                    size_t parameters) {
+  CompileOptions options;
+  options.optimizer = "none";
+  auto plan = std::make_shared<runtime::Plan>();
+  EXPECT_TRUE(g.compile(options, *plan).isOk()) << g.status().message();
+  runtime::GradientCheckResult result;
+  EXPECT_TRUE(runtime::checkGradients(plan, gradientCheck(), result).isOk());
+  for (const runtime::ParameterCheck &p : result.parameters) {
+    EXPECT_TRUE(p.ok) << p.name << ": " << p.worst << " (error "
+                      << p.maxError << ", f32 " << p.maxF32Error << ")";
+    EXPECT_GT(p.checked, 0) << p.name;
+  }
+  EXPECT_EQ(result.parameters.size(), parameters);
+  return plan;
+}
+
+/// The check can fail: `change` applied to every launch `pick` selects
+/// (at least one) makes a gradient the check must catch.
+template <typename Pick, typename Change>
+void expectTamperingCaught(const std::shared_ptr<runtime::Plan> &plan,
+                           Pick pick, Change change, const char *what) {
+  bool tampered = false;
+  for (runtime::Entry &entry : plan->entries)
+    for (runtime::Launch &launch : entry.launches)
+      if (pick(launch)) {
+        change(launch);
+        tampered = true;
+      }
+  ASSERT_TRUE(tampered) << what;
+  runtime::GradientCheckResult result;
+  ASSERT_TRUE(runtime::checkGradients(plan, gradientCheck(), result).isOk());
+  EXPECT_FALSE(result.ok()) << what << " passed";
+}
+
 TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
   int checked = 0;
   for (int row = 0; row < runtime::kElementRowCount; ++row) {
@@ -755,37 +799,112 @@ TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
     ASSERT_TRUE(g.finish(g.mse(y, t)).isOk()) << g.status().message();
     EXPECT_NE(g.str().find(std::string("zt.") + r.name + " "),
               std::string::npos);
-    CompileOptions options;
-    options.optimizer = "none";
-    auto plan = std::make_shared<runtime::Plan>();
-    ASSERT_TRUE(g.compile(options, *plan).isOk()) << g.status().message();
-    runtime::GradientCheckOptions check;
-    check.samples = 24;
-    runtime::GradientCheckResult result;
-    ASSERT_TRUE(runtime::checkGradients(plan, check, result).isOk());
-    for (const runtime::ParameterCheck &p : result.parameters) {
-      EXPECT_TRUE(p.ok) << p.name << ": " << p.worst << " (error "
-                        << p.maxError << ", f32 " << p.maxF32Error << ")";
-      EXPECT_GT(p.checked, 0) << p.name;
-    }
-    EXPECT_EQ(result.parameters.size(), parameters.size());
+    std::shared_ptr<runtime::Plan> plan =
+        expectGradientsCheck(g, parameters.size());
     ++checked;
-    if (row != runtime::element_row::LeakyRelu)
-      continue;
-    // The check can fail: leaky_relu_grad with another slope than the
-    // forward's gives a wrong gradient, which it finds.
-    bool tampered = false;
-    for (runtime::Entry &entry : plan->entries)
-      for (runtime::Launch &launch : entry.launches)
-        if (launch.kernel == runtime::KernelId::LeakyReluGrad) {
-          launch.params.elementParams[0] += 0.5;
-          tampered = true;
-        }
-    ASSERT_TRUE(tampered);
-    ASSERT_TRUE(runtime::checkGradients(plan, check, result).isOk());
-    EXPECT_FALSE(result.ok()) << "a wrong slope in leaky_relu_grad passed";
+    if (row == runtime::element_row::LeakyRelu) // another slope is wrong
+      expectTamperingCaught(
+          plan,
+          [](const runtime::Launch &l) {
+            return l.kernel == runtime::KernelId::LeakyReluGrad;
+          },
+          [](runtime::Launch &l) { l.params.elementParams[0] += 0.5; },
+          "a wrong slope in leaky_relu_grad");
   }
   EXPECT_GE(checked, 30);
+}
+
+// Every op built by name (its kernel's rule infers its results), on the
+// operands and parameters of its kernel case (LaunchCase.h's everyKernel):
+// captured through Graph::op, compiled with the whole pipeline, and its
+// parameters' gradients checked against finite differences. A forward op
+// added to the rules is checked here without a test of its own.
+TEST(InferredOps, EveryForwardOpCapturesAndPassesAGradientCheck) {
+  int checked = 0;
+  for (runtime::testing::LaunchCase &c : runtime::testing::everyKernel()) {
+    std::optional<runtime::KernelId> kernel = runtime::findKernel(c.kernel);
+    ASSERT_TRUE(kernel.has_value()) << c.kernel;
+    if (!runtime::kernelInfersResults(*kernel) ||
+        (runtime::kernelTraits(*kernel) &
+         (runtime::kUpdate | runtime::kCommunicates)) ||
+        c.kernel.size() > 5 &&
+            c.kernel.compare(c.kernel.size() - 5, 5, "_grad") == 0)
+      continue;
+    runtime::Entry decoded;
+    ASSERT_TRUE(c.decoded(decoded).isOk()) << c.kernel;
+    SCOPED_TRACE(c.kernel);
+    Graph g(c.kernel + "_step");
+    std::vector<Tensor> operands;
+    for (uint32_t t : decoded.launches[0].inputs) {
+      const runtime::TensorType &type = decoded.tensors[t].type;
+      ASSERT_EQ(type.dtype, DType::F32) << "an operand the test cannot make";
+      operands.push_back(g.parameter("p" + std::to_string(operands.size()),
+                                     type.shape, Init::uniform(-1, 1)));
+    }
+    std::vector<Tensor> results = g.op(c.kernel, operands, c.params);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    ASSERT_EQ(results.size(), decoded.launches[0].outputs.size());
+    Tensor loss;
+    for (size_t i = 0; i < results.size(); ++i) {
+      Tensor target = g.label("target" + std::to_string(i), results[i].shape(),
+                              DType::F32);
+      Tensor term = g.mse(results[i], target);
+      loss = i ? g.add(loss, term) : term;
+    }
+    ASSERT_TRUE(g.finish(loss).isOk()) << g.status().message();
+    std::shared_ptr<runtime::Plan> plan =
+        expectGradientsCheck(g, operands.size());
+    ++checked;
+    if (*kernel == runtime::KernelId::Cumsum) // the sums the wrong way
+      expectTamperingCaught(
+          plan,
+          [](const runtime::Launch &l) {
+            return l.kernel == runtime::KernelId::Cumsum &&
+                   l.phase == runtime::Phase::Backward;
+          },
+          [](runtime::Launch &l) { l.params.reverse = !l.params.reverse; },
+          "cumsum's gradient summed forward");
+  }
+  EXPECT_GE(checked, 2);
+}
+
+// Graph::op names what is wrong: an op not built by name, a parameter
+// missing, unknown or of the wrong kind, and the rule's own words.
+TEST(InferredOps, ErrorsNameTheProblem) {
+  using runtime::Param;
+  auto error = [](auto build) {
+    Graph g("bad");
+    Tensor x = g.input("x", {2, 3});
+    build(g, x);
+    EXPECT_FALSE(g.ok());
+    return g.status().message();
+  };
+  EXPECT_CONTAINS(error([](Graph &g, Tensor x) { g.op("matmul", {x, x}); }),
+                  "no op 'matmul' is built by name (these are: cumsum)");
+  EXPECT_CONTAINS(error([](Graph &g, Tensor x) { g.op("cumsum", {x}); }),
+                  "cumsum: missing parameter 'dim' (an int)");
+  EXPECT_CONTAINS(error([](Graph &g, Tensor x) {
+                    g.op("cumsum", {x}, {Param::integer("dim", 0),
+                                         Param::integer("axis", 0)});
+                  }),
+                  "unknown parameter 'axis'");
+  EXPECT_CONTAINS(error([](Graph &g, Tensor x) {
+                    g.op("cumsum", {x}, {Param::real("dim", 1)});
+                  }),
+                  "parameter 'dim' must be an int, got a float");
+  EXPECT_CONTAINS(error([](Graph &g, Tensor x) {
+                    g.op("cumsum", {x}, {Param::integer("dim", 2)});
+                  }),
+                  "cumsum: dim 2 is out of range for rank 2");
+  EXPECT_CONTAINS(error([](Graph &g, Tensor x) {
+                    g.op("cumsum", {x, x}, {Param::integer("dim", 0)});
+                  }),
+                  "cumsum: expected 1 input, got 2");
+  EXPECT_CONTAINS(error([](Graph &g, Tensor) {
+                    Tensor i = g.input("i", {2}, DType::I32);
+                    g.op("cumsum", {i}, {Param::integer("dim", 0)});
+                  }),
+                  "operand must be an f32 tensor, got");
 }
 
 // Comparisons and logical ops make bool masks that where and the logical

@@ -722,6 +722,12 @@ inline std::vector<LaunchCase> everyKernel() {
   add("pack").input({2, 3}).input({4}).outputInPlace(0).output({4});
   add("copy").input({2, 3}).output({6});
   add("convert").input({2, 3}).typedOutput(DType::BF16, {2, 3});
+  add("cumsum").input({2, 3, 4}).output({2, 3, 4}).param(intParam("dim", 1));
+  add("cumsum")
+      .input({3, 5})
+      .output({3, 5})
+      .param(intParam("dim", -1))
+      .param(unitParam("reverse"));
   return cases;
 }
 

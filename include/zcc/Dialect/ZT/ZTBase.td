@@ -100,6 +100,13 @@ def ZT_FloatScalar : 0DTensorOf<[F32, F16, BF16]>;
 // The step counter: a rank-0 i64 tensor provided by the runtime every step.
 def ZT_StepScalar : 0DTensorOf<[I64]>;
 
+// An op checked by its kernel's rule (KernelRules.cpp's inferred kernels):
+// the rule the plan loader applies and the capture API builds the op from,
+// so the op needs no verifier of its own.
+def ZT_KernelRules : NativeOpTrait<"KernelRules"> {
+  let cppNamespace = "::zcc::zt";
+}
+
 class ZT_Op<string mnemonic, list<Trait> traits = []>
     : Op<ZT_Dialect, mnemonic, traits>;
 

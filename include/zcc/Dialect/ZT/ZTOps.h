@@ -11,6 +11,25 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "zcc/Dialect/ZT/ZTDialect.h"
+#include "zcc/Runtime/Plan/Plan.h"
+
+#include <optional>
+
+namespace zcc::zt {
+/// Checks `op` by its kernel's rule (runtime::checkKernelTypes): operand
+/// and result types, and its attributes decoded as the loader decodes a
+/// launch's parameters.
+mlir::LogicalResult verifyKernelRules(mlir::Operation *op);
+
+/// ZT_KernelRules: an op whose kernel's rule is its verifier.
+template <typename ConcreteType>
+class KernelRules : public mlir::OpTrait::TraitBase<ConcreteType, KernelRules> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyKernelRules(op);
+  }
+};
+} // namespace zcc::zt
 
 #define GET_OP_CLASSES
 #include "zcc/Dialect/ZT/ZTOps.h.inc"
@@ -27,6 +46,27 @@ inline bool isKernelParameter(llvm::StringRef attribute) {
 /// defines, defaults included, since the runtime holds no defaults of its
 /// own; nothing else (a discardable attribute is not the kernel's).
 mlir::DictionaryAttr kernelParams(mlir::Operation *op);
+
+/// The plan's element type for `element`; none for a type no kernel holds
+/// (f16).
+std::optional<runtime::DType> runtimeDType(mlir::Type element);
+
+/// The kernel and typed parameters (no operands) of the launch `op` runs:
+/// kernel `kernel` with `params` (a zplan.launch's, or a zt op's
+/// kernelParams), decoded as the loader decodes a plan's. An attribute the
+/// format cannot hold, or a parameter the kernel does not take, is an error
+/// on `op`.
+mlir::FailureOr<runtime::Launch> decodeLaunchOf(mlir::Operation *op,
+                                                llvm::StringRef kernel,
+                                                mlir::DictionaryAttr params);
+
+/// Builds zt op `name` (a kernel's name) on `operands` with `params` as its
+/// attributes (a unit flag, an i64, an f64 or an i64 array) and result types
+/// `results`; null when no zt op has that name. Not verified.
+mlir::Operation *buildKernelOp(mlir::OpBuilder &b, mlir::Location loc,
+                               llvm::StringRef name, mlir::ValueRange operands,
+                               llvm::ArrayRef<runtime::Param> params,
+                               mlir::TypeRange results);
 
 /// The row (ElementKernels.h) of element op `op`, or -1.
 int elementRowOf(mlir::Operation *op);

@@ -327,6 +327,25 @@ class ZT_AxisOp<string mnemonic, string formula> : ZT_Op<mnemonic, [Pure,
 def ZT_SoftmaxOp : ZT_AxisOp<"softmax", "result[i] = exp(x[i]) / sum_j exp(x[j])">;
 def ZT_LogSoftmaxOp : ZT_AxisOp<"log_softmax", "result[i] = x[i] - log(sum_j exp(x[j]))">;
 
+def ZT_CumsumOp : ZT_Op<"cumsum", [Pure, SameOperandsAndResultType,
+                                    ZT_KernelRules]> {
+  let summary = "running sums along a dimension";
+  let description = [{
+    `result[..., i, ...] = sum_{j <= i} operand[..., j, ...]` along `dim`
+    (negative counts from the end); with `reverse`, from the end
+    (`j >= i`), which is the gradient of the forward sums. Each line is
+    summed in order, so every executor gives the same bits.
+
+    ```mlir
+    %s = zt.cumsum %x {dim = 1 : i64} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$dim,
+                       UnitAttr:$reverse);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
 def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure,
     AllTypesMatch<["operand", "result"]>,
     AllElementTypesMatch<["operand", "gamma", "beta"]>]> {

@@ -36,6 +36,25 @@ uint64_t tensorReachBytes(const Tensor &tensor);
 /// the rule broken.
 Status checkLaunch(const Entry &entry, size_t launchIndex);
 
+/// The same rules over types: a launch of `kernel` with `params` reading
+/// `inputs` and writing `outputs` (the zt verifier's check of an op whose
+/// kernel infers its results). The message states the rule, unprefixed.
+Status checkKernelTypes(KernelId kernel, const LaunchParams &params,
+                        const std::vector<TensorType> &inputs,
+                        const std::vector<TensorType> &outputs);
+
+/// Whether `kernel`'s rule gives its results' types from its inputs and
+/// parameters (KernelRules.cpp's ZRT_INFERRED_KERNELS): the ops the capture
+/// API builds by name (Graph::op) and the zt verifier checks with these
+/// rules.
+bool kernelInfersResults(KernelId kernel);
+
+/// The result types of `kernel` reading `inputs` with `params`, or the rule
+/// the inputs break (unprefixed).
+Status inferKernelResults(KernelId kernel, const LaunchParams &params,
+                          const std::vector<TensorType> &inputs,
+                          std::vector<TensorType> &outputs);
+
 /// Floating-point operations of one launch of `kernel` reading `inputs` and
 /// writing `outputs` (their types, in operand order) with `params`, as
 /// usually counted: 2MNK per matrix product, 2ST(D+Dv) per attention head

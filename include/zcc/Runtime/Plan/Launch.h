@@ -71,7 +71,8 @@ namespace zcc::runtime {
   X(Shard, "shard", kSharded)                                                  \
   X(Pack, "pack", kInPlace | kBucket)                                          \
   X(Copy, "copy", kInPlace)                                                    \
-  X(Convert, "convert", kCheapToRecompute)
+  X(Convert, "convert", kCheapToRecompute)                                     \
+  X(Cumsum, "cumsum", kNoTraits)
 
 // X(Id, "name", ...): every kernel: the element kernels (ElementKernels.h,
 // whose rows also pass their arity), then the others.
@@ -192,7 +193,9 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(ReduceScatter, "ranks", Int, ranks)                                        \
   X(ReduceScatter, "mean", Unit, mean)                                         \
   X(AllGather, "ranks", Int, ranks)                                            \
-  X(Shard, "ranks", Int, ranks)
+  X(Shard, "ranks", Int, ranks)                                                \
+  X(Cumsum, "dim", Int, axis)                                                  \
+  X(Cumsum, "reverse", Unit, reverse)
 
 /// A launch's parameters, typed. Each kernel uses the members its rows of
 /// ZRT_KERNEL_PARAM_LIST name; the others keep these zero values.
@@ -204,7 +207,7 @@ struct LaunchParams {
   int64_t warmupSteps = 0, decaySteps = 0;
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
   bool nesterov = false, causal = false, mean = false;
-  bool cosine = false, linear = false;
+  bool cosine = false, linear = false, reverse = false;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
   /// An element kernel's params, in its row's order (ElementKernels.h).
@@ -240,7 +243,27 @@ struct Param {
   int64_t intValue = 0;
   double floatValue = 0;
   std::vector<int64_t> ints;
+
+  static Param flag(std::string name) { return {std::move(name)}; }
+  static Param integer(std::string name, int64_t value) {
+    return {std::move(name), ParamKind::Int, value};
+  }
+  static Param real(std::string name, double value) {
+    return {std::move(name), ParamKind::Float, 0, value};
+  }
+  static Param list(std::string name, std::vector<int64_t> values) {
+    return {std::move(name), ParamKind::Ints, 0, 0, std::move(values)};
+  }
 };
+
+/// A parameter kernel `kernel` takes: its name and kind.
+struct ParamSpec {
+  const char *name;
+  ParamKind kind;
+};
+/// The parameters `kernel` takes, in its order (its rows of
+/// ZRT_KERNEL_PARAM_LIST, or its element row's numbers).
+std::vector<ParamSpec> kernelParamSpecs(KernelId kernel);
 
 /// Decodes a launch as a file states it: an unknown kernel, or a parameter
 /// missing, of the wrong kind, stated twice or not the kernel's, is an

@@ -68,9 +68,9 @@ Status attentionShapes(const Shape &query, const Shape &key,
                        const Shape &value, double scale, Shape &result,
                        Shape &logsumexp);
 
-/// softmax, log_softmax and their gradients: `axis` (negative counts from
-/// the end) names a dimension of `operand`.
-Status axisRule(const Shape &operand, int64_t axis);
+/// softmax, log_softmax and their gradients, cumsum: `axis` (negative counts
+/// from the end) names a dimension of `operand` (`name`: the parameter's).
+Status axisRule(const Shape &operand, int64_t axis, const char *name = "axis");
 
 /// layer_norm, rms_norm and their gradients: `operand` of rank >= 1, each
 /// affine parameter (`roles[i]`: "gamma", "beta") of shape [D], its last

@@ -15,11 +15,13 @@
 #include "mlir/Parser/Parser.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "zcc/Runtime/Plan/Launch.h"
+#include "Runtime/LaunchCase.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -251,6 +253,87 @@ namespace {
 // prints back to the same text, its params included; a missing param is a
 // verifier error. (The round-trip test's coverage check leaves the rows'
 // ops to this test.)
+// Every op built by name (its kernel's rule infers its results and checks
+// it: ZT_KernelRules), on its kernel case's types and parameters
+// (LaunchCase.h): parsed in MLIR's generic form, printed in its own, parsed
+// back the same; without a parameter it takes, it fails to verify.
+// round-trip-covers-every-op leaves these ops to this test.
+TEST_F(ZTDialectTest, EveryInferredOpRoundTrips) {
+  namespace rt = zcc::runtime;
+  auto typeText = [](const rt::TensorType &t) {
+    std::string text = "tensor<";
+    for (int64_t d : t.shape)
+      text += std::to_string(d) + "x";
+    static const std::map<rt::DType, const char *> names = {
+        {rt::DType::F32, "f32"}, {rt::DType::BF16, "bf16"}, {rt::DType::I32, "i32"},
+        {rt::DType::I64, "i64"}, {rt::DType::Bool, "i1"}};
+    return text + names.at(t.dtype) + ">";
+  };
+  int covered = 0;
+  for (zcc::runtime::testing::LaunchCase &c :
+       zcc::runtime::testing::everyKernel()) {
+    std::optional<rt::KernelId> kernel = rt::findKernel(c.kernel);
+    if (!kernel || !rt::kernelInfersResults(*kernel))
+      continue;
+    SCOPED_TRACE(c.kernel);
+    rt::Entry decoded;
+    ASSERT_TRUE(c.decoded(decoded).isOk());
+    const rt::Launch &launch = decoded.launches[0];
+    std::string args, operands, inTypes, outTypes, attrs;
+    for (size_t i = 0; i < launch.inputs.size(); ++i) {
+      std::string type = typeText(decoded.tensors[launch.inputs[i]].type);
+      args += (i ? ", %a" : "%a") + std::to_string(i) + ": " + type;
+      operands += (i ? ", %a" : "%a") + std::to_string(i);
+      inTypes += (i ? ", " : "") + type;
+    }
+    for (size_t i = 0; i < launch.outputs.size(); ++i)
+      outTypes += (i ? ", " : "") +
+                  typeText(decoded.tensors[launch.outputs[i]].type);
+    for (const rt::Param &p : c.params) {
+      attrs += attrs.empty() ? " {" : ", ";
+      attrs += p.name;
+      if (p.kind == rt::ParamKind::Int)
+        attrs += " = " + std::to_string(p.intValue) + " : i64";
+      else if (p.kind == rt::ParamKind::Float)
+        attrs += " = " + std::to_string(p.floatValue) + " : f64";
+      else if (p.kind == rt::ParamKind::Ints) {
+        attrs += " = array<i64";
+        for (size_t k = 0; k < p.ints.size(); ++k)
+          attrs += (k ? ", " : ": ") + std::to_string(p.ints[k]);
+        attrs += ">";
+      }
+    }
+    attrs += attrs.empty() ? "" : "}";
+    std::string source = "func.func @f(" + args + ") {\n  %r = \"zt." +
+                         c.kernel + "\"(" + operands + ")" + attrs + " : (" +
+                         inTypes + ") -> (" + outTypes + ")\n  return\n}\n";
+    OwningOpRef<ModuleOp> first =
+        parseSourceString<ModuleOp>(source, ParserConfig(&context));
+    ASSERT_TRUE(first) << source;
+    std::string once = print(*first);
+    EXPECT_EQ(once.find("\"zt."), std::string::npos) << once;
+    OwningOpRef<ModuleOp> second =
+        parseSourceString<ModuleOp>(once, ParserConfig(&context));
+    ASSERT_TRUE(second) << once;
+    EXPECT_EQ(print(*second), once);
+    for (const rt::Param &p : c.params) {
+      if (p.kind == rt::ParamKind::Unit)
+        continue;
+      std::string missing = source;
+      size_t at = missing.find(p.name + " = ");
+      size_t end = missing.find_first_of(",}", at);
+      missing.erase(at, end - at + (missing[end] == ',' ? 2 : 0));
+      ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) {
+        return success();
+      });
+      EXPECT_FALSE(parseSourceString<ModuleOp>(missing, ParserConfig(&context)))
+          << missing;
+    }
+    ++covered;
+  }
+  EXPECT_GT(covered, 0);
+}
+
 TEST_F(ZTDialectTest, EveryElementRowRoundTrips) {
   for (int row = 0; row < zcc::runtime::kElementRowCount; ++row) {
     const zcc::runtime::ElementRow &r = zcc::runtime::kElementRows[row];
