@@ -32,6 +32,12 @@ namespace zcc::runtime::device {
 /// sum, and are compiled without contracting multiply-adds
 /// (-ffp-contract=off).
 enum class HostIsa { Baseline, X86_64_V3, X86_64_V4 };
+/// Whether the loops have their x86-64-v3 and v4 copies: GCC 12 or later on
+/// x86-64 (target attributes with `flatten`).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
+    __GNUC__ >= 12
+#define ZRT_HOST_ISAS 1
+#endif
 const char *hostIsaName(HostIsa isa); // "baseline", "x86-64-v3", ...
 /// The best this CPU runs.
 HostIsa bestHostIsa();
