@@ -8,7 +8,7 @@ usage: check_op_coverage.py GENERATED_DOC ROUND_TRIP_TEST [ELEMENT_OPS_TD
 
 The element ops (ZTElementOps.td, generated from their rows) are left out:
 ZTDialectTest's EveryElementRowRoundTrips round-trips every row. So are the
-ops checked by their kernel's rule (ZT_KernelRules in OPS_TD), which
+ops checked by their kernel's rule (ZT_BuiltByName in OPS_TD), which
 EveryInferredOpRoundTrips round-trips on their kernel cases.
 """
 import re
@@ -31,7 +31,7 @@ def main() -> int:
     if len(sys.argv) > 4:
         with open(sys.argv[4]) as f:
             ruled = {"zt." + name for name in re.findall(
-                r'^def ZT_\w+Op : ZT_Op<"(\w+)",[^{]*ZT_KernelRules', f.read(),
+                r'^def ZT_\w+Op : ZT_Op<"(\w+)",[^{]*ZT_BuiltByName', f.read(),
                 re.M)}
         ops = [op for op in ops if op not in ruled]
     with open(test_path) as f:

@@ -11,8 +11,8 @@ a gradient check run it. scale (emitted for mean), the optimizer updates
 (sgd, adamw, clipping's sum_squares and the learning-rate schedule's
 lr_schedule) and the data-parallel ops (all_reduce, and ZeRO-1's
 reduce_scatter, all_gather and shard) are not forward ops of a loss and are
-not required. Nor are the ops checked by their kernel's rule
-(ZT_KernelRules): zcc-capture-tests' InferredOps.EveryForwardOp...
+not required. Nor are the ops built by their kernel's rule
+(ZT_BuiltByName): zcc-capture-tests' InferredOps.EveryForwardOp...
 gradient-checks each on its kernel case.
 """
 import glob
@@ -54,7 +54,7 @@ def main():
     td_path, test_dir = sys.argv[1:3]
     with open(td_path) as f:
         td = f.read()
-    ruled = set(re.findall(r'^def ZT_\w+Op : ZT_Op<"(\w+)",[^{]*ZT_KernelRules',
+    ruled = set(re.findall(r'^def ZT_\w+Op : ZT_Op<"(\w+)",[^{]*ZT_BuiltByName',
                            td, re.M))
     ops = [op for op in op_names(td) if op not in ruled]
     grads = [op for op in ops if op.endswith("_grad")]

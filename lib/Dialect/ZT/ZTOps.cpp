@@ -2,6 +2,10 @@
 //
 // Verifiers state every shape and dtype rule of the op set, so later passes
 // (autodiff, liveness, planning) can assume well-formed IR and never crash.
+// Most ops are checked by their kernel's rules, the plan loader's
+// (ZT_KernelRules: verifyKernelRules); the verifiers here are the ops'
+// whose IR admits more than a launch (f16, optimizer operand segments,
+// collectives' buckets) or whose words say more than the loader's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,17 +68,6 @@ static LogicalResult ruleHolds(Operation *op,
 static zcc::runtime::Shape shapeOf(Value value) {
   ArrayRef<int64_t> shape = tensorTypeOf(value).getShape();
   return zcc::runtime::Shape(shape.begin(), shape.end());
-}
-
-static std::vector<int64_t> listOf(ArrayRef<int64_t> values) {
-  return std::vector<int64_t>(values.begin(), values.end());
-}
-
-/// Checks that `dims` is strictly increasing and within [0, rank).
-static LogicalResult verifyDimList(Operation *op, StringRef name,
-                                   ArrayRef<int64_t> dims, int64_t rank) {
-  return ruleHolds(op, zcc::runtime::dimListRule(name.str().c_str(),
-                                                 listOf(dims), rank));
 }
 
 static LogicalResult verifyTypeMatches(Operation *op, StringRef name,
@@ -161,46 +154,9 @@ LogicalResult ConstantOp::verify() {
                            getValue().getType());
 }
 
-LogicalResult ScaleOp::verify() {
-  double factor = getFactor().convertToDouble();
-  if (std::isfinite(factor))
-    return success();
-  return emitOpError() << "factor must be finite, got "
-                       << formatNumber(factor);
-}
-
-LogicalResult CausalMaskOp::verify() {
-  RankedTensorType type = tensorTypeOf(getResult());
-  if (type.getRank() != 2 || type.getDimSize(0) != type.getDimSize(1))
-    return emitOpError() << "result must be a square 2-D tensor, got " << type;
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
-
-LogicalResult BroadcastInDimOp::verify() {
-  RankedTensorType operandType = tensorTypeOf(getOperand());
-  RankedTensorType resultType = tensorTypeOf(getResult());
-  ArrayRef<int64_t> dims = getBroadcastDimensions();
-  if (static_cast<int64_t>(dims.size()) != operandType.getRank())
-    return emitOpError() << "broadcast_dimensions has " << dims.size()
-                         << " entries but the operand has rank "
-                         << operandType.getRank();
-  if (failed(verifyDimList(*this, "broadcast_dimensions", dims,
-                           resultType.getRank())))
-    return failure();
-  for (auto [index, dim] : llvm::enumerate(dims)) {
-    int64_t from = operandType.getDimSize(index);
-    int64_t to = resultType.getDimSize(dim);
-    if (from != 1 && from != to)
-      return emitOpError() << "operand dimension " << index << " (size " << from
-                           << ") cannot broadcast to result dimension " << dim
-                           << " (size " << to << "): it must be 1 or " << to;
-  }
-  return success();
-}
 
 LogicalResult ReshapeOp::verify() {
   RankedTensorType operandType = tensorTypeOf(getOperand());
@@ -211,15 +167,6 @@ LogicalResult ReshapeOp::verify() {
                          << resultType.getNumElements() << " elements ("
                          << resultType << ")";
   return success();
-}
-
-LogicalResult TransposeOp::verify() {
-  zcc::runtime::Shape expected;
-  if (failed(ruleHolds(*this, zcc::runtime::transposeShape(
-                                  shapeOf(getOperand()),
-                                  listOf(getPermutation()), expected))))
-    return failure();
-  return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
 }
 
 /// `%value [start:limit(:stride), ...] attr-dict : (type) -> type`, shared by
@@ -279,36 +226,11 @@ static void printSliceLike(OpT op, OpAsmPrinter &printer) {
   printer.printFunctionalType(op.getOperation());
 }
 
-/// The ranges select a `part` of a `whole` tensor: one range per dimension,
-/// in bounds, positive strides, and `part`'s shape is the one they derive.
-static LogicalResult verifySliceRanges(Operation *op, Value whole,
-                                       Value part, ArrayRef<int64_t> starts,
-                                       ArrayRef<int64_t> limits,
-                                       ArrayRef<int64_t> strides) {
-  zcc::runtime::Shape expected;
-  if (failed(ruleHolds(op, zcc::runtime::sliceShape(
-                               shapeOf(whole), listOf(starts), listOf(limits),
-                               listOf(strides), expected))))
-    return failure();
-  RankedTensorType partType = tensorTypeOf(part);
-  if (partType.getShape() == ArrayRef<int64_t>(expected))
-    return success();
-  return op->emitOpError() << "expected "
-                           << (part == op->getResult(0) ? "result" : "grad")
-                           << " shape " << formatList(expected) << ", got "
-                           << partType;
-}
-
 ParseResult SliceOp::parse(OpAsmParser &parser, OperationState &result) {
   return parseSliceLike<SliceOp>(parser, result);
 }
 
 void SliceOp::print(OpAsmPrinter &printer) { printSliceLike(*this, printer); }
-
-LogicalResult SliceOp::verify() {
-  return verifySliceRanges(*this, getOperand(), getResult(),
-                           getStartIndices(), getLimitIndices(), getStrides());
-}
 
 ParseResult SliceGradOp::parse(OpAsmParser &parser, OperationState &result) {
   return parseSliceLike<SliceGradOp>(parser, result);
@@ -316,69 +238,6 @@ ParseResult SliceGradOp::parse(OpAsmParser &parser, OperationState &result) {
 
 void SliceGradOp::print(OpAsmPrinter &printer) {
   printSliceLike(*this, printer);
-}
-
-LogicalResult SliceGradOp::verify() {
-  return verifySliceRanges(*this, getResult(), getGrad(),
-                           getStartIndices(), getLimitIndices(), getStrides());
-}
-
-LogicalResult ConcatOp::verify() {
-  std::vector<zcc::runtime::Shape> shapes;
-  for (Value input : getInputs())
-    shapes.push_back(shapeOf(input));
-  zcc::runtime::Shape expected;
-  if (failed(ruleHolds(*this, zcc::runtime::concatShape(
-                                  shapes, getDimension(), expected))))
-    return failure();
-  Type element = tensorTypeOf(getInputs().front()).getElementType();
-  for (auto [index, input] : llvm::enumerate(getInputs()))
-    if (tensorTypeOf(input).getElementType() != element)
-      return emitOpError() << "operand #" << index << " has element type "
-                           << tensorTypeOf(input).getElementType()
-                           << ", expected " << element;
-  RankedTensorType resultType = tensorTypeOf(getResult());
-  if (resultType.getElementType() != element)
-    return emitOpError() << "result element type "
-                         << resultType.getElementType()
-                         << " must match the operands' " << element;
-  return verifyResultShape(*this, resultType, expected);
-}
-
-//===----------------------------------------------------------------------===//
-// Reductions
-//===----------------------------------------------------------------------===//
-
-static LogicalResult verifyReduction(Operation *op, Value operand,
-                                     ArrayRef<int64_t> dims, bool keepDims,
-                                     Value result) {
-  zcc::runtime::Shape expected;
-  if (failed(ruleHolds(op, zcc::runtime::reductionShape(
-                               shapeOf(operand), listOf(dims), keepDims,
-                               expected))))
-    return failure();
-  return verifyResultShape(op, tensorTypeOf(result), expected);
-}
-
-LogicalResult SumOp::verify() {
-  return verifyReduction(*this, getOperand(), getDims(), getKeepDims(),
-                         getResult());
-}
-
-LogicalResult MeanOp::verify() {
-  return verifyReduction(*this, getOperand(), getDims(), getKeepDims(),
-                         getResult());
-}
-
-LogicalResult MaxOp::verify() {
-  return verifyReduction(*this, getOperand(), getDims(), getKeepDims(),
-                         getResult());
-}
-
-LogicalResult MaxGradOp::verify() {
-  // `grad` has the shape the forward max's result had.
-  return verifyReduction(*this, getOperand(), getDims(), getKeepDims(),
-                         getGrad());
 }
 
 //===----------------------------------------------------------------------===//
@@ -415,136 +274,9 @@ LogicalResult ConvertOp::verify() {
   return success();
 }
 
-/// The shapes zt.attention's operands must have ([B..., S, D], [B..., T, D],
-/// [B..., T, Dv]) and its scale; on success `result` is [B..., S, Dv] and
-/// `logsumexp` [B..., S].
-static LogicalResult verifyAttention(Operation *op, Value query, Value key,
-                                     Value value, double scale,
-                                     zcc::runtime::Shape &result,
-                                     zcc::runtime::Shape &logsumexp) {
-  return ruleHolds(op, zcc::runtime::attentionShapes(
-                           shapeOf(query), shapeOf(key), shapeOf(value), scale,
-                           result, logsumexp));
-}
-
-LogicalResult AttentionOp::verify() {
-  zcc::runtime::Shape result, logsumexp;
-  if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
-                             getScale().convertToDouble(), result, logsumexp)))
-    return failure();
-  if (failed(verifyResultShape(*this, tensorTypeOf(getResult()), result)))
-    return failure();
-  RankedTensorType lse = tensorTypeOf(getLogsumexp());
-  if (lse.getShape() != ArrayRef<int64_t>(logsumexp))
-    return emitOpError() << "expected logsumexp shape " << formatList(logsumexp)
-                         << ", got " << lse;
-  return success();
-}
-
-LogicalResult AttentionGradOp::verify() {
-  zcc::runtime::Shape result, logsumexp;
-  if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
-                             getScale().convertToDouble(), result, logsumexp)))
-    return failure();
-  RankedTensorType y = tensorTypeOf(getResult());
-  if (y.getShape() != ArrayRef<int64_t>(result))
-    return emitOpError() << "expected result (the forward's) shape "
-                         << formatList(result) << ", got " << y;
-  RankedTensorType lse = tensorTypeOf(getLogsumexp());
-  if (lse.getShape() != ArrayRef<int64_t>(logsumexp) ||
-      lse.getElementType() != y.getElementType())
-    return emitOpError() << "expected logsumexp shape " << formatList(logsumexp)
-                         << " of the result's element type, got " << lse;
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Axis ops and normalisation
-//===----------------------------------------------------------------------===//
-
-LogicalResult SoftmaxOp::verify() {
-  return ruleHolds(*this,
-                   zcc::runtime::axisRule(shapeOf(getOperand()), getAxis()));
-}
-
-LogicalResult LogSoftmaxOp::verify() {
-  return ruleHolds(*this,
-                   zcc::runtime::axisRule(shapeOf(getOperand()), getAxis()));
-}
-
-LogicalResult SoftmaxGradOp::verify() {
-  return ruleHolds(*this,
-                   zcc::runtime::axisRule(shapeOf(getGrad()), getAxis()));
-}
-
-LogicalResult LogSoftmaxGradOp::verify() {
-  return ruleHolds(*this,
-                   zcc::runtime::axisRule(shapeOf(getGrad()), getAxis()));
-}
-
-/// Rules shared by layer_norm and rms_norm: normalised over the last
-/// dimension, affine parameters of shape [D], positive epsilon.
-static LogicalResult verifyNorm(Operation *op, Value operand,
-                                ArrayRef<std::pair<const char *, Value>> affine,
-                                double epsilon) {
-  std::vector<const char *> roles;
-  std::vector<zcc::runtime::Shape> shapes;
-  for (auto [role, value] : affine) {
-    roles.push_back(role);
-    shapes.push_back(shapeOf(value));
-  }
-  return ruleHolds(
-      op, zcc::runtime::normRule(shapeOf(operand), roles, shapes, epsilon));
-}
-
-LogicalResult LayerNormOp::verify() {
-  return verifyNorm(*this, getOperand(),
-                    {{"gamma", getGamma()}, {"beta", getBeta()}},
-                    getEpsilon().convertToDouble());
-}
-
-LogicalResult LayerNormGradOp::verify() {
-  return verifyNorm(*this, getOperand(), {{"gamma", getGamma()}},
-                    getEpsilon().convertToDouble());
-}
-
-LogicalResult RmsNormGradOp::verify() {
-  return verifyNorm(*this, getOperand(), {{"gamma", getGamma()}},
-                    getEpsilon().convertToDouble());
-}
-
-LogicalResult RmsNormOp::verify() {
-  return verifyNorm(*this, getOperand(), {{"gamma", getGamma()}},
-                    getEpsilon().convertToDouble());
-}
-
 //===----------------------------------------------------------------------===//
 // EmbeddingOp, losses, dropout
 //===----------------------------------------------------------------------===//
-
-LogicalResult EmbeddingOp::verify() {
-  zcc::runtime::Shape expected;
-  if (failed(ruleHolds(*this, zcc::runtime::embeddingShape(
-                                  shapeOf(getTable()), shapeOf(getIndices()),
-                                  expected))))
-    return failure();
-  return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
-}
-
-LogicalResult EmbeddingGradOp::verify() {
-  zcc::runtime::Shape expected;
-  if (failed(ruleHolds(*this, zcc::runtime::embeddingShape(
-                                  shapeOf(getResult()), shapeOf(getIndices()),
-                                  expected, "result"))))
-    return failure();
-  RankedTensorType gradType = tensorTypeOf(getGrad());
-  if (gradType.getShape() == ArrayRef<int64_t>(expected))
-    return success();
-  return emitOpError() << "expected grad shape " << formatList(expected)
-                       << " (the indices' shape and the table's row width), "
-                          "got "
-                       << gradType;
-}
 
 /// Labels index the rows of `logits`: their shape is logits' without the
 /// class dimension.
@@ -580,11 +312,6 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
                                getLossGrad().getType())))
     return failure();
   return verifyLogitsAndLabels(*this, getLogits(), getLabels());
-}
-
-LogicalResult DropoutOp::verify() {
-  return verifyHyperparameter(*this, "rate", getRate().convertToDouble(), 0.0,
-                              /*loInclusive=*/true, 1.0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -875,9 +602,8 @@ LogicalResult zcc::zt::verifyKernelRules(Operation *op) {
   namespace rt = zcc::runtime;
   StringRef name = op->getName().stripDialect();
   std::optional<rt::KernelId> kernel = rt::findKernel(name);
-  if (!kernel || !rt::kernelInfersResults(*kernel))
-    return op->emitOpError() << "has no kernel rule to check it by (add its "
-                                "rule to KernelRules.cpp)";
+  if (!kernel)
+    return op->emitOpError() << "has no kernel whose rules check it";
   FailureOr<rt::Launch> launch = decodeLaunchOf(op, name, kernelParams(op));
   if (failed(launch))
     return failure();
@@ -900,6 +626,15 @@ LogicalResult zcc::zt::verifyKernelRules(Operation *op) {
   rt::Status verdict =
       rt::checkKernelTypes(*kernel, launch->params, sides[0], sides[1]);
   return ruleHolds(op, verdict);
+}
+
+LogicalResult zcc::zt::verifyBuiltByName(Operation *op) {
+  std::optional<zcc::runtime::KernelId> kernel =
+      zcc::runtime::findKernel(op->getName().stripDialect());
+  if (kernel && !zcc::runtime::kernelInfersResults(*kernel))
+    return op->emitOpError() << "is built by name but its kernel's rule does "
+                                "not infer its results (ZRT_INFERRED_KERNELS)";
+  return verifyKernelRules(op);
 }
 
 Operation *zcc::zt::buildKernelOp(OpBuilder &b, Location loc, StringRef name,

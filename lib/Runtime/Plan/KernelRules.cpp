@@ -486,8 +486,7 @@ Status checkNorm(const LaunchRules &r, bool withBeta) {
   ZRT_RETURN_IF_ERROR(r.expectFloat("operand", operand));
   ZRT_RETURN_IF_ERROR(r.expectNorm(operand, "gamma", r.input(1)));
   if (withBeta)
-    ZRT_RETURN_IF_ERROR(
-        r.expectSameType("beta", r.input(2), "gamma", r.input(1)));
+    ZRT_RETURN_IF_ERROR(r.expectNorm(operand, "beta", r.input(2)));
   return r.expectSameType("result", r.output(0), "operand", operand);
 }
 

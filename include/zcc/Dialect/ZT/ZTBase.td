@@ -100,10 +100,17 @@ def ZT_FloatScalar : 0DTensorOf<[F32, F16, BF16]>;
 // The step counter: a rank-0 i64 tensor provided by the runtime every step.
 def ZT_StepScalar : 0DTensorOf<[I64]>;
 
-// An op checked by its kernel's rule (KernelRules.cpp's inferred kernels):
-// the rule the plan loader applies and the capture API builds the op from,
-// so the op needs no verifier of its own.
+// An op checked by its kernel's rules (KernelRules.cpp): the rules the plan
+// loader applies to its launch (and, for the kernels whose rule infers their
+// results, the one the capture API builds the op from), so the op needs no
+// verifier of its own.
 def ZT_KernelRules : NativeOpTrait<"KernelRules"> {
+  let cppNamespace = "::zcc::zt";
+}
+// An op whose kernel's rule also infers its results (ZRT_INFERRED_KERNELS):
+// checked by it, built by name from it (Graph::op, zcc.ops), and tested on
+// its kernel case by construction (round trip, gradient check).
+def ZT_BuiltByName : NativeOpTrait<"BuiltByName"> {
   let cppNamespace = "::zcc::zt";
 }
 

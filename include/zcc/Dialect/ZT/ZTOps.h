@@ -16,9 +16,9 @@
 #include <optional>
 
 namespace zcc::zt {
-/// Checks `op` by its kernel's rule (runtime::checkKernelTypes): operand
+/// Checks `op` by its kernel's rules (runtime::checkKernelTypes): operand
 /// and result types, and its attributes decoded as the loader decodes a
-/// launch's parameters.
+/// launch's parameters; the loader's words.
 mlir::LogicalResult verifyKernelRules(mlir::Operation *op);
 
 /// ZT_KernelRules: an op whose kernel's rule is its verifier.
@@ -27,6 +27,19 @@ class KernelRules : public mlir::OpTrait::TraitBase<ConcreteType, KernelRules> {
 public:
   static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
     return verifyKernelRules(op);
+  }
+};
+
+/// verifyKernelRules for an op whose kernel's rule infers its results
+/// (runtime::kernelInfersResults), which it must.
+mlir::LogicalResult verifyBuiltByName(mlir::Operation *op);
+
+/// ZT_BuiltByName: ZT_KernelRules for an op built by name from its rule.
+template <typename ConcreteType>
+class BuiltByName : public mlir::OpTrait::TraitBase<ConcreteType, BuiltByName> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyBuiltByName(op);
   }
 };
 } // namespace zcc::zt

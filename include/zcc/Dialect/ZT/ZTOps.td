@@ -84,7 +84,7 @@ def ZT_ConstantOp : ZT_Op<"constant", [Pure, ConstantLike,
   let hasVerifier = 1;
 }
 
-def ZT_CausalMaskOp : ZT_Op<"causal_mask", [Pure]> {
+def ZT_CausalMaskOp : ZT_Op<"causal_mask", [Pure, ZT_KernelRules]> {
   let summary = "additive causal attention mask";
   let description = [{
     Produces a square `SxS` tensor with `result[q][k] = 0` for `k <= q` and
@@ -98,14 +98,13 @@ def ZT_CausalMaskOp : ZT_Op<"causal_mask", [Pure]> {
   }];
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-def ZT_BroadcastInDimOp : ZT_Op<"broadcast_in_dim", [Pure,
+def ZT_BroadcastInDimOp : ZT_Op<"broadcast_in_dim", [Pure, ZT_KernelRules,
     AllElementTypesMatch<["operand", "result"]>]> {
   let summary = "broadcast a tensor to a larger shape";
   let description = [{
@@ -126,7 +125,6 @@ def ZT_BroadcastInDimOp : ZT_Op<"broadcast_in_dim", [Pure,
   let assemblyFormat = [{
     $operand `,` `dims` `=` $broadcast_dimensions attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def ZT_ReshapeOp : ZT_Op<"reshape", [Pure,
@@ -146,7 +144,7 @@ def ZT_ReshapeOp : ZT_Op<"reshape", [Pure,
   let hasVerifier = 1;
 }
 
-def ZT_TransposeOp : ZT_Op<"transpose", [Pure,
+def ZT_TransposeOp : ZT_Op<"transpose", [Pure, ZT_KernelRules,
     AllElementTypesMatch<["operand", "result"]>]> {
   let summary = "permute the dimensions of a tensor";
   let description = [{
@@ -162,10 +160,9 @@ def ZT_TransposeOp : ZT_Op<"transpose", [Pure,
   let assemblyFormat = [{
     $operand `,` `perm` `=` $permutation attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
-def ZT_SliceOp : ZT_Op<"slice", [Pure,
+def ZT_SliceOp : ZT_Op<"slice", [Pure, ZT_KernelRules,
     AllElementTypesMatch<["operand", "result"]>]> {
   let summary = "a strided rectangular part of a tensor";
   let description = [{
@@ -182,10 +179,9 @@ def ZT_SliceOp : ZT_Op<"slice", [Pure,
                        DenseI64ArrayAttr:$limit_indices, DenseI64ArrayAttr:$strides);
   let results = (outs ZT_AnyTensor:$result);
   let hasCustomAssemblyFormat = 1;
-  let hasVerifier = 1;
 }
 
-def ZT_ConcatOp : ZT_Op<"concat", [Pure]> {
+def ZT_ConcatOp : ZT_Op<"concat", [Pure, ZT_KernelRules]> {
   let summary = "join tensors along one dimension";
   let description = [{
     All operands have the same rank and element type, and the same size in
@@ -200,14 +196,13 @@ def ZT_ConcatOp : ZT_Op<"concat", [Pure]> {
   let assemblyFormat = [{
     `(` $inputs `)` `dim` `=` $dimension attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class ZT_ReduceOp<string mnemonic, string what> : ZT_Op<mnemonic, [Pure,
+class ZT_ReduceOp<string mnemonic, string what> : ZT_Op<mnemonic, [Pure, ZT_KernelRules,
     AllElementTypesMatch<["operand", "result"]>]> {
   let summary = what # " over dimensions";
   let description = [{
@@ -226,7 +221,6 @@ class ZT_ReduceOp<string mnemonic, string what> : ZT_Op<mnemonic, [Pure,
   let assemblyFormat = [{
     $operand `,` `dims` `=` $dims attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def ZT_SumOp : ZT_ReduceOp<"sum", "sum">;
@@ -264,7 +258,7 @@ def ZT_MatmulOp : ZT_Op<"matmul", [Pure,
   let hasVerifier = 1;
 }
 
-def ZT_AttentionOp : ZT_Op<"attention", [Pure,
+def ZT_AttentionOp : ZT_Op<"attention", [Pure, ZT_KernelRules,
     AllElementTypesMatch<["query", "key", "value", "result", "logsumexp"]>]> {
   let summary = "fused scaled dot-product attention (flash-attention scheme)";
   let description = [{
@@ -293,14 +287,13 @@ def ZT_AttentionOp : ZT_Op<"attention", [Pure,
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Normalisation and activation over an axis
 //===----------------------------------------------------------------------===//
 
-class ZT_AxisOp<string mnemonic, string formula> : ZT_Op<mnemonic, [Pure,
+class ZT_AxisOp<string mnemonic, string formula> : ZT_Op<mnemonic, [Pure, ZT_KernelRules,
     SameOperandsAndResultType]> {
   let summary = mnemonic # " along one axis";
   let description = [{
@@ -314,7 +307,6 @@ class ZT_AxisOp<string mnemonic, string formula> : ZT_Op<mnemonic, [Pure,
   let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$axis);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$operand `,` `axis` `=` $axis attr-dict `:` type($result)";
-  let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// `axis` as a non-negative dimension index.
     int64_t getNormalizedAxis() {
@@ -328,7 +320,7 @@ def ZT_SoftmaxOp : ZT_AxisOp<"softmax", "result[i] = exp(x[i]) / sum_j exp(x[j])
 def ZT_LogSoftmaxOp : ZT_AxisOp<"log_softmax", "result[i] = x[i] - log(sum_j exp(x[j]))">;
 
 def ZT_CumsumOp : ZT_Op<"cumsum", [Pure, SameOperandsAndResultType,
-                                    ZT_KernelRules]> {
+                                    ZT_BuiltByName]> {
   let summary = "running sums along a dimension";
   let description = [{
     `result[..., i, ...] = sum_{j <= i} operand[..., j, ...]` along `dim`
@@ -346,7 +338,7 @@ def ZT_CumsumOp : ZT_Op<"cumsum", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
-def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure,
+def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "result"]>,
     AllElementTypesMatch<["operand", "gamma", "beta"]>]> {
   let summary = "layer normalisation over the last dimension";
@@ -366,10 +358,9 @@ def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure,
   let assemblyFormat = [{
     $operand `,` $gamma `,` $beta `,` `eps` `=` $epsilon attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
-def ZT_RmsNormOp : ZT_Op<"rms_norm", [Pure,
+def ZT_RmsNormOp : ZT_Op<"rms_norm", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "result"]>,
     AllElementTypesMatch<["operand", "gamma"]>]> {
   let summary = "RMS normalisation over the last dimension";
@@ -387,14 +378,13 @@ def ZT_RmsNormOp : ZT_Op<"rms_norm", [Pure,
   let assemblyFormat = [{
     $operand `,` $gamma `,` `eps` `=` $epsilon attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Lookup
 //===----------------------------------------------------------------------===//
 
-def ZT_EmbeddingOp : ZT_Op<"embedding", [Pure,
+def ZT_EmbeddingOp : ZT_Op<"embedding", [Pure, ZT_KernelRules,
     AllElementTypesMatch<["table", "result"]>]> {
   let summary = "gather rows of an embedding table";
   let description = [{
@@ -410,7 +400,6 @@ def ZT_EmbeddingOp : ZT_Op<"embedding", [Pure,
   let arguments = (ins ZT_FloatTensor:$table, ZT_IndexTensor:$indices);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$table `,` $indices attr-dict `:` functional-type(operands, results)";
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -437,7 +426,7 @@ def ZT_SoftmaxCrossEntropyOp : ZT_Op<"softmax_cross_entropy", [Pure]> {
   let hasVerifier = 1;
 }
 
-def ZT_MseOp : ZT_Op<"mse", [Pure, AllTypesMatch<["prediction", "target"]>,
+def ZT_MseOp : ZT_Op<"mse", [Pure, ZT_KernelRules, AllTypesMatch<["prediction", "target"]>,
     AllElementTypesMatch<["prediction", "result"]>]> {
   let summary = "mean squared error";
   let description = [{
@@ -457,7 +446,7 @@ def ZT_MseOp : ZT_Op<"mse", [Pure, AllTypesMatch<["prediction", "target"]>,
 // Randomness
 //===----------------------------------------------------------------------===//
 
-def ZT_DropoutOp : ZT_Op<"dropout", [Pure,
+def ZT_DropoutOp : ZT_Op<"dropout", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "result"]>]> {
   let summary = "inverted dropout with a counter-based mask";
   let description = [{
@@ -478,7 +467,6 @@ def ZT_DropoutOp : ZT_Op<"dropout", [Pure,
   let assemblyFormat = [{
     $operand `,` $step `,` `rate` `=` $rate `,` `seed` `=` $seed attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -509,7 +497,7 @@ def ZT_ConvertOp : ZT_Op<"convert", [Pure, SameOperandsAndResultShape]> {
   let hasVerifier = 1;
 }
 
-def ZT_ScaleOp : ZT_Op<"scale", [Pure, SameOperandsAndResultType,
+def ZT_ScaleOp : ZT_Op<"scale", [Pure, ZT_KernelRules, SameOperandsAndResultType,
                                   Elementwise]> {
   let summary = "multiply by a compile-time number";
   let description = [{
@@ -524,7 +512,6 @@ def ZT_ScaleOp : ZT_Op<"scale", [Pure, SameOperandsAndResultType,
   let arguments = (ins ZT_FloatTensor:$operand, F64Attr:$factor);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$operand `,` `factor` `=` $factor attr-dict `:` type($result)";
-  let hasVerifier = 1;
 }
 
 // `saved` is the forward value the derivative is computed from: the operand
@@ -645,7 +632,7 @@ class ZT_SelectOp<string mnemonic, string formula, dag params>
 include "ZTElementOps.td"
 
 class ZT_AxisGradOp<string forward, string formula> : ZT_Op<forward # "_grad",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, ZT_KernelRules, SameOperandsAndResultType]> {
   let summary = "gradient of zt." # forward;
   let description = [{
     The vector-Jacobian product of `zt.}] # forward # [{` along `axis`, from
@@ -662,7 +649,6 @@ class ZT_AxisGradOp<string forward, string formula> : ZT_Op<forward # "_grad",
   let assemblyFormat = [{
     $result_value `,` $grad `,` `axis` `=` $axis attr-dict `:` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 def ZT_SoftmaxGradOp : ZT_AxisGradOp<"softmax",
@@ -670,7 +656,7 @@ def ZT_SoftmaxGradOp : ZT_AxisGradOp<"softmax",
 def ZT_LogSoftmaxGradOp : ZT_AxisGradOp<"log_softmax",
     "result[i] = grad[i] - exp(y[i]) * sum_j grad[j]">;
 
-def ZT_MaxGradOp : ZT_Op<"max_grad", [Pure,
+def ZT_MaxGradOp : ZT_Op<"max_grad", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "result"]>]> {
   let summary = "gradient of zt.max";
   let description = [{
@@ -689,10 +675,9 @@ def ZT_MaxGradOp : ZT_Op<"max_grad", [Pure,
   let assemblyFormat = [{
     $operand `,` $grad `,` `dims` `=` $dims attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
-def ZT_SliceGradOp : ZT_Op<"slice_grad", [Pure,
+def ZT_SliceGradOp : ZT_Op<"slice_grad", [Pure, ZT_KernelRules,
     AllElementTypesMatch<["grad", "result"]>]> {
   let summary = "gradient of zt.slice: scatter into zeros";
   let description = [{
@@ -708,10 +693,9 @@ def ZT_SliceGradOp : ZT_Op<"slice_grad", [Pure,
                        DenseI64ArrayAttr:$limit_indices, DenseI64ArrayAttr:$strides);
   let results = (outs ZT_FloatTensor:$result);
   let hasCustomAssemblyFormat = 1;
-  let hasVerifier = 1;
 }
 
-def ZT_LayerNormGradOp : ZT_Op<"layer_norm_grad", [Pure,
+def ZT_LayerNormGradOp : ZT_Op<"layer_norm_grad", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "grad", "operand_grad"]>,
     AllTypesMatch<["gamma", "gamma_grad", "beta_grad"]>]> {
   let summary = "gradient of zt.layer_norm";
@@ -733,10 +717,9 @@ def ZT_LayerNormGradOp : ZT_Op<"layer_norm_grad", [Pure,
   let assemblyFormat = [{
     $operand `,` $gamma `,` $grad `,` `eps` `=` $epsilon attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
-def ZT_RmsNormGradOp : ZT_Op<"rms_norm_grad", [Pure,
+def ZT_RmsNormGradOp : ZT_Op<"rms_norm_grad", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "grad", "operand_grad"]>,
     AllTypesMatch<["gamma", "gamma_grad"]>]> {
   let summary = "gradient of zt.rms_norm";
@@ -756,10 +739,9 @@ def ZT_RmsNormGradOp : ZT_Op<"rms_norm_grad", [Pure,
   let assemblyFormat = [{
     $operand `,` $gamma `,` $grad `,` `eps` `=` $epsilon attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
-def ZT_EmbeddingGradOp : ZT_Op<"embedding_grad", [Pure,
+def ZT_EmbeddingGradOp : ZT_Op<"embedding_grad", [Pure, ZT_KernelRules,
     AllElementTypesMatch<["grad", "result"]>]> {
   let summary = "gradient of zt.embedding: scatter-add rows";
   let description = [{
@@ -775,10 +757,9 @@ def ZT_EmbeddingGradOp : ZT_Op<"embedding_grad", [Pure,
   let arguments = (ins ZT_IndexTensor:$indices, ZT_FloatTensor:$grad);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$indices `,` $grad attr-dict `:` functional-type(operands, results)";
-  let hasVerifier = 1;
 }
 
-def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure,
+def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure, ZT_KernelRules,
     AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
     AllTypesMatch<["value", "value_grad"]>,
     AllTypesMatch<["result", "result_grad"]>]> {
@@ -804,7 +785,6 @@ def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure,
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
   }];
-  let hasVerifier = 1;
 }
 
 def ZT_SoftmaxCrossEntropyGradOp : ZT_Op<"softmax_cross_entropy_grad", [Pure,
@@ -829,7 +809,7 @@ def ZT_SoftmaxCrossEntropyGradOp : ZT_Op<"softmax_cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def ZT_MseGradOp : ZT_Op<"mse_grad", [Pure,
+def ZT_MseGradOp : ZT_Op<"mse_grad", [Pure, ZT_KernelRules,
     AllTypesMatch<["prediction", "target", "result"]>,
     AllElementTypesMatch<["prediction", "loss_grad"]>]> {
   let summary = "gradient of zt.mse with respect to the prediction";

@@ -37,8 +37,8 @@ uint64_t tensorReachBytes(const Tensor &tensor);
 Status checkLaunch(const Entry &entry, size_t launchIndex);
 
 /// The same rules over types: a launch of `kernel` with `params` reading
-/// `inputs` and writing `outputs` (the zt verifier's check of an op whose
-/// kernel infers its results). The message states the rule, unprefixed.
+/// `inputs` and writing `outputs` (the verifier of a zt op with the
+/// ZT_KernelRules trait). The message states the rule, unprefixed.
 Status checkKernelTypes(KernelId kernel, const LaunchParams &params,
                         const std::vector<TensorType> &inputs,
                         const std::vector<TensorType> &outputs);

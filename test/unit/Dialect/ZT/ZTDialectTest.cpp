@@ -14,6 +14,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
+#include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/Launch.h"
 #include "Runtime/LaunchCase.h"
 #include "llvm/Support/raw_ostream.h"
@@ -446,6 +447,16 @@ TEST_F(ZTDialectTest, OpTraitsAgreeWithODS) {
     EXPECT_EQ(op->hasTrait<OpTrait::IsCommutative>(),
               (traits & kCommutative) != 0)
         << info.getStringRef().str();
+    // Built by name exactly when its kernel's rule infers its results.
+    std::optional<KernelId> kernel =
+        findKernel(info.getStringRef().drop_front(3).str());
+    EXPECT_EQ(op->hasTrait<zcc::zt::BuiltByName>(),
+              kernel && kernelInfersResults(*kernel))
+        << info.getStringRef().str();
+    // Checked by its kernel's rules: it has a kernel.
+    if (op->hasTrait<zcc::zt::KernelRules>() ||
+        op->hasTrait<zcc::zt::BuiltByName>())
+      EXPECT_TRUE(kernel.has_value()) << info.getStringRef().str();
     if (!findKernel(info.getStringRef().drop_front(3).str()))
       EXPECT_EQ(traits != 0, info.getStringRef() == "zt.reshape")
           << info.getStringRef().str();
