@@ -34,6 +34,11 @@ def _frame(node):
     return (file, int(line))
 
 
+def _where_of(node):
+    file, line = _frame(node)
+    return f"{file}:{line}" if file else "(no source line)"
+
+
 def _module_path(node, prefix):
     stack = node.meta.get("nn_module_stack") or {}
     if not stack:
@@ -310,6 +315,34 @@ def _identity(ctx, node):
     return ctx.get(node.args[0])
 
 
+@_handles("_assert_tensor_metadata.default")
+def _assert_metadata(ctx, node):
+    # A check export records of what the traced tensor was: it holds by
+    # construction (the plan's tensors have the traced dtypes and shapes).
+    return None
+
+
+def _dtype_change(node):
+    """The dtype a to/_to_copy node converts to, when it is not its
+    operand's; None when it keeps it (or states none)."""
+    dtype = node.kwargs.get("dtype")
+    if dtype is None and node.target.__name__.startswith("to.dtype") and \
+            len(node.args) > 1 and not isinstance(node.args[1], bool):
+        dtype = node.args[1]
+    source = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
+    if dtype is None or source is None or dtype == source.dtype:
+        return None
+    return f"{source.dtype} to {dtype}".replace("torch.", "")
+
+
+@_handles("to.dtype", "to.dtype_layout", "_to_copy.default",
+          why=lambda node: None if _dtype_change(node) is None else
+          "converts " + _dtype_change(node))
+def _to_same_dtype(ctx, node):
+    # The same dtype on the same device: the tensor itself.
+    return ctx.get(node.args[0])
+
+
 @_handles("slice.Tensor",
           why=lambda node: None if _kw(node, 4, "step", 1) == 1 else "a step other than 1")
 def _slice(ctx, node):
@@ -329,6 +362,58 @@ def _select(ctx, node):
     index %= x.shape[dim]
     y = ops.slice_dim(x, dim, index, index + 1)
     return ops.reshape(y, [n for d, n in enumerate(y.shape) if d != dim])
+
+
+@_handles("unbind.int")
+def _unbind(ctx, node):
+    x = ctx.get(node.args[0])
+    dim = _kw(node, 1, "dim", 0) % x.ndim
+    rest = [n for d, n in enumerate(x.shape) if d != dim]
+    return [ops.reshape(ops.slice_dim(x, dim, i, i + 1), rest)
+            for i in range(x.shape[dim])]
+
+
+def _pair(value):
+    return tuple(value) * (2 // len(value)) if isinstance(value, (list, tuple)) \
+        else (value, value)
+
+
+def _conv2d_why(node):
+    weight = node.args[1].meta.get("val")
+    if weight is None:
+        return "a weight of unknown shape"
+    kernel = tuple(weight.shape[2:])
+    if _pair(_kw(node, 3, "stride", 1)) != kernel or \
+            _pair(_kw(node, 4, "padding", 0)) != (0, 0) or \
+            _pair(_kw(node, 5, "dilation", 1)) != (1, 1) or \
+            _kw(node, 6, "groups", 1) != 1:
+        return "other than non-overlapping patches (stride = kernel, no " \
+               "padding, dilation or groups)"
+    return None
+
+
+@_handles("conv2d.default", why=_conv2d_why)
+def _conv2d_patches(ctx, node):
+    # A patch embedding (ViT's): each output pixel reads its own kh x kw
+    # patch, so the convolution is one product of the patches, laid out as
+    # rows, with the weight as [O, C kh kw]; the same sums in the same order
+    # as a convolution's per pixel.
+    x, w = ctx.get(node.args[0]), ctx.get(node.args[1])
+    bias = _kw(node, 2, "bias", None)
+    batch, channels, height, width = x.shape
+    out, _, kh, kw = w.shape
+    rows, cols = height // kh, width // kw
+    if rows * kh != height or cols * kw != width:
+        x = ops.slice_dim(ops.slice_dim(x, 2, 0, rows * kh), 3, 0, cols * kw)
+    patches = ops.reshape(
+        ops.transpose(ops.reshape(x, [batch, channels, rows, kh, cols, kw]),
+                      [0, 2, 4, 1, 3, 5]),
+        [batch, rows * cols, channels * kh * kw])
+    y = ops.matmul(patches, ops.reshape(w, [out, channels * kh * kw]),
+                   transpose_b=True)
+    if bias is not None:
+        y = y + ctx.get(bias)
+    return ops.transpose(ops.reshape(y, [batch, rows, cols, out]), [0, 3, 1, 2])
 
 
 @_handles("split.Tensor")
@@ -358,7 +443,14 @@ def _chunk(ctx, node):
 
 @_handles("cat.default")
 def _cat(ctx, node):
-    return ops.concat(ctx.get(node.args[0]), _kw(node, 1, "dim", 0))
+    # torch.cat skips empty parts (a key-value cache's first, empty state):
+    # they hold nothing, and a plan holds no empty tensor.
+    parts = [a for a in node.args[0]
+             if not (hasattr(a, "meta") and "val" in a.meta
+                     and a.meta["val"].numel() == 0)]
+    if len(parts) == 1:
+        return ctx.get(parts[0])
+    return ops.concat([ctx.get(a) for a in parts], _kw(node, 1, "dim", 0))
 
 
 def _layer_norm_why(node):
@@ -471,8 +563,9 @@ _handles("amax.default")(_reduction(ops.max))
 
 
 def _sdpa_why(node):
-    if _kw(node, 3, "attn_mask", None) is not None:
-        return "attn_mask (use is_causal=True)"
+    mask = _kw(node, 3, "attn_mask", None)
+    if mask is not None and not getattr(mask, "_zcc_known", False):
+        return "attn_mask computed from data"
     if _kw(node, 4, "dropout_p", 0.0) != 0.0:
         return "dropout_p other than 0"
     if node.kwargs.get("enable_gqa", False):
@@ -485,9 +578,38 @@ def _sdpa(ctx, node):
     # zt.attention: the same function (is_causal's top-left alignment
     # included), saving only the output and a logsumexp per query row.
     q, k, v = (ctx.get(a) for a in node.args[:3])
-    causal = _kw(node, 5, "is_causal", False)
+    causal = bool(_kw(node, 5, "is_causal", False))
     scale = node.kwargs.get("scale", _kw(node, 6, "scale", None))
-    return ops.attention(q, k, v, causal=bool(causal), scale=scale)
+    mask = _kw(node, 3, "attn_mask", None)
+    if mask is not None:
+        kind = _mask_kind(ctx.raw(mask), q.shape[-2], k.shape[-2])
+        if kind is None:
+            raise Error(f"from_torch: {_where_of(node)}: "
+                        "scaled_dot_product_attention's attn_mask, known at "
+                        "import, is neither causal nor all allowed")
+        causal = causal or kind == "causal"
+    return ops.attention(q, k, v, causal=causal, scale=scale)
+
+
+def _mask_kind(mask, queries, keys):
+    """What an attention mask known at import allows: "all" (every key),
+    "causal" (key j for query i when j <= i, top-left aligned as is_causal),
+    or None. A bool mask allows True; a float mask adds 0 where allowed and
+    -inf (or the dtype's lowest) where not."""
+    import torch
+    if mask.dtype == torch.bool:
+        allowed = mask
+    else:
+        if not torch.all((mask == 0) | (mask <= torch.finfo(mask.dtype).min / 2)):
+            return None
+        allowed = mask == 0
+    allowed = allowed.broadcast_to(allowed.shape[:-2] + (queries, keys))
+    if bool(allowed.all()):
+        return "all"
+    causal = torch.ones(queries, keys, dtype=torch.bool).tril()
+    if bool((allowed == causal).all()):
+        return "causal"
+    return None
 
 
 @_handles("masked_fill.Scalar", "masked_fill.Tensor")
@@ -610,6 +732,10 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             continue  # folded at import
         if _target_name(node.target).startswith("masked_fill."):
             node._zcc_constant_mask = node.args[1] in known
+        if _target_name(node.target) == "scaled_dot_product_attention.default":
+            mask = _kw(node, 3, "attn_mask", None)
+            if mask is not None and mask in known:
+                mask._zcc_known = True
         key = _target_name(node.target)
         why = None
         if key not in _HANDLERS:

@@ -572,3 +572,80 @@ def test_masks_and_where_train_like_pytorch(precision, tolerance):
         ("where", "gt", "ge", "lt", "le", "eq", "ne", "logical_and",
          "logical_or", "logical_not"), seed=2, rows=8)
     assert "xi1>" in ir
+
+
+class MaskedAttention(nn.Module):
+    """SDPA with an attention mask known at import (a buffer)."""
+
+    def __init__(self, mask):
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+        self.out = nn.Linear(8, 3)
+        self.register_buffer("mask", mask)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x.reshape(2, 4, 8)).split(8, dim=-1)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+        return self.out(y.reshape(8, 8))
+
+
+@pytest.mark.parametrize("kind", ["bool-causal", "float-causal", "all"])
+def test_sdpa_masks_known_at_import_train_like_pytorch(kind):
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    mask = {"bool-causal": causal,
+            "float-causal": torch.zeros(4, 4).masked_fill(~causal, float("-inf")),
+            "all": torch.ones(1, 4, 4, dtype=torch.bool)}[kind]
+    torch.manual_seed(7)
+    ir = trains_like_pytorch(MaskedAttention(mask), 8, 3, "f64", 1e-9,
+                             ("attention",), rows=8)
+    assert ("causal" in ir) == (kind != "all"), ir
+
+
+def test_sdpa_masks_neither_causal_nor_empty_are_refused():
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[0, 3] = False
+    model = MaskedAttention(mask)
+    with pytest.raises(zcc.Error, match=r"attn_mask, known at import, is "
+                       r"neither causal nor all allowed"):
+        zcc.from_torch(model, (torch.randn(8, 8),), (torch.randint(0, 3, (8,)),),
+                       loss=F.cross_entropy)
+
+
+class Patches(nn.Module):
+    """A patch embedding (ViT's conv2d, stride = kernel) and a classifier."""
+
+    def __init__(self, padding=0):
+        super().__init__()
+        self.embed = nn.Conv2d(3, 6, kernel_size=2, stride=2, padding=padding)
+        self.out = nn.Linear(6 * 4, 4)
+
+    def forward(self, x):
+        h = self.embed(x.reshape(-1, 3, 4, 4))
+        # An empty part, as a key-value cache's first state: cat skips it.
+        return self.out(torch.cat([torch.zeros(0, 24), h.flatten(1)]))
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_patch_convolutions_train_like_pytorch(precision, tolerance):
+    torch.manual_seed(8)
+    trains_like_pytorch(Patches(), 48, 4, precision, tolerance, ("matmul",),
+                        rows=8)
+
+
+def test_other_convolutions_and_dtype_changes_are_reported():
+    class Cast(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Conv2d(3, 6, kernel_size=2, stride=2, padding=1)
+            self.out = nn.Linear(6 * 9, 4)
+
+        def forward(self, x):
+            h = self.embed(x.reshape(-1, 3, 4, 4)).flatten(1)
+            return self.out(h.to(torch.float64).float())
+
+    with pytest.raises(zcc.Error) as info:
+        zcc.from_torch(Cast(), (torch.randn(8, 48),), (torch.randint(0, 4, (8,)),),
+                       loss=F.cross_entropy)
+    message = str(info.value)
+    assert "aten.conv2d.default (other than non-overlapping patches" in message
+    assert "converts float32 to float64" in message, message

@@ -1,0 +1,151 @@
+"""The public model zoo: eleven architectures people train, from
+transformers, torchvision and timm, built at tiny sizes from their configs
+(random weights, no downloads), each with an example batch and its loss.
+
+Each entry is a function returning (module, inputs, labels, loss): the module
+takes the inputs and returns logits, `loss(logits, labels)` is what training
+minimizes (cross-entropy over the tokens or the classes)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB, SEQUENCE, BATCH = 96, 16, 2
+# Dropout off: zcc's random bits are its own, so a comparison with
+# PyTorch's training runs without it (dropout itself is tested apart). The
+# key-value cache off, as in training.
+NO_DROPOUT = dict(attention_dropout=0.0, use_cache=False)
+CLASSES, IMAGE, IMAGES = 10, 32, 8
+
+
+class Logits(nn.Module):
+    """A transformers model's logits, flattened to [tokens, classes] for a
+    language model."""
+
+    def __init__(self, model, tokens):
+        super().__init__()
+        self.model = model
+        self.tokens = tokens
+
+    def forward(self, x):
+        logits = self.model(x).logits
+        return logits.flatten(0, 1) if self.tokens else logits
+
+
+def _text(model):
+    torch.manual_seed(1)
+    ids = torch.randint(0, VOCAB, (BATCH, SEQUENCE))
+    labels = torch.randint(0, VOCAB, (BATCH * SEQUENCE,))
+    return Logits(model, True), (ids,), (labels,), F.cross_entropy
+
+
+def _image(model, wrap=True):
+    torch.manual_seed(1)
+    images = torch.randn(IMAGES, 3, IMAGE, IMAGE)
+    labels = torch.randint(0, CLASSES, (IMAGES,))
+    module = Logits(model, False) if wrap else model
+    return module, (images,), (labels,), F.cross_entropy
+
+
+def _decoder(config_class, **extra):
+    import transformers
+    config = config_class(vocab_size=VOCAB, hidden_size=32,
+                          intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=4, max_position_embeddings=64,
+                          **NO_DROPOUT, **extra)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    return _text(model)
+
+
+def gpt2(attention):
+    import transformers
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=64,
+                                     n_embd=32, n_layer=2, n_head=4,
+                                     attn_pdrop=0.0, resid_pdrop=0.0,
+                                     embd_pdrop=0.0, use_cache=False,
+                                     bos_token_id=0, eos_token_id=0,
+                                     attn_implementation=attention)
+    torch.manual_seed(0)
+    return _text(transformers.GPT2LMHeadModel(config))
+
+
+def llama():
+    import transformers
+    return _decoder(transformers.LlamaConfig, num_key_value_heads=2)
+
+
+def qwen2():
+    import transformers
+    return _decoder(transformers.Qwen2Config, num_key_value_heads=2)
+
+
+def mistral():
+    import transformers
+    return _decoder(transformers.MistralConfig, num_key_value_heads=2)
+
+
+def gpt_neox():
+    import transformers
+    return _decoder(transformers.GPTNeoXConfig)
+
+
+def bert():
+    import transformers
+    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=32,
+                                     num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64,
+                                     max_position_embeddings=64,
+                                     hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    return _text(transformers.BertForMaskedLM(config))
+
+
+def vit():
+    import transformers
+    config = transformers.ViTConfig(image_size=IMAGE, patch_size=8,
+                                    hidden_size=32, num_hidden_layers=2,
+                                    num_attention_heads=4,
+                                    intermediate_size=64, num_labels=CLASSES,
+                                    hidden_dropout_prob=0.0,
+                                    attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    return _image(transformers.ViTForImageClassification(config))
+
+
+def timm_vit():
+    import timm
+    torch.manual_seed(0)
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False,
+                              img_size=IMAGE, patch_size=8, depth=2,
+                              num_classes=CLASSES)
+    return _image(model, wrap=False)
+
+
+def resnet18():
+    import torchvision
+    torch.manual_seed(0)
+    return _image(torchvision.models.resnet18(num_classes=CLASSES), wrap=False)
+
+
+def mobilenet_v3_small():
+    import torchvision
+    torch.manual_seed(0)
+    return _image(torchvision.models.mobilenet_v3_small(num_classes=CLASSES),
+                  wrap=False)
+
+
+MODELS = {
+    "gpt2-sdpa": lambda: gpt2("sdpa"),
+    "gpt2-eager": lambda: gpt2("eager"),
+    "llama": llama,
+    "qwen2": qwen2,
+    "mistral": mistral,
+    "gpt-neox": gpt_neox,
+    "bert": bert,
+    "vit": vit,
+    "timm-vit-tiny": timm_vit,
+    "resnet18": resnet18,
+    "mobilenet-v3-small": mobilenet_v3_small,
+}
