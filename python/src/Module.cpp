@@ -70,7 +70,8 @@ std::vector<Tensor> checkedAll(Graph &g, std::vector<Tensor> results) {
 /// Python keyword arguments as kernel `name`'s parameters, each converted to
 /// the kind the kernel takes it as (a flag is set when true). An unknown
 /// kernel passes none: Graph::op names the problem.
-std::vector<rt::Param> kernelParams(const std::string &name, nb::dict given) {
+std::vector<rt::Param> paramsFromPython(const std::string &name,
+                                       nb::dict given) {
   std::vector<rt::Param> params;
   std::optional<rt::KernelId> kernel = rt::findKernel(name);
   if (!kernel)
@@ -586,7 +587,7 @@ NB_MODULE(_zcc, m) {
              const std::vector<Tensor> &operands, nb::dict params,
              const std::string &file, int line) {
             return checkedAll(g, g.op(name, operands,
-                                      kernelParams(name, params),
+                                      paramsFromPython(name, params),
                                       at(file, line)));
           },
           // A list cannot keep the graph alive: zcc.ops wraps each result

@@ -326,7 +326,7 @@ def _dtype_change(node):
     """The dtype a to/_to_copy node converts to, when it is not its
     operand's; None when it keeps it (or states none)."""
     dtype = node.kwargs.get("dtype")
-    if dtype is None and node.target.__name__.startswith("to.dtype") and \
+    if dtype is None and _target_name(node.target) == "to.dtype" and \
             len(node.args) > 1 and not isinstance(node.args[1], bool):
         dtype = node.args[1]
     source = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None

@@ -38,35 +38,15 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 // Building launches
 //===----------------------------------------------------------------------===//
 
-inline Param unitParam(const std::string &name) {
-  Param p;
-  p.name = name;
-  p.kind = ParamKind::Unit;
-  return p;
-}
-
+inline Param unitParam(const std::string &name) { return Param::flag(name); }
 inline Param intParam(const std::string &name, int64_t value) {
-  Param p;
-  p.name = name;
-  p.kind = ParamKind::Int;
-  p.intValue = value;
-  return p;
+  return Param::integer(name, value);
 }
-
 inline Param floatParam(const std::string &name, double value) {
-  Param p;
-  p.name = name;
-  p.kind = ParamKind::Float;
-  p.floatValue = value;
-  return p;
+  return Param::real(name, value);
 }
-
 inline Param intsParam(const std::string &name, std::vector<int64_t> values) {
-  Param p;
-  p.name = name;
-  p.kind = ParamKind::Ints;
-  p.ints = std::move(values);
-  return p;
+  return Param::list(name, std::move(values));
 }
 
 /// Reproducible values in [lo, hi) from Philox, so tests need no seeded
