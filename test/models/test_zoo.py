@@ -24,12 +24,14 @@ TRAINS = {"gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
           "vit", "timm-vit-tiny"}
 # PyTorch's own f64 run keeps these models' f32 islands (RMSNorm and the
 # rotary embedding cast to float32 explicitly), so it is not an f64
-# reference: zcc's f64 run, all f64, agrees with it to about 1e-8.
-F64_TOLERANCE = {"llama": 1e-6, "qwen2": 1e-6, "mistral": 1e-6}
+# reference: zcc's f64 run, all f64, agrees with it to about 3e-9.
+F64_TOLERANCE = {"llama": 1e-8, "qwen2": 1e-8, "mistral": 1e-8}
 STEPS, LR = 10, 1e-3
 
 
 def trains_like_pytorch(name, precision):
+    """The worst relative difference of the 10 losses; asserts each is
+    within the tolerance and that the model learns."""
     module, inputs, labels, loss = zoo.MODELS[name]()
     module.train()
     traced = zcc.from_torch(copy.deepcopy(module), inputs, labels, loss=loss)
@@ -40,7 +42,7 @@ def trains_like_pytorch(name, precision):
     optimizer = torch.optim.AdamW(reference.parameters(), lr=LR)
     feeds = [t.numpy() for t in inputs + labels]
     tolerance = 1e-4 if precision == "f32" else F64_TOLERANCE.get(name, 1e-9)
-    losses = []
+    losses, worst = [], 0.0
     for step in range(STEPS):
         ours = session.step(*feeds)
         optimizer.zero_grad()
@@ -51,7 +53,9 @@ def trains_like_pytorch(name, precision):
         assert abs(ours - theirs.item()) <= tolerance * abs(theirs.item()), \
             (step, ours, theirs.item())
         losses.append(ours)
+        worst = max(worst, abs(ours - theirs.item()) / abs(theirs.item()))
     assert losses[-1] < losses[0]  # it learns: the comparison is not vacuous
+    return worst
 
 
 @pytest.mark.parametrize("precision", ["f64", "f32"])
@@ -73,3 +77,12 @@ def test_the_others_name_every_missing_op(name):
         assert re.match(r"  aten\.\S+ \(.+\): \d+ uses?, first at \S+:\d+ in "
                         r"module '.*'$", line) or \
             re.match(r"  the step mutates buffer '\S+'", line), line
+
+
+if __name__ == "__main__":
+    # The table: python test/models/test_zoo.py (PYTHONPATH=<build>/python).
+    print(f"{'model':20} {'f64':>9} {'f32':>9}  (worst relative loss "
+          f"difference over {STEPS} AdamW steps, lr {LR})")
+    for model in sorted(TRAINS):
+        print(f"{model:20} " + " ".join(
+            f"{trains_like_pytorch(model, p):9.1e}" for p in ("f64", "f32")))
