@@ -310,7 +310,7 @@ def _broadcast_tensors(ctx, node):
 
 
 @_handles("contiguous.default", "clone.default", "alias.default",
-          "detach.default", "lift_fresh_copy.default")
+          "lift_fresh_copy.default")
 def _identity(ctx, node):
     return ctx.get(node.args[0])
 
@@ -502,11 +502,19 @@ def _cumsum(ctx, node):
     return ops.cumsum(ctx.get(node.args[0]), dim=node.args[1])
 
 
-@_handles("embedding.default",
-          why=lambda node: None if _kw(node, 2, "padding_idx", -1) == -1 else
-          "padding_idx")
+@_handles("embedding.default")
 def _embedding(ctx, node):
-    return ops.embedding(ctx.get(node.args[0]), ctx.get(node.args[1]))
+    table, ids = ctx.get(node.args[0]), ctx.get(node.args[1])
+    rows = ops.embedding(table, ids)
+    pad = _kw(node, 2, "padding_idx", -1)
+    if pad is None or pad < 0:
+        return rows
+    # PyTorch gives the padding row no gradient from the lookup (a tied
+    # output layer's still reaches it).
+    # At padding positions: the padding row, read without a gradient.
+    padding = ops.stop_gradient(ops.slice_dim(table, 0, pad, pad + 1))
+    keep = ops.ne(ids, pad)
+    return ops.where(ops.reshape(keep, list(keep.shape) + [1]), rows, padding)
 
 
 @_handles("dropout.default", "dropout_.default")

@@ -21,7 +21,7 @@ import zoo  # noqa: E402
 # to import as below; one that starts importing fails the test until it is
 # added here (and then it must train like PyTorch).
 TRAINS = {"gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
-          "vit", "timm-vit-tiny"}
+          "bert", "vit", "timm-vit-tiny"}
 # PyTorch's own f64 run keeps these models' f32 islands (RMSNorm and the
 # rotary embedding cast to float32 explicitly), so it is not an f64
 # reference: zcc's f64 run, all f64, agrees with it to about 3e-9.

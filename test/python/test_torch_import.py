@@ -649,3 +649,43 @@ def test_other_convolutions_and_dtype_changes_are_reported():
     message = str(info.value)
     assert "aten.conv2d.default (other than non-overlapping patches" in message
     assert "converts float32 to float64" in message, message
+
+
+class Detached(nn.Module):
+    """detach stops the gradient (was mapped to the tensor itself, which
+    trained the first layer through both paths); an embedding's padding row
+    gets no gradient from the lookup, though a tied output layer's."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(6, 8, padding_idx=2)
+        self.a = nn.Linear(8, 8)
+        self.out = nn.Linear(8, 6, bias=False)
+        self.out.weight = self.embed.weight  # tied
+
+    def forward(self, ids):
+        h = self.a(self.embed(ids))
+        return self.out(torch.tanh(h) + 0.5 * h.detach())
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_detach_and_padding_rows_train_like_pytorch(precision, tolerance):
+    torch.manual_seed(9)
+    model = Detached()
+    ids = torch.tensor([0, 2, 5, 2, 1, 3, 2, 4])
+    labels = torch.tensor([1, 0, 3, 2, 5, 4, 0, 1])
+    traced = zcc.from_torch(copy.deepcopy(model), (ids,), (labels,),
+                            loss=F.cross_entropy)
+    assert "zt.stop_gradient" in traced.ir()
+    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
+        precision=precision)
+    dtype = torch.float64 if precision == "f64" else torch.float32
+    reference = copy.deepcopy(model).to(dtype)
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
+    for step in range(10):
+        ours = session.step(ids.numpy(), labels.numpy())
+        optimizer.zero_grad()
+        loss = F.cross_entropy(reference(ids), labels)
+        loss.backward()
+        optimizer.step()
+        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step

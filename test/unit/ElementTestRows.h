@@ -22,6 +22,9 @@ struct ElementTestRow {
   const char *name;
   double low, high;
   std::vector<double> params;
+  /// Its gradient is zero by definition, not its formula's derivative
+  /// (stop_gradient): checked to be zero, not against finite differences.
+  bool zeroGradient = false;
 };
 inline const ElementTestRow kElementTestRows[] = {
     {"div", 0.5, 3, {}},
@@ -36,6 +39,7 @@ inline const ElementTestRow kElementTestRows[] = {
     {"leaky_relu", -3, 3, {0.2}},
     {"elu", -3, 3, {0.7}},
     {"pow", 0.5, 3, {2.5}},
+    {"stop_gradient", -3, 3, {}, true},
 };
 
 inline ElementTestRow elementTestRow(const char *name) {

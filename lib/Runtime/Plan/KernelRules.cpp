@@ -1,11 +1,12 @@
 //===- KernelRules.cpp - kernel names and the rules every launch obeys ----===//
 //
-// The rules restate the zt verifiers (lib/Dialect/ZT/ZTOps.cpp) over plan
-// tensors, plus what a verifier may assume but a plan file read from disk
-// cannot: operands within the kernels' rank limit and with sane sizes,
-// parameters present and of the right kind, dtypes the executors implement.
-// Passing these rules is what lets a kernel index its operands without any
-// bounds check of its own.
+// The rules every launch obeys, over plan tensors: operand counts, dtypes
+// the executors implement, shapes, parameter values, and what a plan file
+// read from disk must also be held to (operands within the kernels' rank
+// limit and with sane sizes). Passing them is what lets a kernel index its
+// operands without any bounds check of its own. They are most zt ops'
+// verifiers too (ZT_KernelRules: checkKernelTypes), and for the kernels in
+// ZRT_INFERRED_KERNELS the one place their results' types come from.
 //
 //===----------------------------------------------------------------------===//
 

@@ -773,6 +773,8 @@ TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
     SCOPED_TRACE(r.name);
     runtime::testing::ElementTestRow test =
         runtime::testing::elementTestRow(r.name);
+    if (test.zeroGradient)
+      continue; // no finite difference to match (test_torch_import: detach)
     Graph g(std::string(r.name) + "_step");
     Tensor x = g.input("x", {4, 6});
     Tensor t = g.label("target", {4, 6}, DType::F32);

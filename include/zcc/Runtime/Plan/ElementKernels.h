@@ -136,6 +136,8 @@ constexpr OpTraits elementArityTraits(ElementArity arity) {
     x / bv, Grads(Div(DY, B), Neg(Mul(G0, Y))), "lhs[i] / rhs[i]")             \
   X(Neg, "neg", Unary, neg, P0, "neg.default", kStoresBf16,                    \
     -x, Grads(Neg(DY)), "-x[i]")                                               \
+  X(StopGradient, "stop_gradient", Unary, stopGradient, P0, "detach.default", \
+    kStoresBf16, x, Grads(Zero), "x[i], its gradient zero (PyTorch's detach)") \
   X(Exp, "exp", Unary, exp, P0, "exp.default", kNoTraits,                      \
     fExpLoop(x), Grads(Mul(DY, Y)), "exp(x[i])")                               \
   X(Log, "log", Unary, log, P0, "log.default", kNoTraits,                      \
