@@ -362,13 +362,14 @@ struct Graph::Impl {
                        builder.getI64IntegerAttr(axis));
   }
 
-  template <typename OpTy>
-  Tensor loss(Tensor a, Tensor b, const Where &where, const char *what) {
+  template <typename OpTy, typename... Attrs>
+  Tensor loss(Tensor a, Tensor b, const Where &where, const char *what,
+              Attrs... attrs) {
     if (!usable(where, what, {a, b}))
       return {};
     Type element = cast<RankedTensorType>(value(a).getType()).getElementType();
     return build<OpTy>(where, RankedTensorType::get({}, element), value(a),
-                       value(b));
+                       value(b), attrs...);
   }
 };
 
@@ -820,8 +821,15 @@ Tensor Graph::matmul(Tensor a, Tensor b, bool transposeA, bool transposeB,
 
 Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal, double scale,
                         Where where) {
+  return maskedAttention(q, k, v, Tensor(), causal, scale, where);
+}
+
+Tensor Graph::maskedAttention(Tensor q, Tensor k, Tensor v, Tensor mask,
+                              bool causal, double scale, Where where) {
   Impl &g = *impl_;
-  if (!g.usable(where, "attention", {q, k, v}))
+  bool masked = mask.graph() != nullptr;
+  if (!g.usable(where, "attention", {q, k, v}) ||
+      (masked && !g.usable(where, "attention's mask", {mask})))
     return {};
   const std::vector<int64_t> &sq = g.shape(q), &sv = g.shape(v);
   if (sq.size() < 2 || sv.size() < 2)
@@ -838,7 +846,8 @@ Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal, double scale,
       where,
       TypeRange{g.tensorType(ruleShape(verdict, out, sq), q.dtype()),
                 g.tensorType(ruleShape(verdict, rows, sq), q.dtype())},
-      g.value(q), g.value(k), g.value(v), g.builder.getF64FloatAttr(scale),
+      g.value(q), g.value(k), g.value(v),
+      masked ? g.value(mask) : mlir::Value(), g.builder.getF64FloatAttr(scale),
       causal ? g.builder.getUnitAttr() : UnitAttr());
 }
 
@@ -881,8 +890,15 @@ Tensor Graph::embedding(Tensor table, Tensor indices, Where where) {
 }
 
 Tensor Graph::softmaxCrossEntropy(Tensor logits, Tensor labels, Where where) {
-  return impl_->loss<zt::SoftmaxCrossEntropyOp>(logits, labels, where,
-                                                "softmax_cross_entropy");
+  return impl_->loss<zt::SoftmaxCrossEntropyOp>(
+      logits, labels, where, "softmax_cross_entropy", IntegerAttr());
+}
+
+Tensor Graph::softmaxCrossEntropyIgnoring(Tensor logits, Tensor labels,
+                                          int64_t ignoreIndex, Where where) {
+  return impl_->loss<zt::SoftmaxCrossEntropyOp>(
+      logits, labels, where, "softmax_cross_entropy",
+      impl_->builder.getI64IntegerAttr(ignoreIndex));
 }
 
 Tensor Graph::mse(Tensor prediction, Tensor target, Where where) {

@@ -480,7 +480,8 @@ LogicalResult GradientBuilder::backward(Operation *op,
             TypeRange{o.getQuery().getType(), o.getKey().getType(),
                       o.getValue().getType()},
             o.getQuery(), o.getKey(), o.getValue(), o.getResult(),
-            o.getLogsumexp(), dy, o.getScaleAttr(), o.getCausalAttr());
+            o.getLogsumexp(), dy, o.getMask(), o.getScaleAttr(),
+            o.getCausalAttr());
         contribute(o.getQuery(), grad.getQueryGrad());
         contribute(o.getKey(), grad.getKeyGrad());
         contribute(o.getValue(), grad.getValueGrad());
@@ -534,7 +535,8 @@ LogicalResult GradientBuilder::backward(Operation *op,
       .Case([&](SoftmaxCrossEntropyOp o) {
         contribute(o.getLogits(), b.create<SoftmaxCrossEntropyGradOp>(
                                       loc, o.getLogits().getType(),
-                                      o.getLogits(), o.getLabels(), dy));
+                                      o.getLogits(), o.getLabels(), dy,
+                                      o.getIgnoreIndexAttr()));
         return success();
       })
       .Case([&](MseOp o) {

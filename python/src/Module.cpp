@@ -614,12 +614,15 @@ NB_MODULE(_zcc, m) {
       .def("max", op(&Graph::max), keep)
       .def("matmul", op(&Graph::matmul), keep)
       .def("attention", op(&Graph::attention), keep)
+      .def("masked_attention", op(&Graph::maskedAttention), keep)
       .def("softmax", op(&Graph::softmax), keep)
       .def("log_softmax", op(&Graph::logSoftmax), keep)
       .def("layer_norm", op(&Graph::layerNorm), keep)
       .def("rms_norm", op(&Graph::rmsNorm), keep)
       .def("embedding", op(&Graph::embedding), keep)
       .def("softmax_cross_entropy", op(&Graph::softmaxCrossEntropy), keep)
+      .def("softmax_cross_entropy_ignoring",
+           op(&Graph::softmaxCrossEntropyIgnoring), keep)
       .def("mse", op(&Graph::mse), keep)
       .def("dropout", op(&Graph::dropout), keep)
       .def(

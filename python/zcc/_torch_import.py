@@ -80,8 +80,13 @@ class _Context:
             if isinstance(value, _Const):
                 if value.tensor is None:
                     array = value.value.detach().cpu().numpy()
-                    value.tensor = ops.constant(
-                        array, "float32" if array.dtype.kind == "f" else array.dtype)
+                    if array.dtype == np.bool_:  # bytes, then a comparison
+                        value.tensor = ops.ne(
+                            ops.constant(array.astype(np.int32), "int32"), 0)
+                    else:
+                        value.tensor = ops.constant(
+                            array, "float32" if array.dtype.kind == "f"
+                            else array.dtype)
                 return value.tensor
             return value
         if isinstance(arg, (list, tuple)):
@@ -267,6 +272,15 @@ def _flatten(ctx, node):
     return ops.reshape(x, shape[:start] + [-1] + shape[end + 1:])
 
 
+@_handles("unflatten.int")
+def _unflatten(ctx, node):
+    x = ctx.get(node.args[0])
+    dim = node.args[1] % x.ndim
+    shape = list(x.shape)
+    return ops.reshape(x, shape[:dim] + [int(n) for n in node.args[2]]
+                       + shape[dim + 1:])
+
+
 @_handles("unsqueeze.default")
 def _unsqueeze(ctx, node):
     x = ctx.get(node.args[0])
@@ -325,22 +339,41 @@ def _assert_metadata(ctx, node):
 def _dtype_change(node):
     """The dtype a to/_to_copy node converts to, when it is not its
     operand's; None when it keeps it (or states none)."""
-    dtype = node.kwargs.get("dtype")
-    if dtype is None and _target_name(node.target) == "to.dtype" and \
-            len(node.args) > 1 and not isinstance(node.args[1], bool):
-        dtype = node.args[1]
+    dtype = _target_dtype(node)
     source = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") else None
     if dtype is None or source is None or dtype == source.dtype:
         return None
     return f"{source.dtype} to {dtype}".replace("torch.", "")
 
 
-@_handles("to.dtype", "to.dtype_layout", "_to_copy.default",
-          why=lambda node: None if _dtype_change(node) is None else
-          "converts " + _dtype_change(node))
-def _to_same_dtype(ctx, node):
+def _target_dtype(node):
+    """The dtype a to/_to_copy node states, or None."""
+    dtype = node.kwargs.get("dtype")
+    name = _target_name(node.target)
+    if dtype is None and name == "to.dtype" and len(node.args) > 1:
+        dtype = node.args[1]
+    if dtype is None and name == "to.device" and len(node.args) > 2:
+        dtype = node.args[2]
+    return dtype
+
+
+def _dtype_change_why(node):
+    import torch
+    if _target_dtype(node) == torch.bool:
+        return None  # x != 0, from any dtype
+    change = _dtype_change(node)
+    return None if change is None else "converts " + change
+
+
+@_handles("to.dtype", "to.dtype_layout", "to.device", "_to_copy.default",
+          why=_dtype_change_why)
+def _to(ctx, node):
+    import torch
+    x = ctx.get(node.args[0])
+    if _target_dtype(node) == torch.bool and x.dtype != "bool":
+        return ops.ne(x, 0)  # PyTorch's cast: true where nonzero
     # The same dtype on the same device: the tensor itself.
-    return ctx.get(node.args[0])
+    return x
 
 
 @_handles("slice.Tensor",
@@ -414,6 +447,78 @@ def _conv2d_patches(ctx, node):
     if bias is not None:
         y = y + ctx.get(bias)
     return ops.transpose(ops.reshape(y, [batch, rows, cols, out]), [0, 3, 1, 2])
+
+
+def _index_why(node):
+    indices = node.args[1]
+    if any(i is None for i in indices):
+        return "None among the indices (only leading index tensors)"
+    if not getattr(node, "_zcc_known_indices", False):
+        return "indices computed from data (a gather)"
+    return None
+
+
+def _index_plan(x_shape, indices):
+    """How x[indices] (constant index tensors, one per leading dimension)
+    reads x, when every index tensor is a run of consecutive positions along
+    one dimension of the broadcast result, or one position: per indexed
+    dimension (start, size, result axis or None), and the result's shape.
+    None when the indices are another pattern (a real gather)."""
+    result = np.broadcast_shapes(*(i.shape for i in indices))
+    plan, taken = [], set()
+    for d, index in enumerate(indices):
+        size = x_shape[d]
+        values = np.broadcast_to(index, result) % max(size, 1)
+        shape = (1,) * (len(result) - index.ndim) + index.shape
+        axes = [a for a, n in enumerate(shape) if n != 1]
+        if not axes:
+            plan.append((int(values.reshape(-1)[0]), 1, None))
+            continue
+        if len(axes) != 1 or axes[0] in taken:
+            return None
+        axis = axes[0]
+        run = np.moveaxis(values, axis, 0).reshape(result[axis], -1)[:, 0]
+        start = int(run[0])
+        if not np.array_equal(run, np.arange(start, start + len(run))):
+            return None
+        taken.add(axis)
+        plan.append((start, len(run), axis))
+    return plan, tuple(result)
+
+
+@_handles("index.Tensor", why=_index_why)
+def _index(ctx, node):
+    # Constant indices that read runs of x (transformers' padding mask,
+    # mask[batch_arange, key_arange] broadcast): slices, a transpose and a
+    # broadcast, no gather.
+    x = ctx.get(node.args[0])
+    indices = [ctx.raw(i).detach().cpu().numpy() for i in node.args[1]]
+    planned = _index_plan(tuple(x.shape), indices)
+    if planned is None:
+        raise Error(f"from_torch: {_where_of(node)}: index.Tensor with "
+                    "constant indices that are not runs of positions (a "
+                    "gather) is not supported")
+    plan, result = planned
+    k = len(plan)
+    for d, (start, size, _) in enumerate(plan):
+        if (start, size) != (0, x.shape[d]):
+            x = ops.slice_dim(x, d, start, start + size)
+    # The indexed dimensions in the order of their result axes, the
+    # single positions dropped; then each placed at its axis.
+    order = sorted((axis, d) for d, (_, _, axis) in enumerate(plan)
+                   if axis is not None)
+    rest = list(range(k, x.ndim))
+    perm = [d for _, d in order] + [d for d, p in enumerate(plan)
+                                    if p[2] is None] + rest
+    if perm != list(range(x.ndim)):
+        x = ops.transpose(x, perm)
+    placed = [1] * len(result)
+    for axis, d in order:
+        placed[axis] = x.shape[perm.index(d)]
+    rest_shape = [x.shape[perm.index(d)] for d in rest]
+    x = ops.reshape(x, placed + rest_shape)
+    target = list(result) + rest_shape
+    return x if list(x.shape) == target else ops.broadcast_to(x, target)
 
 
 @_handles("split.Tensor")
@@ -544,7 +649,10 @@ def _cross_entropy(ctx, node):
     if logits.ndim > 2:  # PyTorch puts classes in dimension 1
         perm = [0] + list(range(2, logits.ndim)) + [1]
         logits = ops.transpose(logits, perm)
-    return ops.cross_entropy(logits, labels)
+    # PyTorch always leaves out the rows labelled ignore_index (-100 unless
+    # stated): padding, or the prompt in fine-tuning.
+    return ops.cross_entropy(logits, labels,
+                             ignore_index=_kw(node, 4, "ignore_index", -100))
 
 
 @_handles("mse_loss.default",
@@ -573,7 +681,10 @@ _handles("amax.default")(_reduction(ops.max))
 def _sdpa_why(node):
     mask = _kw(node, 3, "attn_mask", None)
     if mask is not None and not getattr(mask, "_zcc_known", False):
-        return "attn_mask computed from data"
+        val = mask.meta.get("val")
+        import torch
+        if val is not None and val.dtype != torch.bool:
+            return "an additive (float) attn_mask computed from data"
     if _kw(node, 4, "dropout_p", 0.0) != 0.0:
         return "dropout_p other than 0"
     if node.kwargs.get("enable_gqa", False):
@@ -589,14 +700,47 @@ def _sdpa(ctx, node):
     causal = bool(_kw(node, 5, "is_causal", False))
     scale = node.kwargs.get("scale", _kw(node, 6, "scale", None))
     mask = _kw(node, 3, "attn_mask", None)
-    if mask is not None:
+    if mask is not None and getattr(mask, "_zcc_known", False):
         kind = _mask_kind(ctx.raw(mask), q.shape[-2], k.shape[-2])
         if kind is None:
             raise Error(f"from_torch: {_where_of(node)}: "
                         "scaled_dot_product_attention's attn_mask, known at "
                         "import, is neither causal nor all allowed")
-        causal = causal or kind == "causal"
+        return ops.attention(q, k, v, causal=causal or kind == "causal",
+                             scale=scale)
+    if mask is not None:
+        # A mask from data (padding): a causal part known at import becomes
+        # the causal flag, and the kernel reads the rest as it is (a
+        # padding mask [B, 1, 1, T] stays that small).
+        known_causal, mask = _causal_part(ctx, mask, q.shape[-2], k.shape[-2])
+        causal = causal or known_causal
+        m = ctx.get(mask)
+        if m.ndim < q.ndim:  # broadcast from the right, as PyTorch does
+            m = ops.reshape(m, [1] * (q.ndim - m.ndim) + list(m.shape))
+        return ops.attention(q, k, v, causal=causal, scale=scale, mask=m)
     return ops.attention(q, k, v, causal=causal, scale=scale)
+
+
+def _causal_part(ctx, mask, queries, keys):
+    """(True, the rest) when the bool mask `mask` is `causal & rest` with
+    the causal part known at import (through broadcasts and same-dtype
+    copies); else (False, mask)."""
+    node = mask
+    while _target_name(node.target) in ("expand.default", "alias.default",
+                                        "clone.default", "contiguous.default") \
+            or (_target_name(node.target) in ("to.dtype", "to.dtype_layout",
+                                              "_to_copy.default") and
+                _dtype_change(node) is None):
+        node = node.args[0]
+    if _target_name(node.target) not in ("__and__.Tensor", "bitwise_and.Tensor",
+                                         "logical_and.default"):
+        return False, mask
+    for known, rest in (node.args[:2], node.args[1::-1]):
+        if getattr(known, "_zcc_known", False) and \
+                not getattr(rest, "_zcc_known", False) and \
+                _mask_kind(ctx.raw(known), queries, keys) == "causal":
+            return True, rest
+    return False, mask
 
 
 def _mask_kind(mask, queries, keys):
@@ -732,6 +876,8 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
                         "steps are pure functions of parameters and inputs")
 
     known = _constant_nodes(exported.graph, signature, mutated)
+    for node in known:
+        node._zcc_known = True
     unsupported = {}
     for node in exported.graph.nodes:
         if node.op != "call_function":
@@ -740,10 +886,9 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             continue  # folded at import
         if _target_name(node.target).startswith("masked_fill."):
             node._zcc_constant_mask = node.args[1] in known
-        if _target_name(node.target) == "scaled_dot_product_attention.default":
-            mask = _kw(node, 3, "attn_mask", None)
-            if mask is not None and mask in known:
-                mask._zcc_known = True
+        if _target_name(node.target) == "index.Tensor":
+            node._zcc_known_indices = all(i in known for i in node.args[1]
+                                          if i is not None)
         key = _target_name(node.target)
         why = None
         if key not in _HANDLERS:
@@ -783,6 +928,8 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             return "int32"
         if t.dtype == torch.int64:
             return "int64"
+        if t.dtype == torch.bool:
+            return "bool"
         raise Error(f"from_torch: inputs of dtype {t.dtype} are not supported")
 
     specs = {}

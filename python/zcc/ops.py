@@ -186,18 +186,27 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
                                                  bool(transpose_b), file, line))
 
 
-def attention(q, k, v, causal=False, scale=None):
+def attention(q, k, v, causal=False, scale=None, mask=None):
     """Fused scaled dot-product attention, softmax(q k^T * scale) v, over
     [..., S, D] queries, [..., T, D] keys and [..., T, Dv] values (PyTorch's
-    F.scaled_dot_product_attention with is_causal). `scale` defaults to
-    1/sqrt(D). Only the output and one logsumexp per query row are saved
-    for the backward; the [S, T] probabilities are never stored."""
+    F.scaled_dot_product_attention with is_causal, and a boolean attn_mask).
+    `scale` defaults to 1/sqrt(D). `mask`, a bool tensor of q's rank whose
+    dimensions are those of the scores [..., S, T] or 1, lets a query see
+    only the keys where it is true (a padding mask [B, 1, 1, T]); a query
+    that sees no key gives 0, as in PyTorch. Only the output and one
+    logsumexp per query row are saved for the backward; the [S, T]
+    probabilities are never stored."""
     if not all(isinstance(t, Tensor) for t in (q, k, v)):
         raise _error("attention: q, k and v must be zcc tensors")
     file, line = _where()
-    return _wrap(q._trace, q._trace.graph.attention(
-        q._t, k._t, v._t, bool(causal),
-        float("nan") if scale is None else float(scale), file, line))
+    scale = float("nan") if scale is None else float(scale)
+    if mask is None:
+        return _wrap(q._trace, q._trace.graph.attention(
+            q._t, k._t, v._t, bool(causal), scale, file, line))
+    if not isinstance(mask, Tensor):
+        raise _error("attention: mask must be a zcc tensor (bool)")
+    return _wrap(q._trace, q._trace.graph.masked_attention(
+        q._t, k._t, v._t, mask._t, bool(causal), scale, file, line))
 
 
 def _dims(x, dim):
@@ -286,12 +295,18 @@ def embedding(table, indices):
         table._t, indices._t, file, line))
 
 
-def cross_entropy(logits, labels):
+def cross_entropy(logits, labels, ignore_index=None):
     """Mean softmax cross-entropy of logits [..., C] and integer labels
-    [...] (PyTorch's F.cross_entropy with the classes last)."""
+    [...] (PyTorch's F.cross_entropy with the classes last). With
+    `ignore_index` (PyTorch's is -100), the rows with that label add nothing
+    and the mean is over the others."""
     file, line = _where()
-    return _wrap(logits._trace, logits._trace.graph.softmax_cross_entropy(
-        logits._t, labels._t, file, line))
+    graph = logits._trace.graph
+    if ignore_index is None:
+        return _wrap(logits._trace, graph.softmax_cross_entropy(
+            logits._t, labels._t, file, line))
+    return _wrap(logits._trace, graph.softmax_cross_entropy_ignoring(
+        logits._t, labels._t, int(ignore_index), file, line))
 
 
 softmax_cross_entropy = cross_entropy

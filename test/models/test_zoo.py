@@ -29,10 +29,12 @@ F64_TOLERANCE = {"llama": 1e-8, "qwen2": 1e-8, "mistral": 1e-8}
 STEPS, LR = 10, 1e-3
 
 
-def trains_like_pytorch(name, precision):
+def trains_like_pytorch(name, precision, padded=False):
     """The worst relative difference of the 10 losses; asserts each is
-    within the tolerance and that the model learns."""
-    module, inputs, labels, loss = zoo.MODELS[name]()
+    within the tolerance and that the model learns. `padded`: a text
+    model's padded batch (zoo.padded)."""
+    module, inputs, labels, loss = (zoo.padded(name) if padded else
+                                    zoo.MODELS[name]())
     module.train()
     traced = zcc.from_torch(copy.deepcopy(module), inputs, labels, loss=loss)
     session = traced.compile(optimizer=zcc.adamw(lr=LR)).session(
@@ -64,6 +66,13 @@ def test_trains_like_pytorch(name, precision):
     trains_like_pytorch(name, precision)
 
 
+@pytest.mark.parametrize("precision", ["f64", "f32"])
+@pytest.mark.parametrize("name", zoo.TEXT)
+def test_padded_batches_train_like_pytorch(name, precision):
+    # The attention mask an input (masks from data), -100 labels left out.
+    trains_like_pytorch(name, precision, padded=True)
+
+
 @pytest.mark.parametrize("name", sorted(set(zoo.MODELS) - TRAINS))
 def test_the_others_name_every_missing_op(name):
     module, inputs, labels, loss = zoo.MODELS[name]()
@@ -86,3 +95,7 @@ if __name__ == "__main__":
     for model in sorted(TRAINS):
         print(f"{model:20} " + " ".join(
             f"{trains_like_pytorch(model, p):9.1e}" for p in ("f64", "f32")))
+    for model in zoo.TEXT:
+        print(f"{model + ' padded':20} " + " ".join(
+            f"{trains_like_pytorch(model, p, True):9.1e}"
+            for p in ("f64", "f32")))

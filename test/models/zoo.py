@@ -27,8 +27,11 @@ class Logits(nn.Module):
         self.model = model
         self.tokens = tokens
 
-    def forward(self, x):
-        logits = self.model(x).logits
+    def forward(self, x, attention_mask=None):
+        if attention_mask is None:
+            logits = self.model(x).logits
+        else:
+            logits = self.model(x, attention_mask=attention_mask).logits
         return logits.flatten(0, 1) if self.tokens else logits
 
 
@@ -136,6 +139,20 @@ def mobilenet_v3_small():
                   wrap=False)
 
 
+def padded(name):
+    """A text model's batch as a data loader pads it: the first sequence
+    padded on the right (3 tokens), the second on the left (5 tokens, so
+    its first queries see no key under a causal mask), the `attention_mask`
+    an input, and the padding's labels -100 (cross-entropy leaves them out)."""
+    module, (ids,), (labels,), loss = MODELS[name]()
+    mask = torch.ones_like(ids)
+    mask[0, -3:] = 0
+    mask[1, :5] = 0
+    labels = labels.clone().view(BATCH, SEQUENCE)
+    labels[mask == 0] = -100
+    return module, (ids, mask), (labels.flatten(),), loss
+
+
 MODELS = {
     "gpt2-sdpa": lambda: gpt2("sdpa"),
     "gpt2-eager": lambda: gpt2("eager"),
@@ -149,3 +166,5 @@ MODELS = {
     "resnet18": resnet18,
     "mobilenet-v3-small": mobilenet_v3_small,
 }
+TEXT = ["gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
+        "bert"]

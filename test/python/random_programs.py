@@ -9,8 +9,10 @@ every unary elementwise op (inside safe domains), binary ops with NumPy
 broadcasting and fan-out to earlier values, matmul (2-D and batched),
 layer_norm, rms_norm, softmax, log_softmax, reductions kept and broadcast
 back, scale, views (reshape, transpose), slice + concat, attention (written
-out and causal, or fused zt.attention, causal or not),
-embedding, dropout; a cross-entropy or mse loss. For each program the driver
+out and causal, or fused zt.attention, causal or not, or causal with a
+padding mask: sequences padded on either side, so some queries see no key),
+embedding, dropout; a cross-entropy (some with -100 labels left out by
+ignore_index) or mse loss. For each program the driver
 checks, on the compiled plan:
   1. planned, no-reuse and poison execution, and the plan compiled without
      recomputation, bit-identical over 3 AdamW steps (losses and every
@@ -63,7 +65,8 @@ def generate(seed):
     tokens = sequence and bool(rng.random() < 0.5)
     prog = {"seed": seed, "B": B, "T": T, "D": D, "sequence": sequence,
             "tokens": tokens, "V": 7, "C": int(rng.choice([3, 5])),
-            "loss": "ce" if rng.random() < 0.7 else "mse", "params": {},
+            "loss": str(rng.choice(["ce", "ce_ignore", "mse"], p=[.55, .15, .3])),
+            "params": {},
             "code": []}
     shapes = [[B, T, D] if sequence else [B, D]]  # value 0: the input
     params = prog["params"]
@@ -133,7 +136,12 @@ def generate(seed):
             op = ("attention", a, new_param([shape[-1], shape[-1]]),
                   new_param([shape[-1], shape[-1]]),
                   new_param([shape[-1], shape[-1]]),
-                  str(rng.choice(["written", "fused_causal", "fused"])))
+                  str(rng.choice(["written", "fused_causal", "fused",
+                                  "fused_padded"])))
+            if op[-1] == "fused_padded":  # keys [start, end) of each row
+                starts = rng.integers(0, T, size=B)
+                ends = [int(rng.integers(s + 1, T + 1)) for s in starts]
+                op += ([[int(s), e] for s, e in zip(starts, ends)],)
         else:
             op = ("dropout", a, float(rng.choice([0.1, 0.5])))
         prog["code"].append(op)
@@ -188,8 +196,12 @@ class ZccOps:
         h = x.shape[-1] // 2
         return zcc.ops.concat([x[..., h:], x[..., :h]], -1)
 
-    def attention(self, x, wq, wk, wv, mode):
+    def attention(self, x, wq, wk, wv, mode, spans=None):
         q, k, v = x @ wq, x @ wk, x @ wv
+        if mode == "fused_padded":
+            keep = padding(spans, x.shape[1]).astype(np.int32)
+            mask = zcc.ops.ne(zcc.ops.constant(keep, "int32"), 0)
+            return zcc.ops.attention(q, k, v, causal=True, mask=mask)
         if mode != "written":
             return zcc.ops.attention(q, k, v, causal=mode == "fused_causal")
         scores = zcc.ops.matmul(q, k, transpose_b=True) * (1 / math.sqrt(x.shape[-1]))
@@ -202,7 +214,15 @@ class ZccOps:
     def loss(self, kind, logits, target):
         if kind == "ce":
             return zcc.ops.cross_entropy(logits, target)
+        if kind == "ce_ignore":
+            return zcc.ops.cross_entropy(logits, target, ignore_index=-100)
         return zcc.ops.mse(logits, target)
+
+
+def padding(spans, T):
+    """[B, 1, T]: true at the keys [start, end) of each row."""
+    keys = np.arange(T)
+    return np.array([[(keys >= s) & (keys < e)] for s, e in spans])
 
 
 class NumpyOps:
@@ -256,20 +276,28 @@ class NumpyOps:
         h = x.shape[-1] // 2
         return np.concatenate([x[..., h:], x[..., :h]], -1)
 
-    def attention(self, x, wq, wk, wv, mode):
+    def attention(self, x, wq, wk, wv, mode, spans=None):
         q, k, v = x @ wq, x @ wk, x @ wv
         scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(x.shape[-1])
         T = x.shape[1]
         if mode != "fused":
             scores = scores + np.triu(np.full((T, T), -np.inf), 1)
+        if mode == "fused_padded":
+            scores = np.where(padding(spans, T), scores, -np.inf)
+            # A query that sees no key gives 0 (as PyTorch's SDPA).
+            blind = np.isneginf(scores).all(-1, keepdims=True)
+            return np.where(blind, 0.0,
+                            self.softmax(np.where(blind, 0.0, scores))) @ v
         return self.softmax(scores) @ v
 
     dropout = None  # zcc's Philox masks: no NumPy reference
     embedding = staticmethod(lambda table, tokens: table[tokens])
 
     def loss(self, kind, logits, target):
-        if kind == "ce":
-            return float(-self.log_softmax(logits)[np.arange(len(target)), target].mean())
+        if kind in ("ce", "ce_ignore"):
+            kept = target != -100
+            return float(-self.log_softmax(logits[kept])[
+                np.arange(kept.sum()), target[kept]].mean())
         return float(((logits - target) ** 2).mean())
 
 
@@ -305,7 +333,7 @@ def run(prog, impl, x, params, target):
         elif name == "slice":
             y = impl.slice(a)
         elif name == "attention":
-            y = impl.attention(a, *(params[p] for p in op[2:5]), op[5])
+            y = impl.attention(a, *(params[p] for p in op[2:5]), *op[5:])
         elif name == "dropout":
             y = impl.dropout(a, op[2])
         values.append(y)
@@ -330,8 +358,11 @@ def feeds(prog, step):
     else:
         x = rng.normal(size=shape + [D]).astype(np.float32)
     rows = int(np.prod(shape))
-    if prog["loss"] == "ce":
+    if prog["loss"] in ("ce", "ce_ignore"):
         target = rng.integers(0, prog["C"], size=rows).astype(np.int32)
+        if prog["loss"] == "ce_ignore":  # some rows left out, never all
+            target[rng.random(rows) < 0.4] = -100
+            target[rng.integers(rows)] = rng.integers(prog["C"])
     else:
         target = rng.normal(size=(rows, prog["C"])).astype(np.float32)
     return x, target
@@ -344,7 +375,7 @@ def trace(prog):
     rows = int(np.prod(shape))
     x_spec = (zcc.input(shape, "int32") if prog["tokens"]
               else zcc.input(shape + [D]))
-    target_spec = (zcc.label((rows,), "int32") if prog["loss"] == "ce"
+    target_spec = (zcc.label((rows,), "int32") if prog["loss"] != "mse"
                    else zcc.label((rows, prog["C"]), "float32"))
 
     def step(x, target):
@@ -454,7 +485,7 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
         x, target = feeds(prog, 0)
         params = {n: v.astype(np.float64) for n, v in values.items()}
         reference = run(prog, NumpyOps(), x if prog["tokens"] else x.astype(np.float64),
-                        params, target if prog["loss"] == "ce" else target.astype(np.float64))
+                        params, target if prog["loss"] != "mse" else target.astype(np.float64))
         if not abs(wide_losses[0] - reference) <= 1e-9 * max(1.0, abs(reference)):
             problems.append(f"f64 loss {wide_losses[0]!r} vs NumPy {reference!r}")
 

@@ -614,6 +614,71 @@ def test_sdpa_masks_neither_causal_nor_empty_are_refused():
                        loss=F.cross_entropy)
 
 
+class PaddedAttention(nn.Module):
+    """Causal SDPA over a padded batch as transformers masks it: the
+    `attention_mask` input cast to bool, read at constant positions
+    (index.Tensor with aranges), and-ed with a causal mask known at import."""
+
+    def __init__(self, gather=False):
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+        self.out = nn.Linear(8, 5)
+        self.gather = gather
+
+    def forward(self, x, attention_mask):
+        batch, length = attention_mask.shape
+        q, k, v = (t.unflatten(-1, (2, 4)).transpose(1, 2)
+                   for t in self.qkv(x).split(8, dim=-1))
+        keys = torch.arange(length)
+        if self.gather:  # positions that are not a run: a real gather
+            keys = keys.flip(0)
+        pad = attention_mask.to(torch.bool)[
+            torch.arange(batch)[:, None, None, None], keys[None, None, None, :]]
+        causal = torch.ones(length, length, dtype=torch.bool).tril()
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=causal & pad)
+        return self.out(y.transpose(1, 2).flatten(2)).flatten(0, 1)
+
+
+@pytest.mark.parametrize("precision, tolerance", [("f64", 1e-9), ("f32", 1e-5)])
+def test_padded_batches_train_like_pytorch(precision, tolerance):
+    # Masks from data: the fused attention reads the [B, 1, 1, T] padding
+    # mask with the causal flag; cross-entropy leaves out the -100 labels.
+    # The second sequence is padded on the left: its first queries see no
+    # key, and give 0 as PyTorch's do.
+    torch.manual_seed(3)
+    model = PaddedAttention()
+    x = torch.randn(2, 6, 8)
+    mask = torch.tensor([[1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 1, 1]])
+    labels = torch.randint(0, 5, (2, 6))
+    labels[mask == 0] = -100
+    labels = labels.flatten()
+    traced = zcc.from_torch(copy.deepcopy(model), (x, mask), (labels,),
+                            loss=F.cross_entropy)
+    ir = traced.ir()
+    assert "mask %" in ir and "causal" in ir and "2x1x1x6xi1" in ir, ir
+    assert "ignore_index = -100" in ir
+    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
+        precision=precision)
+    dtype = torch.float64 if precision == "f64" else torch.float32
+    reference = copy.deepcopy(model).to(dtype)
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
+    for step in range(10):
+        ours = session.step(x.numpy(), mask.numpy(), labels.numpy())
+        optimizer.zero_grad()
+        loss = F.cross_entropy(reference(x.to(dtype), mask), labels)
+        loss.backward()
+        optimizer.step()
+        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+
+
+def test_gathers_by_constant_positions_are_refused_clearly():
+    model = PaddedAttention(gather=True)
+    with pytest.raises(zcc.Error, match=r"index.Tensor with constant indices "
+                       r"that are not runs of positions \(a gather\)"):
+        zcc.from_torch(model, (torch.randn(2, 6, 8), torch.ones(2, 6, dtype=torch.int64)),
+                       (torch.zeros(12, dtype=torch.int64),), loss=F.cross_entropy)
+
+
 class Patches(nn.Module):
     """A patch embedding (ViT's conv2d, stride = kernel) and a classifier."""
 

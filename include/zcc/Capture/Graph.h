@@ -284,6 +284,14 @@ public:
   Tensor attention(Tensor q, Tensor k, Tensor v, bool causal = false,
                    double scale = std::numeric_limits<double>::quiet_NaN(),
                    Where where = ZCC_HERE);
+  /// attention where query i also sees only the keys `mask` (bool, of
+  /// q's rank, each dimension that of [B..., S, T] or 1) allows: a padding
+  /// mask [B, 1, 1, T], or a mask per query; a query that sees no key gives
+  /// 0 (as PyTorch's scaled_dot_product_attention).
+  Tensor maskedAttention(
+      Tensor q, Tensor k, Tensor v, Tensor mask, bool causal = false,
+      double scale = std::numeric_limits<double>::quiet_NaN(),
+      Where where = ZCC_HERE);
   Tensor softmax(Tensor x, int64_t axis = -1, Where where = ZCC_HERE);
   Tensor logSoftmax(Tensor x, int64_t axis = -1, Where where = ZCC_HERE);
   /// Over the last dimension.
@@ -296,6 +304,12 @@ public:
   /// Mean over rows of logits [..., C] with integer labels [...].
   Tensor softmaxCrossEntropy(Tensor logits, Tensor labels,
                              Where where = ZCC_HERE);
+  /// The same, the rows labelled `ignoreIndex` left out (PyTorch's
+  /// ignore_index, -100 there by default): they add nothing to the mean
+  /// and get no gradient.
+  Tensor softmaxCrossEntropyIgnoring(Tensor logits, Tensor labels,
+                                     int64_t ignoreIndex,
+                                     Where where = ZCC_HERE);
   Tensor mse(Tensor prediction, Tensor target, Where where = ZCC_HERE);
   /// Inverted dropout keyed by (seed, step, index); seed -1 gives each call
   /// its own (0, 1, 2, ... in program order). Rate 0 is the identity.

@@ -1285,13 +1285,29 @@ ZRT_HOST_DEVICE inline void rowExpSum(const S *row, int64_t size, G &group,
   sum = group.reduce(s, Sum());
 }
 
+/// Labels of a loss, with the label value that marks a row ignored
+/// (cross-entropy's ignore_index), if any.
+struct LossLabels {
+  const void *labels = nullptr;
+  bool wide = false;
+  bool ignores = false;
+  int64_t ignoreIndex = 0;
+
+  ZRT_HOST_DEVICE int64_t at(int64_t r) const {
+    return readIndex(labels, wide, r);
+  }
+  ZRT_HOST_DEVICE bool ignored(int64_t label) const {
+    return ignores && label == ignoreIndex;
+  }
+};
+
 /// softmax_cross_entropy, rows: each row's loss into the workspace (NaN for
-/// a bad label, which is recorded). Logits stored as S (T, or bf16).
+/// a bad label, which is recorded; 0 for an ignored one). Logits stored as
+/// S (T, or bf16).
 template <typename T, typename S = T> struct CrossEntropyRows : Functor {
   static constexpr bool kGrouped = true;
   const S *logits = nullptr;
-  const void *labels = nullptr;
-  bool wideLabels = false;
+  LossLabels labels;
   T *losses = nullptr; // 1 per row, in the workspace
   int64_t classes = 0;
   DeviceError *error = nullptr;
@@ -1299,7 +1315,12 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    int64_t label = readIndex(labels, wideLabels, r);
+    int64_t label = labels.at(r);
+    if (labels.ignored(label)) {
+      if (group.lane == 0)
+        losses[r] = T(0.0);
+      return;
+    }
     bool bad = label < 0 || label >= classes;
     const S *row = logits + r * classes;
     T max, sum;
@@ -1367,24 +1388,33 @@ template <typename T> struct SumSquares : Functor {
   }
 };
 
-/// A sum of `count` floats in order (one group), divided by `divisor`: the
-/// mean loss of the rows, or mse.
+/// A sum of `elements` floats in order (one group), divided by `divisor`:
+/// the mean loss of the rows, or mse. With `labels` ignoring some rows, the
+/// divisor is the number of rows kept instead; and with `a` null, that
+/// number is the result (cross-entropy's gradient divides by it).
 template <typename T> struct MeanOf : Functor {
   static constexpr bool kGrouped = true;
   const T *a = nullptr;
   const T *b = nullptr; // mse: sum (a - b)^2 instead of a
+  LossLabels labels;
   T *y = nullptr;
   int64_t elements = 0;
   T divisor = T(1.0);
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t, G &group) const {
-    T total = T(0.0);
-    for (int64_t i = group.lane; i < elements; i += group.lanes)
-      total += b ? (a[i] - b[i]) * (a[i] - b[i]) : a[i];
+    T total = T(0.0), kept = T(0.0);
+    for (int64_t i = group.lane; i < elements; i += group.lanes) {
+      if (a)
+        total += b ? (a[i] - b[i]) * (a[i] - b[i]) : a[i];
+      if (labels.ignores && !labels.ignored(labels.at(i)))
+        kept += T(1.0);
+    }
     total = group.reduce(total, Sum());
+    if (labels.ignores)
+      kept = group.reduce(kept, Sum());
     if (group.lane == 0)
-      *y = total / divisor;
+      *y = !a ? kept : total / (labels.ignores ? kept : divisor);
   }
 };
 
@@ -1393,29 +1423,35 @@ template <typename T> struct MeanOf : Functor {
 template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
   static constexpr bool kGrouped = true;
   const S *logits = nullptr;
-  const void *labels = nullptr;
-  bool wideLabels = false;
+  LossLabels labels;
   const T *lossGrad = nullptr;
   S *dx = nullptr;
   int64_t classes = 0;
   T rowCount = T(1.0);
+  const T *keptRows = nullptr; // with ignored labels: the rows kept
   DeviceError *error = nullptr;
   int32_t launch = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    int64_t label = readIndex(labels, wideLabels, r);
+    int64_t label = labels.at(r);
+    S *out = dx + r * classes;
+    if (labels.ignored(label)) {
+      for (int64_t c = group.lane; c < classes; c += group.lanes)
+        out[c] = storeAs<S>(T(0.0));
+      return;
+    }
     if ((label < 0 || label >= classes) && group.lane == 0)
       recordError(error, launch, 1, 1, r, label, classes);
     const S *row = logits + r * classes;
-    S *out = dx + r * classes;
+    T rows = keptRows ? *keptRows : rowCount;
     T max, sum;
     rowExpSum(row, classes, group, max, sum);
     T g = *lossGrad;
     for (int64_t c = group.lane; c < classes; c += group.lanes) {
       T p = fExp(loadAs<T>(row[c]) - max) / sum;
       T onehot = c == label ? T(1.0) : T(0.0);
-      out[c] = storeAs<S>(g * (p - onehot) / rowCount);
+      out[c] = storeAs<S>(g * (p - onehot) / rows);
     }
   }
 };
@@ -1426,10 +1462,15 @@ template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
 
 /// Where a block of attention rows is: row g of the block is query
 /// `first + g % rows` of head `g / rows`, `width` scores long (the keys the
-/// block sees); that query sees `seen(q)` of them, the rest are masked.
+/// block sees); that query sees `seen(q)` of them, the rest are masked, and
+/// of those, with a mask, the keys `allowed` by it.
 struct AttentionBlock {
   int64_t rows = 0, width = 0, first = 0, queries = 0, keys = 0;
   bool causal = false;
+  /// The mask (one byte per element), read as [B..., S, T] through
+  /// `maskRead`'s strides (0 along its broadcast dimensions); or null.
+  const uint8_t *mask = nullptr;
+  StridedShape maskRead;
 
   ZRT_HOST_DEVICE int64_t query(int64_t g) const { return first + g % rows; }
   /// The query's row of logsumexp (and of rowsum(dy * y)).
@@ -1438,6 +1479,10 @@ struct AttentionBlock {
   }
   ZRT_HOST_DEVICE int64_t seen(int64_t q) const {
     return causal ? (q + 1 < keys ? q + 1 : keys) : keys;
+  }
+  /// Whether block row g's query sees key c (c < seen(query(g))).
+  ZRT_HOST_DEVICE bool allowed(int64_t g, int64_t c) const {
+    return !mask || mask[maskRead.offsetOf(rowOf(g) * keys + c)] != 0;
   }
 };
 
@@ -1455,20 +1500,27 @@ template <typename T> struct AttentionRows : Functor {
   ZRT_HOST_DEVICE void operator()(int64_t g, G &group) const {
     T *row = scores + g * block.width;
     int64_t n = block.seen(block.query(g));
+    if (block.mask) // masked keys read as -inf
+      for (int64_t c = group.lane; c < n; c += group.lanes)
+        if (!block.allowed(g, c))
+          row[c] = -INFINITY;
     T m = -INFINITY;
     for (int64_t c = group.lane; c < n; c += group.lanes)
       m = maxSkipNaN(m, scale * row[c]);
     m = group.reduce(m, MaxSkipNaN());
+    // A query its mask lets see no key: PyTorch's output 0 (its
+    // logsumexp -inf, and no gradient).
+    bool none = m == -INFINITY;
     T sum = T(0.0);
-    for (int64_t c = group.lane; c < n; c += group.lanes)
+    for (int64_t c = group.lane; c < n && !none; c += group.lanes)
       sum += fExp(scale * row[c] - m);
     sum = group.reduce(sum, Sum());
     for (int64_t c = group.lane; c < n; c += group.lanes)
-      row[c] = fExp(scale * row[c] - m) / sum;
+      row[c] = none ? T(0.0) : fExp(scale * row[c] - m) / sum;
     for (int64_t c = n + group.lane; c < block.width; c += group.lanes)
       row[c] = T(0.0);
     if (group.lane == 0)
-      logsumexp[block.rowOf(g)] = m + fLog(sum);
+      logsumexp[block.rowOf(g)] = none ? T(-INFINITY) : m + fLog(sum);
   }
 };
 
@@ -1502,12 +1554,13 @@ template <typename T> struct AttentionGradScores : Functor {
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
     int64_t g = i / block.width, c = i % block.width;
-    if (c >= block.seen(block.query(g))) {
+    int64_t r = block.rowOf(g);
+    if (c >= block.seen(block.query(g)) || !block.allowed(g, c) ||
+        logsumexp[r] == -INFINITY) {
       scores[i] = T(0.0);
       grad[i] = T(0.0);
       return;
     }
-    int64_t r = block.rowOf(g);
     T p = fExp(scale * scores[i] - logsumexp[r]);
     scores[i] = p;
     grad[i] = scale * p * (grad[i] - delta[r]);

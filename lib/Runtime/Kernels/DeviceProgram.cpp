@@ -176,6 +176,22 @@ public:
     block.keys = a.keys;
     block.causal = launch.params.causal;
     block.width = block.causal ? std::min(a.keys, first + rows) : a.keys;
+    // The mask is the last input, after attention's 3 or the gradient's 6.
+    size_t maskInput = launch.kernel == KernelId::Attention ? 3 : 6;
+    if (launch.inputs.size() > maskInput) {
+      block.mask = in<uint8_t>(maskInput);
+      const std::vector<int64_t> &mask = inType(maskInput).shape;
+      const std::vector<int64_t> &query = inType(0).shape;
+      int rank = static_cast<int>(query.size());
+      int64_t stride = 1;
+      block.maskRead.rank = rank;
+      for (int d = rank - 1; d >= 0; --d) {
+        block.maskRead.size[d] = d == rank - 1 ? a.keys : query[d];
+        block.maskRead.stride[d] = mask[d] == 1 ? 0 : stride;
+        stride *= mask[d];
+      }
+      simplify(block.maskRead);
+    }
     return block;
   }
 
@@ -866,8 +882,7 @@ public:
   template <typename S> void crossEntropyOf(T *losses) {
     CrossEntropyRows<T, S> rows;
     rows.logits = in<S>(0);
-    rows.labels = in<void>(1);
-    rows.wideLabels = wideIndex(1);
+    rows.labels = lossLabels();
     rows.losses = losses;
     rows.classes = inType(0).shape.back();
     rows.count = inType(1).numElements();
@@ -876,6 +891,7 @@ public:
     push(rows, rows.classes);
     MeanOf<T> mean;
     mean.a = losses;
+    mean.labels = rows.labels;
     mean.y = result(0);
     mean.elements = rows.count;
     mean.divisor = static_cast<T>(rows.count);
@@ -883,21 +899,42 @@ public:
     push(mean, rows.count);
   }
 
-  void crossEntropyGrad() {
-    byStorage(inType(0).dtype, [&](auto s) {
-      crossEntropyGradOf<typename decltype(s)::type>();
-    });
+  /// A loss's labels (input 1) and the value its launch ignores, if any.
+  LossLabels lossLabels() const {
+    LossLabels labels;
+    labels.labels = in<void>(1);
+    labels.wide = wideIndex(1);
+    labels.ignores = launch.params.ignoreIndex.has_value();
+    labels.ignoreIndex = launch.params.ignoreIndex.value_or(0);
+    return labels;
   }
-  template <typename S> void crossEntropyGradOf() {
+
+  Status crossEntropyGrad() {
+    T *kept = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), kept));
+    byStorage(inType(0).dtype, [&](auto s) {
+      crossEntropyGradOf<typename decltype(s)::type>(kept);
+    });
+    return Status::ok();
+  }
+  template <typename S> void crossEntropyGradOf(T *kept) {
     CrossEntropyGradRows<T, S> f;
     f.logits = in<S>(0);
-    f.labels = in<void>(1);
-    f.wideLabels = wideIndex(1);
+    f.labels = lossLabels();
     f.lossGrad = in(2);
     f.dx = result<S>(0);
     f.classes = inType(0).shape.back();
     f.count = inType(1).numElements();
     f.rowCount = static_cast<T>(f.count);
+    if (f.labels.ignores) { // the rows kept, counted first
+      MeanOf<T> rows;
+      rows.labels = f.labels;
+      rows.y = kept;
+      rows.elements = f.count;
+      rows.count = 1;
+      push(rows, f.count);
+      f.keptRows = kept;
+    }
     f.error = memory.error;
     f.launch = static_cast<int32_t>(index);
     push(f, f.classes);
@@ -1140,8 +1177,7 @@ template <typename T> Status Builder<T>::build(KernelId id) {
   case KernelId::SoftmaxCrossEntropy:
     return crossEntropy();
   case KernelId::SoftmaxCrossEntropyGrad:
-    crossEntropyGrad();
-    break;
+    return crossEntropyGrad();
   case KernelId::Mse:
     mse();
     break;

@@ -447,11 +447,14 @@ Status checkMatmul(const LaunchRules &r) {
   return r.expectShape("result", result, expected);
 }
 
-/// attention (query, key, value) -> (result, logsumexp) and attention_grad
-/// (query, key, value, result, logsumexp, result_grad) -> (query_grad,
-/// key_grad, value_grad).
+/// attention (query, key, value[, mask]) -> (result, logsumexp) and
+/// attention_grad (query, key, value, result, logsumexp, result_grad[,
+/// mask]) -> (query_grad, key_grad, value_grad).
 Status checkAttention(const LaunchRules &r, bool isGrad) {
-  ZRT_RETURN_IF_ERROR(r.expectCounts(isGrad ? 6 : 3, isGrad ? 3 : 2));
+  size_t operands = isGrad ? 6 : 3;
+  bool masked = r.numInputs() == operands + 1;
+  ZRT_RETURN_IF_ERROR(
+      r.expectCounts(masked ? operands + 1 : operands, isGrad ? 3 : 2));
   const TensorType &q = r.input(0), &k = r.input(1), &v = r.input(2);
   ZRT_RETURN_IF_ERROR(r.expectFloat("query", q));
   ZRT_RETURN_IF_ERROR(r.expectFloat("key", k));
@@ -459,6 +462,13 @@ Status checkAttention(const LaunchRules &r, bool isGrad) {
   Shape result, logsumexp;
   ZRT_RETURN_IF_ERROR(r.expectRule(attentionShapes(
       q.shape, k.shape, v.shape, r.params.scale, result, logsumexp)));
+  if (masked) {
+    const TensorType &mask = r.input(operands);
+    if (mask.dtype != DType::Bool)
+      return r.fail("mask must be a bool tensor, got ", typeString(mask));
+    ZRT_RETURN_IF_ERROR(
+        r.expectRule(attentionMaskRule(mask.shape, q.shape, k.shape)));
+  }
   int64_t rank = q.rank();
   for (int64_t size : {q.shape[rank - 2], q.shape[rank - 1], k.shape[rank - 2],
                        v.shape[rank - 1], shapeProduct(q.shape, 0, rank - 2)})

@@ -54,6 +54,18 @@ public:
     load(*p, value);
     return Status::ok();
   }
+  /// An optional parameter: absent is nullopt.
+  template <typename T>
+  Status read(const char *name, ParamKind kind, std::optional<T> &value) {
+    const Param *p = nullptr;
+    if (!find(name, p)) {
+      value.reset();
+      return Status::ok();
+    }
+    ZRT_RETURN_IF_ERROR(check(name, kind, *p));
+    load(*p, value.emplace());
+    return Status::ok();
+  }
   /// A unit flag: absent is false.
   Status read(const char *name, ParamKind kind, bool &value) {
     const Param *p = nullptr;
@@ -187,9 +199,13 @@ Status zcc::runtime::decodeLaunch(std::string_view kernel,
 std::vector<Param> zcc::runtime::encodeParams(const Launch &launch) {
   std::vector<Param> params;
   auto add = [&](const char *name, ParamKind kind, const auto &value) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, bool>) {
+    using V = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<V, bool>) {
       if (value)
         params.push_back(Param{name, kind});
+    } else if constexpr (std::is_same_v<V, std::optional<int64_t>>) {
+      if (value)
+        params.push_back(encodeValue(name, kind, *value));
     } else {
       params.push_back(encodeValue(name, kind, value));
     }

@@ -196,6 +196,21 @@ Status zcc::runtime::attentionShapes(const Shape &q, const Shape &k,
   return Status::ok();
 }
 
+Status zcc::runtime::attentionMaskRule(const Shape &mask, const Shape &query,
+                                       const Shape &key) {
+  size_t rank = query.size();
+  Shape scores(query.begin(), query.end() - 1);
+  scores.push_back(key[rank - 2]);
+  bool fits = mask.size() == rank;
+  for (size_t d = 0; fits && d < rank; ++d)
+    fits = mask[d] == scores[d] || mask[d] == 1;
+  if (!fits)
+    return broken("mask ", formatShape(mask),
+                  " does not broadcast to the scores ", formatShape(scores),
+                  " ([B..., S, T], each dimension equal or 1)");
+  return Status::ok();
+}
+
 Status zcc::runtime::axisRule(const Shape &operand, int64_t axis,
                               const char *name) {
   int64_t rank = static_cast<int64_t>(operand.size());

@@ -57,6 +57,8 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
   case KernelId::SoftmaxCrossEntropy: // one loss per label
     return kFloat * static_cast<uint64_t>(
                         entry.tensors[launch.inputs[1]].type.numElements());
+  case KernelId::SoftmaxCrossEntropyGrad: // the rows kept, when some are not
+    return launch.params.ignoreIndex ? kFloat : 0;
   case KernelId::LayerNormGrad: // mean and 1/std per row
     return 2 * kFloat * rowsOf(entry, launch);
   case KernelId::RmsNormGrad: // 1/rms per row

@@ -780,6 +780,13 @@ func.func @attention_batch(%q: tensor<2x8x4xf32>, %k: tensor<3x6x4xf32>, %v: ten
 }
 
 // -----
+func.func @attention_mask_shape(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>, %m: tensor<2x1x8xi1>) {
+  // expected-error @+1 {{mask [2, 1, 8] does not broadcast to the scores [2, 8, 6]}}
+  %y, %l = zt.attention %q, %k, %v mask %m, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>, tensor<2x1x8xi1>) -> (tensor<2x8x3xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
 func.func @attention_result(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>) {
   // expected-error @+1 {{expected result shape [2, 8, 3], got 2x8x4xf32}}
   %y, %l = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>) -> (tensor<2x8x4xf32>, tensor<2x8xf32>)

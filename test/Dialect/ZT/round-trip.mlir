@@ -114,6 +114,15 @@ func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x6x16xf32>, %v: ten
   return %y, %lse, %dq, %dk, %dv : tensor<2x4x8x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>
 }
 
+// CHECK-LABEL: func.func @masked_attention
+func.func @masked_attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x6x16xf32>, %v: tensor<2x4x6x8xf32>, %dy: tensor<2x4x8x8xf32>, %pad: tensor<2x1x1x6xi1>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) {
+  // CHECK: zt.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}}, scale = 2.500000e-01 causal : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>, tensor<2x1x1x6xi1>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8xf32>)
+  %y, %lse = zt.attention %q, %k, %v mask %pad, scale = 0.25 causal : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>, tensor<2x1x1x6xi1>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8xf32>)
+  // CHECK: zt.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}}, scale = 2.500000e-01 causal : (
+  %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %lse, %dy mask %pad, scale = 0.25 causal : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8x8xf32>, tensor<2x1x1x6xi1>) -> (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x8xf32>)
+  return %y, %dq : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>
+}
+
 // CHECK-LABEL: func.func @normalisation
 func.func @normalisation(%x: tensor<2x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
   // CHECK: zt.softmax %{{.+}}, axis = -1 : tensor<2x8x16xf32>
@@ -135,6 +144,8 @@ func.func @lookup_and_losses(%table: tensor<100x16xf32>, %ids: tensor<2x8xi32>, 
   %1 = zt.embedding %table, %ids64 : (tensor<100x16xf32>, tensor<4xi64>) -> tensor<4x16xf32>
   // CHECK: zt.softmax_cross_entropy %{{.+}}, %{{.+}} : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
   %2 = zt.softmax_cross_entropy %logits, %ids : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
+  // CHECK: zt.softmax_cross_entropy %{{.+}}, %{{.+}} {ignore_index = -100 : i64} : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %ignoring = zt.softmax_cross_entropy %logits, %ids {ignore_index = -100 : i64} : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
   // CHECK: zt.mse %{{.+}}, %{{.+}} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
   %3 = zt.mse %p, %t : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
   return %0, %1, %2, %3 : tensor<2x8x16xf32>, tensor<4x16xf32>, tensor<f32>, tensor<f32>

@@ -781,6 +781,8 @@ struct NaiveAttention {
   int64_t heads, s, t, d, dv;
   double scale;
   bool causal;
+  /// [heads, s, t], or empty: which keys each query sees besides `causal`.
+  std::vector<bool> allowed;
   std::vector<double> y, lse, dq, dk, dv_;
 
   void run(const std::vector<double> &q, const std::vector<double> &k,
@@ -799,8 +801,13 @@ struct NaiveAttention {
           double dot = 0;
           for (int64_t c = 0; c < d; ++c)
             dot += q[(h * s + i) * d + c] * k[(h * t + j) * d + c];
-          p[j] = scale * dot;
+          bool sees = allowed.empty() || allowed[(h * s + i) * t + j];
+          p[j] = sees ? scale * dot : -kInf;
           top = std::max(top, p[j]);
+        }
+        if (top == -kInf) { // no key: PyTorch's 0, and no gradient
+          lse[h * s + i] = -kInf;
+          continue;
         }
         double sum = 0;
         for (double &x : p)
@@ -834,6 +841,68 @@ struct AttentionShapeCase {
   bool causal;
 };
 
+/// attention and attention_grad over `c` (and `mask`, a bool tensor of
+/// `maskShape`, when given) against the written-out form, in f64 and f32.
+void expectAttentionMatchesWrittenOut(const AttentionShapeCase &c,
+                                      const std::vector<int64_t> &maskShape = {},
+                                      const std::vector<double> &mask = {},
+                                      const std::vector<bool> &allowed = {}) {
+  int64_t heads = elementCount(c.batch);
+  auto shape = [&](int64_t a, int64_t b) {
+    std::vector<int64_t> out = c.batch;
+    out.push_back(a);
+    if (b >= 0)
+      out.push_back(b);
+    return out;
+  };
+  double scale = 1.0 / std::sqrt(double(c.d)) * 1.7;
+  LaunchCase forward("attention");
+  forward.input(shape(c.s, c.d), randomValues(heads * c.s * c.d, 3, -2, 2))
+      .input(shape(c.t, c.d), randomValues(heads * c.t * c.d, 4, -2, 2))
+      .input(shape(c.t, c.dv));
+  if (!mask.empty())
+    forward.typedInput(DType::Bool, maskShape, mask);
+  forward.output(shape(c.s, c.dv))
+      .output(shape(c.s, -1))
+      .param(floatParam("scale", scale));
+  if (c.causal)
+    forward.param(unitParam("causal"));
+  std::vector<double> dy = randomValues(heads * c.s * c.dv, 9);
+  NaiveAttention naive{heads, c.s, c.t, c.d, c.dv, scale, c.causal, allowed};
+  naive.run(forward.values[0], forward.values[1], forward.values[2], dy);
+  ASSERT_TRUE(forward.run<double>().isOk());
+  expectNear(forward.result(0), naive.y, 1e-12);
+  expectNear(forward.result(1), naive.lse, 1e-12);
+  std::vector<double> y = forward.result(0), lse = forward.result(1);
+  ASSERT_TRUE(forward.run<float>().isOk());
+  expectNear(forward.result(0), naive.y, 1e-5);
+  expectNear(forward.result(1), naive.lse, 1e-5);
+
+  LaunchCase backward("attention_grad");
+  backward.input(shape(c.s, c.d), forward.values[0])
+      .input(shape(c.t, c.d), forward.values[1])
+      .input(shape(c.t, c.dv), forward.values[2])
+      .input(shape(c.s, c.dv), y)
+      .input(shape(c.s, -1), lse)
+      .input(shape(c.s, c.dv), dy);
+  if (!mask.empty())
+    backward.typedInput(DType::Bool, maskShape, mask);
+  backward.output(shape(c.s, c.d))
+      .output(shape(c.t, c.d))
+      .output(shape(c.t, c.dv))
+      .param(floatParam("scale", scale));
+  if (c.causal)
+    backward.param(unitParam("causal"));
+  ASSERT_TRUE(backward.run<double>().isOk());
+  expectNear(backward.result(0), naive.dq, 1e-11);
+  expectNear(backward.result(1), naive.dk, 1e-11);
+  expectNear(backward.result(2), naive.dv_, 1e-11);
+  ASSERT_TRUE(backward.run<float>().isOk());
+  expectNear(backward.result(0), naive.dq, 1e-4);
+  expectNear(backward.result(1), naive.dk, 1e-4);
+  expectNear(backward.result(2), naive.dv_, 1e-4);
+}
+
 TEST(AttentionKernels, MatchTheWrittenOutFormForwardAndBackward) {
   // Single and several blocks of 64 query rows, a last partial block,
   // causal with S < T and S > T (PyTorch's top-left alignment), several
@@ -845,60 +914,74 @@ TEST(AttentionKernels, MatchTheWrittenOutFormForwardAndBackward) {
       {{}, 9, 3, 2, 2, true},
   };
   for (const AttentionShapeCase &c : cases) {
-    int64_t heads = elementCount(c.batch);
-    SCOPED_TRACE("heads " + std::to_string(heads) + " S " +
+    SCOPED_TRACE("heads " + std::to_string(elementCount(c.batch)) + " S " +
                  std::to_string(c.s) + " T " + std::to_string(c.t) +
                  (c.causal ? " causal" : ""));
-    auto shape = [&](int64_t a, int64_t b) {
-      std::vector<int64_t> out = c.batch;
-      out.push_back(a);
-      if (b >= 0)
-        out.push_back(b);
-      return out;
-    };
-    double scale = 1.0 / std::sqrt(double(c.d)) * 1.7;
-    LaunchCase forward("attention");
-    forward.input(shape(c.s, c.d), randomValues(heads * c.s * c.d, 3, -2, 2))
-        .input(shape(c.t, c.d), randomValues(heads * c.t * c.d, 4, -2, 2))
-        .input(shape(c.t, c.dv))
-        .output(shape(c.s, c.dv))
-        .output(shape(c.s, -1))
-        .param(floatParam("scale", scale));
-    if (c.causal)
-      forward.param(unitParam("causal"));
-    std::vector<double> dy = randomValues(heads * c.s * c.dv, 9);
-    NaiveAttention naive{heads, c.s, c.t, c.d, c.dv, scale, c.causal};
-    naive.run(forward.values[0], forward.values[1], forward.values[2], dy);
-    ASSERT_TRUE(forward.run<double>().isOk());
-    expectNear(forward.result(0), naive.y, 1e-12);
-    expectNear(forward.result(1), naive.lse, 1e-12);
-    std::vector<double> y = forward.result(0), lse = forward.result(1);
-    ASSERT_TRUE(forward.run<float>().isOk());
-    expectNear(forward.result(0), naive.y, 1e-5);
-    expectNear(forward.result(1), naive.lse, 1e-5);
-
-    LaunchCase backward("attention_grad");
-    backward.input(shape(c.s, c.d), forward.values[0])
-        .input(shape(c.t, c.d), forward.values[1])
-        .input(shape(c.t, c.dv), forward.values[2])
-        .input(shape(c.s, c.dv), y)
-        .input(shape(c.s, -1), lse)
-        .input(shape(c.s, c.dv), dy)
-        .output(shape(c.s, c.d))
-        .output(shape(c.t, c.d))
-        .output(shape(c.t, c.dv))
-        .param(floatParam("scale", scale));
-    if (c.causal)
-      backward.param(unitParam("causal"));
-    ASSERT_TRUE(backward.run<double>().isOk());
-    expectNear(backward.result(0), naive.dq, 1e-11);
-    expectNear(backward.result(1), naive.dk, 1e-11);
-    expectNear(backward.result(2), naive.dv_, 1e-11);
-    ASSERT_TRUE(backward.run<float>().isOk());
-    expectNear(backward.result(0), naive.dq, 1e-4);
-    expectNear(backward.result(1), naive.dk, 1e-4);
-    expectNear(backward.result(2), naive.dv_, 1e-4);
+    expectAttentionMatchesWrittenOut(c);
   }
+}
+
+TEST(AttentionKernels, MasksMatchTheWrittenOutForm) {
+  // A padding mask [B, 1, 1, T] over heads, one per query [B..., S, T], one
+  // shared by the batch [1, S, T], with causal, over several blocks of
+  // query rows; every fourth row of the mask allows no key (its queries
+  // give 0, as PyTorch's, and no gradient), the others 3 keys in 4.
+  struct MaskCase {
+    AttentionShapeCase shape;
+    std::vector<int> broadcast; // the mask's size-1 dimensions
+  };
+  const MaskCase cases[] = {
+      {{{2, 3}, 6, 6, 4, 4, true}, {1, 2}}, {{{2}, 70, 50, 3, 2, false}, {}},
+      {{{3}, 9, 9, 2, 2, true}, {0}},       {{{2, 2}, 130, 20, 4, 3, false}, {1}},
+      {{{1}, 5, 7, 3, 3, false}, {0, 1}},
+  };
+  for (const MaskCase &m : cases) {
+    const AttentionShapeCase &c = m.shape;
+    std::vector<int64_t> scores = c.batch;
+    scores.push_back(c.s);
+    scores.push_back(c.t);
+    std::vector<int64_t> maskShape = scores;
+    for (int d : m.broadcast)
+      maskShape[d] = 1;
+    SCOPED_TRACE("mask " + ::testing::PrintToString(maskShape) + " of " +
+                 ::testing::PrintToString(scores));
+    std::vector<double> mask = randomValues(elementCount(maskShape), 5, 0, 1);
+    for (int64_t i = 0; i < int64_t(mask.size()); ++i)
+      mask[i] = (i / c.t) % 4 == 1 ? 0.0 : (mask[i] < 0.75 ? 1.0 : 0.0);
+    // The mask broadcast to the scores, for the written-out form.
+    std::vector<bool> allowed(elementCount(scores));
+    for (int64_t i = 0; i < int64_t(allowed.size()); ++i) {
+      int64_t rest = i, offset = 0, stride = 1;
+      for (int d = int(scores.size()) - 1; d >= 0; --d) {
+        int64_t at = rest % scores[d];
+        rest /= scores[d];
+        if (maskShape[d] != 1)
+          offset += at * stride;
+        stride *= maskShape[d];
+      }
+      allowed[i] = mask[offset] != 0;
+    }
+    expectAttentionMatchesWrittenOut(c, maskShape, mask, allowed);
+  }
+}
+
+TEST(KernelRules, AttentionMasks) {
+  auto masked = [](std::vector<int64_t> mask, DType dtype) {
+    LaunchCase c("attention");
+    c.input({2, 4, 5, 3}).input({2, 4, 6, 3}).input({2, 4, 6, 3});
+    c.typedInput(dtype, mask).output({2, 4, 5, 3}).output({2, 4, 5});
+    c.param(floatParam("scale", 0.5));
+    return c;
+  };
+  expectAccepted(masked({2, 1, 1, 6}, DType::Bool));
+  expectAccepted(masked({2, 4, 5, 6}, DType::Bool));
+  expectAccepted(masked({1, 1, 5, 6}, DType::Bool));
+  expectRejected(masked({2, 1, 1, 5}, DType::Bool),
+                 "mask [2, 1, 1, 5] does not broadcast to the scores "
+                 "[2, 4, 5, 6]");
+  expectRejected(masked({2, 6}, DType::Bool),
+                 "does not broadcast to the scores");
+  expectRejected(masked({2, 1, 1, 6}, DType::F32), "mask must be a bool tensor");
 }
 
 TEST(AttentionKernels, WorkspaceIsABlockOfRowsNotTheMatrix) {
@@ -1652,6 +1735,56 @@ TEST(LossKernels, SoftmaxCrossEntropyAgainstHandComputation) {
   EXPECT_CONTAINS(status.message(),
                   "softmax_cross_entropy: label 3 at position [1] is "
                   "out of range [0, 3)");
+}
+
+TEST(LossKernels, IgnoredLabelsAreLeftOut) {
+  // PyTorch's ignore_index: rows labelled -100 add nothing, the mean is over
+  // the others, and their gradient is 0.
+  std::vector<double> logits = randomValues(12, 21, -3, 3);
+  std::vector<double> labels = {2, -100, 1, -100};
+  auto rowLoss = [&](int r, int label) {
+    double sum = 0;
+    for (int c = 0; c < 3; ++c)
+      sum += std::exp(logits[r * 3 + c]);
+    return std::log(sum) - logits[r * 3 + label];
+  };
+  LaunchCase loss("softmax_cross_entropy");
+  loss.input({4, 3}, logits).typedInput(DType::I64, {4}, labels).output({});
+  loss.param(intParam("ignore_index", -100));
+  ASSERT_TRUE(loss.run<double>().isOk());
+  expectNear(loss.result(), {(rowLoss(0, 2) + rowLoss(2, 1)) / 2}, 1e-12);
+  ASSERT_TRUE(loss.run<float>().isOk());
+  expectNear(loss.result(), {(rowLoss(0, 2) + rowLoss(2, 1)) / 2}, 1e-6);
+
+  LaunchCase grad("softmax_cross_entropy_grad");
+  grad.input({4, 3}, logits).typedInput(DType::I64, {4}, labels);
+  grad.input({}, {0.5}).output({4, 3}).param(intParam("ignore_index", -100));
+  ASSERT_TRUE(grad.run<double>().isOk());
+  std::vector<double> expected = numericalGradient(loss, 0, {0.5});
+  expectNear(grad.result(), expected, 1e-6);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(grad.result()[3 + c], 0.0);
+    EXPECT_EQ(grad.result()[9 + c], 0.0);
+  }
+  ASSERT_TRUE(grad.run<float>().isOk());
+  expectNear(grad.result(), expected, 1e-5);
+
+  // Every row ignored: NaN, as PyTorch (0 / 0), and no gradient.
+  LaunchCase none("softmax_cross_entropy");
+  none.input({2, 3}).typedInput(DType::I32, {2}, {-1, -1}).output({});
+  none.param(intParam("ignore_index", -1));
+  ASSERT_TRUE(none.run<float>().isOk());
+  EXPECT_TRUE(std::isnan(none.result()[0]));
+
+  // Other labels out of range are still errors; so is -100 when not ignored.
+  for (double ignore : {-100.0, 7.0}) {
+    LaunchCase bad("softmax_cross_entropy");
+    bad.input({2, 3}).typedInput(DType::I64, {2}, {-100, -5}).output({});
+    bad.param(intParam("ignore_index", int64_t(ignore)));
+    Status status = bad.run<float>();
+    EXPECT_EQ(status.code(), StatusCode::ExecutionError);
+    EXPECT_CONTAINS(status.message(), ignore == 7.0 ? "label -100" : "label -5");
+  }
 }
 
 TEST(RandomKernels, DropoutKeepsAboutOneMinusRate) {

@@ -582,6 +582,43 @@ inline std::vector<LaunchCase> everyKernel() {
       .output({2, 4, 3})
       .output({2, 4, 2})
       .param(floatParam("scale", 0.5));
+  // A padding mask per batch entry, broadcast over queries: with causal,
+  // the second entry's first query sees no key.
+  const std::vector<double> padding = {1, 1, 1, 0, 0, 1, 1, 1};
+  add("attention")
+      .input({2, 5, 3})
+      .input({2, 4, 3})
+      .input({2, 4, 2})
+      .typedInput(DType::Bool, {2, 1, 4}, padding)
+      .output({2, 5, 2})
+      .output({2, 5})
+      .param(floatParam("scale", 0.5))
+      .param(unitParam("causal"));
+  add("attention_grad")
+      .input({2, 5, 3})
+      .input({2, 4, 3})
+      .input({2, 4, 2})
+      .input({2, 5, 2})
+      .input({2, 5})
+      .input({2, 5, 2})
+      .typedInput(DType::Bool, {2, 1, 4}, padding)
+      .output({2, 5, 3})
+      .output({2, 4, 3})
+      .output({2, 4, 2})
+      .param(floatParam("scale", 0.5))
+      .param(unitParam("causal"));
+  // Cross-entropy leaving out the rows labelled ignore_index.
+  add("softmax_cross_entropy")
+      .input({3, 4})
+      .typedInput(DType::I64, {3}, {2, -100, 0})
+      .output({})
+      .param(intParam("ignore_index", -100));
+  add("softmax_cross_entropy_grad")
+      .input({3, 4})
+      .typedInput(DType::I64, {3}, {2, -100, 0})
+      .input({}, {1})
+      .output({3, 4})
+      .param(intParam("ignore_index", -100));
   for (const char *name : {"softmax", "log_softmax"})
     add(name).input({2, 3}).output({2, 3}).param(intParam("axis", 1));
   add("layer_norm")

@@ -266,9 +266,16 @@ def ZT_AttentionOp : ZT_Op<"attention", [Pure, ZT_KernelRules,
     (the same batch dimensions `B...`, `S, T, D, Dv >= 1`). For each query
     row `q`, with `s[k] = scale * sum_d query[q, d] * key[k, d]` over the
     keys it sees (every `k < T`, or `k <= q` when `causal`, PyTorch's
-    `is_causal` alignment):
+    `is_causal` alignment; of those, with a `mask`, the keys where the mask
+    is true: a bool tensor of the query's rank whose dimensions are those of
+    the scores `[B..., S, T]` or 1, broadcast, such as a padding mask
+    `[B, 1, 1, T]`):
     `logsumexp[q] = log(sum_k exp(s[k]))`,
     `result[q, :] = sum_k exp(s[k] - logsumexp[q]) * value[k, :]`.
+
+    A query that sees no key has the result 0 and the logsumexp `-inf`
+    (PyTorch's `scaled_dot_product_attention` gives 0 there too), and no
+    gradient.
 
     The `[S, T]` probabilities are never stored: the kernels compute them a
     block of query rows at a time into a workspace, and `zt.attention_grad`
@@ -279,13 +286,15 @@ def ZT_AttentionOp : ZT_Op<"attention", [Pure, ZT_KernelRules,
 
     ```mlir
     %y, %lse = zt.attention %q, %k, %v, scale = 1.250000e-01 causal : (tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>) -> (tensor<2x4x64x8xf32>, tensor<2x4x64xf32>)
+    %z, %lse2 = zt.attention %q, %k, %v mask %pad, scale = 1.250000e-01 causal : (tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<2x1x1x64xi1>) -> (tensor<2x4x64x8xf32>, tensor<2x4x64xf32>)
     ```
   }];
   let arguments = (ins ZT_FloatTensor:$query, ZT_FloatTensor:$key,
-                       ZT_FloatTensor:$value, F64Attr:$scale, UnitAttr:$causal);
+                       ZT_FloatTensor:$value, Optional<ZT_BoolTensor>:$mask,
+                       F64Attr:$scale, UnitAttr:$causal);
   let results = (outs ZT_FloatTensor:$result, ZT_FloatTensor:$logsumexp);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`mask` $mask^)? `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -416,11 +425,17 @@ def ZT_SoftmaxCrossEntropyOp : ZT_Op<"softmax_cross_entropy", [Pure]> {
     it never overflows. The result has the logits' element type, except that
     bf16 logits (mixed precision) give an f32 loss, computed in f32.
 
+    With `ignore_index` (PyTorch's, -100 by default there), rows whose label
+    is that value add nothing and the mean is over the other rows (NaN when
+    every row is ignored, as in PyTorch): padding in a batch of sequences.
+
     ```mlir
     %loss = zt.softmax_cross_entropy %logits, %labels : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
+    %masked = zt.softmax_cross_entropy %logits, %labels {ignore_index = -100 : i64} : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
     ```
   }];
-  let arguments = (ins ZT_FloatTensor:$logits, ZT_IndexTensor:$labels);
+  let arguments = (ins ZT_FloatTensor:$logits, ZT_IndexTensor:$labels,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs ZT_FloatScalar:$result);
   let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -770,7 +785,8 @@ def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure, ZT_KernelRules,
     probabilities `p[q, k] = exp(s[q, k] - logsumexp[q])` are recomputed,
     `dp = dy value^T`, `ds = p * (dp - rowsum(dy * result))`, and
     `query_grad = scale * ds key`, `key_grad = scale * ds^T query`,
-    `value_grad = p^T dy` (the flash-attention backward).
+    `value_grad = p^T dy` (the flash-attention backward), with the
+    forward's `mask` when it had one.
 
     ```mlir
     %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %lse, %dy, scale = 1.250000e-01 causal : (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, tensor<4x16x8xf32>) -> (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>)
@@ -779,11 +795,12 @@ def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure, ZT_KernelRules,
   let arguments = (ins ZT_FloatTensor:$query, ZT_FloatTensor:$key,
                        ZT_FloatTensor:$value, ZT_FloatTensor:$result,
                        ZT_FloatTensor:$logsumexp, ZT_FloatTensor:$result_grad,
+                       Optional<ZT_BoolTensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal);
   let results = (outs ZT_FloatTensor:$query_grad, ZT_FloatTensor:$key_grad,
                       ZT_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad (`mask` $mask^)? `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -792,16 +809,18 @@ def ZT_SoftmaxCrossEntropyGradOp : ZT_Op<"softmax_cross_entropy_grad", [Pure,
   let summary = "gradient of zt.softmax_cross_entropy";
   let description = [{
     `result[row, c] = loss_grad * (softmax(logits[row])[c] - (c == labels[row])) / rows`,
-    with `rows` the number of label positions. The probabilities are
-    recomputed from the logits, so the forward stores none. `loss_grad` has
-    the loss's element type (f32 for bf16 logits).
+    with `rows` the number of label positions (with `ignore_index`: of the
+    labels not ignored; an ignored row's gradient is 0). The probabilities
+    are recomputed from the logits, so the forward stores none. `loss_grad`
+    has the loss's element type (f32 for bf16 logits).
 
     ```mlir
     %dl = zt.softmax_cross_entropy_grad %logits, %labels, %dloss : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
     ```
   }];
   let arguments = (ins ZT_FloatTensor:$logits, ZT_IndexTensor:$labels,
-                       ZT_FloatScalar:$loss_grad);
+                       ZT_FloatScalar:$loss_grad,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $loss_grad attr-dict `:` functional-type(operands, results)

@@ -136,7 +136,8 @@ std::optional<ElementArity> elementArity(KernelId id);
 // X(Kernel, "name", Kind, member): every parameter of every kernel, named
 // as the zt op's attribute (ZTOps.td; zcc-dialect-tests checks that the two
 // agree) and stored in LaunchParams::member. A Unit parameter is a flag,
-// set when present; every other one is required.
+// set when present; one whose member is a std::optional may be absent;
+// every other one is required.
 #define ZRT_KERNEL_PARAM_LIST(X)                                               \
   X(Scale, "factor", Float, factor)                                            \
   X(Constant, "value", Float, value)                                           \
@@ -195,7 +196,9 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(AllGather, "ranks", Int, ranks)                                            \
   X(Shard, "ranks", Int, ranks)                                                \
   X(Cumsum, "dim", Int, axis)                                                  \
-  X(Cumsum, "reverse", Unit, reverse)
+  X(Cumsum, "reverse", Unit, reverse)                                          \
+  X(SoftmaxCrossEntropy, "ignore_index", Int, ignoreIndex)                     \
+  X(SoftmaxCrossEntropyGrad, "ignore_index", Int, ignoreIndex)
 
 /// A launch's parameters, typed. Each kernel uses the members its rows of
 /// ZRT_KERNEL_PARAM_LIST name; the others keep these zero values.
@@ -208,6 +211,7 @@ struct LaunchParams {
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
   bool nesterov = false, causal = false, mean = false;
   bool cosine = false, linear = false, reverse = false;
+  std::optional<int64_t> ignoreIndex;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
   /// An element kernel's params, in its row's order (ElementKernels.h).

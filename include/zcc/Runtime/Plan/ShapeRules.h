@@ -67,6 +67,10 @@ Status matmulShape(const Shape &lhs, const Shape &rhs, bool transposeLhs,
 Status attentionShapes(const Shape &query, const Shape &key,
                        const Shape &value, double scale, Shape &result,
                        Shape &logsumexp);
+/// attention's optional mask (true where a query may see a key): the rank
+/// of `query`, each dimension that of [B..., S, T] or 1 (broadcast).
+Status attentionMaskRule(const Shape &mask, const Shape &query,
+                         const Shape &key);
 
 /// softmax, log_softmax and their gradients, cumsum: `axis` (negative counts
 /// from the end) names a dimension of `operand` (`name`: the parameter's).

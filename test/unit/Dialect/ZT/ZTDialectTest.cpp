@@ -135,7 +135,8 @@ TEST_F(ZTDialectTest, BuilderMatchesMlpExample) {
       x = b.create<ReluOp>(loc, x);
   }
   Value loss = b.create<SoftmaxCrossEntropyOp>(
-      loc, RankedTensorType::get({}, b.getF32Type()), x, entry->getArgument(1));
+      loc, RankedTensorType::get({}, b.getF32Type()), x, entry->getArgument(1),
+      IntegerAttr());
   b.create<func::ReturnOp>(loc, loss);
 
   ASSERT_EQ(verifyAndGetError(*built), "");
