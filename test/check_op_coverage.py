@@ -11,8 +11,12 @@ ZTDialectTest's EveryElementRowRoundTrips round-trips every row. So are the
 ops checked by their kernel's rule (ZT_BuiltByName in OPS_TD), which
 EveryInferredOpRoundTrips round-trips on their kernel cases.
 """
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from built_by_name import built_by_name  # noqa: E402
 
 
 def main() -> int:
@@ -30,9 +34,7 @@ def main() -> int:
         ops = [op for op in ops if op not in generated]
     if len(sys.argv) > 4:
         with open(sys.argv[4]) as f:
-            ruled = {"zt." + name for name in re.findall(
-                r'^def ZT_\w+Op : ZT_Op<"(\w+)",[^{]*ZT_BuiltByName', f.read(),
-                re.M)}
+            ruled = {"zt." + name for name in built_by_name(f.read())}
         ops = [op for op in ops if op not in ruled]
     with open(test_path) as f:
         # Ops used in the test body, not in comments or CHECK lines.

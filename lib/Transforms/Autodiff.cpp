@@ -499,6 +499,31 @@ LogicalResult GradientBuilder::backward(Operation *op,
                                               dy, o.getAxisAttr()));
         return success();
       })
+      .Case([&](Conv2dOp o) {
+        if (isActive(o.getInput()))
+          contribute(o.getInput(),
+                     b.create<Conv2dInputGradOp>(
+                         loc, o.getInput().getType(), o.getInput(),
+                         o.getWeight(), dy, o.getStrideAttr(),
+                         o.getPaddingAttr(), o.getDilationAttr(),
+                         o.getGroupsAttr()));
+        if (isActive(o.getWeight()))
+          contribute(o.getWeight(),
+                     b.create<Conv2dWeightGradOp>(
+                         loc, o.getWeight().getType(), o.getInput(),
+                         o.getWeight(), dy, o.getStrideAttr(),
+                         o.getPaddingAttr(), o.getDilationAttr(),
+                         o.getGroupsAttr()));
+        return success();
+      })
+      .Case([&](MaxPool2dOp o) {
+        contribute(o.getInput(),
+                   b.create<MaxPool2dGradOp>(
+                       loc, o.getInput().getType(), o.getInput(), dy,
+                       o.getKernelSizeAttr(), o.getStrideAttr(),
+                       o.getPaddingAttr(), o.getDilationAttr()));
+        return success();
+      })
       .Case([&](CumsumOp o) {
         // Each input element reaches every later sum: the sums of dy from
         // the other end.

@@ -406,33 +406,69 @@ def _unbind(ctx, node):
             for i in range(x.shape[dim])]
 
 
-def _pair(value):
-    return tuple(value) * (2 // len(value)) if isinstance(value, (list, tuple)) \
-        else (value, value)
+def _conv_args(node, dims):
+    """(stride, padding, dilation, groups) of a conv1d/conv2d node, each
+    spatial argument `dims` numbers; padding "valid" is 0 and "same" the
+    symmetric padding that keeps the size (None when it cannot be)."""
+    weight = node.args[1].meta.get("val")
+
+    def numbers(value):
+        value = list(value) if isinstance(value, (list, tuple)) else [value]
+        return value * (dims // len(value))
+    stride = numbers(_kw(node, 3, "stride", 1))
+    dilation = numbers(_kw(node, 5, "dilation", 1))
+    padding = _kw(node, 4, "padding", 0)
+    if padding == "valid":
+        padding = [0] * dims
+    elif padding == "same":
+        total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+        if any(t % 2 for t in total):
+            return None
+        padding = [t // 2 for t in total]
+    return stride, numbers(padding), dilation, _kw(node, 6, "groups", 1)
 
 
-def _conv2d_why(node):
+def _conv_why(node):
     weight = node.args[1].meta.get("val")
     if weight is None:
         return "a weight of unknown shape"
-    kernel = tuple(weight.shape[2:])
-    if _pair(_kw(node, 3, "stride", 1)) != kernel or \
-            _pair(_kw(node, 4, "padding", 0)) != (0, 0) or \
-            _pair(_kw(node, 5, "dilation", 1)) != (1, 1) or \
-            _kw(node, 6, "groups", 1) != 1:
-        return "other than non-overlapping patches (stride = kernel, no " \
-               "padding, dilation or groups)"
+    if _conv_args(node, weight.dim() - 2) is None:
+        return "padding='same' that is not symmetric (an even dilated kernel)"
     return None
 
 
-@_handles("conv2d.default", why=_conv2d_why)
-def _conv2d_patches(ctx, node):
+def _patches(x, w, stride, padding, dilation, groups):
+    """Whether the convolution reads non-overlapping patches: one product."""
+    return tuple(stride) == tuple(w.shape[2:]) and not any(padding) and \
+        tuple(dilation) == (1, 1) and groups == 1
+
+
+@_handles("conv2d.default", "conv2d.padding", "conv1d.default",
+          "conv1d.padding", why=_conv_why)
+def _conv(ctx, node):
+    x, w = ctx.get(node.args[0]), ctx.get(node.args[1])
+    bias = _kw(node, 2, "bias", None)
+    dims = w.ndim - 2
+    stride, padding, dilation, groups = _conv_args(node, dims)
+    if dims == 1:  # a row of height 1
+        x = ops.reshape(x, [x.shape[0], x.shape[1], 1, x.shape[2]])
+        w = ops.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
+        stride, padding, dilation = [1] + stride, [0] + padding, [1] + dilation
+    if _patches(x, w, stride, padding, dilation, groups):
+        y = _conv2d_patches(x, w)
+    else:
+        y = ops.conv2d(x, w, stride=stride, padding=padding,
+                       dilation=dilation, groups=groups)
+    if bias is not None:
+        y = y + ops.reshape(ctx.get(bias), [w.shape[0], 1, 1])
+    return ops.reshape(y, list(y.shape[:2]) + [y.shape[3]]) if dims == 1 else y
+
+
+def _conv2d_patches(x, w):
     # A patch embedding (ViT's): each output pixel reads its own kh x kw
     # patch, so the convolution is one product of the patches, laid out as
     # rows, with the weight as [O, C kh kw]; the same sums in the same order
     # as a convolution's per pixel.
-    x, w = ctx.get(node.args[0]), ctx.get(node.args[1])
-    bias = _kw(node, 2, "bias", None)
     batch, channels, height, width = x.shape
     out, _, kh, kw = w.shape
     rows, cols = height // kh, width // kw
@@ -444,8 +480,6 @@ def _conv2d_patches(ctx, node):
         [batch, rows * cols, channels * kh * kw])
     y = ops.matmul(patches, ops.reshape(w, [out, channels * kh * kw]),
                    transpose_b=True)
-    if bias is not None:
-        y = y + ctx.get(bias)
     return ops.transpose(ops.reshape(y, [batch, rows, cols, out]), [0, 3, 1, 2])
 
 
@@ -519,6 +553,52 @@ def _index(ctx, node):
     x = ops.reshape(x, placed + rest_shape)
     target = list(result) + rest_shape
     return x if list(x.shape) == target else ops.broadcast_to(x, target)
+
+
+def _pool_args(node):
+    """max_pool2d's (kernel, stride, padding, dilation), two numbers each."""
+    def pair(value, default):
+        value = default if value is None or value == [] else value
+        value = list(value) if isinstance(value, (list, tuple)) else [value]
+        return value * (2 // len(value))
+    kernel = pair(node.args[1], None)
+    return (kernel, pair(_kw(node, 2, "stride", None), kernel),
+            pair(_kw(node, 3, "padding", 0), 0),
+            pair(_kw(node, 4, "dilation", 1), 1))
+
+
+@_handles("max_pool2d.default",
+          why=lambda node: "ceil_mode=True" if _kw(node, 5, "ceil_mode", False)
+          else None)
+def _max_pool2d(ctx, node):
+    kernel, stride, padding, dilation = _pool_args(node)
+    return ops.max_pool2d(ctx.get(node.args[0]), kernel_size=kernel,
+                          stride=stride, padding=padding, dilation=dilation)
+
+
+def _adaptive_why(node):
+    x = node.args[0].meta.get("val")
+    size = list(node.args[1]) if isinstance(node.args[1], (list, tuple)) \
+        else [node.args[1]] * 2
+    if x is None or any(s is None for s in size) or \
+            any(int(n) % int(s) for n, s in zip(x.shape[-2:], size)):
+        return "output sizes that do not divide the input's (unequal bins)"
+    return None
+
+
+@_handles("adaptive_avg_pool2d.default", "_adaptive_avg_pool2d.default",
+          why=_adaptive_why)
+def _adaptive_avg_pool2d(ctx, node):
+    # Equal bins: a mean over each bin (a global average pool is the mean
+    # over the plane).
+    x = ctx.get(node.args[0])
+    size = list(node.args[1]) if isinstance(node.args[1], (list, tuple)) \
+        else [node.args[1]] * 2
+    *lead, height, width = x.shape
+    oh, ow = int(size[0]), int(size[1])
+    bins = ops.reshape(x, lead + [oh, height // oh, ow, width // ow])
+    rank = len(lead)
+    return ops.mean(bins, [rank + 1, rank + 3])
 
 
 @_handles("split.Tensor")
@@ -782,6 +862,53 @@ def _masked_fill(ctx, node):
     return x * keep + fill
 
 
+def _handler_key(node):
+    """The handler of a node: its op's, or for an in-place op (`relu_`,
+    `add_`) its functional form's; None when zcc has neither."""
+    key = _target_name(node.target)
+    if key in _HANDLERS:
+        return key
+    packet, _, overload = key.partition(".")
+    if packet.endswith("_") and not packet.startswith("_"):
+        functional = f"{packet[:-1]}.{overload}"
+        if functional in _HANDLERS:
+            return functional
+    return None
+
+
+def _is_view(node):
+    """Whether a node's result aliases its first argument (a view, or an
+    element of a split's list)."""
+    if node.target is operator.getitem:
+        return True
+    schema = getattr(node.target, "_schema", None)
+    alias = schema.returns[0].alias_info if schema and schema.returns else None
+    return alias is not None and not alias.is_write
+
+
+def _in_place_why(node, order):
+    """Why an in-place node cannot be its functional form: it writes an
+    input, parameter or buffer, or a view of another tensor, or a later node
+    reads what it writes through another name (the tensor or a view of it;
+    export points later reads of the tensor itself at the in-place node);
+    else None."""
+    written = node.args[0]
+    if getattr(written, "op", None) == "placeholder":
+        return "in place on an input, parameter or buffer"
+    if _is_view(written):
+        return "in place on a view of another tensor"
+    aliases, pending = {written}, [written]
+    while pending:
+        for user in pending.pop().users:
+            if user is not node and _is_view(user) and user not in aliases:
+                aliases.add(user)
+                pending.append(user)
+    if any(order[user] > order[node] for alias in aliases
+           for user in alias.users if user is not node):
+        return "in place on a tensor read afterwards (through a view)"
+    return None
+
+
 def _getitem(ctx, node):
     return ctx.get(node.args[0])[node.args[1]]
 
@@ -870,12 +997,22 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             if getattr(value, "name", None) in lifted and \
                     lifted[value.name] not in mutated:
                 mutated.append(lifted[value.name])
+    # One line per module whose buffers the step mutates (a BatchNorm's
+    # running mean, variance and counter), not one per buffer.
+    by_module = {}
     for target in mutated:
-        problems.append(f"  the step mutates buffer '{target[len(prefix):] if target and target.startswith(prefix) else target}' "
-                        "(for example BatchNorm's running statistics): zcc "
-                        "steps are pure functions of parameters and inputs")
+        name = target[len(prefix):] if target and target.startswith(prefix) else target
+        module_name, _, buffer = name.rpartition(".")
+        by_module.setdefault(module_name, []).append(buffer)
+    for module_name, buffers in by_module.items():
+        what = " and ".join(f"'{b}'" for b in buffers)
+        problems.append(f"  the step mutates buffer{'s' * (len(buffers) > 1)} "
+                        f"{what} of module '{module_name}' (for example "
+                        "BatchNorm's running statistics): zcc steps are pure "
+                        "functions of parameters and inputs")
 
     known = _constant_nodes(exported.graph, signature, mutated)
+    order = {node: i for i, node in enumerate(exported.graph.nodes)}
     for node in known:
         node._zcc_known = True
     unsupported = {}
@@ -890,11 +1027,14 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             node._zcc_known_indices = all(i in known for i in node.args[1]
                                           if i is not None)
         key = _target_name(node.target)
+        handler = _handler_key(node)
         why = None
-        if key not in _HANDLERS:
+        if handler is None:
             why = "no zcc mapping"
-        elif key in _WHY:
-            why = _WHY[key](node)
+        elif handler != key and _in_place_why(node, order):
+            why = _in_place_why(node, order)
+        elif handler in _WHY:
+            why = _WHY[handler](node)
         if why is None:
             continue
         entry = unsupported.setdefault((key, why), [0, node])
@@ -973,7 +1113,7 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
                     if node.target is operator.getitem:
                         ctx.values[node] = _getitem(ctx, node)
                     else:
-                        ctx.values[node] = _HANDLERS[_target_name(node.target)](ctx, node)
+                        ctx.values[node] = _HANDLERS[_handler_key(node)](ctx, node)
             elif node.op == "output":
                 result = ctx.get(node.args[0])
                 return result[0] if isinstance(result, (list, tuple)) else result

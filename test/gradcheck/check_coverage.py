@@ -21,6 +21,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from built_by_name import built_by_name  # noqa: E402
+
 NOT_FORWARD = {"scale", "sgd", "adamw", "sum_squares", "lr_schedule",
                "all_reduce",
                "reduce_scatter", "all_gather", "shard", "pack"}
@@ -54,8 +57,7 @@ def main():
     td_path, test_dir = sys.argv[1:3]
     with open(td_path) as f:
         td = f.read()
-    ruled = set(re.findall(r'^def ZT_\w+Op : ZT_Op<"(\w+)",[^{]*ZT_BuiltByName',
-                           td, re.M))
+    ruled = built_by_name(td)
     ops = [op for op in op_names(td) if op not in ruled]
     grads = [op for op in ops if op.endswith("_grad")]
     forward = [op for op in ops if op not in grads and op not in NOT_FORWARD

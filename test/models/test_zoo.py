@@ -85,7 +85,7 @@ def test_the_others_name_every_missing_op(name):
         # An op with the reason and its first use, or a mutated buffer.
         assert re.match(r"  aten\.\S+ \(.+\): \d+ uses?, first at \S+:\d+ in "
                         r"module '.*'$", line) or \
-            re.match(r"  the step mutates buffer '\S+'", line), line
+            re.match(r"  the step mutates buffers? '.+' of module '\S*'", line), line
 
 
 if __name__ == "__main__":

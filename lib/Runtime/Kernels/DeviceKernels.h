@@ -1457,6 +1457,180 @@ template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
 };
 
 //===----------------------------------------------------------------------===//
+// Convolutions (an image at a time: columns, then GEMM steps)
+//===----------------------------------------------------------------------===//
+
+/// One image's convolution geometry: input [C, H, W], kernel [KH, KW],
+/// output [OH, OW]; column row (c, r, s) reads input (c, oh sh - ph + r dh,
+/// ow sw - pw + s dw) for column (oh, ow), 0 in the padding.
+struct ConvGeometry {
+  int64_t channels = 0, height = 0, width = 0, kh = 0, kw = 0;
+  int64_t outHeight = 0, outWidth = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+
+  ZRT_HOST_DEVICE int64_t columns() const { return outHeight * outWidth; }
+};
+
+/// im2col: cols[(c KH + r) KW + s][oh OW + ow] from one image.
+template <typename T> struct Im2col : Functor {
+  static constexpr bool kGrouped = false;
+  const T *x = nullptr; // the image [C, H, W]
+  T *cols = nullptr;
+  ConvGeometry g;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t column = i % g.columns(), row = i / g.columns();
+    int64_t s = row % g.kw, r = row / g.kw % g.kh, c = row / (g.kw * g.kh);
+    int64_t ih = column / g.outWidth * g.sh - g.ph + r * g.dh;
+    int64_t iw = column % g.outWidth * g.sw - g.pw + s * g.dw;
+    bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
+    cols[i] = inside ? x[(c * g.height + ih) * g.width + iw] : T(0.0);
+  }
+};
+
+/// col2im, gathered: dx[c][ih][iw] = the sum, over the kernel positions
+/// (r, s) in order, of the columns that read it: no atomics, the same bits
+/// everywhere.
+template <typename T> struct Col2im : Functor {
+  static constexpr bool kGrouped = false;
+  const T *cols = nullptr;
+  T *dx = nullptr; // the image's gradient [C, H, W]
+  ConvGeometry g;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t iw = i % g.width, ih = i / g.width % g.height;
+    int64_t c = i / (g.width * g.height);
+    T sum = T(0.0);
+    for (int64_t r = 0; r < g.kh; ++r) {
+      int64_t y = ih + g.ph - r * g.dh;
+      if (y < 0 || y % g.sh != 0 || y / g.sh >= g.outHeight)
+        continue;
+      for (int64_t s = 0; s < g.kw; ++s) {
+        int64_t x = iw + g.pw - s * g.dw;
+        if (x < 0 || x % g.sw != 0 || x / g.sw >= g.outWidth)
+          continue;
+        int64_t row = (c * g.kh + r) * g.kw + s;
+        sum += cols[row * g.columns() + y / g.sh * g.outWidth + x / g.sw];
+      }
+    }
+    dx[i] = sum;
+  }
+};
+
+/// The pooling window of output (oh, ow) over one [H, W] plane: its first
+/// maximum in row-major order (a NaN wins, as in PyTorch), as the index
+/// into the plane, or -1 when the window is all padding.
+template <typename T>
+ZRT_HOST_DEVICE inline int64_t windowArgmax(const T *plane, const ConvGeometry &g,
+                                           int64_t oh, int64_t ow) {
+  int64_t best = -1;
+  T top = T(0.0);
+  for (int64_t r = 0; r < g.kh; ++r) {
+    int64_t ih = oh * g.sh - g.ph + r * g.dh;
+    if (ih < 0 || ih >= g.height)
+      continue;
+    for (int64_t s = 0; s < g.kw; ++s) {
+      int64_t iw = ow * g.sw - g.pw + s * g.dw;
+      if (iw < 0 || iw >= g.width)
+        continue;
+      T v = plane[ih * g.width + iw];
+      if (best < 0 || v > top || v != v) { // as PyTorch: a NaN wins
+        best = ih * g.width + iw;
+        top = v;
+      }
+    }
+  }
+  return best;
+}
+
+/// The geometry of a max_pool2d launch (or its gradient's).
+template <typename B> ConvGeometry poolGeometry(const B &b) {
+  const auto &x = b.inType(0).shape;
+  const auto &p = b.launch.params;
+  ConvGeometry g;
+  g.channels = x[1];
+  g.height = x[2];
+  g.width = x[3];
+  g.kh = p.kernelSize[0];
+  g.kw = p.kernelSize[1];
+  g.sh = p.strides[0];
+  g.sw = p.strides[1];
+  g.ph = p.padding[0];
+  g.pw = p.padding[1];
+  g.dh = p.dilation[0];
+  g.dw = p.dilation[1];
+  g.outHeight = (g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+  g.outWidth = (g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  return g;
+}
+
+/// max_pool2d: each output element, the maximum of its window.
+template <typename T> struct MaxPool2d : Functor {
+  static constexpr bool kGrouped = false;
+  const T *x = nullptr;
+  T *y = nullptr;
+  ConvGeometry g;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t plane = i / g.columns(), at = i % g.columns();
+    const T *in = x + plane * g.height * g.width;
+    int64_t best = windowArgmax(in, g, at / g.outWidth, at % g.outWidth);
+    y[i] = best < 0 ? T(-INFINITY) : in[best];
+  }
+
+  template <typename B> static void build(B &b) {
+    MaxPool2d f;
+    f.x = b.in(0);
+    f.y = b.result(0);
+    f.g = poolGeometry(b);
+    f.count = b.outType(0).numElements();
+    b.push(f);
+  }
+};
+
+/// max_pool2d_grad, gathered: each input element sums the gradients of the
+/// windows whose maximum it is (recomputed from the input: no indices are
+/// kept), in order: no atomics, the same bits everywhere.
+template <typename T> struct MaxPool2dGrad : Functor {
+  static constexpr bool kGrouped = false;
+  const T *x = nullptr, *dy = nullptr;
+  T *dx = nullptr;
+  ConvGeometry g;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t area = g.height * g.width, plane = i / area, at = i % area;
+    int64_t ih = at / g.width, iw = at % g.width;
+    const T *in = x + plane * area;
+    const T *grad = dy + plane * g.columns();
+    T sum = T(0.0);
+    for (int64_t r = 0; r < g.kh; ++r) {
+      int64_t top = ih + g.ph - r * g.dh;
+      if (top < 0 || top % g.sh != 0 || top / g.sh >= g.outHeight)
+        continue;
+      for (int64_t s = 0; s < g.kw; ++s) {
+        int64_t left = iw + g.pw - s * g.dw;
+        if (left < 0 || left % g.sw != 0 || left / g.sw >= g.outWidth)
+          continue;
+        int64_t oh = top / g.sh, ow = left / g.sw;
+        if (windowArgmax(in, g, oh, ow) == at)
+          sum += grad[oh * g.outWidth + ow];
+      }
+    }
+    dx[i] = sum;
+  }
+
+  template <typename B> static void build(B &b) {
+    MaxPool2dGrad f;
+    f.x = b.in(0);
+    f.dy = b.in(1);
+    f.dx = b.result(0);
+    f.g = poolGeometry(b);
+    f.count = b.outType(0).numElements();
+    b.push(f);
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // Attention (a block of query rows at a time; the products are GEMM steps)
 //===----------------------------------------------------------------------===//
 
@@ -1573,6 +1747,9 @@ template <typename T> struct AttentionGradScores : Functor {
 /// executor's float type) builds its own steps from a launch,
 /// `functor<T>::build(builder)` (DeviceProgram.cpp's Builder), and is a step
 /// kind of its own: a kernel added here needs no case in DeviceProgram.
-#define ZRT_SELF_BUILT_KERNELS(X) X(Cumsum, Cumsum)
+#define ZRT_SELF_BUILT_KERNELS(X)                                              \
+  X(Cumsum, Cumsum)                                                            \
+  X(MaxPool2d, MaxPool2d)                                                      \
+  X(MaxPool2dGrad, MaxPool2dGrad)
 
 #endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H

@@ -204,6 +204,76 @@ public:
                    a.queries * d, a.keys * d, block.rows * block.width, T(0));
   }
 
+  /// The geometry of a conv2d launch (or its gradients').
+  ConvGeometry convGeometry() const {
+    const std::vector<int64_t> &x = inType(0).shape, &w = inType(1).shape;
+    const LaunchParams &p = launch.params;
+    ConvGeometry g;
+    g.channels = x[1];
+    g.height = x[2];
+    g.width = x[3];
+    g.kh = w[2];
+    g.kw = w[3];
+    g.sh = p.strides[0];
+    g.sw = p.strides[1];
+    g.ph = p.padding[0];
+    g.pw = p.padding[1];
+    g.dh = p.dilation[0];
+    g.dw = p.dilation[1];
+    g.outHeight = (g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+    g.outWidth = (g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+    return g;
+  }
+
+  /// conv2d, conv2d_input_grad and conv2d_weight_grad: per image, its
+  /// columns in the pinned scratch (im2col), then one product batched over
+  /// the groups: y = W cols, dcols = W^T dy (then col2im), dW += dy cols^T.
+  Status convolution() {
+    ConvGeometry g = convGeometry();
+    T *cols = nullptr;
+    ZRT_RETURN_IF_ERROR(
+        pinnedScratch(kernelScratchBytes(entry, launch), cols));
+    const std::vector<int64_t> &w = inType(1).shape;
+    int64_t images = inType(0).shape[0], groups = launch.params.groups;
+    int64_t outs = w[0] / groups, k = w[1] * g.kh * g.kw, n = g.columns();
+    int64_t image = g.channels * g.height * g.width, outSize = w[0] * n;
+    KernelId id = launch.kernel;
+    const T *x = in(0), *weight = in(1);
+    if (id == KernelId::Conv2dWeightGrad)
+      out.push_back(Memset{result(0),
+                           uint64_t(outType(0).numElements()) * sizeof(T), 0});
+    for (int64_t i = 0; i < images; ++i) {
+      if (id != KernelId::Conv2dInputGrad) {
+        Im2col<T> f;
+        f.x = x + i * image;
+        f.cols = cols;
+        f.g = g;
+        f.count = k * groups * n;
+        push(f);
+      }
+      if (id == KernelId::Conv2d) // y[i] = W cols, per group
+        out.push_back(product(weight, k, false, cols, n, false,
+                              result(0) + i * outSize, n, outs, n, k, groups,
+                              outs * k, k * n, outs * n, T(0)));
+      else if (id == KernelId::Conv2dWeightGrad) // dW += dy[i] cols^T
+        out.push_back(product(in(2) + i * outSize, n, false, cols, n, true,
+                              result(0), k, outs, k, n, groups, outs * n,
+                              k * n, outs * k, T(1)));
+      else { // dcols = W^T dy[i], then gathered into dx[i]
+        out.push_back(product(weight, k, true, in(2) + i * outSize, n, false,
+                              cols, n, k, n, outs, groups, outs * k,
+                              outs * n, k * n, T(0)));
+        Col2im<T> f;
+        f.cols = cols;
+        f.dx = result(0) + i * image;
+        f.g = g;
+        f.count = image;
+        push(f);
+      }
+    }
+    return Status::ok();
+  }
+
   Status attention() {
     AttentionShape a = attentionShape(entry, launch);
     T *scores = nullptr;
@@ -1142,6 +1212,10 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     break;
   case KernelId::Matmul:
     return matmul();
+  case KernelId::Conv2d:
+  case KernelId::Conv2dInputGrad:
+  case KernelId::Conv2dWeightGrad:
+    return convolution();
   case KernelId::Attention:
     return attention();
   case KernelId::AttentionGrad:

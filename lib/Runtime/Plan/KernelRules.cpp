@@ -745,7 +745,69 @@ Status inferCumsum(const LaunchRules &r, std::vector<TensorType> &results) {
   return Status::ok();
 }
 
-#define ZRT_INFERRED_KERNELS(X) X(Cumsum, inferCumsum)
+/// conv2d (input, weight) -> result (conv2dShape); its gradients take the
+/// forward's operands and the result's gradient: conv2d_input_grad (input,
+/// weight, result_grad) -> the input's type, conv2d_weight_grad (input,
+/// weight, result_grad) -> the weight's type.
+Status conv2dRule(const LaunchRules &r, size_t inputs, TensorType &result) {
+  ZRT_RETURN_IF_ERROR(r.expectInputs(inputs));
+  const TensorType &x = r.input(0), &w = r.input(1);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("input", x));
+  ZRT_RETURN_IF_ERROR(r.expectFloat("weight", w));
+  Shape shape;
+  ZRT_RETURN_IF_ERROR(r.expectRule(
+      conv2dShape(x.shape, w.shape, r.params.strides, r.params.padding,
+                  r.params.dilation, r.params.groups, shape)));
+  result = x;
+  result.shape = shape;
+  if (inputs == 3)
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("result_grad", r.input(2), "result", result));
+  return Status::ok();
+}
+Status inferConv2d(const LaunchRules &r, std::vector<TensorType> &results) {
+  results.resize(1);
+  return conv2dRule(r, 2, results[0]);
+}
+Status inferConv2dInputGrad(const LaunchRules &r,
+                            std::vector<TensorType> &results) {
+  TensorType y;
+  ZRT_RETURN_IF_ERROR(conv2dRule(r, 3, y));
+  results = {r.input(0)};
+  return Status::ok();
+}
+Status inferConv2dWeightGrad(const LaunchRules &r,
+                             std::vector<TensorType> &results) {
+  TensorType y;
+  ZRT_RETURN_IF_ERROR(conv2dRule(r, 3, y));
+  results = {r.input(1)};
+  return Status::ok();
+}
+
+/// max_pool2d (input) -> result (pool2dShape); max_pool2d_grad (input,
+/// result_grad) -> the input's type.
+Status inferMaxPool2d(const LaunchRules &r, std::vector<TensorType> &results) {
+  bool grad = r.id == KernelId::MaxPool2dGrad;
+  ZRT_RETURN_IF_ERROR(r.expectInputs(grad ? 2 : 1));
+  const TensorType &x = r.input(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("input", x));
+  TensorType y = x;
+  ZRT_RETURN_IF_ERROR(r.expectRule(
+      pool2dShape(x.shape, r.params.kernelSize, r.params.strides,
+                  r.params.padding, r.params.dilation, y.shape)));
+  if (grad)
+    ZRT_RETURN_IF_ERROR(r.expectSameType("result_grad", r.input(1), "result", y));
+  results = {grad ? x : y};
+  return Status::ok();
+}
+
+#define ZRT_INFERRED_KERNELS(X)                                                \
+  X(MaxPool2d, inferMaxPool2d)                                                 \
+  X(MaxPool2dGrad, inferMaxPool2d)                                             \
+  X(Cumsum, inferCumsum)                                                       \
+  X(Conv2d, inferConv2d)                                                       \
+  X(Conv2dInputGrad, inferConv2dInputGrad)                                     \
+  X(Conv2dWeightGrad, inferConv2dWeightGrad)
 
 Status inferResults(const LaunchRules &r, std::vector<TensorType> &results) {
   switch (r.id) {
@@ -1092,6 +1154,23 @@ double zcc::runtime::kernelFlops(KernelId kernel,
     int64_t k = lhs.shape[lhs.rank() - (params.transposeLhs ? 2 : 1)];
     return 2.0 * static_cast<double>(outputs[0].numElements()) *
            static_cast<double>(k);
+  }
+  case KernelId::Conv2d:
+  case KernelId::Conv2dInputGrad:
+  case KernelId::Conv2dWeightGrad: {
+    // A product per output element: C / groups * KH * KW multiply-adds.
+    const TensorType &weight = inputs[1];
+    if (weight.rank() != 4 || inputs[0].rank() != 4)
+      return 0;
+    double perOutput = 2.0 * static_cast<double>(shapeProduct(weight.shape, 1, 4));
+    double outputs = static_cast<double>(inputs[0].shape[0]) *
+                     static_cast<double>(weight.shape[0]);
+    Shape y;
+    if (conv2dShape(inputs[0].shape, weight.shape, params.strides,
+                    params.padding, params.dilation, params.groups, y)
+            .isOk())
+      outputs *= static_cast<double>(y[2] * y[3]);
+    return outputs * perOutput;
   }
   case KernelId::Attention:
   case KernelId::AttentionGrad: {

@@ -196,6 +196,60 @@ Status zcc::runtime::attentionShapes(const Shape &q, const Shape &k,
   return Status::ok();
 }
 
+Status zcc::runtime::conv2dShape(const Shape &input, const Shape &weight,
+                                 const std::vector<int64_t> &stride,
+                                 const std::vector<int64_t> &padding,
+                                 const std::vector<int64_t> &dilation,
+                                 int64_t groups, Shape &result) {
+  if (input.size() != 4 || weight.size() != 4)
+    return broken("input must be [N, C, H, W] and weight [O, C / groups, KH, "
+                  "KW], got ", formatShape(input), " and ", formatShape(weight));
+  if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2)
+    return broken("stride, padding and dilation must have 2 numbers each");
+  for (int d = 0; d < 2; ++d)
+    if (stride[d] < 1 || dilation[d] < 1 || padding[d] < 0)
+      return broken("strides and dilations must be at least 1 and paddings "
+                    "at least 0");
+  if (groups < 1 || input[1] % groups != 0 || weight[0] % groups != 0 ||
+      weight[1] * groups != input[1])
+    return broken("groups ", groups, " must divide the input's ", input[1],
+                  " channels and the weight's ", weight[0],
+                  " outputs, with weight [O, C / groups, KH, KW], got ",
+                  formatShape(weight));
+  for (int64_t n : input)
+    if (n < 1)
+      return broken("input sizes must be at least 1, got ", formatShape(input));
+  result = {input[0], weight[0], 0, 0};
+  for (int d = 0; d < 2; ++d) {
+    int64_t span = dilation[d] * (weight[2 + d] - 1) + 1;
+    int64_t padded = input[2 + d] + 2 * padding[d];
+    if (weight[2 + d] < 1 || span > padded)
+      return broken("the kernel ", formatShape(weight), " (dilated) does not ",
+                    "fit the padded input ", formatShape(input));
+    result[2 + d] = (padded - span) / stride[d] + 1;
+  }
+  return Status::ok();
+}
+
+Status zcc::runtime::pool2dShape(const Shape &input,
+                                 const std::vector<int64_t> &kernel,
+                                 const std::vector<int64_t> &stride,
+                                 const std::vector<int64_t> &padding,
+                                 const std::vector<int64_t> &dilation,
+                                 Shape &result) {
+  if (input.size() != 4)
+    return broken("input must be [N, C, H, W], got ", formatShape(input));
+  if (kernel.size() != 2)
+    return broken("kernel_size must have 2 numbers");
+  for (int d = 0; d < 2; ++d)
+    if (kernel[d] < 1 || padding.size() == 2 && 2 * padding[d] > kernel[d])
+      return broken("kernel sizes must be at least 1 and paddings at most "
+                    "half the kernel");
+  Shape weight = {input[1], 1, kernel[0], kernel[1]};
+  return conv2dShape(input, weight, stride, padding, dilation, input[1],
+                     result);
+}
+
 Status zcc::runtime::attentionMaskRule(const Shape &mask, const Shape &query,
                                        const Shape &key) {
   size_t rank = query.size();

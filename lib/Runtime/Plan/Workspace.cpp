@@ -1,6 +1,7 @@
 //===- Workspace.cpp - sizing and placing the entries' device workspaces --===//
 
 #include "zcc/Runtime/Plan/KernelRules.h"
+#include "zcc/Runtime/Plan/ShapeRules.h"
 
 #include <algorithm>
 
@@ -59,6 +60,10 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
                         entry.tensors[launch.inputs[1]].type.numElements());
   case KernelId::SoftmaxCrossEntropyGrad: // the rows kept, when some are not
     return launch.params.ignoreIndex ? kFloat : 0;
+  case KernelId::Conv2d:
+  case KernelId::Conv2dInputGrad:
+  case KernelId::Conv2dWeightGrad: // one image's columns (im2col)
+    return kFloat * static_cast<uint64_t>(conv2dColumns(entry, launch));
   case KernelId::LayerNormGrad: // mean and 1/std per row
     return 2 * kFloat * rowsOf(entry, launch);
   case KernelId::RmsNormGrad: // 1/rms per row
@@ -92,10 +97,36 @@ uint64_t zcc::runtime::entryScratchBytes(const Entry &entry) {
 uint64_t zcc::runtime::pinnedScratchBytes(const Entry &entry) {
   uint64_t bytes = 0;
   for (const Launch &launch : entry.launches)
-    if (launch.kernel == KernelId::Attention ||
-        launch.kernel == KernelId::AttentionGrad)
+    if (kernelRunsProducts(launch.kernel) && launch.kernel != KernelId::Matmul)
       bytes = std::max(bytes, kernelScratchBytes(entry, launch));
   return bytes;
+}
+
+bool zcc::runtime::kernelRunsProducts(KernelId kernel) {
+  switch (kernel) {
+  case KernelId::Matmul:
+  case KernelId::Attention:
+  case KernelId::AttentionGrad:
+  case KernelId::Conv2d:
+  case KernelId::Conv2dInputGrad:
+  case KernelId::Conv2dWeightGrad:
+    return true;
+  default:
+    return false;
+  }
+}
+
+int64_t zcc::runtime::conv2dColumns(const Entry &entry, const Launch &launch) {
+  const TensorType &input = entry.tensors[launch.inputs[0]].type;
+  const TensorType &weight = entry.tensors[launch.inputs[1]].type;
+  Shape y;
+  if (!conv2dShape(input.shape, weight.shape, launch.params.strides,
+                   launch.params.padding, launch.params.dilation,
+                   launch.params.groups, y)
+           .isOk())
+    return 0;
+  // [C KH KW, OH OW]: every channel's patches (all groups) of one image.
+  return input.shape[1] * weight.shape[2] * weight.shape[3] * y[2] * y[3];
 }
 
 uint64_t zcc::runtime::autoMatmulWorkspaceBytes(const Entry &entry) {
@@ -125,9 +156,7 @@ Status zcc::runtime::addWorkspaces(Plan &plan, int64_t matmulBytes) {
                        "' already has a workspace");
     bool hasMatmul = std::any_of(entry.launches.begin(), entry.launches.end(),
                                  [](const Launch &l) {
-                                   return l.kernel == KernelId::Matmul ||
-                                          l.kernel == KernelId::Attention ||
-                                          l.kernel == KernelId::AttentionGrad;
+                                   return kernelRunsProducts(l.kernel);
                                  });
     uint64_t matmul = !hasMatmul ? 0
                       : matmulBytes < 0

@@ -882,7 +882,7 @@ TEST(InferredOps, ErrorsNameTheProblem) {
     return g.status().message();
   };
   EXPECT_CONTAINS(error([](Graph &g, Tensor x) { g.op("matmul", {x, x}); }),
-                  "no op 'matmul' is built by name (these are: cumsum)");
+                  "no op 'matmul' is built by name (these are: cumsum, conv2d");
   EXPECT_CONTAINS(error([](Graph &g, Tensor x) { g.op("cumsum", {x}); }),
                   "cumsum: missing parameter 'dim' (an int)");
   EXPECT_CONTAINS(error([](Graph &g, Tensor x) {

@@ -607,6 +607,41 @@ inline std::vector<LaunchCase> everyKernel() {
       .output({2, 4, 2})
       .param(floatParam("scale", 0.5))
       .param(unitParam("causal"));
+  // Convolutions: padded and strided; grouped and dilated; depthwise.
+  struct Conv {
+    std::vector<int64_t> x, w, y, stride, padding, dilation;
+    int64_t groups;
+  };
+  for (const Conv &c : {Conv{{2, 3, 6, 5}, {4, 3, 3, 3}, {2, 4, 3, 3},
+                             {2, 2}, {1, 1}, {1, 1}, 1},
+                        Conv{{1, 4, 7, 7}, {6, 2, 2, 3}, {1, 6, 5, 3},
+                             {1, 1}, {0, 0}, {2, 2}, 2},
+                        Conv{{2, 3, 5, 5}, {3, 1, 3, 3}, {2, 3, 5, 5},
+                             {1, 1}, {1, 1}, {1, 1}, 3}}) {
+    auto params = [&](LaunchCase &l) -> LaunchCase & {
+      return l.param(intsParam("stride", c.stride))
+          .param(intsParam("padding", c.padding))
+          .param(intsParam("dilation", c.dilation))
+          .param(intParam("groups", c.groups));
+    };
+    params(add("conv2d").input(c.x).input(c.w).output(c.y));
+    params(add("conv2d_input_grad").input(c.x).input(c.w).input(c.y).output(c.x));
+    params(add("conv2d_weight_grad").input(c.x).input(c.w).input(c.y).output(c.w));
+  }
+  // Max pooling: ResNet's (3x3, stride 2, padded) and a dilated window.
+  for (bool dilated : {false, true}) {
+    std::vector<int64_t> y = dilated ? std::vector<int64_t>{2, 3, 3, 2}
+                                     : std::vector<int64_t>{2, 3, 3, 3};
+    auto params = [&](LaunchCase &l) -> LaunchCase & {
+      return l.param(intsParam("kernel_size", {3, dilated ? 2 : 3}))
+          .param(intsParam("stride", {2, 2}))
+          .param(intsParam("padding", {1, dilated ? 0 : 1}))
+          .param(intsParam("dilation", {1, dilated ? 2 : 1}));
+    };
+    params(add("max_pool2d").input({2, 3, 5, 6}).output(y));
+    params(add("max_pool2d_grad").input({2, 3, 5, 6}).input(y).output(
+        {2, 3, 5, 6}));
+  }
   // Cross-entropy leaving out the rows labelled ignore_index.
   add("softmax_cross_entropy")
       .input({3, 4})

@@ -347,6 +347,86 @@ def ZT_CumsumOp : ZT_Op<"cumsum", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
+class ZT_ConvOp<string mnemonic, dag operands, string opSummary,
+                string opText> : ZT_Op<mnemonic, [Pure, ZT_BuiltByName]> {
+  let summary = opSummary;
+  let description = opText;
+  let arguments = !con(operands, (ins DenseI64ArrayAttr:$stride,
+      DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation,
+      I64Attr:$groups));
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def ZT_Conv2dOp : ZT_ConvOp<"conv2d",
+    (ins ZT_FloatTensor:$input, ZT_FloatTensor:$weight),
+    "2-D convolution (PyTorch's conv2d, NCHW)", [{
+    `input` `[N, C, H, W]`, `weight` `[O, C / groups, KH, KW]`; `stride`,
+    `padding` (zeros on both sides) and `dilation` give two numbers each,
+    `groups` divides `C` and `O` (`groups = C` is a depthwise convolution).
+    `result[n, o, i, j] = sum_{c, r, s} weight[o, c, r, s] *
+    input[n, g C/groups + c, i sh - ph + r dh, j sw - pw + s dw]` with `g`
+    the group of output channel `o`, `[N, O, OH, OW]`,
+    `OH = (H + 2 ph - dh (KH - 1) - 1) / sh + 1` (likewise `OW`). A bias is
+    an add. The kernels lay one image's patches out as columns (im2col, in
+    the workspace) and multiply them by the weight, a product per group.
+
+    ```mlir
+    %y = zt.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x16x32x32xf32>
+    ```
+  }]>;
+
+def ZT_Conv2dInputGradOp : ZT_ConvOp<"conv2d_input_grad",
+    (ins ZT_FloatTensor:$input, ZT_FloatTensor:$weight,
+         ZT_FloatTensor:$result_grad),
+    "gradient of zt.conv2d with respect to its input", [{
+    From the forward's operands (the input for its shape) and the result's
+    gradient: `weight^T result_grad` per group as columns, gathered back to
+    the input's positions (col2im, summed in a fixed order: the same bits on
+    every executor). Attributes as the forward's.
+  }]>;
+
+def ZT_Conv2dWeightGradOp : ZT_ConvOp<"conv2d_weight_grad",
+    (ins ZT_FloatTensor:$input, ZT_FloatTensor:$weight,
+         ZT_FloatTensor:$result_grad),
+    "gradient of zt.conv2d with respect to its weight", [{
+    `sum_n result_grad[n] columns(input[n])^T` per group, the images in
+    order (the weight is read for its shape). Attributes as the forward's.
+  }]>;
+
+class ZT_PoolOp<string mnemonic, dag operands, string opSummary,
+                string opText> : ZT_Op<mnemonic, [Pure, ZT_BuiltByName]> {
+  let summary = opSummary;
+  let description = opText;
+  let arguments = !con(operands, (ins DenseI64ArrayAttr:$kernel_size,
+      DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+      DenseI64ArrayAttr:$dilation));
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def ZT_MaxPool2dOp : ZT_PoolOp<"max_pool2d", (ins ZT_FloatTensor:$input),
+    "2-D max pooling (PyTorch's max_pool2d, NCHW)", [{
+    Each output element is the maximum of its `kernel_size` window of its
+    channel's plane, the windows placed as a convolution's (`stride`,
+    `padding` read as -inf, at most half the window, `dilation`). A NaN in a
+    window is its maximum, as in PyTorch. No indices are stored: the
+    gradient finds each window's first maximum again from the input.
+
+    ```mlir
+    %y = zt.max_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : (tensor<8x64x16x16xf32>) -> tensor<8x64x8x8xf32>
+    ```
+  }]>;
+
+def ZT_MaxPool2dGradOp : ZT_PoolOp<"max_pool2d_grad",
+    (ins ZT_FloatTensor:$input, ZT_FloatTensor:$result_grad),
+    "gradient of zt.max_pool2d", [{
+    Each input element gets the sum of the result gradients of the windows
+    whose first maximum (in row-major order) it is, as PyTorch routes it
+    through its indices; gathered in a fixed order, the same bits on every
+    executor. Attributes as the forward's.
+  }]>;
+
 def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "result"]>,
     AllElementTypesMatch<["operand", "gamma", "beta"]>]> {

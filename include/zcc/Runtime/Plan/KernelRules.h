@@ -88,6 +88,11 @@ struct AttentionShape {
 /// Of a launch that passed checkLaunch: at most 64 query rows per block,
 /// fewer where a block's probabilities would pass 2^24 elements.
 AttentionShape attentionShape(const Entry &entry, const Launch &launch);
+/// The elements of one image's im2col columns, [C KH KW, OH OW], of a
+/// conv2d launch (or its gradients') that passed checkLaunch.
+int64_t conv2dColumns(const Entry &entry, const Launch &launch);
+/// Whether `kernel` runs matrix products (GEMM steps given the workspace).
+bool kernelRunsProducts(KernelId kernel);
 
 //===----------------------------------------------------------------------===//
 // Device workspaces (Entry::workspace)

@@ -72,7 +72,12 @@ namespace zcc::runtime {
   X(Pack, "pack", kInPlace | kBucket)                                          \
   X(Copy, "copy", kInPlace)                                                    \
   X(Convert, "convert", kCheapToRecompute)                                     \
-  X(Cumsum, "cumsum", kNoTraits)
+  X(Cumsum, "cumsum", kNoTraits)                                               \
+  X(Conv2d, "conv2d", kNoTraits)                                               \
+  X(Conv2dInputGrad, "conv2d_input_grad", kNoTraits)                           \
+  X(Conv2dWeightGrad, "conv2d_weight_grad", kNoTraits)                         \
+  X(MaxPool2d, "max_pool2d", kNoTraits)                                        \
+  X(MaxPool2dGrad, "max_pool2d_grad", kNoTraits)
 
 // X(Id, "name", ...): every kernel: the element kernels (ElementKernels.h,
 // whose rows also pass their arity), then the others.
@@ -198,6 +203,26 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Cumsum, "dim", Int, axis)                                                  \
   X(Cumsum, "reverse", Unit, reverse)                                          \
   X(SoftmaxCrossEntropy, "ignore_index", Int, ignoreIndex)                     \
+  X(MaxPool2d, "kernel_size", Ints, kernelSize)                                \
+  X(MaxPool2d, "stride", Ints, strides)                                        \
+  X(MaxPool2d, "padding", Ints, padding)                                       \
+  X(MaxPool2d, "dilation", Ints, dilation)                                     \
+  X(MaxPool2dGrad, "kernel_size", Ints, kernelSize)                            \
+  X(MaxPool2dGrad, "stride", Ints, strides)                                    \
+  X(MaxPool2dGrad, "padding", Ints, padding)                                   \
+  X(MaxPool2dGrad, "dilation", Ints, dilation)                                 \
+  X(Conv2d, "stride", Ints, strides)                                           \
+  X(Conv2d, "padding", Ints, padding)                                          \
+  X(Conv2d, "dilation", Ints, dilation)                                        \
+  X(Conv2d, "groups", Int, groups)                                             \
+  X(Conv2dInputGrad, "stride", Ints, strides)                                  \
+  X(Conv2dInputGrad, "padding", Ints, padding)                                 \
+  X(Conv2dInputGrad, "dilation", Ints, dilation)                               \
+  X(Conv2dInputGrad, "groups", Int, groups)                                    \
+  X(Conv2dWeightGrad, "stride", Ints, strides)                                 \
+  X(Conv2dWeightGrad, "padding", Ints, padding)                                \
+  X(Conv2dWeightGrad, "dilation", Ints, dilation)                              \
+  X(Conv2dWeightGrad, "groups", Int, groups)                                   \
   X(SoftmaxCrossEntropyGrad, "ignore_index", Int, ignoreIndex)
 
 /// A launch's parameters, typed. Each kernel uses the members its rows of
@@ -214,6 +239,9 @@ struct LaunchParams {
   std::optional<int64_t> ignoreIndex;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
+  std::vector<int64_t> padding, dilation; // conv2d's (strides: its stride)
+  std::vector<int64_t> kernelSize;         // max_pool2d's window
+  int64_t groups = 0;
   /// An element kernel's params, in its row's order (ElementKernels.h).
   double elementParams[kMaxElementParams] = {};
 

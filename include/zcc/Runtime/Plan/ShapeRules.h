@@ -67,6 +67,22 @@ Status matmulShape(const Shape &lhs, const Shape &rhs, bool transposeLhs,
 Status attentionShapes(const Shape &query, const Shape &key,
                        const Shape &value, double scale, Shape &result,
                        Shape &logsumexp);
+/// conv2d: `input` [N, C, H, W], `weight` [O, C / groups, KH, KW] (O a
+/// multiple of `groups`), `stride`, `padding` and `dilation` two numbers
+/// each (strides and dilations >= 1, paddings >= 0), every output size >= 1:
+/// `result` [N, O, (H + 2 ph - dh (KH - 1) - 1) / sh + 1, likewise W].
+Status conv2dShape(const Shape &input, const Shape &weight,
+                   const std::vector<int64_t> &stride,
+                   const std::vector<int64_t> &padding,
+                   const std::vector<int64_t> &dilation, int64_t groups,
+                   Shape &result);
+/// max_pool2d: `input` [N, C, H, W], a `kernel` window, `stride`, `padding`
+/// (-inf, at most half the window) and `dilation`, two numbers each:
+/// `result` [N, C, OH, OW] as conv2dShape's.
+Status pool2dShape(const Shape &input, const std::vector<int64_t> &kernel,
+                   const std::vector<int64_t> &stride,
+                   const std::vector<int64_t> &padding,
+                   const std::vector<int64_t> &dilation, Shape &result);
 /// attention's optional mask (true where a query may see a key): the rank
 /// of `query`, each dimension that of [B..., S, T] or 1 (broadcast).
 Status attentionMaskRule(const Shape &mask, const Shape &query,
