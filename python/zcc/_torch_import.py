@@ -735,6 +735,104 @@ def _cross_entropy(ctx, node):
                              ignore_index=_kw(node, 4, "ignore_index", -100))
 
 
+def _channels(value, x):
+    """A per-channel [C] tensor shaped to broadcast over x [N, C, ...]."""
+    return ops.reshape(value, [x.shape[1]] + [1] * (x.ndim - 2))
+
+
+def _affine(y, weight, bias):
+    """A normalization's per-channel scale and shift, either optional."""
+    if weight is not None:
+        y = y * _channels(weight, y)
+    return y + _channels(bias, y) if bias is not None else y
+
+
+def _batch_norm_why(node):
+    name = _target_name(node.target)
+    if name == "batch_norm.default" and _kw(node, 5, "training", False) and \
+            _kw(node, 3, "running_mean", None) is not None:
+        # Reported as the buffers the step mutates (state is not yet kept).
+        return "training with running statistics (state the step writes)"
+    return None
+
+
+@_handles("batch_norm.default", "_native_batch_norm_legit_no_training.default",
+          why=_batch_norm_why)
+def _batch_norm(ctx, node):
+    # Evaluation (the running statistics, constants of the plan) or
+    # training without running statistics (track_running_stats=False: the
+    # batch's own, biased, over every dimension but the channels).
+    name = _target_name(node.target)
+    x = ctx.get(node.args[0])
+    weight, bias = (ctx.get(_kw(node, i, n, None))
+                    for i, n in ((1, "weight"), (2, "bias")))
+    if name == "batch_norm.default":
+        training, eps = _kw(node, 5, "training", False), _kw(node, 7, "eps", 1e-5)
+    else:
+        training, eps = False, _kw(node, 6, "eps", 1e-5)
+    if training:
+        dims = [0] + list(range(2, x.ndim))
+        mean = ops.mean(x, dims, True)
+        var = ops.mean((x - mean) * (x - mean), dims, True)
+    else:
+        mean = _channels(ctx.get(node.args[3]), x)
+        var = _channels(ctx.get(node.args[4]), x)
+    y = _affine((x - mean) * ops.rsqrt(var + eps), weight, bias)
+    return y if name == "batch_norm.default" else [y, None, None]
+
+
+@_handles("group_norm.default")
+def _group_norm(ctx, node):
+    x = ctx.get(node.args[0])
+    groups = node.args[1]
+    weight, bias = (ctx.get(_kw(node, i, n, None))
+                    for i, n in ((2, "weight"), (3, "bias")))
+    eps = _kw(node, 4, "eps", 1e-5)
+    grouped = ops.reshape(x, [x.shape[0], groups, -1])
+    mean = ops.mean(grouped, [2], True)
+    var = ops.mean((grouped - mean) * (grouped - mean), [2], True)
+    y = ops.reshape((grouped - mean) * ops.rsqrt(var + eps), list(x.shape))
+    return _affine(y, weight, bias)
+
+
+@_handles("binary_cross_entropy_with_logits.default",
+          why=lambda node: "weight or pos_weight" if
+          _kw(node, 2, "weight", None) is not None or
+          _kw(node, 3, "pos_weight", None) is not None else
+          None if _kw(node, 4, "reduction", 1) == 1 else
+          "a reduction other than 'mean'")
+def _bce_with_logits(ctx, node):
+    # softplus(x) - x t: PyTorch's gradient sigmoid(x) - t everywhere.
+    x, t = ctx.get(node.args[0]), ctx.get(node.args[1])
+    return ops.mean(ops.softplus(x) - x * t)
+
+
+def _nll_why(node):
+    source = node.args[0]
+    if getattr(source, "op", None) != "call_function" or \
+            _target_name(source.target) != "_log_softmax.default" and \
+            _target_name(source.target) != "log_softmax.int":
+        return "log-probabilities other than a log_softmax's (a gather)"
+    if _kw(node, 2, "weight", None) is not None:
+        return "class weights"
+    if _kw(node, 3, "reduction", 1) != 1:
+        return "a reduction other than 'mean'"
+    return None
+
+
+@_handles("nll_loss.default", "nll_loss_nd.default", why=_nll_why)
+def _nll_loss(ctx, node):
+    # nll_loss(log_softmax(z)) is cross-entropy of z: the fused loss.
+    source = node.args[0]
+    z = ctx.get(source.args[0])
+    dim = source.args[1] % z.ndim
+    if dim != z.ndim - 1:
+        perm = [d for d in range(z.ndim) if d != dim] + [dim]
+        z = ops.transpose(z, perm)
+    return ops.cross_entropy(z, ctx.get(node.args[1]),
+                             ignore_index=_kw(node, 4, "ignore_index", -100))
+
+
 @_handles("mse_loss.default",
           why=lambda node: None if _kw(node, 2, "reduction", 1) == 1 else
           "a reduction other than 'mean'")

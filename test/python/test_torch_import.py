@@ -776,6 +776,67 @@ def test_in_place_ops_on_tensors_read_later_are_reported():
                        loss=F.mse_loss)
 
 
+class Norms(nn.Module):
+    """BatchNorm without running statistics (the batch's own), GroupNorm,
+    and a BatchNorm in eval mode (frozen: its running statistics are
+    constants)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, kernel_size=3, padding=1)
+        self.batch = nn.BatchNorm2d(4, track_running_stats=False)
+        self.group = nn.GroupNorm(2, 4)
+        self.frozen = nn.BatchNorm2d(4)
+        self.frozen.running_mean.uniform_(-1, 1)
+        self.frozen.running_var.uniform_(0.5, 2)
+        self.frozen.eval()
+        self.out = nn.Linear(4 * 16, 4)
+
+    def forward(self, x):
+        h = torch.tanh(self.batch(self.conv(x.reshape(-1, 3, 4, 4))))
+        return self.out(self.frozen(self.group(h)).flatten(1))
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_batch_statistics_group_norm_and_frozen_batch_norm_train_like_pytorch(
+        precision, tolerance):
+    torch.manual_seed(11)
+    trains_like_pytorch(Norms(), 48, 4, precision, tolerance, ("rsqrt",),
+                        rows=8)
+
+
+def losses_match(model, x, y, loss, steps=10, tolerance=1e-9):
+    """zcc's f64 losses of `model` under `loss` against PyTorch's, AdamW."""
+    traced = zcc.from_torch(copy.deepcopy(model), (x,), (y,), loss=loss)
+    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
+        precision="f64")
+    reference = copy.deepcopy(model).double()
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
+    for step in range(steps):
+        ours = session.step(x.numpy(), y.numpy())
+        optimizer.zero_grad()
+        theirs = loss(reference(x.double()),
+                      y.double() if y.is_floating_point() else y)
+        theirs.backward()
+        optimizer.step()
+        assert abs(ours - theirs.item()) <= tolerance * abs(theirs.item()), step
+    return traced.ir()
+
+
+def test_bce_with_logits_and_nll_of_log_softmax_train_like_pytorch():
+    torch.manual_seed(12)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    nn.init.zeros_(model[2].weight)  # logits exactly 0 at the first step
+    x = torch.randn(10, 6)
+    targets = torch.rand(10, 3)
+    losses_match(model, x, targets, F.binary_cross_entropy_with_logits)
+    labels = torch.randint(0, 3, (10,))
+    labels[3] = -100
+    ir = losses_match(model, x, labels,
+                      lambda z, y: F.nll_loss(F.log_softmax(z, -1), y))
+    assert "ignore_index = -100" in ir
+
+
 def test_uneven_same_padding_and_dtype_changes_are_reported():
     class Cast(nn.Module):
         def __init__(self):
