@@ -891,14 +891,18 @@ Tensor Graph::embedding(Tensor table, Tensor indices, Where where) {
 
 Tensor Graph::softmaxCrossEntropy(Tensor logits, Tensor labels, Where where) {
   return impl_->loss<zt::SoftmaxCrossEntropyOp>(
-      logits, labels, where, "softmax_cross_entropy", IntegerAttr());
+      logits, labels, where, "softmax_cross_entropy", IntegerAttr(),
+      FloatAttr());
 }
 
-Tensor Graph::softmaxCrossEntropyIgnoring(Tensor logits, Tensor labels,
-                                          int64_t ignoreIndex, Where where) {
+Tensor Graph::softmaxCrossEntropyWith(Tensor logits, Tensor labels,
+                                      bool ignores, int64_t ignoreIndex,
+                                      double labelSmoothing, Where where) {
+  auto &b = impl_->builder;
   return impl_->loss<zt::SoftmaxCrossEntropyOp>(
       logits, labels, where, "softmax_cross_entropy",
-      impl_->builder.getI64IntegerAttr(ignoreIndex));
+      ignores ? b.getI64IntegerAttr(ignoreIndex) : IntegerAttr(),
+      labelSmoothing != 0.0 ? b.getF64FloatAttr(labelSmoothing) : FloatAttr());
 }
 
 Tensor Graph::mse(Tensor prediction, Tensor target, Where where) {

@@ -561,7 +561,8 @@ LogicalResult GradientBuilder::backward(Operation *op,
         contribute(o.getLogits(), b.create<SoftmaxCrossEntropyGradOp>(
                                       loc, o.getLogits().getType(),
                                       o.getLogits(), o.getLabels(), dy,
-                                      o.getIgnoreIndexAttr()));
+                                      o.getIgnoreIndexAttr(),
+                                      o.getLabelSmoothingAttr()));
         return success();
       })
       .Case([&](MseOp o) {

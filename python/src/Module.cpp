@@ -621,8 +621,8 @@ NB_MODULE(_zcc, m) {
       .def("rms_norm", op(&Graph::rmsNorm), keep)
       .def("embedding", op(&Graph::embedding), keep)
       .def("softmax_cross_entropy", op(&Graph::softmaxCrossEntropy), keep)
-      .def("softmax_cross_entropy_ignoring",
-           op(&Graph::softmaxCrossEntropyIgnoring), keep)
+      .def("softmax_cross_entropy_with",
+           op(&Graph::softmaxCrossEntropyWith), keep)
       .def("mse", op(&Graph::mse), keep)
       .def("dropout", op(&Graph::dropout), keep)
       .def(

@@ -715,8 +715,6 @@ def _cross_entropy_why(node):
         return "class weights"
     if reduction != 1:
         return "a reduction other than 'mean'"
-    if _kw(node, 5, "label_smoothing", 0.0) != 0.0:
-        return "label_smoothing"
     target = node.args[1].meta.get("val")
     if target is not None and target.is_floating_point():
         return "probability targets (class indices only)"
@@ -732,7 +730,8 @@ def _cross_entropy(ctx, node):
     # PyTorch always leaves out the rows labelled ignore_index (-100 unless
     # stated): padding, or the prompt in fine-tuning.
     return ops.cross_entropy(logits, labels,
-                             ignore_index=_kw(node, 4, "ignore_index", -100))
+                             ignore_index=_kw(node, 4, "ignore_index", -100),
+                             label_smoothing=_kw(node, 5, "label_smoothing", 0.0))
 
 
 def _channels(value, x):

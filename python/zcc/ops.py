@@ -295,18 +295,21 @@ def embedding(table, indices):
         table._t, indices._t, file, line))
 
 
-def cross_entropy(logits, labels, ignore_index=None):
+def cross_entropy(logits, labels, ignore_index=None, label_smoothing=0.0):
     """Mean softmax cross-entropy of logits [..., C] and integer labels
     [...] (PyTorch's F.cross_entropy with the classes last). With
     `ignore_index` (PyTorch's is -100), the rows with that label add nothing
-    and the mean is over the others."""
+    and the mean is over the others; `label_smoothing` in [0, 1] mixes the
+    one-hot target with the uniform one, as PyTorch's."""
     file, line = _where()
     graph = logits._trace.graph
-    if ignore_index is None:
+    if ignore_index is None and not label_smoothing:
         return _wrap(logits._trace, graph.softmax_cross_entropy(
             logits._t, labels._t, file, line))
-    return _wrap(logits._trace, graph.softmax_cross_entropy_ignoring(
-        logits._t, labels._t, int(ignore_index), file, line))
+    return _wrap(logits._trace, graph.softmax_cross_entropy_with(
+        logits._t, labels._t, ignore_index is not None,
+        0 if ignore_index is None else int(ignore_index),
+        float(label_smoothing), file, line))
 
 
 softmax_cross_entropy = cross_entropy

@@ -11,8 +11,10 @@ layer_norm, rms_norm, softmax, log_softmax, reductions kept and broadcast
 back, scale, views (reshape, transpose), slice + concat, attention (written
 out and causal, or fused zt.attention, causal or not, or causal with a
 padding mask: sequences padded on either side, so some queries see no key),
-embedding, dropout; a cross-entropy (some with -100 labels left out by
-ignore_index) or mse loss. For each program the driver
+embedding, dropout, 2-D convolution (over the sequence as channels:
+grouped, depthwise, dilated, padded to keep the shape) and max pooling (3x3,
+padded); a cross-entropy (some with -100 labels left out by ignore_index)
+or mse loss. For each program the driver
 checks, on the compiled plan:
   1. planned, no-reuse and poison execution, and the plan compiled without
      recomputation, bit-identical over 3 AdamW steps (losses and every
@@ -92,8 +94,9 @@ def generate(seed):
         shape = shapes[a]
         kind = rng.choice(["unary", "binary", "matmul", "norm", "softmax",
                            "reduce", "scale", "view", "slice", "attention",
-                           "dropout"],
-                          p=[.18, .2, .12, .08, .06, .08, .05, .07, .06, .05, .05])
+                           "dropout", "conv", "pool"],
+                          p=[.16, .18, .12, .08, .06, .08, .05, .07, .06, .05,
+                             .05, .02, .02])
         if kind == "unary":
             op = ("unary", str(rng.choice(UNARY)), a)
         elif kind == "binary":
@@ -142,6 +145,17 @@ def generate(seed):
                 starts = rng.integers(0, T, size=B)
                 ends = [int(rng.integers(s + 1, T + 1)) for s in starts]
                 op += ([[int(s), e] for s, e in zip(starts, ends)],)
+        elif kind == "conv":
+            # [B, T, D] as T channels of a 1 x D image (or [B, D] as one):
+            # a kernel of width 3 padded to keep D, dilated or not, grouped
+            # by 1 or by every channel (depthwise).
+            channels = shape[1] if len(shape) == 3 else 1
+            groups = int(rng.choice([1, channels]))
+            dilation = int(rng.choice([1, 2]))
+            op = ("conv", a, new_param([channels, channels // groups, 1, 3]),
+                  groups, dilation)
+        elif kind == "pool":
+            op = ("pool", a)
         else:
             op = ("dropout", a, float(rng.choice([0.1, 0.5])))
         prog["code"].append(op)
@@ -210,6 +224,20 @@ class ZccOps:
 
     dropout = staticmethod(lambda x, rate: zcc.ops.dropout(x, rate))
     embedding = staticmethod(lambda table, tokens: zcc.ops.embedding(table, tokens))
+
+    @staticmethod
+    def conv(x, w, groups, dilation):
+        image = x.reshape(x.shape[0], w.shape[0], 1, x.shape[-1])
+        y = zcc.ops.conv2d(image, w, stride=[1, 1], padding=[0, dilation],
+                           dilation=[1, dilation], groups=groups)
+        return y.reshape(*x.shape)
+
+    @staticmethod
+    def pool(x):
+        image = x.reshape(x.shape[0], 1, -1, x.shape[-1])
+        y = zcc.ops.max_pool2d(image, kernel_size=[3, 3], stride=[1, 1],
+                               padding=[1, 1], dilation=[1, 1])
+        return y.reshape(*x.shape)
 
     def loss(self, kind, logits, target):
         if kind == "ce":
@@ -293,6 +321,31 @@ class NumpyOps:
     dropout = None  # zcc's Philox masks: no NumPy reference
     embedding = staticmethod(lambda table, tokens: table[tokens])
 
+    @staticmethod
+    def conv(x, w, groups, dilation):
+        channels, width = w.shape[0], x.shape[-1]
+        image = x.reshape(x.shape[0], channels, width)
+        padded = np.pad(image, ((0, 0), (0, 0), (dilation, dilation)))
+        per = channels // groups
+        y = np.zeros_like(image)
+        for o in range(channels):
+            g = o // per
+            for c in range(per):
+                for s in range(3):
+                    y[:, o] += w[o, c, 0, s] * padded[
+                        :, g * per + c, s * dilation:s * dilation + width]
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def pool(x):
+        image = x.reshape(x.shape[0], -1, x.shape[-1])
+        padded = np.pad(image, ((0, 0), (1, 1), (1, 1)),
+                        constant_values=-np.inf)
+        rows, cols = image.shape[1:]
+        windows = [padded[:, r:r + rows, s:s + cols]
+                   for r in range(3) for s in range(3)]
+        return np.max(windows, axis=0).reshape(x.shape)
+
     def loss(self, kind, logits, target):
         if kind in ("ce", "ce_ignore"):
             kept = target != -100
@@ -336,6 +389,10 @@ def run(prog, impl, x, params, target):
             y = impl.attention(a, *(params[p] for p in op[2:5]), *op[5:])
         elif name == "dropout":
             y = impl.dropout(a, op[2])
+        elif name == "conv":
+            y = impl.conv(a, params[op[2]], op[3], op[4])
+        elif name == "pool":
+            y = impl.pool(a)
         values.append(y)
     last = values[-1]
     flat = last.reshape(-1, last.shape[-1])

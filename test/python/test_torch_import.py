@@ -823,6 +823,17 @@ def losses_match(model, x, y, loss, steps=10, tolerance=1e-9):
     return traced.ir()
 
 
+def test_label_smoothing_trains_like_pytorch():
+    torch.manual_seed(13)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 5))
+    x = torch.randn(10, 6)
+    labels = torch.randint(0, 5, (10,))
+    labels[2] = -100
+    ir = losses_match(model, x, labels, lambda z, y: F.cross_entropy(
+        z, y, label_smoothing=0.15))
+    assert "label_smoothing = 1.500000e-01" in ir, ir
+
+
 def test_bce_with_logits_and_nll_of_log_softmax_train_like_pytorch():
     torch.manual_seed(12)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))

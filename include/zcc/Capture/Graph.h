@@ -304,12 +304,13 @@ public:
   /// Mean over rows of logits [..., C] with integer labels [...].
   Tensor softmaxCrossEntropy(Tensor logits, Tensor labels,
                              Where where = ZCC_HERE);
-  /// The same, the rows labelled `ignoreIndex` left out (PyTorch's
-  /// ignore_index, -100 there by default): they add nothing to the mean
-  /// and get no gradient.
-  Tensor softmaxCrossEntropyIgnoring(Tensor logits, Tensor labels,
-                                     int64_t ignoreIndex,
-                                     Where where = ZCC_HERE);
+  /// The same as PyTorch's cross_entropy options state it: with `ignores`,
+  /// the rows labelled `ignoreIndex` left out (PyTorch's ignore_index,
+  /// -100 there by default: they add nothing to the mean and get no
+  /// gradient); `labelSmoothing` in [0, 1] (0: none).
+  Tensor softmaxCrossEntropyWith(Tensor logits, Tensor labels, bool ignores,
+                                 int64_t ignoreIndex, double labelSmoothing,
+                                 Where where = ZCC_HERE);
   Tensor mse(Tensor prediction, Tensor target, Where where = ZCC_HERE);
   /// Inverted dropout keyed by (seed, step, index); seed -1 gives each call
   /// its own (0, 1, 2, ... in program order). Rate 0 is the identity.

@@ -1310,6 +1310,7 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
   LossLabels labels;
   T *losses = nullptr; // 1 per row, in the workspace
   int64_t classes = 0;
+  T smoothing = T(0.0); // label_smoothing: e / C on every class
   DeviceError *error = nullptr;
   int32_t launch = 0;
 
@@ -1323,8 +1324,13 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
     }
     bool bad = label < 0 || label >= classes;
     const S *row = logits + r * classes;
-    T max, sum;
+    T max, sum, total = T(0.0);
     rowExpSum(row, classes, group, max, sum);
+    if (smoothing != T(0.0)) { // the row's sum, for the uniform part
+      for (int64_t c = group.lane; c < classes; c += group.lanes)
+        total += loadAs<T>(row[c]);
+      total = group.reduce(total, Sum());
+    }
     if (group.lane != 0)
       return;
     if (bad) {
@@ -1332,7 +1338,11 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
       losses[r] = NAN;
       return;
     }
-    losses[r] = max + fLog(sum) - loadAs<T>(row[label]);
+    T target = loadAs<T>(row[label]);
+    losses[r] = smoothing == T(0.0)
+                    ? max + fLog(sum) - target
+                    : max + fLog(sum) - (T(1.0) - smoothing) * target -
+                          smoothing * total / T(classes);
   }
 };
 
@@ -1429,6 +1439,7 @@ template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
   int64_t classes = 0;
   T rowCount = T(1.0);
   const T *keptRows = nullptr; // with ignored labels: the rows kept
+  T smoothing = T(0.0);
   DeviceError *error = nullptr;
   int32_t launch = 0;
 
@@ -1451,6 +1462,8 @@ template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
     for (int64_t c = group.lane; c < classes; c += group.lanes) {
       T p = fExp(loadAs<T>(row[c]) - max) / sum;
       T onehot = c == label ? T(1.0) : T(0.0);
+      if (smoothing != T(0.0))
+        onehot = (T(1.0) - smoothing) * onehot + smoothing / T(classes);
       out[c] = storeAs<S>(g * (p - onehot) / rows);
     }
   }

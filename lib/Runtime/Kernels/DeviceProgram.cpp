@@ -954,6 +954,7 @@ public:
     rows.logits = in<S>(0);
     rows.labels = lossLabels();
     rows.losses = losses;
+    rows.smoothing = static_cast<T>(launch.params.labelSmoothing.value_or(0));
     rows.classes = inType(0).shape.back();
     rows.count = inType(1).numElements();
     rows.error = memory.error;
@@ -991,6 +992,7 @@ public:
     CrossEntropyGradRows<T, S> f;
     f.logits = in<S>(0);
     f.labels = lossLabels();
+    f.smoothing = static_cast<T>(launch.params.labelSmoothing.value_or(0));
     f.lossGrad = in(2);
     f.dx = result<S>(0);
     f.classes = inType(0).shape.back();

@@ -491,6 +491,14 @@ Status checkAttention(const LaunchRules &r, bool isGrad) {
   return r.expectSameType("value_grad", r.output(2), "value", v);
 }
 
+/// Cross-entropy's label_smoothing, when stated: in [0, 1], as PyTorch's.
+Status checkLabelSmoothing(const LaunchRules &r) {
+  std::optional<double> e = r.params.labelSmoothing;
+  if (e && !(*e >= 0.0 && *e <= 1.0))
+    return r.fail("label_smoothing must be in [0, 1], got ", *e);
+  return Status::ok();
+}
+
 Status checkNorm(const LaunchRules &r, bool withBeta) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(withBeta ? 3 : 2, 1));
   const TensorType &operand = r.input(0);
@@ -940,10 +948,12 @@ Status checkKernel(const LaunchRules &r) {
     return checkEmbeddingGrad(r);
   case KernelId::SoftmaxCrossEntropy:
     ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+    ZRT_RETURN_IF_ERROR(checkLabelSmoothing(r));
     ZRT_RETURN_IF_ERROR(r.expectLogitsAndLabels(r.input(0), r.input(1)));
     return r.expectFloatScalar("result", r.output(0));
   case KernelId::SoftmaxCrossEntropyGrad:
     ZRT_RETURN_IF_ERROR(r.expectCounts(3, 1));
+    ZRT_RETURN_IF_ERROR(checkLabelSmoothing(r));
     ZRT_RETURN_IF_ERROR(r.expectLogitsAndLabels(r.input(0), r.input(1)));
     ZRT_RETURN_IF_ERROR(r.expectFloatScalar("loss_grad", r.input(2)));
     return r.expectSameType("result", r.output(0), "logits", r.input(0));

@@ -203,7 +203,8 @@ std::vector<Param> zcc::runtime::encodeParams(const Launch &launch) {
     if constexpr (std::is_same_v<V, bool>) {
       if (value)
         params.push_back(Param{name, kind});
-    } else if constexpr (std::is_same_v<V, std::optional<int64_t>>) {
+    } else if constexpr (std::is_same_v<V, std::optional<int64_t>> ||
+                         std::is_same_v<V, std::optional<double>>) {
       if (value)
         params.push_back(encodeValue(name, kind, *value));
     } else {

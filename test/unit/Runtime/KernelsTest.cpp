@@ -1787,6 +1787,40 @@ TEST(LossKernels, IgnoredLabelsAreLeftOut) {
   }
 }
 
+TEST(LossKernels, LabelSmoothingMixesInTheUniformTarget) {
+  // PyTorch's label_smoothing e: the target is (1 - e) onehot + e / C, with
+  // an ignored row beside; the gradient against finite differences.
+  std::vector<double> logits = randomValues(12, 22, -3, 3);
+  std::vector<double> labels = {1, -100, 0, 2};
+  const double e = 0.2;
+  auto rowLoss = [&](int r, int label) {
+    double sum = 0, total = 0;
+    for (int c = 0; c < 3; ++c) {
+      sum += std::exp(logits[r * 3 + c]);
+      total += logits[r * 3 + c];
+    }
+    return std::log(sum) - (1 - e) * logits[r * 3 + label] - e * total / 3;
+  };
+  LaunchCase loss("softmax_cross_entropy");
+  loss.input({4, 3}, logits).typedInput(DType::I64, {4}, labels).output({});
+  loss.param(intParam("ignore_index", -100)).param(floatParam("label_smoothing", e));
+  ASSERT_TRUE(loss.run<double>().isOk());
+  double expected = (rowLoss(0, 1) + rowLoss(2, 0) + rowLoss(3, 2)) / 3;
+  expectNear(loss.result(), {expected}, 1e-12);
+
+  LaunchCase grad("softmax_cross_entropy_grad");
+  grad.input({4, 3}, logits).typedInput(DType::I64, {4}, labels);
+  grad.input({}, {1.5}).output({4, 3});
+  grad.param(intParam("ignore_index", -100)).param(floatParam("label_smoothing", e));
+  ASSERT_TRUE(grad.run<double>().isOk());
+  expectNear(grad.result(), numericalGradient(loss, 0, {1.5}), 1e-6);
+
+  LaunchCase bad("softmax_cross_entropy");
+  bad.input({4, 3}, logits).typedInput(DType::I64, {4}, labels).output({});
+  bad.param(floatParam("label_smoothing", 1.5));
+  expectRejected(bad, "label_smoothing must be in [0, 1], got 1.5");
+}
+
 TEST(RandomKernels, DropoutKeepsAboutOneMinusRate) {
   const int64_t n = 20000;
   const double rate = 0.3;

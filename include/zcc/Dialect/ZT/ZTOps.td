@@ -508,6 +508,9 @@ def ZT_SoftmaxCrossEntropyOp : ZT_Op<"softmax_cross_entropy", [Pure]> {
     With `ignore_index` (PyTorch's, -100 by default there), rows whose label
     is that value add nothing and the mean is over the other rows (NaN when
     every row is ignored, as in PyTorch): padding in a batch of sequences.
+    With `label_smoothing` `e` in [0, 1] (PyTorch's), a row's loss is
+    `logsumexp(row) - (1 - e) row[label] - e mean_c row[c]`: the target puts
+    `e / C` on every class besides `1 - e` on the label.
 
     ```mlir
     %loss = zt.softmax_cross_entropy %logits, %labels : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
@@ -515,7 +518,8 @@ def ZT_SoftmaxCrossEntropyOp : ZT_Op<"softmax_cross_entropy", [Pure]> {
     ```
   }];
   let arguments = (ins ZT_FloatTensor:$logits, ZT_IndexTensor:$labels,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$label_smoothing);
   let results = (outs ZT_FloatScalar:$result);
   let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -890,7 +894,8 @@ def ZT_SoftmaxCrossEntropyGradOp : ZT_Op<"softmax_cross_entropy_grad", [Pure,
   let description = [{
     `result[row, c] = loss_grad * (softmax(logits[row])[c] - (c == labels[row])) / rows`,
     with `rows` the number of label positions (with `ignore_index`: of the
-    labels not ignored; an ignored row's gradient is 0). The probabilities
+    labels not ignored; an ignored row's gradient is 0); with
+    `label_smoothing` `e`, the one-hot is `(1 - e) onehot + e / C`. The probabilities
     are recomputed from the logits, so the forward stores none. `loss_grad`
     has the loss's element type (f32 for bf16 logits).
 
@@ -900,7 +905,8 @@ def ZT_SoftmaxCrossEntropyGradOp : ZT_Op<"softmax_cross_entropy_grad", [Pure,
   }];
   let arguments = (ins ZT_FloatTensor:$logits, ZT_IndexTensor:$labels,
                        ZT_FloatScalar:$loss_grad,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$label_smoothing);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $loss_grad attr-dict `:` functional-type(operands, results)

@@ -223,7 +223,9 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Conv2dWeightGrad, "padding", Ints, padding)                                \
   X(Conv2dWeightGrad, "dilation", Ints, dilation)                              \
   X(Conv2dWeightGrad, "groups", Int, groups)                                   \
-  X(SoftmaxCrossEntropyGrad, "ignore_index", Int, ignoreIndex)
+  X(SoftmaxCrossEntropyGrad, "ignore_index", Int, ignoreIndex)                 \
+  X(SoftmaxCrossEntropy, "label_smoothing", Float, labelSmoothing)             \
+  X(SoftmaxCrossEntropyGrad, "label_smoothing", Float, labelSmoothing)
 
 /// A launch's parameters, typed. Each kernel uses the members its rows of
 /// ZRT_KERNEL_PARAM_LIST name; the others keep these zero values.
@@ -237,6 +239,7 @@ struct LaunchParams {
   bool nesterov = false, causal = false, mean = false;
   bool cosine = false, linear = false, reverse = false;
   std::optional<int64_t> ignoreIndex;
+  std::optional<double> labelSmoothing;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
   std::vector<int64_t> padding, dilation; // conv2d's (strides: its stride)

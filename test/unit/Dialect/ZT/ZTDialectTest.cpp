@@ -136,7 +136,7 @@ TEST_F(ZTDialectTest, BuilderMatchesMlpExample) {
   }
   Value loss = b.create<SoftmaxCrossEntropyOp>(
       loc, RankedTensorType::get({}, b.getF32Type()), x, entry->getArgument(1),
-      IntegerAttr());
+      IntegerAttr(), FloatAttr());
   b.create<func::ReturnOp>(loc, loss);
 
   ASSERT_EQ(verifyAndGetError(*built), "");
