@@ -411,12 +411,8 @@ def _conv_args(node, dims):
     spatial argument `dims` numbers; padding "valid" is 0 and "same" the
     symmetric padding that keeps the size (None when it cannot be)."""
     weight = node.args[1].meta.get("val")
-
-    def numbers(value):
-        value = list(value) if isinstance(value, (list, tuple)) else [value]
-        return value * (dims // len(value))
-    stride = numbers(_kw(node, 3, "stride", 1))
-    dilation = numbers(_kw(node, 5, "dilation", 1))
+    stride = _numbers(_kw(node, 3, "stride", 1), dims)
+    dilation = _numbers(_kw(node, 5, "dilation", 1), dims)
     padding = _kw(node, 4, "padding", 0)
     if padding == "valid":
         padding = [0] * dims
@@ -425,7 +421,16 @@ def _conv_args(node, dims):
         if any(t % 2 for t in total):
             return None
         padding = [t // 2 for t in total]
-    return stride, numbers(padding), dilation, _kw(node, 6, "groups", 1)
+    return stride, _numbers(padding, dims), dilation, _kw(node, 6, "groups", 1)
+
+
+def _numbers(value, count, default=None):
+    """A spatial argument as `count` numbers: one number repeated, or the
+    list; `default` for None or an empty list (max_pool2d's stride)."""
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        value = default
+    value = list(value) if isinstance(value, (list, tuple)) else [value]
+    return value * (count // len(value))
 
 
 def _conv_why(node):
@@ -557,14 +562,10 @@ def _index(ctx, node):
 
 def _pool_args(node):
     """max_pool2d's (kernel, stride, padding, dilation), two numbers each."""
-    def pair(value, default):
-        value = default if value is None or value == [] else value
-        value = list(value) if isinstance(value, (list, tuple)) else [value]
-        return value * (2 // len(value))
-    kernel = pair(node.args[1], None)
-    return (kernel, pair(_kw(node, 2, "stride", None), kernel),
-            pair(_kw(node, 3, "padding", 0), 0),
-            pair(_kw(node, 4, "dilation", 1), 1))
+    kernel = _numbers(node.args[1], 2)
+    return (kernel, _numbers(_kw(node, 2, "stride", None), 2, kernel),
+            _numbers(_kw(node, 3, "padding", 0), 2),
+            _numbers(_kw(node, 4, "dilation", 1), 2))
 
 
 @_handles("max_pool2d.default",

@@ -1484,6 +1484,30 @@ struct ConvGeometry {
   ZRT_HOST_DEVICE int64_t columns() const { return outHeight * outWidth; }
 };
 
+/// The geometry of a conv2d or max_pool2d launch (or their gradients'):
+/// input 0 [N, C, H, W], a [kh, kw] window, the launch's stride, padding
+/// and dilation.
+template <typename B>
+ConvGeometry convGeometry(const B &b, int64_t kh, int64_t kw) {
+  const auto &x = b.inType(0).shape;
+  const auto &p = b.launch.params;
+  ConvGeometry g;
+  g.channels = x[1];
+  g.height = x[2];
+  g.width = x[3];
+  g.kh = kh;
+  g.kw = kw;
+  g.sh = p.strides[0];
+  g.sw = p.strides[1];
+  g.ph = p.padding[0];
+  g.pw = p.padding[1];
+  g.dh = p.dilation[0];
+  g.dw = p.dilation[1];
+  g.outHeight = (g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+  g.outWidth = (g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  return g;
+}
+
 /// im2col: cols[(c KH + r) KW + s][oh OW + ow] from one image.
 template <typename T> struct Im2col : Functor {
   static constexpr bool kGrouped = false;
@@ -1558,23 +1582,8 @@ ZRT_HOST_DEVICE inline int64_t windowArgmax(const T *plane, const ConvGeometry &
 
 /// The geometry of a max_pool2d launch (or its gradient's).
 template <typename B> ConvGeometry poolGeometry(const B &b) {
-  const auto &x = b.inType(0).shape;
-  const auto &p = b.launch.params;
-  ConvGeometry g;
-  g.channels = x[1];
-  g.height = x[2];
-  g.width = x[3];
-  g.kh = p.kernelSize[0];
-  g.kw = p.kernelSize[1];
-  g.sh = p.strides[0];
-  g.sw = p.strides[1];
-  g.ph = p.padding[0];
-  g.pw = p.padding[1];
-  g.dh = p.dilation[0];
-  g.dw = p.dilation[1];
-  g.outHeight = (g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-  g.outWidth = (g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
-  return g;
+  const auto &window = b.launch.params.kernelSize;
+  return convGeometry(b, window[0], window[1]);
 }
 
 /// max_pool2d: each output element, the maximum of its window.

@@ -204,36 +204,15 @@ public:
                    a.queries * d, a.keys * d, block.rows * block.width, T(0));
   }
 
-  /// The geometry of a conv2d launch (or its gradients').
-  ConvGeometry convGeometry() const {
-    const std::vector<int64_t> &x = inType(0).shape, &w = inType(1).shape;
-    const LaunchParams &p = launch.params;
-    ConvGeometry g;
-    g.channels = x[1];
-    g.height = x[2];
-    g.width = x[3];
-    g.kh = w[2];
-    g.kw = w[3];
-    g.sh = p.strides[0];
-    g.sw = p.strides[1];
-    g.ph = p.padding[0];
-    g.pw = p.padding[1];
-    g.dh = p.dilation[0];
-    g.dw = p.dilation[1];
-    g.outHeight = (g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-    g.outWidth = (g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
-    return g;
-  }
-
   /// conv2d, conv2d_input_grad and conv2d_weight_grad: per image, its
   /// columns in the pinned scratch (im2col), then one product batched over
   /// the groups: y = W cols, dcols = W^T dy (then col2im), dW += dy cols^T.
   Status convolution() {
-    ConvGeometry g = convGeometry();
+    const std::vector<int64_t> &w = inType(1).shape;
+    ConvGeometry g = convGeometry(*this, w[2], w[3]);
     T *cols = nullptr;
     ZRT_RETURN_IF_ERROR(
         pinnedScratch(kernelScratchBytes(entry, launch), cols));
-    const std::vector<int64_t> &w = inType(1).shape;
     int64_t images = inType(0).shape[0], groups = launch.params.groups;
     int64_t outs = w[0] / groups, k = w[1] * g.kh * g.kw, n = g.columns();
     int64_t image = g.channels * g.height * g.width, outSize = w[0] * n;
