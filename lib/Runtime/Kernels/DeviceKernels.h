@@ -1508,6 +1508,25 @@ ConvGeometry convGeometry(const B &b, int64_t kh, int64_t kw) {
   return g;
 }
 
+/// Calls f(oh, ow, r, s) for each output position (oh, ow) whose window
+/// reads input (ih, iw), at tap (r, s), in order of the taps: the gathers
+/// back to the input (col2im, max pooling's gradient) sum in this order.
+template <typename F>
+ZRT_HOST_DEVICE inline void forEachWindowReading(const ConvGeometry &g,
+                                                 int64_t ih, int64_t iw, F f) {
+  for (int64_t r = 0; r < g.kh; ++r) {
+    int64_t top = ih + g.ph - r * g.dh;
+    if (top < 0 || top % g.sh != 0 || top / g.sh >= g.outHeight)
+      continue;
+    for (int64_t s = 0; s < g.kw; ++s) {
+      int64_t left = iw + g.pw - s * g.dw;
+      if (left < 0 || left % g.sw != 0 || left / g.sw >= g.outWidth)
+        continue;
+      f(top / g.sh, left / g.sw, r, s);
+    }
+  }
+}
+
 /// im2col: cols[(c KH + r) KW + s][oh OW + ow] from one image.
 template <typename T> struct Im2col : Functor {
   static constexpr bool kGrouped = false;
@@ -1538,18 +1557,11 @@ template <typename T> struct Col2im : Functor {
     int64_t iw = i % g.width, ih = i / g.width % g.height;
     int64_t c = i / (g.width * g.height);
     T sum = T(0.0);
-    for (int64_t r = 0; r < g.kh; ++r) {
-      int64_t y = ih + g.ph - r * g.dh;
-      if (y < 0 || y % g.sh != 0 || y / g.sh >= g.outHeight)
-        continue;
-      for (int64_t s = 0; s < g.kw; ++s) {
-        int64_t x = iw + g.pw - s * g.dw;
-        if (x < 0 || x % g.sw != 0 || x / g.sw >= g.outWidth)
-          continue;
-        int64_t row = (c * g.kh + r) * g.kw + s;
-        sum += cols[row * g.columns() + y / g.sh * g.outWidth + x / g.sw];
-      }
-    }
+    forEachWindowReading(g, ih, iw,
+                         [&](int64_t oh, int64_t ow, int64_t r, int64_t s) {
+                           int64_t row = (c * g.kh + r) * g.kw + s;
+                           sum += cols[row * g.columns() + oh * g.outWidth + ow];
+                         });
     dx[i] = sum;
   }
 };
@@ -1625,19 +1637,10 @@ template <typename T> struct MaxPool2dGrad : Functor {
     const T *in = x + plane * area;
     const T *grad = dy + plane * g.columns();
     T sum = T(0.0);
-    for (int64_t r = 0; r < g.kh; ++r) {
-      int64_t top = ih + g.ph - r * g.dh;
-      if (top < 0 || top % g.sh != 0 || top / g.sh >= g.outHeight)
-        continue;
-      for (int64_t s = 0; s < g.kw; ++s) {
-        int64_t left = iw + g.pw - s * g.dw;
-        if (left < 0 || left % g.sw != 0 || left / g.sw >= g.outWidth)
-          continue;
-        int64_t oh = top / g.sh, ow = left / g.sw;
-        if (windowArgmax(in, g, oh, ow) == at)
-          sum += grad[oh * g.outWidth + ow];
-      }
-    }
+    forEachWindowReading(g, ih, iw, [&](int64_t oh, int64_t ow, int64_t, int64_t) {
+      if (windowArgmax(in, g, oh, ow) == at)
+        sum += grad[oh * g.outWidth + ow];
+    });
     dx[i] = sum;
   }
 
