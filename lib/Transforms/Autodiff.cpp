@@ -500,20 +500,17 @@ LogicalResult GradientBuilder::backward(Operation *op,
         return success();
       })
       .Case([&](Conv2dOp o) {
-        if (isActive(o.getInput()))
-          contribute(o.getInput(),
-                     b.create<Conv2dInputGradOp>(
-                         loc, o.getInput().getType(), o.getInput(),
-                         o.getWeight(), dy, o.getStrideAttr(),
-                         o.getPaddingAttr(), o.getDilationAttr(),
-                         o.getGroupsAttr()));
-        if (isActive(o.getWeight()))
-          contribute(o.getWeight(),
-                     b.create<Conv2dWeightGradOp>(
-                         loc, o.getWeight().getType(), o.getInput(),
-                         o.getWeight(), dy, o.getStrideAttr(),
-                         o.getPaddingAttr(), o.getDilationAttr(),
-                         o.getGroupsAttr()));
+        // Each gradient only where needed: an image's is a product and a
+        // gather as costly as the forward.
+        auto grad = [&](auto op, Value of) {
+          if (isActive(of))
+            contribute(of, b.create<decltype(op)>(
+                               loc, of.getType(), o.getInput(), o.getWeight(),
+                               dy, o.getStrideAttr(), o.getPaddingAttr(),
+                               o.getDilationAttr(), o.getGroupsAttr()));
+        };
+        grad(Conv2dInputGradOp(), o.getInput());
+        grad(Conv2dWeightGradOp(), o.getWeight());
         return success();
       })
       .Case([&](MaxPool2dOp o) {

@@ -777,18 +777,11 @@ Status inferConv2d(const LaunchRules &r, std::vector<TensorType> &results) {
   results.resize(1);
   return conv2dRule(r, 2, results[0]);
 }
-Status inferConv2dInputGrad(const LaunchRules &r,
-                            std::vector<TensorType> &results) {
+/// Either gradient: the type of the operand it is the gradient of.
+Status inferConv2dGrad(const LaunchRules &r, std::vector<TensorType> &results) {
   TensorType y;
   ZRT_RETURN_IF_ERROR(conv2dRule(r, 3, y));
-  results = {r.input(0)};
-  return Status::ok();
-}
-Status inferConv2dWeightGrad(const LaunchRules &r,
-                             std::vector<TensorType> &results) {
-  TensorType y;
-  ZRT_RETURN_IF_ERROR(conv2dRule(r, 3, y));
-  results = {r.input(1)};
+  results = {r.input(r.id == KernelId::Conv2dInputGrad ? 0 : 1)};
   return Status::ok();
 }
 
@@ -814,8 +807,8 @@ Status inferMaxPool2d(const LaunchRules &r, std::vector<TensorType> &results) {
   X(MaxPool2dGrad, inferMaxPool2d)                                             \
   X(Cumsum, inferCumsum)                                                       \
   X(Conv2d, inferConv2d)                                                       \
-  X(Conv2dInputGrad, inferConv2dInputGrad)                                     \
-  X(Conv2dWeightGrad, inferConv2dWeightGrad)
+  X(Conv2dInputGrad, inferConv2dGrad)                                          \
+  X(Conv2dWeightGrad, inferConv2dGrad)
 
 Status inferResults(const LaunchRules &r, std::vector<TensorType> &results) {
   switch (r.id) {
