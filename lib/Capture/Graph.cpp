@@ -96,6 +96,8 @@ struct Graph::Impl {
   std::vector<Argument> arguments;
   std::map<std::string, int32_t> argumentIds;
   int32_t stepId = -1;
+  /// (state argument, the value the step writes over it), in call order.
+  std::vector<std::pair<unsigned, int32_t>> updates;
   std::vector<std::string> scopes;
   int64_t nextSeed = 0;
 
@@ -420,12 +422,12 @@ Tensor Graph::label(const std::string &name, const std::vector<int64_t> &shape,
   return impl_->argument(where, name, zt::ArgRole::Label, shape, dtype, {});
 }
 
-Tensor Graph::parameter(const std::string &name,
-                        const std::vector<int64_t> &shape, Init init,
-                        Where where) {
-  Impl &g = *impl_;
-  std::string full = scopePrefix() + name;
-  if (!g.usable(where, "parameter", {}))
+/// A persistent argument with its initializer, named in the current scope.
+static Tensor persistent(Graph &graph, Graph::Impl &g, const Where &where,
+                         const std::string &name, zt::ArgRole role,
+                         const std::vector<int64_t> &shape, const Init &init) {
+  std::string full = graph.scopePrefix() + name;
+  if (!g.usable(where, zt::stringifyArgRole(role).data(), {}))
     return {};
   // The dialect's own checks of the numbers (std > 0, low < high, finite).
   zcc::DiagnosticCollector diagnostics(g.context);
@@ -437,8 +439,47 @@ Tensor Graph::parameter(const std::string &name,
     return g.failWith(diagnostics);
   NamedAttrList attrs;
   attrs.set(zt::ZTDialect::kInitAttrName, attr);
-  return g.argument(where, full, zt::ArgRole::Parameter, shape, DType::F32,
-                    std::move(attrs));
+  return g.argument(where, full, role, shape, DType::F32, std::move(attrs));
+}
+
+Tensor Graph::parameter(const std::string &name,
+                        const std::vector<int64_t> &shape, Init init,
+                        Where where) {
+  return persistent(*this, *impl_, where, name, zt::ArgRole::Parameter, shape,
+                    init);
+}
+
+Tensor Graph::state(const std::string &name, const std::vector<int64_t> &shape,
+                    Init init, Where where) {
+  return persistent(*this, *impl_, where, name, zt::ArgRole::State, shape,
+                    init);
+}
+
+void Graph::update(Tensor state, Tensor value, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "update", {state, value}))
+    return;
+  auto arg = dyn_cast<BlockArgument>(g.value(state));
+  if (!arg || g.arguments[arg.getArgNumber()].role != zt::ArgRole::State) {
+    g.fail(where, "update: operand #0 is not a state argument (made by "
+                  "state())");
+    return;
+  }
+  const std::string &name = g.arguments[arg.getArgNumber()].name;
+  if (value.shape() != state.shape() || value.dtype() != DType::F32) {
+    g.fail(where, "update: state '" + name + "' is f32 " +
+                      formatShape(state.shape()) + ", its new value " +
+                      dtypeName(value.dtype()) + " " +
+                      formatShape(value.shape()));
+    return;
+  }
+  for (const auto &[index, id] : g.updates)
+    if (index == arg.getArgNumber()) {
+      g.fail(where, "update: state '" + name + "' is already updated by this "
+                    "step (once per step: update it with the last value)");
+      return;
+    }
+  g.updates.push_back({arg.getArgNumber(), value.id()});
 }
 
 Tensor Graph::step(Where where) {
@@ -535,14 +576,20 @@ std::vector<Tensor> Graph::op(const std::string &name,
   return results;
 }
 
+// A float's number is a parameter (zt.add_scalar), kept exact in the f64
+// reference precision; an f32 constant would round it (1e-3 by 5e-8).
 Tensor Graph::add(Tensor a, double b, Where where) {
   if (!impl_->usable(where, "add", {a}))
     return {};
+  if (a.dtype() == DType::F32)
+    return addScalar(a, b, where);
   return add(a, full({}, b, a.dtype(), where), where);
 }
 Tensor Graph::sub(Tensor a, double b, Where where) {
   if (!impl_->usable(where, "sub", {a}))
     return {};
+  if (a.dtype() == DType::F32)
+    return addScalar(a, -b, where);
   return sub(a, full({}, b, a.dtype(), where), where);
 }
 Tensor Graph::mul(Tensor a, double b, Where where) {
@@ -947,15 +994,23 @@ Status Graph::finish(Tensor loss, Where where) {
   OpBuilder builder(&g.context);
   builder.setInsertionPointToEnd(g.module->getBody());
   SmallVector<Type> argTypes(g.body->getArgumentTypes());
+  // The loss, then the state updates tied to their arguments.
+  SmallVector<Value> results{g.value(loss)};
+  for (const auto &[index, id] : g.updates)
+    results.push_back(g.values[id].value);
   auto func = builder.create<func::FuncOp>(
       g.loc(where), g.name,
-      builder.getFunctionType(argTypes, {g.value(loss).getType()}));
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   func.getBody().push_back(g.body.release());
   builder.setInsertionPointToEnd(&func.getBody().front());
-  builder.create<func::ReturnOp>(g.loc(where), g.value(loss));
+  builder.create<func::ReturnOp>(g.loc(where), results);
   for (size_t i = 0; i < g.arguments.size(); ++i)
     func.setArgAttrs(static_cast<unsigned>(i),
                      g.arguments[i].attrs.getDictionary(&g.context));
+  for (size_t r = 0; r < g.updates.size(); ++r)
+    func.setResultAttr(static_cast<unsigned>(r + 1),
+                       zt::ZTDialect::kTiedAttrName,
+                       builder.getI64IntegerAttr(g.updates[r].first));
   g.finished = true;
   zcc::DiagnosticCollector diagnostics(g.context);
   if (failed(verify(*g.module)))
@@ -1006,4 +1061,7 @@ std::vector<std::string> Graph::labelNames() const {
 }
 std::vector<std::string> Graph::parameterNames() const {
   return namesWithRole(*impl_, zt::ArgRole::Parameter);
+}
+std::vector<std::string> Graph::stateNames() const {
+  return namesWithRole(*impl_, zt::ArgRole::State);
 }

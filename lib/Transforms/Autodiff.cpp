@@ -748,10 +748,25 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
     if (!fn.getBody().hasOneBlock())
       return fn.emitOpError()
              << "must have a single block to be differentiated";
-    if (fn.getNumResults() != 1)
-      return fn.emitOpError() << "must return exactly one value, the rank-0 "
-                                 "loss; it returns "
-                              << fn.getNumResults();
+    if (fn.getNumResults() == 0)
+      return fn.emitOpError() << "must return the rank-0 loss first; it "
+                                 "returns nothing";
+    // After the loss: the new values of state arguments (zt.tied), which
+    // the step writes in place without a gradient.
+    llvm::SmallDenseSet<unsigned> updated;
+    for (unsigned r = 1, e = fn.getNumResults(); r < e; ++r) {
+      std::optional<unsigned> tied =
+          resultArgIndex(fn, r, ZTDialect::kTiedAttrName);
+      if (!tied || argRole(fn, *tied) != ArgRole::State)
+        return fn.emitOpError()
+               << "result #" << r
+               << ": after the loss, a training-step function returns only "
+                  "new values of 'state' arguments, tied to them "
+                  "('zt.tied')";
+      if (!updated.insert(*tied).second)
+        return fn.emitOpError() << "result #" << r << ": state argument #"
+                                << *tied << " is updated by an earlier result";
+    }
     auto lossType = dyn_cast<RankedTensorType>(fn.getResultTypes()[0]);
     if (!lossType || lossType.getRank() != 0 ||
         !isa<FloatType>(lossType.getElementType()))
@@ -857,6 +872,16 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
     SmallVector<Value> results{loss};
     SmallVector<NamedAttrList> resultAttrs(1);
     resultAttrs[0].set(ZTDialect::kNameAttrName, StringAttr::get(ctx, "loss"));
+    // State updates stay as the forward computed them, named as their state.
+    for (unsigned r = 1, e = ret.getNumOperands(); r < e; ++r) {
+      unsigned tied = *resultArgIndex(fn, r, ZTDialect::kTiedAttrName);
+      NamedAttrList attrs;
+      attrs.set(ZTDialect::kTiedAttrName, builder.getI64IntegerAttr(tied));
+      attrs.set(ZTDialect::kNameAttrName,
+                StringAttr::get(ctx, argName(fn, tied)));
+      results.push_back(ret.getOperand(r));
+      resultAttrs.push_back(attrs);
+    }
     unsigned numForwardArgs = fn.getNumArguments();
     for (unsigned i = 0; i < numForwardArgs; ++i) {
       if (argRole(fn, i) != ArgRole::Parameter)

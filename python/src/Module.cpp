@@ -561,6 +561,15 @@ NB_MODULE(_zcc, m) {
       .def("input", op(&Graph::input), nb::keep_alive<0, 1>())
       .def("label", op(&Graph::label), nb::keep_alive<0, 1>())
       .def("parameter", op(&Graph::parameter), nb::keep_alive<0, 1>())
+      .def("state", op(&Graph::state), nb::keep_alive<0, 1>())
+      .def(
+          "update",
+          [](Graph &g, Tensor state, Tensor value, const std::string &file,
+             int line) {
+            g.update(state, value, at(file, line));
+            checked(g, state);
+          },
+          "state"_a, "value"_a, "file"_a, "line"_a)
       .def("step", op(&Graph::step), nb::keep_alive<0, 1>())
       .def("push_scope",
            [](Graph &g, const std::string &name) {
@@ -636,6 +645,7 @@ NB_MODULE(_zcc, m) {
       .def("input_names", &Graph::inputNames)
       .def("label_names", &Graph::labelNames)
       .def("parameter_names", &Graph::parameterNames)
+      .def("state_names", &Graph::stateNames)
       .def(
           "compile",
           [](const Graph &g, const zcc::CompileOptions &options, bool ir) {

@@ -38,7 +38,9 @@ from ._trace import (
     param,
     scope,
     sgd,
+    state,
     trace,
+    update,
 )
 
 __all__ = [
@@ -61,5 +63,7 @@ __all__ = [
     "param",
     "scope",
     "sgd",
+    "state",
     "trace",
+    "update",
 ]

@@ -8,6 +8,7 @@ and the user inputs; each ATen op maps to zt ops, each emitted op located at
 the node's own source line. Every unsupported op is reported at once."""
 
 import inspect
+import math
 import operator
 import os
 import re
@@ -15,7 +16,8 @@ import re
 import numpy as np
 
 from . import _zcc, ops
-from ._trace import Error, Tensor, _location, param, trace, input as _input, label as _label
+from ._trace import (Error, Tensor, _location, param, state as _state, trace,
+                     update as _update, input as _input, label as _label)
 
 
 def _frame(node):
@@ -71,6 +73,18 @@ class _Const:
 class _Context:
     def __init__(self):
         self.values = {}
+        self.states = {}  # a mutated buffer's placeholder -> its zcc.state
+
+    def write(self, node, value):
+        """The step writes `value` over the buffer `node` (a placeholder):
+        later reads see it, and the last one is the state's update."""
+        if node not in self.states:
+            raise Error(f"from_torch: '{getattr(node, 'name', node)}' is "
+                        "written in place but is not a buffer the step "
+                        "updates")
+        shape = list(self.states[node].shape)
+        self.values[node] = ops.reshape(value, shape) \
+            if list(value.shape) != shape else value
 
     def get(self, arg):
         """A node's value, or the argument itself (numbers, lists)."""
@@ -747,21 +761,12 @@ def _affine(y, weight, bias):
     return y + _channels(bias, y) if bias is not None else y
 
 
-def _batch_norm_why(node):
-    name = _target_name(node.target)
-    if name == "batch_norm.default" and _kw(node, 5, "training", False) and \
-            _kw(node, 3, "running_mean", None) is not None:
-        # Reported as the buffers the step mutates (state is not yet kept).
-        return "training with running statistics (state the step writes)"
-    return None
-
-
-@_handles("batch_norm.default", "_native_batch_norm_legit_no_training.default",
-          why=_batch_norm_why)
+@_handles("batch_norm.default", "_native_batch_norm_legit_no_training.default")
 def _batch_norm(ctx, node):
-    # Evaluation (the running statistics, constants of the plan) or
-    # training without running statistics (track_running_stats=False: the
-    # batch's own, biased, over every dimension but the channels).
+    # Training normalizes by the batch's own statistics (biased, over every
+    # dimension but the channels) and, with running statistics, updates
+    # them as PyTorch does: r = (1 - momentum) r + momentum s, with the
+    # variance's s unbiased. Evaluation reads the running statistics.
     name = _target_name(node.target)
     x = ctx.get(node.args[0])
     weight, bias = (ctx.get(_kw(node, i, n, None))
@@ -774,6 +779,14 @@ def _batch_norm(ctx, node):
         dims = [0] + list(range(2, x.ndim))
         mean = ops.mean(x, dims, True)
         var = ops.mean((x - mean) * (x - mean), dims, True)
+        running = node.args[3:5] if len(node.args) >= 5 else ()
+        if any(r is not None for r in running):
+            momentum = _kw(node, 6, "momentum", 0.1)
+            n = math.prod(x.shape) // x.shape[1]
+            for r, batch in zip(running, (mean, var * (n / max(n - 1, 1)))):
+                old = ctx.get(r)
+                ctx.write(r, old * (1.0 - momentum) +
+                          ops.reshape(batch, list(old.shape)) * momentum)
     else:
         mean = _channels(ctx.get(node.args[3]), x)
         var = _channels(ctx.get(node.args[4]), x)
@@ -984,15 +997,17 @@ def _is_view(node):
     return alias is not None and not alias.is_write
 
 
-def _in_place_why(node, order):
+def _in_place_why(node, order, states=()):
     """Why an in-place node cannot be its functional form: it writes an
-    input, parameter or buffer, or a view of another tensor, or a later node
-    reads what it writes through another name (the tensor or a view of it;
+    input or parameter, or a view of another tensor, or a later node reads
+    what it writes through another name (the tensor or a view of it;
     export points later reads of the tensor itself at the in-place node);
-    else None."""
+    else None. A buffer the step updates (`states`) is written as state."""
     written = node.args[0]
+    if written in states:
+        return None
     if getattr(written, "op", None) == "placeholder":
-        return "in place on an input, parameter or buffer"
+        return "in place on an input or parameter"
     if _is_view(written):
         return "in place on a view of another tensor"
     aliases, pending = {written}, [written]
@@ -1095,19 +1110,20 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             if getattr(value, "name", None) in lifted and \
                     lifted[value.name] not in mutated:
                 mutated.append(lifted[value.name])
-    # One line per module whose buffers the step mutates (a BatchNorm's
-    # running mean, variance and counter), not one per buffer.
-    by_module = {}
+    # Buffers the step writes (BatchNorm's running statistics and counter)
+    # become state, updated in place; parameters and inputs stay read-only.
+    buffers = {spec.target for spec in signature.input_specs
+               if spec.kind.name == "BUFFER"}
+    state_targets = [t for t in mutated if t in buffers]
     for target in mutated:
+        if target in buffers:
+            continue
         name = target[len(prefix):] if target and target.startswith(prefix) else target
-        module_name, _, buffer = name.rpartition(".")
-        by_module.setdefault(module_name, []).append(buffer)
-    for module_name, buffers in by_module.items():
-        what = " and ".join(f"'{b}'" for b in buffers)
-        problems.append(f"  the step mutates buffer{'s' * (len(buffers) > 1)} "
-                        f"{what} of module '{module_name}' (for example "
-                        "BatchNorm's running statistics): zcc steps are pure "
-                        "functions of parameters and inputs")
+        problems.append(f"  the step writes '{name}' in place, a parameter or "
+                        "input: zcc steps write only buffers (state)")
+    state_nodes = {node for node in exported.graph.nodes
+                   if node.op == "placeholder" and
+                   lifted.get(node.name) in state_targets}
 
     known = _constant_nodes(exported.graph, signature, mutated)
     order = {node: i for i, node in enumerate(exported.graph.nodes)}
@@ -1129,8 +1145,8 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
         why = None
         if handler is None:
             why = "no zcc mapping"
-        elif handler != key and _in_place_why(node, order):
-            why = _in_place_why(node, order)
+        elif handler != key and _in_place_why(node, order, state_nodes):
+            why = _in_place_why(node, order, state_nodes)
         elif handler in _WHY:
             why = _WHY[handler](node)
         if why is None:
@@ -1200,8 +1216,13 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
                             pname, tuple(tensor.shape),
                             init=tensor.detach().cpu().numpy())
                     ctx.values[node] = ctx.values[pname]
-                else:  # a mutated buffer: reported before the walk
-                    raise Error(f"from_torch: buffer '{spec.target}' is mutated")
+                else:  # a buffer the step writes: state
+                    tensor = state[spec.target]
+                    sname = spec.target[len(prefix):]
+                    # Integer counters too, as f32 (exact to 2**24 steps).
+                    ctx.values[node] = ctx.states[node] = _state(
+                        sname, tuple(tensor.shape),
+                        init=tensor.detach().cpu().double().numpy())
             elif node.op == "call_function" and node in known:
                 with torch.no_grad():
                     ctx.values[node] = _Const(node.target(
@@ -1212,7 +1233,13 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
                         ctx.values[node] = _getitem(ctx, node)
                     else:
                         ctx.values[node] = _HANDLERS[_handler_key(node)](ctx, node)
+                    if node.args and node.args[0] in ctx.states and \
+                            _handler_key(node) != _target_name(node.target):
+                        ctx.write(node.args[0], ctx.values[node])
             elif node.op == "output":
+                for buffer, declared in ctx.states.items():
+                    if ctx.values[buffer] is not declared:
+                        _update(declared, ctx.values[buffer])
                 result = ctx.get(node.args[0])
                 return result[0] if isinstance(result, (list, tuple)) else result
         raise Error("from_torch: the exported graph has no output")

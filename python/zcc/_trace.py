@@ -300,33 +300,57 @@ def label(shape, dtype="int32"):
     return _Spec("label", shape, dtype)
 
 
-def param(name, shape, init=None, dtype="float32"):
-    """A trained weight of the running trace, named `name` inside the
-    current zcc.scope(s). `init` is a zcc.init initializer (zeros by
-    default)."""
+def _persistent(what, declare, name, shape, init, dtype):
+    """A persistent argument of the running trace (a parameter or state):
+    `init` is a zcc.init initializer or its initial value as an array."""
     trace = _current()
     if _dtype(dtype) != _zcc.DType.f32:
-        raise _error(f"parameter '{name}': parameters are float32, got {dtype}")
+        raise _error(f"{what} '{name}': {what}s are float32, got {dtype}")
     if init is None:
         init = _zcc.Init.zeros()
     value = None
     if not isinstance(init, _zcc.Init) and hasattr(init, "__array__"):
         value = np.asarray(init)
         if tuple(value.shape) != tuple(_shape(shape)):
-            raise _error(f"parameter '{name}': its initial value has shape "
-                         f"{tuple(value.shape)}, the parameter {tuple(_shape(shape))}")
+            raise _error(f"{what} '{name}': its initial value has shape "
+                         f"{tuple(value.shape)}, the {what} {tuple(_shape(shape))}")
         init = _zcc.Init.given()
     if not isinstance(init, _zcc.Init):
         raise _error(
-            f"parameter '{name}': init must be a zcc.init initializer "
+            f"{what} '{name}': init must be a zcc.init initializer "
             f"(zeros, ones, constant, normal, uniform), got {type(init).__name__}"
         )
     file, line = _where()
     full = trace.graph.scope_prefix + name
-    handle = trace.graph.parameter(name, _shape(shape), init, file, line)
+    handle = getattr(trace.graph, declare)(name, _shape(shape), init, file, line)
     if value is not None:
         trace.values[full] = value
     return Tensor(handle, trace)
+
+
+def param(name, shape, init=None, dtype="float32"):
+    """A trained weight of the running trace, named `name` inside the
+    current zcc.scope(s). `init` is a zcc.init initializer (zeros by
+    default) or the initial value as an array."""
+    return _persistent("parameter", "parameter", name, shape, init, dtype)
+
+
+def state(name, shape, init=None, dtype="float32"):
+    """State the step reads and may write (zcc.update), such as
+    BatchNorm's running statistics: persistent and checkpointed like a
+    parameter, never trained. Named and initialized as zcc.param."""
+    return _persistent("state", "state", name, shape, init, dtype)
+
+
+def update(state, value):
+    """The step writes `value` over `state` (a zcc.state) in place, after
+    every read of the old value; no gradient flows through it. Once per
+    state and step."""
+    trace = _current()
+    if not isinstance(state, Tensor) or not isinstance(value, Tensor):
+        raise _error("update: state and value must be zcc.Tensors")
+    file, line = _where()
+    trace.graph.update(state._t, value._t, file, line)
 
 
 @contextlib.contextmanager
@@ -372,6 +396,11 @@ class Traced:
     def parameters(self):
         return list(self.graph.parameter_names())
 
+    @property
+    def state(self):
+        """Names of the state tensors the step reads or writes."""
+        return list(self.graph.state_names())
+
     def compile(self, optimizer="default", lr_schedule=None, **options):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
@@ -394,7 +423,8 @@ class Traced:
         compile_options = _compile_options(optimizer, lr_schedule, options)
         plan, _, warned = self.graph.compile(compile_options)
         _warn(warned)
-        return Compiled(plan, self._inputs + self._labels, self.parameters,
+        return Compiled(plan, self._inputs + self._labels,
+                        self.parameters + self.state,
                         accumulate=compile_options.accumulate, traced=self,
                         options=compile_options, values=self._values)
 
@@ -753,10 +783,11 @@ class Session:
         array = np.asarray(array)
         if array.dtype not in (np.float32, np.float64):
             array = array.astype(np.float64)
-        self._native.write(name, np.ascontiguousarray(array))
+        # (np.ascontiguousarray makes a scalar 1-d: the copy keeps its shape)
+        self._native.write(name, np.array(array, order="C"))
 
     def state_dict(self):
-        """{parameter name: array} (the traced parameters)."""
+        """{name: array} of the traced parameters and state."""
         names = self._parameters or []
         return {name: self.read(name) for name in names}
 

@@ -9,9 +9,37 @@ func.func @vector_loss(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init
 
 // -----
 
-// expected-error @+1 {{must return exactly one value, the rank-0 loss; it returns 2}}
+// After the loss come only new values of state, tied to it.
+// expected-error @+1 {{result #1: after the loss, a training-step function returns only new values of 'state' arguments, tied to them ('zt.tied')}}
 func.func @two_results(%w: tensor<f32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> (tensor<f32>, tensor<f32>) {
   return %w, %w : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// A parameter is trained, not written by the step.
+// expected-error @+1 {{result #1: after the loss, a training-step function returns only new values of 'state' arguments, tied to them ('zt.tied')}}
+func.func @tied_parameter(%w: tensor<f32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> (tensor<f32>, tensor<f32> {zt.tied = 0 : i64}) {
+  %n = zt.neg %w : tensor<f32>
+  return %w, %n : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// One new value per state and step.
+// expected-error @+1 {{result #2: state argument #1 is updated by an earlier result}}
+func.func @updated_twice(%w: tensor<f32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+                         %s: tensor<f32> {zt.role = #zt.role<state>, zt.init = #zt.init<zeros>})
+    -> (tensor<f32>, tensor<f32> {zt.tied = 1 : i64}, tensor<f32> {zt.tied = 1 : i64}) {
+  %n = zt.neg %s : tensor<f32>
+  return %w, %n, %n : tensor<f32>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{must return the rank-0 loss first; it returns nothing}}
+func.func @no_result(%w: tensor<f32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) {
+  return
 }
 
 // -----

@@ -21,43 +21,91 @@ import zoo  # noqa: E402
 # to import as below; one that starts importing fails the test until it is
 # added here (and then it must train like PyTorch).
 TRAINS = {"gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
-          "bert", "vit", "timm-vit-tiny"}
+          "bert", "vit", "timm-vit-tiny", "resnet18", "mobilenet-v3-small"}
 # PyTorch's own f64 run keeps these models' f32 islands (RMSNorm and the
 # rotary embedding cast to float32 explicitly), so it is not an f64
 # reference: zcc's f64 run, all f64, agrees with it to about 3e-9.
-F64_TOLERANCE = {"llama": 1e-8, "qwen2": 1e-8, "mistral": 1e-8}
+# MobileNetV3: PyTorch's f64 hardsigmoid gradient is 1/6 rounded to f32
+# (0.1666666716337204), 3e-8 off in every squeeze-excitation block; zcc's
+# f64 run agrees with it to 2e-8 after 10 steps.
+F64_TOLERANCE = {"llama": 1e-8, "qwen2": 1e-8, "mistral": 1e-8,
+                 "mobilenet-v3-small": 1e-7}
+# ResNet-18 at this size is chaotic in f32 under AdamW: PyTorch's own f32
+# run moves by 1.4e-2 when its weights move by one rounding (6e-8), so no
+# f32 run can follow another within 1e-4. Its f32 run is held to the f64
+# truth instead: no farther from PyTorch's f64 run than twice PyTorch's own
+# f32 run is (measured: zcc 3.2e-3, PyTorch 1.4e-2), and never beyond 1e-4
+# when PyTorch's is closer. Its f64 run is held to 1e-9 (measured 8e-13).
+CHAOTIC_F32 = {"resnet18"}
 STEPS, LR = 10, 1e-3
+
+
+def torch_losses(module, inputs, labels, loss, dtype):
+    """PyTorch's own training of a copy of `module`: the losses of STEPS
+    AdamW steps and the buffers after them."""
+    reference = copy.deepcopy(module).to(dtype)
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=LR)
+    losses = []
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        theirs = loss(reference(*(t.to(dtype) if t.is_floating_point() else t
+                                  for t in inputs)), *labels)
+        theirs.backward()
+        optimizer.step()
+        losses.append(theirs.item())
+    return np.array(losses), dict(reference.named_buffers())
+
+
+def state_error(ours, buffers):
+    """The worst difference of the buffers the step wrote, relative to
+    each one's size; a running mean's size is its channels' spread (the
+    square root of the running variance), since a mean near 0 (after a
+    BatchNorm and a convolution without bias) has no scale of its own."""
+    worst = 0.0
+    for name, value in ours.items():
+        theirs = buffers[name].double().numpy()
+        scale = np.linalg.norm(theirs)
+        if name.endswith("running_mean"):
+            var = buffers[name[:-len("mean")] + "var"].double().numpy()
+            scale = np.linalg.norm(np.sqrt(var))
+        worst = max(worst, np.linalg.norm(value - theirs) / scale)
+    return worst
 
 
 def trains_like_pytorch(name, precision, padded=False):
     """The worst relative difference of the 10 losses; asserts each is
-    within the tolerance and that the model learns. `padded`: a text
-    model's padded batch (zoo.padded)."""
+    within the tolerance, that the model learns, and that the buffers the
+    step writes (BatchNorm's running statistics) end as PyTorch's.
+    `padded`: a text model's padded batch (zoo.padded)."""
     module, inputs, labels, loss = (zoo.padded(name) if padded else
                                     zoo.MODELS[name]())
     module.train()
     traced = zcc.from_torch(copy.deepcopy(module), inputs, labels, loss=loss)
     session = traced.compile(optimizer=zcc.adamw(lr=LR)).session(
         precision=precision)
-    dtype = torch.float64 if precision == "f64" else torch.float32
-    reference = copy.deepcopy(module).to(dtype)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=LR)
     feeds = [t.numpy() for t in inputs + labels]
-    tolerance = 1e-4 if precision == "f32" else F64_TOLERANCE.get(name, 1e-9)
-    losses, worst = [], 0.0
-    for step in range(STEPS):
-        ours = session.step(*feeds)
-        optimizer.zero_grad()
-        theirs = loss(reference(*(t.to(dtype) if t.is_floating_point() else t
-                                  for t in inputs)), *labels)
-        theirs.backward()
-        optimizer.step()
-        assert abs(ours - theirs.item()) <= tolerance * abs(theirs.item()), \
-            (step, ours, theirs.item())
-        losses.append(ours)
-        worst = max(worst, abs(ours - theirs.item()) / abs(theirs.item()))
-    assert losses[-1] < losses[0]  # it learns: the comparison is not vacuous
-    return worst
+    ours = np.array([session.step(*feeds) for _ in range(STEPS)])
+    state = {n: session.read(n) for n in traced.state}
+    f64 = precision == "f64"
+    tolerance = {"loss": F64_TOLERANCE.get(name, 1e-9) if f64 else 1e-4}
+    tolerance["state"] = tolerance["loss"]
+    theirs, buffers = torch_losses(module, inputs, labels, loss,
+                                   torch.float64 if f64 else torch.float32)
+    if not f64 and name in CHAOTIC_F32:  # held to the f64 truth
+        exact, exact_buffers = torch_losses(module, inputs, labels, loss,
+                                            torch.float64)
+        tolerance = {
+            "loss": max(1e-4, 2 * np.max(np.abs(theirs - exact) / exact)),
+            "state": max(1e-4, 2 * state_error(
+                {n: buffers[n].double().numpy() for n in state},
+                exact_buffers))}
+        theirs, buffers = exact, exact_buffers
+    errors = np.abs(ours - theirs) / np.abs(theirs)
+    assert np.all(errors <= tolerance["loss"]), (errors, tolerance)
+    assert ours[-1] < ours[0]  # it learns: the comparison is not vacuous
+    assert state_error(state, buffers) <= tolerance["state"], \
+        (state_error(state, buffers), tolerance)
+    return float(np.max(errors))
 
 
 @pytest.mark.parametrize("precision", ["f64", "f32"])
@@ -81,11 +129,9 @@ def test_the_others_name_every_missing_op(name):
         zcc.from_torch(module, inputs, labels, loss=loss)
     lines = str(info.value).splitlines()
     assert lines[0] == "from_torch: the module cannot be imported:", lines
-    for line in lines[1:]:
-        # An op with the reason and its first use, or a mutated buffer.
+    for line in lines[1:]:  # an op with the reason and its first use
         assert re.match(r"  aten\.\S+ \(.+\): \d+ uses?, first at \S+:\d+ in "
-                        r"module '.*'$", line) or \
-            re.match(r"  the step mutates buffers? '.+' of module '\S*'", line), line
+                        r"module '.*'$", line), line
 
 
 if __name__ == "__main__":

@@ -135,8 +135,16 @@ def resnet18():
 def mobilenet_v3_small():
     import torchvision
     torch.manual_seed(0)
-    return _image(torchvision.models.mobilenet_v3_small(num_classes=CLASSES),
+    return _image(torchvision.models.mobilenet_v3_small(num_classes=CLASSES,
+                                                        dropout=0.0),
                   wrap=False)
+
+
+def squeezenet():
+    import torchvision
+    torch.manual_seed(0)
+    return _image(torchvision.models.squeezenet1_1(num_classes=CLASSES,
+                                                   dropout=0.0), wrap=False)
 
 
 def padded(name):
@@ -165,6 +173,7 @@ MODELS = {
     "timm-vit-tiny": timm_vit,
     "resnet18": resnet18,
     "mobilenet-v3-small": mobilenet_v3_small,
+    "squeezenet": squeezenet,
 }
 TEXT = ["gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
         "bert"]

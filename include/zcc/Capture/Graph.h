@@ -129,6 +129,13 @@ public:
                DType dtype = DType::I32, Where where = ZCC_HERE);
   Tensor parameter(const std::string &name, const std::vector<int64_t> &shape,
                    Init init, Where where = ZCC_HERE);
+  /// State the step reads and may write (BatchNorm's running statistics):
+  /// f32, persistent and checkpointed like parameters, never trained.
+  Tensor state(const std::string &name, const std::vector<int64_t> &shape,
+               Init init, Where where = ZCC_HERE);
+  /// The step writes `value` over `state` in place, after every read of its
+  /// old value; no gradient flows through it. Once per state.
+  void update(Tensor state, Tensor value, Where where = ZCC_HERE);
   /// The step counter (tensor<i64>, written by the runtime), created on
   /// first use; dropout uses it.
   Tensor step(Where where = ZCC_HERE);
@@ -337,6 +344,7 @@ public:
   std::vector<std::string> inputNames() const;
   std::vector<std::string> labelNames() const;
   std::vector<std::string> parameterNames() const;
+  std::vector<std::string> stateNames() const;
 
   struct Impl;
 

@@ -178,6 +178,7 @@ static LogicalResult verifyArgRole(FunctionOpInterface fn, unsigned argIndex,
   case ArgRole::Parameter:
   case ArgRole::OptimizerState:
   case ArgRole::Accumulator:
+  case ArgRole::State:
     if (!isFloatElement(element))
       return emit() << "must have a floating-point element type, got "
                     << element;
@@ -236,8 +237,8 @@ LogicalResult ZTDialect::verifyRegionArgAttribute(Operation *op,
     if (!role || !isPersistentRole(role.getValue()))
       return fn->emitOpError()
              << "argument #" << argIndex << ": '" << kInitAttrName
-             << "' is only valid on a parameter, optimizer_state or "
-                "accumulator argument";
+             << "' is only valid on a parameter, optimizer_state, "
+                "accumulator or state argument";
     return success();
   }
   if (name == kNameAttrName)
@@ -275,9 +276,9 @@ static LogicalResult verifyResultArgIndex(FunctionOpInterface fn,
   auto role = fn.getArgAttrOfType<ArgRoleAttr>(arg, ZTDialect::kRoleAttrName);
   if (!role || !isPersistentRole(role.getValue()))
     return emit() << "names argument #" << arg
-                  << ", which is not persistent (a parameter, optimizer_state "
-                     "or accumulator): only persistent tensors are updated in "
-                     "place";
+                  << ", which is not persistent (a parameter, optimizer_state, "
+                     "accumulator or state): only persistent tensors are "
+                     "updated in place";
   return success();
 }
 

@@ -14,7 +14,7 @@ func.func @integer_parameter(%w: tensor<4xi32> {zt.role = #zt.role<parameter>, z
 }
 
 // -----
-// expected-error @+1 {{argument #0: 'zt.init' is only valid on a parameter, optimizer_state or accumulator argument}}
+// expected-error @+1 {{argument #0: 'zt.init' is only valid on a parameter, optimizer_state, accumulator or state argument}}
 func.func @init_on_input(%x: tensor<4xf32> {zt.role = #zt.role<input>, zt.init = #zt.init<zeros>}) {
   return
 }
@@ -115,6 +115,14 @@ func.func @integer_accumulator(%a: tensor<4xi32> {zt.role = #zt.role<accumulator
 
 // -----
 
+// State (BatchNorm's running statistics) is persistent and checkpointed too.
+// expected-error @+1 {{argument #0 with role 'state' needs a 'zt.init' initializer}}
+func.func @state_role_without_init(%s: tensor<4xf32> {zt.role = #zt.role<state>}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{argument #0: 'zt.name' must be a non-empty string of printable characters without spaces, got "two words"}}
 func.func @name_with_space(%x: tensor<4xf32> {zt.role = #zt.role<input>, zt.name = "two words"}) {
   return
@@ -122,7 +130,7 @@ func.func @name_with_space(%x: tensor<4xf32> {zt.role = #zt.role<input>, zt.name
 
 // -----
 
-// expected-error @+1 {{result #0: 'zt.tied' names argument #0, which is not persistent (a parameter, optimizer_state or accumulator): only persistent tensors are updated in place}}
+// expected-error @+1 {{result #0: 'zt.tied' names argument #0, which is not persistent (a parameter, optimizer_state, accumulator or state): only persistent tensors are updated in place}}
 func.func @tied_to_input(%x: tensor<4xf32> {zt.role = #zt.role<input>}) -> (tensor<4xf32> {zt.tied = 0 : i64}) {
   return %x : tensor<4xf32>
 }

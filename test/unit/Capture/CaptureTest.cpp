@@ -429,6 +429,58 @@ TEST(Capture, ScopesStepAndDropout) {
   EXPECT_NE(text.find("seed = 2"), std::string::npos) << text;
 }
 
+TEST(Capture, StateIsUpdatedThroughATiedResult) {
+  Graph g;
+  Tensor x = g.input("x", {4, 2});
+  Tensor w = g.parameter("w", {2}, Init::ones());
+  auto bn = g.scope("bn");
+  Tensor mean = g.state("running_mean", {2}, Init::zeros());
+  Tensor h = g.mul(x, w);
+  g.update(mean, g.add(g.scale(mean, 0.9), g.scale(g.mean(h, {0}), 0.1)));
+  EXPECT_EQ(g.stateNames(), std::vector<std::string>{"bn.running_mean"});
+  EXPECT_EQ(g.parameterNames(), std::vector<std::string>{"w"});
+  ASSERT_TRUE(g.finish(g.sum(h)).isOk()) << g.status().message();
+  std::string text = g.str();
+  EXPECT_NE(text.find("zt.name = \"bn.running_mean\", zt.role = "
+                      "#zt.role<state>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("-> (tensor<f32>, tensor<2xf32> {zt.tied = 2 : i64})"),
+            std::string::npos)
+      << text;
+  // It compiles: the update is written over the state in place.
+  CompileOptions options;
+  options.optimizer = "sgd";
+  runtime::Plan plan;
+  std::string planned;
+  ASSERT_TRUE(g.compile(options, plan, &planned).isOk());
+  EXPECT_GE(plan.findPersistent("bn.running_mean"), 0);
+}
+
+TEST(CaptureErrors, UpdatesOfState) {
+  auto failure = [](auto build) {
+    Graph g;
+    build(g);
+    return g.status().message();
+  };
+  EXPECT_NE(failure([](Graph &g) {
+              Tensor w = g.parameter("w", {2}, Init::ones());
+              g.update(w, g.relu(w));
+            }).find("update: operand #0 is not a state argument"),
+            std::string::npos);
+  EXPECT_NE(failure([](Graph &g) {
+              Tensor s = g.state("s", {2}, Init::zeros());
+              g.update(s, g.sum(s));
+            }).find("update: state 's' is f32 [2], its new value f32 []"),
+            std::string::npos);
+  EXPECT_NE(failure([](Graph &g) {
+              Tensor s = g.state("s", {2}, Init::zeros());
+              g.update(s, g.relu(s));
+              g.update(s, g.relu(s));
+            }).find("update: state 's' is already updated by this step"),
+            std::string::npos);
+}
+
 TEST(Capture, CompileErrorsComeBackAsValues) {
   // Valid ops, but a loss that does not depend on any parameter is fine;
   // a plan option that is not: the optimizer name.

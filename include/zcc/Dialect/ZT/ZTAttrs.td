@@ -15,7 +15,8 @@ def ZT_ArgRole : I32EnumAttr<"ArgRole", "role of a training-step function argume
   I32EnumAttrCase<"Parameter", 2, "parameter">,
   I32EnumAttrCase<"Step", 3, "step">,
   I32EnumAttrCase<"OptimizerState", 4, "optimizer_state">,
-  I32EnumAttrCase<"Accumulator", 5, "accumulator">
+  I32EnumAttrCase<"Accumulator", 5, "accumulator">,
+  I32EnumAttrCase<"State", 6, "state">
 ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::zcc::zt";
@@ -36,6 +37,7 @@ def ZT_ArgRoleAttr : EnumAttr<ZT_Dialect, ZT_ArgRole, "role"> {
     | `step` | the step counter, `tensor<i64>`, written by the runtime | step input slot |
     | `optimizer_state` | momentum or Adam moments, added by `zt-optimizer`; needs `zt.init` | persistent region |
     | `accumulator` | a gradient accumulator, added by `zt-autodiff` with accumulation; needs `zt.init` | persistent region |
+    | `state` | state the step reads and may write (BatchNorm's running statistics and counter): f32, needs `zt.init`; the step's new value is a result tied to it (`zt.tied`), computed without a gradient | persistent region, checkpointed |
 
     Example: `%w: tensor<784x128xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}`.
   }];

@@ -20,7 +20,7 @@ namespace zcc::zt {
 /// (and so need an initializer).
 inline bool isPersistentRole(ArgRole role) {
   return role == ArgRole::Parameter || role == ArgRole::OptimizerState ||
-         role == ArgRole::Accumulator;
+         role == ArgRole::Accumulator || role == ArgRole::State;
 }
 } // namespace zcc::zt
 

@@ -138,6 +138,8 @@ constexpr OpTraits elementArityTraits(ElementArity arity) {
     -x, Grads(Neg(DY)), "-x[i]")                                               \
   X(StopGradient, "stop_gradient", Unary, stopGradient, P0, "detach.default", \
     kStoresBf16, x, Grads(Zero), "x[i], its gradient zero (PyTorch's detach)") \
+  X(AddScalar, "add_scalar", Unary, addScalar, P1(other, 0.0), "", kStoresBf16, \
+    x + p0, Grads(DY), "x[i] + other (the number exact in f64)")               \
   X(Exp, "exp", Unary, exp, P0, "exp.default", kNoTraits,                      \
     fExpLoop(x), Grads(Mul(DY, Y)), "exp(x[i])")                               \
   X(Log, "log", Unary, log, P0, "log.default", kNoTraits,                      \
