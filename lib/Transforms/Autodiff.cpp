@@ -518,7 +518,8 @@ LogicalResult GradientBuilder::backward(Operation *op,
                    b.create<MaxPool2dGradOp>(
                        loc, o.getInput().getType(), o.getInput(), dy,
                        o.getKernelSizeAttr(), o.getStrideAttr(),
-                       o.getPaddingAttr(), o.getDilationAttr()));
+                       o.getPaddingAttr(), o.getDilationAttr(),
+                       o.getCeilModeAttr()));
         return success();
       })
       .Case([&](CumsumOp o) {

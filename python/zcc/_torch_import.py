@@ -582,13 +582,12 @@ def _pool_args(node):
             _numbers(_kw(node, 4, "dilation", 1), 2))
 
 
-@_handles("max_pool2d.default",
-          why=lambda node: "ceil_mode=True" if _kw(node, 5, "ceil_mode", False)
-          else None)
+@_handles("max_pool2d.default")
 def _max_pool2d(ctx, node):
     kernel, stride, padding, dilation = _pool_args(node)
     return ops.max_pool2d(ctx.get(node.args[0]), kernel_size=kernel,
-                          stride=stride, padding=padding, dilation=dilation)
+                          stride=stride, padding=padding, dilation=dilation,
+                          ceil_mode=bool(_kw(node, 5, "ceil_mode", False)))
 
 
 def _adaptive_why(node):

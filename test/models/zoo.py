@@ -1,4 +1,4 @@
-"""The public model zoo: eleven architectures people train, from
+"""The public model zoo: architectures people train, from
 transformers, torchvision and timm, built at tiny sizes from their configs
 (random weights, no downloads), each with an example batch and its loss.
 
@@ -105,6 +105,19 @@ def bert():
     return _text(transformers.BertForMaskedLM(config))
 
 
+def roberta():
+    import transformers
+    config = transformers.RobertaConfig(vocab_size=VOCAB, hidden_size=32,
+                                        num_hidden_layers=2,
+                                        num_attention_heads=4,
+                                        intermediate_size=64,
+                                        max_position_embeddings=64,
+                                        hidden_dropout_prob=0.0,
+                                        attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    return _text(transformers.RobertaForMaskedLM(config))
+
+
 def vit():
     import transformers
     config = transformers.ViTConfig(image_size=IMAGE, patch_size=8,
@@ -147,6 +160,20 @@ def squeezenet():
                                                    dropout=0.0), wrap=False)
 
 
+def shufflenet():
+    import torchvision
+    torch.manual_seed(0)
+    return _image(torchvision.models.shufflenet_v2_x0_5(num_classes=CLASSES),
+                  wrap=False)
+
+
+def efficientnet():
+    import torchvision
+    torch.manual_seed(0)
+    return _image(torchvision.models.efficientnet_b0(num_classes=CLASSES,
+                                                     dropout=0.0), wrap=False)
+
+
 def padded(name):
     """A text model's batch as a data loader pads it: the first sequence
     padded on the right (3 tokens), the second on the left (5 tokens, so
@@ -174,6 +201,9 @@ MODELS = {
     "resnet18": resnet18,
     "mobilenet-v3-small": mobilenet_v3_small,
     "squeezenet": squeezenet,
+    "shufflenet-v2": shufflenet,
+    "roberta": roberta,
+    "efficientnet-b0": efficientnet,
 }
 TEXT = ["gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
         "bert"]

@@ -566,3 +566,57 @@ def test_a_mask_cannot_be_added_or_be_an_input():
     with pytest.raises(zcc.Error) as info:
         zcc.trace(lambda m: zcc.ops.sum(m), m=zcc.input((3,), "bool"))
     assert "bool arguments are not supported" in str(info.value)
+
+
+def running_mean_step(x, y):
+    w = zcc.param("w", (8, 4), init=zcc.init.normal(0.0, 0.5))
+    mean = zcc.state("h.running_mean", (4,))
+    count = zcc.state("h.count", ())
+    h = x @ w
+    zcc.update(mean, mean * 0.9 + h.mean(0) * 0.1)
+    zcc.update(count, count + 1)
+    return zcc.ops.mse(h, y)
+
+
+def test_state_is_written_by_every_step_in_place():
+    traced = zcc.trace(running_mean_step, x=zcc.input((16, 8)),
+                       y=zcc.input((16, 4)))
+    assert traced.state == ["h.running_mean", "h.count"]
+    assert traced.parameters == ["w"]
+    rng = np.random.default_rng(0)
+    batches = [(rng.normal(size=(16, 8)).astype(np.float32),
+                rng.normal(size=(16, 4)).astype(np.float32)) for _ in range(3)]
+    compiled = traced.compile(optimizer=zcc.sgd(lr=0.0))  # w stays put
+    runs = []
+    for mode in ("planned", "no-reuse", "poison"):
+        session = compiled.session(mode=mode, precision="f64")
+        w = session.read("w")
+        for x, y in batches:
+            session.step(x, y)
+        runs.append(session.read("h.running_mean").tobytes())
+    assert runs[0] == runs[1] == runs[2]
+    expected = np.zeros(4)
+    for x, _ in batches:  # NumPy's running mean of the same steps
+        expected = expected * 0.9 + (x.astype(np.float64) @ w).mean(0) * 0.1
+    assert np.allclose(session.read("h.running_mean"), expected, rtol=1e-12)
+    assert session.read("h.count") == 3
+    assert set(session.state_dict()) == {"w", "h.running_mean", "h.count"}
+    assert session.stats()["allocations_after_load"] == 0
+
+
+def test_state_updates_are_checked():
+    def updates_a_parameter(x):
+        w = zcc.param("w", (4,))
+        zcc.update(w, w * 2)
+        return (x * w).sum()
+
+    def updates_twice(x):
+        s = zcc.state("s", (4,))
+        zcc.update(s, s + 1)
+        zcc.update(s, s + 2)
+        return (x * s).sum()
+
+    with pytest.raises(zcc.Error, match="update: operand #0 is not a state"):
+        zcc.trace(updates_a_parameter, x=zcc.input((4,)))
+    with pytest.raises(zcc.Error, match="state 's' is already updated"):
+        zcc.trace(updates_twice, x=zcc.input((4,)))

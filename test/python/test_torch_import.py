@@ -745,7 +745,8 @@ def test_convolutions_train_like_pytorch(precision, tolerance):
 
 class Pooling(nn.Module):
     """ResNet's stem and block shapes at a tiny size: in-place ReLU and
-    hardswish, max pooling (3x3, stride 2, padded; a dilated window), an
+    hardswish, max pooling (3x3, stride 2, padded; a dilated window;
+    SqueezeNet's ceil_mode, its last windows hanging over the end), an
     in-place residual add, adaptive average pooling to 2x2 and to 1x1."""
 
     def __init__(self):
@@ -755,22 +756,25 @@ class Pooling(nn.Module):
         self.pool = nn.MaxPool2d(3, stride=2, padding=1)
         self.conv = nn.Conv2d(4, 4, kernel_size=3, padding=1)
         self.act = nn.Hardswish(inplace=True)
-        self.out = nn.Linear(4 * 4 + 4, 4)
+        self.out = nn.Linear(4 * 4 + 4 + 4 * 4, 4)
 
     def forward(self, x):
         h = self.pool(self.relu(self.stem(x.reshape(-1, 3, 8, 8))))  # 4x4
         y = self.act(self.conv(h))
         y += h
         wide = F.max_pool2d(y, 2, stride=1, padding=(1, 0), dilation=(1, 2))
+        ceil = F.max_pool2d(y, 3, stride=2, ceil_mode=True)  # 2x2, not 1x1
         return self.out(torch.cat([F.adaptive_avg_pool2d(y, 2).flatten(1),
-                                   F.adaptive_avg_pool2d(wide, 1).flatten(1)], 1))
+                                   F.adaptive_avg_pool2d(wide, 1).flatten(1),
+                                   ceil.flatten(1)], 1))
 
 
 @pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
 def test_pooling_and_in_place_ops_train_like_pytorch(precision, tolerance):
     torch.manual_seed(10)
-    trains_like_pytorch(Pooling(), 192, 4, precision, tolerance,
-                        ("conv2d", "max_pool2d"), rows=8)
+    ir = trains_like_pytorch(Pooling(), 192, 4, precision, tolerance,
+                             ("conv2d", "max_pool2d"), rows=8)
+    assert "ceil_mode" in ir
 
 
 def test_in_place_ops_on_tensors_read_later_are_reported():

@@ -1592,10 +1592,16 @@ ZRT_HOST_DEVICE inline int64_t windowArgmax(const T *plane, const ConvGeometry &
   return best;
 }
 
-/// The geometry of a max_pool2d launch (or its gradient's).
-template <typename B> ConvGeometry poolGeometry(const B &b) {
+/// The geometry of a max_pool2d launch (or its gradient's), whose pooled
+/// result has type `pooled`: its size as the loader's rule gave it
+/// (pool2dShape; ceil_mode rounds it up).
+template <typename B, typename TT>
+ConvGeometry poolGeometry(const B &b, const TT &pooled) {
   const auto &window = b.launch.params.kernelSize;
-  return convGeometry(b, window[0], window[1]);
+  ConvGeometry g = convGeometry(b, window[0], window[1]);
+  g.outHeight = pooled.shape[2];
+  g.outWidth = pooled.shape[3];
+  return g;
 }
 
 /// max_pool2d: each output element, the maximum of its window.
@@ -1616,7 +1622,7 @@ template <typename T> struct MaxPool2d : Functor {
     MaxPool2d f;
     f.x = b.in(0);
     f.y = b.result(0);
-    f.g = poolGeometry(b);
+    f.g = poolGeometry(b, b.outType(0));
     f.count = b.outType(0).numElements();
     b.push(f);
   }
@@ -1649,7 +1655,7 @@ template <typename T> struct MaxPool2dGrad : Functor {
     f.x = b.in(0);
     f.dy = b.in(1);
     f.dx = b.result(0);
-    f.g = poolGeometry(b);
+    f.g = poolGeometry(b, b.inType(1));
     f.count = b.outType(0).numElements();
     b.push(f);
   }

@@ -795,7 +795,8 @@ Status inferMaxPool2d(const LaunchRules &r, std::vector<TensorType> &results) {
   TensorType y = x;
   ZRT_RETURN_IF_ERROR(r.expectRule(
       pool2dShape(x.shape, r.params.kernelSize, r.params.strides,
-                  r.params.padding, r.params.dilation, y.shape)));
+                  r.params.padding, r.params.dilation, r.params.ceilMode,
+                  y.shape)));
   if (grad)
     ZRT_RETURN_IF_ERROR(r.expectSameType("result_grad", r.input(1), "result", y));
   results = {grad ? x : y};

@@ -236,7 +236,7 @@ Status zcc::runtime::pool2dShape(const Shape &input,
                                  const std::vector<int64_t> &stride,
                                  const std::vector<int64_t> &padding,
                                  const std::vector<int64_t> &dilation,
-                                 Shape &result) {
+                                 bool ceilMode, Shape &result) {
   if (input.size() != 4)
     return broken("input must be [N, C, H, W], got ", formatShape(input));
   if (kernel.size() != 2)
@@ -246,8 +246,17 @@ Status zcc::runtime::pool2dShape(const Shape &input,
       return broken("kernel sizes must be at least 1 and paddings at most "
                     "half the kernel");
   Shape weight = {input[1], 1, kernel[0], kernel[1]};
-  return conv2dShape(input, weight, stride, padding, dilation, input[1],
-                     result);
+  ZRT_RETURN_IF_ERROR(conv2dShape(input, weight, stride, padding, dilation,
+                                  input[1], result));
+  // PyTorch's ceil_mode: one more window where the floor left input over,
+  // unless it would start in the right padding.
+  for (int d = 0; ceilMode && d < 2; ++d) {
+    int64_t span = dilation[d] * (kernel[d] - 1) + 1;
+    int64_t over = (input[2 + d] + 2 * padding[d] - span) % stride[d];
+    if (over != 0 && result[2 + d] * stride[d] < input[2 + d] + padding[d])
+      ++result[2 + d];
+  }
+  return Status::ok();
 }
 
 Status zcc::runtime::attentionMaskRule(const Shape &mask, const Shape &query,

@@ -642,6 +642,21 @@ inline std::vector<LaunchCase> everyKernel() {
     params(add("max_pool2d_grad").input({2, 3, 5, 6}).input(y).output(
         {2, 3, 5, 6}));
   }
+  // SqueezeNet's: ceil_mode, a last row of windows hanging over the end
+  // (height 6: 3 windows where the floor gives 2; width 7: 3 either way).
+  for (bool grad : {false, true}) {
+    LaunchCase &l = add(grad ? "max_pool2d_grad" : "max_pool2d")
+                        .input({2, 3, 6, 7});
+    if (grad)
+      l.input({2, 3, 3, 3});
+    l.output(grad ? std::vector<int64_t>{2, 3, 6, 7}
+                  : std::vector<int64_t>{2, 3, 3, 3})
+        .param(intsParam("kernel_size", {3, 3}))
+        .param(intsParam("stride", {2, 2}))
+        .param(intsParam("padding", {0, 0}))
+        .param(intsParam("dilation", {1, 1}))
+        .param(unitParam("ceil_mode"));
+  }
   // Cross-entropy leaving out the rows labelled ignore_index.
   add("softmax_cross_entropy")
       .input({3, 4})

@@ -400,7 +400,7 @@ class ZT_PoolOp<string mnemonic, dag operands, string opSummary,
   let description = opText;
   let arguments = !con(operands, (ins DenseI64ArrayAttr:$kernel_size,
       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
-      DenseI64ArrayAttr:$dilation));
+      DenseI64ArrayAttr:$dilation, UnitAttr:$ceil_mode));
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -409,8 +409,11 @@ def ZT_MaxPool2dOp : ZT_PoolOp<"max_pool2d", (ins ZT_FloatTensor:$input),
     "2-D max pooling (PyTorch's max_pool2d, NCHW)", [{
     Each output element is the maximum of its `kernel_size` window of its
     channel's plane, the windows placed as a convolution's (`stride`,
-    `padding` read as -inf, at most half the window, `dilation`). A NaN in a
-    window is its maximum, as in PyTorch. No indices are stored: the
+    `padding` read as -inf, at most half the window, `dilation`). With
+    `ceil_mode` the output size rounds up, as PyTorch's: a last window may
+    hang over the input's end (its part inside counts), but starts inside
+    the input or its left padding. A NaN in a window is its maximum, as in
+    PyTorch. No indices are stored: the
     gradient finds each window's first maximum again from the input.
 
     ```mlir

@@ -207,10 +207,12 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(MaxPool2d, "stride", Ints, strides)                                        \
   X(MaxPool2d, "padding", Ints, padding)                                       \
   X(MaxPool2d, "dilation", Ints, dilation)                                     \
+  X(MaxPool2d, "ceil_mode", Unit, ceilMode)                                    \
   X(MaxPool2dGrad, "kernel_size", Ints, kernelSize)                            \
   X(MaxPool2dGrad, "stride", Ints, strides)                                    \
   X(MaxPool2dGrad, "padding", Ints, padding)                                   \
   X(MaxPool2dGrad, "dilation", Ints, dilation)                                 \
+  X(MaxPool2dGrad, "ceil_mode", Unit, ceilMode)                                \
   X(Conv2d, "stride", Ints, strides)                                           \
   X(Conv2d, "padding", Ints, padding)                                          \
   X(Conv2d, "dilation", Ints, dilation)                                        \
@@ -238,6 +240,7 @@ struct LaunchParams {
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
   bool nesterov = false, causal = false, mean = false;
   bool cosine = false, linear = false, reverse = false;
+  bool ceilMode = false; // max_pool2d's output size rounded up
   std::optional<int64_t> ignoreIndex;
   std::optional<double> labelSmoothing;
   std::vector<int64_t> broadcastDimensions, permutation, dims;

@@ -78,11 +78,14 @@ Status conv2dShape(const Shape &input, const Shape &weight,
                    Shape &result);
 /// max_pool2d: `input` [N, C, H, W], a `kernel` window, `stride`, `padding`
 /// (-inf, at most half the window) and `dilation`, two numbers each:
-/// `result` [N, C, OH, OW] as conv2dShape's.
+/// `result` [N, C, OH, OW] as conv2dShape's, or with `ceilMode` rounded up
+/// as PyTorch's (a last window may hang over the end, never start in the
+/// right padding).
 Status pool2dShape(const Shape &input, const std::vector<int64_t> &kernel,
                    const std::vector<int64_t> &stride,
                    const std::vector<int64_t> &padding,
-                   const std::vector<int64_t> &dilation, Shape &result);
+                   const std::vector<int64_t> &dilation, bool ceilMode,
+                   Shape &result);
 /// attention's optional mask (true where a query may see a key): the rank
 /// of `query`, each dimension that of [B..., S, T] or 1 (broadcast).
 Status attentionMaskRule(const Shape &mask, const Shape &query,
