@@ -31,25 +31,32 @@ TRAINS = {"gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
 # f64 run agrees with it to 2e-8 after 10 steps.
 F64_TOLERANCE = {"llama": 1e-8, "qwen2": 1e-8, "mistral": 1e-8,
                  "mobilenet-v3-small": 1e-7}
-# ResNet-18 at this size is chaotic in f32 under AdamW: PyTorch's own f32
-# run moves by 1.4e-2 when its weights move by one rounding (6e-8), so no
-# f32 run can follow another within 1e-4. Its f32 run is held to the f64
-# truth instead: no farther from PyTorch's f64 run than twice PyTorch's own
-# f32 run is (measured: zcc 3.2e-3, PyTorch 1.4e-2), and never beyond 1e-4
-# when PyTorch's is closer. Its f64 run is held to 1e-9 (measured 8e-13).
-# ShuffleNetV2 at this size is chaotic even in f64 at lr 1e-3 (one rounding
-# of its weights moves PyTorch's f64 losses by 1e-9, its f32 ones by 4):
-# it trains at lr 1e-5, where f64 is stable (1.6e-14) and f32 nearly
-# (7.6e-5), and its f32 run is held to the f64 truth as ResNet-18's.
-CHAOTIC_F32 = {"resnet18", "shufflenet-v2"}
+# Some convolutional nets at this size are chaotic in f32 under AdamW: one
+# rounding of their weights (a relative 2^-24) moves PyTorch's own f32
+# losses over 10 steps by 1.4e-2 (ResNet-18), 2.2e-5 (MobileNetV3) and
+# 7.6e-5 (ShuffleNetV2 at lr 1e-5), so no f32 run can follow another to
+# 1e-4. Their f32 runs are held to PyTorch's within 10 times that
+# sensitivity, measured in the same run (and never looser than 1e-4); their
+# f64 runs, where the sensitivity is 1e-12 or less, to 1e-9 (measured:
+# ResNet-18 8e-13, ShuffleNetV2 2e-14).
+SENSITIVE_F32 = {"resnet18", "mobilenet-v3-small", "shufflenet-v2"}
+# ShuffleNetV2 is chaotic even in f64 at lr 1e-3 (one rounding moves
+# PyTorch's f64 losses by 1e-9, its f32 ones by 4): it trains at lr 1e-5.
 STEPS, LR = 10, 1e-3
 LR_OF = {"shufflenet-v2": 1e-5}
 
 
-def torch_losses(module, inputs, labels, loss, dtype, lr):
+def torch_losses(module, inputs, labels, loss, dtype, lr, rounding=0.0):
     """PyTorch's own training of a copy of `module`: the losses of STEPS
-    AdamW steps and the buffers after them."""
+    AdamW steps and the buffers after them. `rounding`: each weight first
+    moves by that much relative, at random (a seeded draw)."""
     reference = copy.deepcopy(module).to(dtype)
+    if rounding:
+        draw = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for p in reference.parameters():
+                p.mul_(1 + rounding * torch.randn(p.shape, generator=draw,
+                                                  dtype=dtype))
     optimizer = torch.optim.AdamW(reference.parameters(), lr=lr)
     losses = []
     for _ in range(STEPS):
@@ -98,15 +105,14 @@ def trains_like_pytorch(name, precision, padded=False):
     tolerance["state"] = tolerance["loss"]
     theirs, buffers = torch_losses(module, inputs, labels, loss,
                                    torch.float64 if f64 else torch.float32, lr)
-    if not f64 and name in CHAOTIC_F32:  # held to the f64 truth
-        exact, exact_buffers = torch_losses(module, inputs, labels, loss,
-                                            torch.float64, lr)
+    if not f64 and name in SENSITIVE_F32:  # PyTorch's own spread, 10 times
+        moved, moved_buffers = torch_losses(module, inputs, labels, loss,
+                                            torch.float32, lr, 2.0 ** -24)
         tolerance = {
-            "loss": max(1e-4, 2 * np.max(np.abs(theirs - exact) / exact)),
-            "state": max(1e-4, 2 * state_error(
-                {n: buffers[n].double().numpy() for n in state},
-                exact_buffers))}
-        theirs, buffers = exact, exact_buffers
+            "loss": max(1e-4, 10 * np.max(np.abs(moved - theirs) / theirs)),
+            "state": max(1e-4, 10 * state_error(
+                {n: moved_buffers[n].double().numpy() for n in state},
+                buffers))}
     errors = np.abs(ours - theirs) / np.abs(theirs)
     assert np.all(errors <= tolerance["loss"]), (errors, tolerance)
     assert ours[-1] < ours[0]  # it learns: the comparison is not vacuous
@@ -144,8 +150,7 @@ def test_the_others_name_every_missing_op(name):
 if __name__ == "__main__":
     # The table: python test/models/test_zoo.py (PYTHONPATH=<build>/python).
     print(f"{'model':20} {'f64':>9} {'f32':>9}  (worst relative loss "
-          f"difference over {STEPS} AdamW steps, lr {LR} or LR_OF; the f32 "
-          f"runs of {', '.join(sorted(CHAOTIC_F32))} against PyTorch's f64)")
+          f"difference over {STEPS} AdamW steps, lr {LR} or LR_OF)")
     for model in sorted(TRAINS):  # (their running statistics checked too)
         print(f"{model:20} " + " ".join(
             f"{trains_like_pytorch(model, p):9.1e}" for p in ("f64", "f32")))
