@@ -93,29 +93,24 @@ def gpt_neox():
     return _decoder(transformers.GPTNeoXConfig)
 
 
+def _encoder(config_class, model_class):
+    """A BERT-style masked language model, dropout off."""
+    config = config_class(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=4, intermediate_size=64,
+                          max_position_embeddings=64, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    return _text(model_class(config))
+
+
 def bert():
     import transformers
-    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=32,
-                                     num_hidden_layers=2, num_attention_heads=4,
-                                     intermediate_size=64,
-                                     max_position_embeddings=64,
-                                     hidden_dropout_prob=0.0,
-                                     attention_probs_dropout_prob=0.0)
-    torch.manual_seed(0)
-    return _text(transformers.BertForMaskedLM(config))
+    return _encoder(transformers.BertConfig, transformers.BertForMaskedLM)
 
 
 def roberta():
     import transformers
-    config = transformers.RobertaConfig(vocab_size=VOCAB, hidden_size=32,
-                                        num_hidden_layers=2,
-                                        num_attention_heads=4,
-                                        intermediate_size=64,
-                                        max_position_embeddings=64,
-                                        hidden_dropout_prob=0.0,
-                                        attention_probs_dropout_prob=0.0)
-    torch.manual_seed(0)
-    return _text(transformers.RobertaForMaskedLM(config))
+    return _encoder(transformers.RobertaConfig, transformers.RobertaForMaskedLM)
 
 
 def vit():

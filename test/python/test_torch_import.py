@@ -136,12 +136,13 @@ def test_gpt_parameters_keep_pytorch_names_and_values():
 
 
 def trains_like_pytorch(model, width, classes, precision, tolerance, ops,
-                        seed=0, rows=16, batches=None):
+                        seed=0, rows=16, batches=None, steps=20, run=None):
     """Imports `model` (input [rows, width] -> logits over `classes`, or
     the given (input, label) `batches`) with cross-entropy, checks its IR
-    uses each zt op of `ops`, and trains it 20 AdamW steps beside PyTorch's
-    own training of a copy: the losses agree within `tolerance` (relative)
-    in `precision`."""
+    uses each zt op of `ops`, and trains it `steps` AdamW steps beside
+    PyTorch's own training of a copy: the losses agree within `tolerance`
+    (relative) in `precision`. `run`, a dict, receives the traced step, the
+    session and PyTorch's trained copy."""
     rng = np.random.default_rng(seed)
     batches = batches or [(rng.normal(size=(rows, width)).astype(np.float32),
                            rng.integers(0, classes, size=rows))
@@ -157,7 +158,9 @@ def trains_like_pytorch(model, width, classes, precision, tolerance, ops,
     dtype = torch.float64 if precision == "f64" else torch.float32
     reference = copy.deepcopy(model).to(dtype)
     optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    for step in range(20):
+    if run is not None:
+        run.update(traced=traced, session=session, reference=reference)
+    for step in range(steps):
         x, y = batches[step % len(batches)]
         ours = session.step(x, y)
         optimizer.zero_grad()
@@ -860,25 +863,12 @@ def test_batch_norm_running_statistics_train_like_pytorch(precision, tolerance,
     rng = np.random.default_rng(4)
     batches = [(rng.normal(size=(8, 3, 4, 4)).astype(np.float32),
                 rng.integers(0, 3, size=8)) for _ in range(3)]
-    x0, y0 = (torch.from_numpy(a) for a in batches[0])
-    traced = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,),
-                            loss=F.cross_entropy)
+    run = {}
+    trains_like_pytorch(model, None, 3, precision, tolerance, ("conv2d",),
+                        batches=batches, steps=10, run=run)
+    traced, session = run["traced"], run["session"]
     assert sorted(traced.state) == sorted(BN_STATE)
-    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
-        precision=precision)
-    dtype = torch.float64 if precision == "f64" else torch.float32
-    reference = copy.deepcopy(model).to(dtype)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    for step in range(10):
-        x, y = batches[step % len(batches)]
-        ours = session.step(x, y)
-        optimizer.zero_grad()
-        loss = F.cross_entropy(reference(torch.from_numpy(x).to(dtype)),
-                               torch.from_numpy(y))
-        loss.backward()
-        optimizer.step()
-        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
-    buffers = dict(reference.named_buffers())
+    buffers = dict(run["reference"].named_buffers())
     for name in BN_STATE:
         theirs = buffers[name].double().numpy()
         ours = session.read(name)
