@@ -590,6 +590,41 @@ def _max_pool2d(ctx, node):
                           ceil_mode=bool(_kw(node, 5, "ceil_mode", False)))
 
 
+def _avg_pool_why(node):
+    if _kw(node, 4, "ceil_mode", False):
+        return "ceil_mode=True"
+    if _kw(node, 6, "divisor_override", None) is not None:
+        return "divisor_override"
+    if not _kw(node, 5, "count_include_pad", True) and \
+            any(_numbers(_kw(node, 3, "padding", 0), 2)):
+        return "count_include_pad=False with padding"
+    return None
+
+
+@_handles("avg_pool2d.default", why=_avg_pool_why)
+def _avg_pool2d(ctx, node):
+    x = ctx.get(node.args[0])
+    kernel = _numbers(node.args[1], 2)
+    stride = _numbers(_kw(node, 2, "stride", None), 2, kernel)
+    padding = _numbers(_kw(node, 3, "padding", 0), 2)
+    batch, channels, height, width = x.shape
+    if stride == kernel and not any(padding):
+        # Windows side by side (DenseNet's transitions): a mean per window.
+        rows, cols = height // kernel[0], width // kernel[1]
+        if rows * kernel[0] != height or cols * kernel[1] != width:
+            x = ops.slice_dim(ops.slice_dim(x, 2, 0, rows * kernel[0]), 3, 0,
+                              cols * kernel[1])
+        return ops.mean(ops.reshape(x, [batch, channels, rows, kernel[0],
+                                        cols, kernel[1]]), [3, 5])
+    # Overlapping or padded: each channel's window sums (a depthwise
+    # convolution with ones; the padding counts, as PyTorch's default), then
+    # divided by the window's size.
+    ones = ops.constant(np.ones([channels, 1] + kernel, np.float32))
+    sums = ops.conv2d(x, ones, stride=stride, padding=padding,
+                      dilation=[1, 1], groups=channels)
+    return sums / float(kernel[0] * kernel[1])
+
+
 def _adaptive_why(node):
     x = node.args[0].meta.get("val")
     size = list(node.args[1]) if isinstance(node.args[1], (list, tuple)) \

@@ -22,7 +22,7 @@ import zoo  # noqa: E402
 # added here (and then it must train like PyTorch).
 TRAINS = {"gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
           "bert", "vit", "timm-vit-tiny", "resnet18", "mobilenet-v3-small",
-          "squeezenet", "shufflenet-v2"}
+          "squeezenet", "shufflenet-v2", "densenet"}
 # PyTorch's own f64 run keeps these models' f32 islands (RMSNorm and the
 # rotary embedding cast to float32 explicitly), so it is not an f64
 # reference: zcc's f64 run, all f64, agrees with it to about 3e-9.
@@ -33,13 +33,17 @@ F64_TOLERANCE = {"llama": 1e-8, "qwen2": 1e-8, "mistral": 1e-8,
                  "mobilenet-v3-small": 1e-7}
 # Some convolutional nets at this size are chaotic in f32 under AdamW: one
 # rounding of their weights (a relative 2^-24) moves PyTorch's own f32
-# losses over 10 steps by 1.4e-2 (ResNet-18), 2.2e-5 (MobileNetV3) and
-# 7.6e-5 (ShuffleNetV2 at lr 1e-5), so no f32 run can follow another to
-# 1e-4. Their f32 runs are held to PyTorch's within 10 times that
-# sensitivity, measured in the same run (and never looser than 1e-4); their
-# f64 runs, where the sensitivity is 1e-12 or less, to 1e-9 (measured:
-# ResNet-18 8e-13, ShuffleNetV2 2e-14).
-SENSITIVE_F32 = {"resnet18", "mobilenet-v3-small", "shufflenet-v2"}
+# losses over 10 steps by 1.8e-2 (ResNet-18), 3.4e-5 (MobileNetV3) and
+# 2.2e-4 (ShuffleNetV2 at lr 1e-5), so no f32 run can follow another to
+# 1e-4. DenseNet's losses are steady (2e-7) but not its running statistics:
+# weights before a BatchNorm move along directions the loss does not see
+# (it normalizes them away), and the statistics do; PyTorch's own f32 ones
+# are 5e-5 from its f64 ones. The f32 runs of these nets are held to
+# PyTorch's within 10 times that sensitivity, measured in the same test (and
+# never looser than 1e-4); their f64 runs, where the sensitivity is 1e-12
+# or less, to 1e-9 (measured: ResNet-18 8e-13, ShuffleNetV2 2e-14, DenseNet
+# 1e-15).
+SENSITIVE_F32 = {"resnet18", "mobilenet-v3-small", "shufflenet-v2", "densenet"}
 # ShuffleNetV2 is chaotic even in f64 at lr 1e-3 (one rounding moves
 # PyTorch's f64 losses by 1e-9, its f32 ones by 4): it trains at lr 1e-5.
 STEPS, LR = 10, 1e-3

@@ -155,6 +155,16 @@ def squeezenet():
                                                    dropout=0.0), wrap=False)
 
 
+def densenet():
+    # DenseNet-121's structure at a tiny size: 4 blocks of 2 layers.
+    import torchvision
+    torch.manual_seed(0)
+    return _image(torchvision.models.DenseNet(growth_rate=8,
+                                              block_config=(2, 2, 2, 2),
+                                              num_init_features=16,
+                                              num_classes=CLASSES), wrap=False)
+
+
 def shufflenet():
     import torchvision
     torch.manual_seed(0)
@@ -197,6 +207,7 @@ MODELS = {
     "mobilenet-v3-small": mobilenet_v3_small,
     "squeezenet": squeezenet,
     "shufflenet-v2": shufflenet,
+    "densenet": densenet,
     "roberta": roberta,
     "efficientnet-b0": efficientnet,
 }

@@ -750,7 +750,9 @@ class Pooling(nn.Module):
     """ResNet's stem and block shapes at a tiny size: in-place ReLU and
     hardswish, max pooling (3x3, stride 2, padded; a dilated window;
     SqueezeNet's ceil_mode, its last windows hanging over the end), an
-    in-place residual add, adaptive average pooling to 2x2 and to 1x1."""
+    in-place residual add, adaptive average pooling to 2x2 and to 1x1,
+    average pooling (DenseNet's 2x2 windows side by side; overlapping
+    padded windows, the padding counted)."""
 
     def __init__(self):
         super().__init__()
@@ -759,7 +761,7 @@ class Pooling(nn.Module):
         self.pool = nn.MaxPool2d(3, stride=2, padding=1)
         self.conv = nn.Conv2d(4, 4, kernel_size=3, padding=1)
         self.act = nn.Hardswish(inplace=True)
-        self.out = nn.Linear(4 * 4 + 4 + 4 * 4, 4)
+        self.out = nn.Linear(4 * 4 + 4 + 4 * 4 + 4 * 4 + 4 * 16, 4)
 
     def forward(self, x):
         h = self.pool(self.relu(self.stem(x.reshape(-1, 3, 8, 8))))  # 4x4
@@ -769,7 +771,9 @@ class Pooling(nn.Module):
         ceil = F.max_pool2d(y, 3, stride=2, ceil_mode=True)  # 2x2, not 1x1
         return self.out(torch.cat([F.adaptive_avg_pool2d(y, 2).flatten(1),
                                    F.adaptive_avg_pool2d(wide, 1).flatten(1),
-                                   ceil.flatten(1)], 1))
+                                   ceil.flatten(1),
+                                   F.avg_pool2d(y, 2).flatten(1),
+                                   F.avg_pool2d(y, 3, 1, 1).flatten(1)], 1))
 
 
 @pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
