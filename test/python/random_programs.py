@@ -613,9 +613,11 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     # stored value rounded to 8 bits, 2^-9 relative; 3% of the largest
     # gradient leaves room for a chain of them and a softmax or division
     # downstream), plus three times the program's own sensitivity: how far its
-    # gradients move when its parameters are moved by 2^-8 of themselves, in
-    # f64, and in bf16, where rounding can make a tie for a max or leave
-    # only noise after a cancellation that a normalization then scales up.
+    # gradients move when its parameters are moved by 2^-8 of themselves
+    # (each up or down at random, then each the other way), in f64, and in
+    # bf16, where rounding can make a tie for a max or leave only noise
+    # after a cancellation that a normalization then scales up; a tie that
+    # one move keeps, the opposite move breaks.
     # A wrong rule moves nothing, so it still shows. A program whose
     # sensitivity is over 10% of the largest gradient is not compared, and
     # is counted.
@@ -626,18 +628,20 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
                              precision="bf16").session()
     loss16 = grads16.step(x, target)
     g16 = {n: grads16.read(n + ".grad") for n in values}
-    sign = np.random.default_rng(prog["seed"])
-    moved = {n: v * (1 + 2.0 ** -8 * sign.choice([-1.0, 1.0], v.shape))
-             for n, v in values.items()}
+    rng = np.random.default_rng(prog["seed"])
+    signs = {n: rng.choice([-1.0, 1.0], v.shape) for n, v in values.items()}
     sensitivity, loss_sensitivity = 0.0, 0.0
-    for probe, grads, loss in ((session, wide_grads, base), (grads16, g16, loss16)):
-        for name in values:
-            probe.write(name, moved[name])
-        probe.step_count = 0
-        moved_loss = probe.step(x, target)
-        loss_sensitivity = max(loss_sensitivity, abs(moved_loss - loss))
-        sensitivity = max([sensitivity] + [
-            float(np.abs(probe.read(n + ".grad") - grads[n]).max()) for n in values])
+    for way in (1.0, -1.0):
+        for probe, grads, loss in ((session, wide_grads, base),
+                                   (grads16, g16, loss16)):
+            for name, v in values.items():
+                probe.write(name, v * (1 + way * 2.0 ** -8 * signs[name]))
+            probe.step_count = 0
+            moved_loss = probe.step(x, target)
+            loss_sensitivity = max(loss_sensitivity, abs(moved_loss - loss))
+            sensitivity = max([sensitivity] + [
+                float(np.abs(probe.read(n + ".grad") - grads[n]).max())
+                for n in values])
     if sensitivity > 1e-1 * scale:
         if stats is not None:
             stats["bf16_sensitive"] += 1
