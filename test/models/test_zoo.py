@@ -151,6 +151,25 @@ def test_the_others_name_every_missing_op(name):
                         r"module '.*'$", line), line
 
 
+@pytest.mark.parametrize("name", sorted(TRAINS))
+def test_planned_no_reuse_and_poison_are_bit_identical(name):
+    """Each architecture's step in the planned arena, with every buffer its
+    own place, and with dead bytes poisoned: the same bits, losses and
+    every parameter and buffer the step writes, over 2 steps."""
+    module, inputs, labels, loss = zoo.MODELS[name]()
+    module.train()
+    traced = zcc.from_torch(copy.deepcopy(module), inputs, labels, loss=loss)
+    compiled = traced.compile(optimizer=zcc.adamw(lr=LR_OF.get(name, LR)))
+    feeds = [t.numpy() for t in inputs + labels]
+    runs = []
+    for mode in ("planned", "no-reuse", "poison"):
+        session = compiled.session(mode=mode)
+        losses = [session.step(*feeds) for _ in range(2)]
+        runs.append((losses, {n: a.tobytes() for n, a in
+                              session.state_dict().items()}))
+    assert runs[0] == runs[1] == runs[2]
+
+
 if __name__ == "__main__":
     # The table: python test/models/test_zoo.py (PYTHONPATH=<build>/python).
     print(f"{'model':20} {'f64':>9} {'f32':>9}  (worst relative loss "
