@@ -69,7 +69,12 @@ def _binary(name, a, b, params=()):
             if name == "sub":  # a - b = (-b) + a
                 return _wrap(trace, g.add_scalar(
                     _element(trace, "neg", [b])._t, float(a), file, line))
-            # a / b: the number broadcast to b's shape, divided.
+            # a / b: the number broadcast to b's shape, divided, when f32
+            # holds it exactly; else a times 1 / b, the number a parameter
+            # (an f32 constant would round it in the f64 reference).
+            if float(np.float32(a)) != float(a):
+                return _wrap(trace, g.mul_scalar(
+                    _element(trace, "reciprocal", [b])._t, float(a), file, line))
             numerator = _wrap(trace, g.full(list(b.shape), float(a),
                                             b._t.dtype, file, line))
             return _element(trace, "div", [numerator, b])

@@ -620,3 +620,21 @@ def test_state_updates_are_checked():
         zcc.trace(updates_a_parameter, x=zcc.input((4,)))
     with pytest.raises(zcc.Error, match="state 's' is already updated"):
         zcc.trace(updates_twice, x=zcc.input((4,)))
+
+
+def test_numbers_stay_exact_in_f64():
+    """A number f32 cannot hold (0.1, 1e-3) is a parameter of the op, not an
+    f32 constant: the f64 reference computes with the number itself."""
+    def step(x):
+        w = zcc.param("w", (4,), init=zcc.init.ones())
+        h = x * w
+        return (0.1 / (h + 3.0) + (h - 1e-3) * 0.1).sum()
+
+    x = np.array([0.5, 1.0, 2.0, 4.0], np.float32)
+    session = zcc.trace(step, x=zcc.input((4,))).compile(
+        optimizer=None).session(precision="f64")
+    loss = session.step(x)
+    h = x.astype(np.float64)
+    assert abs(loss - (0.1 / (h + 3.0) + (h - 1e-3) * 0.1).sum()) <= 1e-15
+    grad = -0.1 / (h + 3.0) ** 2 * h + 0.1 * h
+    assert np.allclose(session.read("w.grad"), grad, rtol=1e-14, atol=0)
