@@ -52,7 +52,7 @@ struct ZTPrintArgRolesPass
 
     llvm::raw_ostream &os = llvm::outs();
     os << "zt-print-arg-roles @" << fn.getName() << "\n";
-    std::array<RoleTotal, 4> totals{};
+    std::array<RoleTotal, getMaxEnumValForArgRole() + 1> totals{};
     for (unsigned i = 0; i < numArgs; ++i) {
       ArgRoleAttr role = roleOf(i);
       // The dialect's argument verifier has made this a static tensor.

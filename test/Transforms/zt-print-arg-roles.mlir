@@ -20,6 +20,21 @@ func.func @step(%x: tensor<4x8xf32> {zt.role = #zt.role<input>},
   return
 }
 
+// Every role has its total (the persistent ones after the others'), state
+// included.
+// CHECK-LABEL: zt-print-arg-roles @persistent_roles
+// CHECK: total parameter: 1 tensors, 16 bytes
+// CHECK-NEXT: total optimizer_state: 1 tensors, 16 bytes
+// CHECK-NEXT: total accumulator: 1 tensors, 16 bytes
+// CHECK-NEXT: total state: 2 tensors, 20 bytes
+func.func @persistent_roles(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+                            %m: tensor<4xf32> {zt.role = #zt.role<optimizer_state>, zt.init = #zt.init<zeros>},
+                            %a: tensor<4xf32> {zt.role = #zt.role<accumulator>, zt.init = #zt.init<zeros>},
+                            %rm: tensor<4xf32> {zt.role = #zt.role<state>, zt.init = #zt.init<zeros>},
+                            %n: tensor<f32> {zt.role = #zt.role<state>, zt.init = #zt.init<zeros>}) {
+  return
+}
+
 // A function without roles is not a training step: nothing is printed.
 // CHECK-NOT: @helper
 func.func @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
