@@ -483,19 +483,27 @@ def _conv(ctx, node):
     return ops.reshape(y, list(y.shape[:2]) + [y.shape[3]]) if dims == 1 else y
 
 
+def _tiles(x, kh, kw):
+    """x [..., H, W] as [..., rows, kh, cols, kw]: its kh x kw windows side
+    by side, the rows and columns that no whole window covers left out."""
+    *lead, height, width = x.shape
+    rows, cols = height // kh, width // kw
+    if rows * kh != height or cols * kw != width:
+        x = ops.slice_dim(ops.slice_dim(x, x.ndim - 2, 0, rows * kh),
+                          x.ndim - 1, 0, cols * kw)
+    return ops.reshape(x, lead + [rows, kh, cols, kw])
+
+
 def _conv2d_patches(x, w):
     # A patch embedding (ViT's): each output pixel reads its own kh x kw
     # patch, so the convolution is one product of the patches, laid out as
     # rows, with the weight as [O, C kh kw]; the same sums in the same order
     # as a convolution's per pixel.
-    batch, channels, height, width = x.shape
+    batch, channels = x.shape[:2]
     out, _, kh, kw = w.shape
-    rows, cols = height // kh, width // kw
-    if rows * kh != height or cols * kw != width:
-        x = ops.slice_dim(ops.slice_dim(x, 2, 0, rows * kh), 3, 0, cols * kw)
+    rows, cols = x.shape[2] // kh, x.shape[3] // kw
     patches = ops.reshape(
-        ops.transpose(ops.reshape(x, [batch, channels, rows, kh, cols, kw]),
-                      [0, 2, 4, 1, 3, 5]),
+        ops.transpose(_tiles(x, kh, kw), [0, 2, 4, 1, 3, 5]),
         [batch, rows * cols, channels * kh * kw])
     y = ops.matmul(patches, ops.reshape(w, [out, channels * kh * kw]),
                    transpose_b=True)
@@ -607,15 +615,10 @@ def _avg_pool2d(ctx, node):
     kernel = _numbers(node.args[1], 2)
     stride = _numbers(_kw(node, 2, "stride", None), 2, kernel)
     padding = _numbers(_kw(node, 3, "padding", 0), 2)
-    batch, channels, height, width = x.shape
+    channels = x.shape[1]
     if stride == kernel and not any(padding):
         # Windows side by side (DenseNet's transitions): a mean per window.
-        rows, cols = height // kernel[0], width // kernel[1]
-        if rows * kernel[0] != height or cols * kernel[1] != width:
-            x = ops.slice_dim(ops.slice_dim(x, 2, 0, rows * kernel[0]), 3, 0,
-                              cols * kernel[1])
-        return ops.mean(ops.reshape(x, [batch, channels, rows, kernel[0],
-                                        cols, kernel[1]]), [3, 5])
+        return ops.mean(_tiles(x, *kernel), [3, 5])
     # Overlapping or padded: each channel's window sums (a depthwise
     # convolution with ones; the padding counts, as PyTorch's default), then
     # divided by the window's size.
@@ -643,10 +646,9 @@ def _adaptive_avg_pool2d(ctx, node):
     x = ctx.get(node.args[0])
     size = list(node.args[1]) if isinstance(node.args[1], (list, tuple)) \
         else [node.args[1]] * 2
-    *lead, height, width = x.shape
-    oh, ow = int(size[0]), int(size[1])
-    bins = ops.reshape(x, lead + [oh, height // oh, ow, width // ow])
-    rank = len(lead)
+    height, width = x.shape[-2:]
+    rank = x.ndim - 2
+    bins = _tiles(x, height // int(size[0]), width // int(size[1]))
     return ops.mean(bins, [rank + 1, rank + 3])
 
 
