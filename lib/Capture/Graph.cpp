@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "zcc/Compiler/Compile.h"
 #include "zcc/Dialect/ZT/ZTOps.h"
 #include "zcc/Runtime/Plan/KernelRules.h"
@@ -24,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 using namespace mlir;
 using zcc::capture::DType;
@@ -79,7 +81,13 @@ struct Graph::Impl {
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<Block> body; // the function's body until finish()
   bool finished = false;
+  std::string entryKind; // after finish: "" (training), "eval", "predict"
   Status status;
+
+  /// Ends the program: `results` by name, as an `entry` ("" for the
+  /// training step, whose results after the loss are state updates).
+  Status finishWith(const std::vector<std::pair<std::string, Tensor>> &results,
+                    const std::string &entry, const Where &where);
 
   struct ValueInfo {
     Value value;
@@ -991,28 +999,148 @@ Status Graph::finish(Tensor loss, Where where) {
                       dtypeName(loss.dtype()));
     return g.status;
   }
-  OpBuilder builder(&g.context);
-  builder.setInsertionPointToEnd(g.module->getBody());
-  SmallVector<Type> argTypes(g.body->getArgumentTypes());
   // The loss, then the state updates tied to their arguments.
-  SmallVector<Value> results{g.value(loss)};
+  std::vector<std::pair<std::string, Tensor>> results{{"", loss}};
   for (const auto &[index, id] : g.updates)
-    results.push_back(g.values[id].value);
+    results.emplace_back("", Tensor(this, id));
+  return g.finishWith(results, "", where);
+}
+
+Status Graph::finishEval(Tensor loss, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "finishEval", {loss}))
+    return g.status;
+  if (loss.rank() != 0 || loss.dtype() != DType::F32) {
+    g.fail(where, "finishEval: the loss must be a rank-0 f32 tensor, got "
+                  "shape " +
+                      formatShape(loss.shape()) + " of " +
+                      dtypeName(loss.dtype()));
+    return g.status;
+  }
+  return g.finishWith({{"loss", loss}}, "eval", where);
+}
+
+Status Graph::finishPredict(
+    const std::vector<std::pair<std::string, Tensor>> &outputs, Where where) {
+  Impl &g = *impl_;
+  std::vector<Tensor> tensors;
+  for (const auto &[name, t] : outputs)
+    tensors.push_back(t);
+  if (!g.usable(where, "finishPredict", tensors))
+    return g.status;
+  if (outputs.empty()) {
+    g.fail(where, "finishPredict: a predict program returns at least one "
+                  "output");
+    return g.status;
+  }
+  std::set<std::string> names;
+  for (const auto &[name, t] : outputs) {
+    if (name.empty() || !names.insert(name).second) {
+      g.fail(where, "finishPredict: output names must be unique and not "
+                    "empty; got '" + name + "' twice or empty");
+      return g.status;
+    }
+    if (t.dtype() != DType::F32) {
+      g.fail(where, "finishPredict: output '" + name + "' is " +
+                        dtypeName(t.dtype()) + "; predictions are f32");
+      return g.status;
+    }
+  }
+  return g.finishWith(outputs, "predict", where);
+}
+
+Status Graph::Impl::finishWith(
+    const std::vector<std::pair<std::string, Tensor>> &results,
+    const std::string &entry, const Where &where) {
+  if (!entry.empty() && !updates.empty()) {
+    fail(where, "finish" + std::string(entry == "eval" ? "Eval" : "Predict") +
+                    ": an " + entry + " program writes no state; update() "
+                    "belongs to the training step");
+    return status;
+  }
+  OpBuilder builder(&context);
+  builder.setInsertionPointToEnd(module->getBody());
+  SmallVector<Type> argTypes(body->getArgumentTypes());
+  SmallVector<Value> values;
+  for (const auto &[name, t] : results)
+    values.push_back(value(t));
   auto func = builder.create<func::FuncOp>(
-      g.loc(where), g.name,
-      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
-  func.getBody().push_back(g.body.release());
+      loc(where), this->name,
+      builder.getFunctionType(argTypes, ValueRange(values).getTypes()));
+  func.getBody().push_back(body.release());
   builder.setInsertionPointToEnd(&func.getBody().front());
-  builder.create<func::ReturnOp>(g.loc(where), results);
-  for (size_t i = 0; i < g.arguments.size(); ++i)
+  builder.create<func::ReturnOp>(loc(where), values);
+  for (size_t i = 0; i < arguments.size(); ++i)
     func.setArgAttrs(static_cast<unsigned>(i),
-                     g.arguments[i].attrs.getDictionary(&g.context));
-  for (size_t r = 0; r < g.updates.size(); ++r)
-    func.setResultAttr(static_cast<unsigned>(r + 1),
-                       zt::ZTDialect::kTiedAttrName,
-                       builder.getI64IntegerAttr(g.updates[r].first));
-  g.finished = true;
+                     arguments[i].attrs.getDictionary(&context));
+  if (entry.empty()) {
+    for (size_t r = 0; r < updates.size(); ++r)
+      func.setResultAttr(static_cast<unsigned>(r + 1),
+                         zt::ZTDialect::kTiedAttrName,
+                         builder.getI64IntegerAttr(updates[r].first));
+  } else {
+    func->setAttr(zt::ZTDialect::kEntryAttrName, builder.getStringAttr(entry));
+    for (size_t r = 0; r < results.size(); ++r)
+      func.setResultAttr(static_cast<unsigned>(r),
+                         zt::ZTDialect::kNameAttrName,
+                         builder.getStringAttr(results[r].first));
+  }
+  finished = true;
+  entryKind = entry;
+  zcc::DiagnosticCollector diagnostics(context);
+  if (failed(verify(*module)))
+    failWith(diagnostics);
+  return status;
+}
+
+Status Graph::addEntry(const Graph &other) {
+  Impl &g = *impl_;
+  const Impl &o = *other.impl_;
+  if (!g.status.isOk())
+    return g.status;
+  if (!o.status.isOk())
+    return o.status;
+  if (&other == this || !g.finished || !g.entryKind.empty())
+    return Status(StatusCode::InvalidArgument,
+                  "addEntry: entries are added to a finished training graph "
+                  "(finish(loss))");
+  if (!o.finished || (o.entryKind != "eval" && o.entryKind != "predict"))
+    return Status(StatusCode::InvalidArgument,
+                  "addEntry: the added graph must be finished with "
+                  "finishEval or finishPredict");
+  for (auto fn : g.module->getOps<func::FuncOp>()) {
+    if (fn.getSymName() == o.name)
+      return Status(StatusCode::InvalidArgument,
+                    "addEntry: this program already has a function '" +
+                        o.name + "'; give each graph its own name");
+    if (!o.entryKind.empty() &&
+        fn->getAttrOfType<StringAttr>(zt::ZTDialect::kEntryAttrName) &&
+        fn->getAttrOfType<StringAttr>(zt::ZTDialect::kEntryAttrName)
+                .getValue() == o.entryKind)
+      return Status(StatusCode::InvalidArgument,
+                    "addEntry: this program already has an " + o.entryKind +
+                        " entry ('" + fn.getSymName().str() + "')");
+  }
+  // The other graph lives in its own context: carried over as text, with
+  // its source locations.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  ModuleOp source = o.module.get();
+  source.print(os, flags);
   zcc::DiagnosticCollector diagnostics(g.context);
+  OwningOpRef<ModuleOp> parsed =
+      parseSourceString<ModuleOp>(text, ParserConfig(&g.context));
+  if (!parsed)
+    return Status(StatusCode::InvalidArgument,
+                  "addEntry: the added program did not read back: " +
+                      diagnostics.text());
+  for (auto fn :
+       llvm::make_early_inc_range(parsed->getOps<func::FuncOp>())) {
+    fn->remove();
+    g.module->getBody()->push_back(fn);
+  }
   if (failed(verify(*g.module)))
     g.failWith(diagnostics);
   return g.status;

@@ -743,6 +743,96 @@ struct ZTAutodiffPass : public zcc::impl::ZTAutodiffBase<ZTAutodiffPass> {
     for (func::FuncOp fn : functions)
       if (failed(differentiate(fn)))
         return signalPassFailure();
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if ((entryKind(fn) == "eval" || entryKind(fn) == "predict") &&
+          failed(prepareEvaluation(fn)))
+        return signalPassFailure();
+  }
+
+  /// An eval or predict function (`zt.entry` written by its author): a
+  /// forward the plan runs as it is, sharing the training entries'
+  /// parameters and state by name. Checked and named here like a step.
+  LogicalResult prepareEvaluation(func::FuncOp fn) {
+    MLIRContext *ctx = &getContext();
+    bool eval = entryKind(fn) == "eval";
+    StringRef kind = entryKind(fn);
+    if (!fn.getBody().hasOneBlock())
+      return fn.emitOpError() << "must have a single block";
+    llvm::StringSet<> names;
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+      std::optional<ArgRole> role = argRole(fn, i);
+      if (!role)
+        return fn.emitOpError() << "argument #" << i
+                                << " has no 'zt.role'; every argument of an "
+                                << kind << " entry needs one";
+      if (*role == ArgRole::OptimizerState || *role == ArgRole::Accumulator)
+        return fn.emitOpError()
+               << "argument #" << i << " has role '" << stringifyArgRole(*role)
+               << "'; an " << kind
+               << " entry reads only parameters, state, inputs and labels";
+      if (!eval && *role == ArgRole::Label)
+        return fn.emitOpError() << "argument #" << i
+                                << " is a label; a predict entry takes inputs "
+                                   "only (its results are the predictions)";
+      if (!names.insert(argName(fn, i)).second)
+        return fn.emitOpError()
+               << "argument #" << i << ": the name '" << argName(fn, i)
+               << "' is used by an earlier argument";
+      fn.setArgAttr(i, ZTDialect::kNameAttrName,
+                    StringAttr::get(ctx, argName(fn, i)));
+    }
+    // Code the results do not use needs no buffer.
+    SmallVector<Operation *> all;
+    for (Operation &op : fn.getBody().front().without_terminator())
+      all.push_back(&op);
+    for (Operation *op : llvm::reverse(all))
+      if (isOpTriviallyDead(op))
+        op->erase();
+    unsigned results = fn.getNumResults();
+    for (unsigned r = 0; r < results; ++r)
+      if (resultArgIndex(fn, r, ZTDialect::kTiedAttrName) ||
+          resultArgIndex(fn, r, ZTDialect::kGradientOfAttrName))
+        return fn.emitOpError()
+               << "result #" << r << ": an " << kind
+               << " entry writes no persistent tensor and has no gradients "
+                  "(no 'zt.tied' or 'zt.gradient_of')";
+    if (eval) {
+      auto lossType = results == 1
+                          ? dyn_cast<RankedTensorType>(fn.getResultTypes()[0])
+                          : RankedTensorType();
+      if (!lossType || lossType.getRank() != 0 ||
+          !isa<FloatType>(lossType.getElementType()))
+        return fn.emitOpError()
+               << "an eval entry returns one rank-0 floating-point loss; it "
+                  "returns "
+               << fn.getResultTypes();
+      fn.setResultAttr(0, ZTDialect::kNameAttrName,
+                       StringAttr::get(ctx, "loss"));
+      return success();
+    }
+    if (results == 0)
+      return fn.emitOpError() << "a predict entry returns its predictions; "
+                                 "it returns nothing";
+    llvm::StringSet<> resultNames;
+    for (unsigned r = 0; r < results; ++r) {
+      std::string name = results == 1 ? "output" : "output" + std::to_string(r);
+      if (auto given = fn.getResultAttrOfType<StringAttr>(
+              r, ZTDialect::kNameAttrName))
+        name = given.getValue().str();
+      if (!isa<RankedTensorType>(fn.getResultTypes()[r]) ||
+          !isa<FloatType>(
+              cast<RankedTensorType>(fn.getResultTypes()[r]).getElementType()))
+        return fn.emitOpError() << "result #" << r << " ('" << name
+                                << "'): a prediction is a floating-point "
+                                   "tensor, got "
+                                << fn.getResultTypes()[r];
+      if (!resultNames.insert(name).second)
+        return fn.emitOpError() << "result #" << r << ": the name '" << name
+                                << "' is used by an earlier result";
+      fn.setResultAttr(r, ZTDialect::kNameAttrName,
+                       StringAttr::get(ctx, name));
+    }
+    return success();
   }
 
   LogicalResult checkSignature(func::FuncOp fn) {

@@ -70,8 +70,9 @@ zplan::TensorRoleAttr slotRole(func::FuncOp fn, const LiveBuffer &buffer) {
   }
   if (buffer.kind == MemoryKind::Output)
     return zplan::TensorRoleAttr::get(
-        ctx, resultArgIndex(fn, buffer.resultIndex,
-                            ZTDialect::kGradientOfAttrName)
+        ctx, entryKind(fn) == "predict" ? zplan::TensorRole::Output
+             : resultArgIndex(fn, buffer.resultIndex,
+                              ZTDialect::kGradientOfAttrName)
                  ? zplan::TensorRole::Gradient
                  : zplan::TensorRole::Loss);
   return {};
@@ -260,11 +261,13 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
       // are, side by side at its offset.
       if (!buffer.parts.empty())
         continue;
+      // An output is typed like its result, which may be a reshape of the
+      // value computed into it (its root), or a copy.
       Type type;
-      if (buffer.root)
-        type = buffer.root.getType();
-      else // an output filled by a copy: typed like its result
+      if (buffer.kind == MemoryKind::Output)
         type = fn.getResultTypes()[buffer.resultIndex];
+      else
+        type = buffer.root.getType();
       int64_t offset = 0;
       zplan::Region region;
       DenseI64ArrayAttr liveAttr;

@@ -278,56 +278,22 @@ public:
     return out;
   }
 
+  /// (name, shape, numpy dtype, role) of what `kind`'s entry takes
+  /// ("eval", "predict"), in plan order.
+  std::vector<std::tuple<std::string, Dims, std::string, std::string>>
+  entryFeeds(const std::string &kind) const {
+    std::vector<std::tuple<std::string, Dims, std::string, std::string>> out;
+    for (const rt::Tensor *t : feedsOf(entryOf(kind)))
+      out.emplace_back(t->name, t->type.shape, numpyName(t->type.dtype),
+                       rt::tensorRoleName(t->role));
+    return out;
+  }
+
   /// One optimizer step on `arrays` (by feed name); the step's loss.
   double step(nb::dict arrays) {
-    struct Feed {
-      const rt::Tensor *tensor;
-      const uint8_t *data;
-      size_t bytes;
-    };
     std::vector<Feed> plan;
     std::vector<Array> held;
-    for (const rt::Tensor *t : feeds_) {
-      nb::str key(t->name.c_str());
-      if (!arrays.contains(key))
-        throw Error("step: no value for " +
-                    std::string(rt::tensorRoleName(t->role)) + " '" +
-                    t->name + "' (expected shape " +
-                    shapeText(t->type.shape.data(), t->type.shape.size()) +
-                    " " + numpyName(t->type.dtype) + ")");
-      Array a;
-      if (!nb::try_cast(arrays[key], a))
-        throw Error("step: " + std::string(rt::tensorRoleName(t->role)) +
-                    " '" + t->name + "' must be a NumPy array (or a buffer "
-                    "on the CPU)");
-      Dims expected = t->type.shape;
-      if (microbatches_ > 1)
-        expected.insert(expected.begin(), microbatches_);
-      Dims given(a.ndim());
-      for (size_t d = 0; d < a.ndim(); ++d)
-        given[d] = static_cast<int64_t>(a.shape(d));
-      if (given != expected || !sameDType(a.dtype(), t->type.dtype))
-        throw Error(
-            "step: " + std::string(rt::tensorRoleName(t->role)) + " '" +
-            t->name + "' expects shape " +
-            shapeText(expected.data(), expected.size()) + " " +
-            numpyName(t->type.dtype) +
-            (microbatches_ > 1 ? " (the microbatches stacked)" : "") +
-            ", got " + shapeText(given.data(), given.size()) + " " +
-            dlpackName(a.dtype()));
-      plan.push_back({t, static_cast<const uint8_t *>(a.data()),
-                      static_cast<size_t>(t->type.bytes())});
-      held.push_back(a);
-    }
-    for (auto item : arrays) {
-      std::string name = nb::cast<std::string>(nb::str(item.first));
-      bool known = false;
-      for (const rt::Tensor *t : feeds_)
-        known = known || t->name == name;
-      if (!known)
-        throw Error("step: '" + name + "' is not an input or label of "
-                    "this plan");
-    }
+    gather("step", feeds_, arrays, microbatches_, plan, held);
     double loss = 0;
     rt::Status status;
     {
@@ -338,8 +304,35 @@ public:
     return loss;
   }
 
+  /// The eval entry's loss on one batch (no gradient, no update).
+  double evaluate(nb::dict arrays) {
+    int entry = entryOf("eval");
+    rt::TensorInfo loss;
+    check(session_->findLoss(entry, loss));
+    runEntry("eval", entry, arrays);
+    double value = 0;
+    check(session_->readValues(loss, &value, 1));
+    return value;
+  }
+
+  /// The predict entry's outputs on one batch, by name.
+  nb::dict predict(nb::dict arrays) {
+    int entry = entryOf("predict");
+    runEntry("predict", entry, arrays);
+    const rt::Entry &e = plan_->entries[entry];
+    nb::dict out;
+    for (size_t i = 0; i < e.tensors.size(); ++i)
+      if (e.tensors[i].role == rt::TensorRole::Output)
+        out[e.tensors[i].name.c_str()] = readTensor(
+            {entry, static_cast<int>(i), &e.tensors[i], rt::Region::Output});
+    return out;
+  }
+
   nb::object read(const std::string &name) const {
-    rt::TensorInfo info = find(name);
+    return readTensor(find(name));
+  }
+
+  nb::object readTensor(const rt::TensorInfo &info) const {
     const rt::TensorType &type = info.desc->type;
     size_t count = static_cast<size_t>(type.numElements());
     std::vector<double> values(count);
@@ -398,9 +391,8 @@ public:
     d["device_bytes"] = s.deviceBytes;
     d["device"] = s.deviceName;
     nb::dict byKind, byEntry;
-    for (rt::EntryKind kind : {rt::EntryKind::TrainStep,
-                               rt::EntryKind::Microbatch, rt::EntryKind::Apply})
-      byKind[rt::entryKindName(kind)] = rt::runsOf(s, kind);
+    for (const auto &kind : rt::kEntryKindNames)
+      byKind[kind.name] = rt::runsOf(s, kind.value);
     for (const rt::EntryRuns &e : s.entryRuns)
       byEntry[e.name.c_str()] = e.runs;
     d["runs_by_kind"] = byKind;
@@ -427,6 +419,95 @@ public:
   }
 
 private:
+  struct Feed {
+    const rt::Tensor *tensor;
+    const uint8_t *data;
+    size_t bytes;
+  };
+
+  int entryOf(const std::string &kind) const {
+    int entry = -1;
+    check(session_->findEntry(kind, entry));
+    return entry;
+  }
+
+  std::vector<const rt::Tensor *> feedsOf(int entry) const {
+    std::vector<const rt::Tensor *> feeds;
+    const rt::Entry &e = plan_->entries[entry];
+    for (const rt::Tensor &t : e.tensors)
+      if (e.buffers[t.buffer].region == rt::Region::Input &&
+          (t.role == rt::TensorRole::Input || t.role == rt::TensorRole::Label))
+        feeds.push_back(&t);
+    return feeds;
+  }
+
+  /// `arrays` checked against `feeds` (each stacked `stack` deep when
+  /// more than 1): every feed given, the shape and dtype exact, no extra.
+  static void gather(const std::string &call,
+                     const std::vector<const rt::Tensor *> &feeds,
+                     nb::dict arrays, int64_t stack, std::vector<Feed> &out,
+                     std::vector<Array> &held) {
+    for (const rt::Tensor *t : feeds) {
+      nb::str key(t->name.c_str());
+      std::string what =
+          call + ": " + rt::tensorRoleName(t->role) + " '" + t->name + "'";
+      if (!arrays.contains(key))
+        throw Error(call + ": no value for " + rt::tensorRoleName(t->role) +
+                    " '" + t->name + "' (expected shape " +
+                    shapeText(t->type.shape.data(), t->type.shape.size()) +
+                    " " + numpyName(t->type.dtype) + ")");
+      Array a;
+      if (!nb::try_cast(arrays[key], a))
+        throw Error(what + " must be a NumPy array (or a buffer on the CPU)");
+      Dims expected = t->type.shape;
+      if (stack > 1)
+        expected.insert(expected.begin(), stack);
+      Dims given(a.ndim());
+      for (size_t d = 0; d < a.ndim(); ++d)
+        given[d] = static_cast<int64_t>(a.shape(d));
+      if (given != expected || !sameDType(a.dtype(), t->type.dtype))
+        throw Error(what + " expects shape " +
+                    shapeText(expected.data(), expected.size()) + " " +
+                    numpyName(t->type.dtype) +
+                    (stack > 1 ? " (the microbatches stacked)" : "") +
+                    ", got " + shapeText(given.data(), given.size()) + " " +
+                    dlpackName(a.dtype()));
+      out.push_back({t, static_cast<const uint8_t *>(a.data()),
+                     static_cast<size_t>(t->type.bytes())});
+      held.push_back(a);
+    }
+    for (auto item : arrays) {
+      std::string name = nb::cast<std::string>(nb::str(item.first));
+      bool known = false;
+      for (const rt::Tensor *t : feeds)
+        known = known || t->name == name;
+      if (!known)
+        throw Error(call + ": '" + name + "' is not an input" +
+                    (call == "predict" ? "" : " or label") +
+                    " of this plan's " +
+                    (call == "step" ? "training" : call) + " entry");
+    }
+  }
+
+  /// Writes `arrays` into `entry`'s inputs and runs it once.
+  void runEntry(const std::string &call, int entry, nb::dict arrays) {
+    std::vector<Feed> feeds;
+    std::vector<Array> held;
+    gather(call, feedsOf(entry), arrays, 1, feeds, held);
+    rt::Status status;
+    {
+      nb::gil_scoped_release release;
+      for (const Feed &f : feeds) {
+        status = session_->setInput(entry, f.tensor->name, f.data, f.bytes);
+        if (!status.isOk())
+          break;
+      }
+      if (status.isOk())
+        status = session_->run(entry);
+    }
+    check(status);
+  }
+
   template <typename FeedList>
   rt::Status runStep(const FeedList &feeds, double &loss) {
     struct Context {
@@ -640,6 +721,21 @@ NB_MODULE(_zcc, m) {
             check(g.finish(loss, at(file, line)));
           },
           "loss"_a, "file"_a, "line"_a)
+      .def(
+          "finish_eval",
+          [](Graph &g, Tensor loss, const std::string &file, int line) {
+            check(g.finishEval(loss, at(file, line)));
+          },
+          "loss"_a, "file"_a, "line"_a)
+      .def(
+          "finish_predict",
+          [](Graph &g, const std::vector<std::pair<std::string, Tensor>> &outs,
+             const std::string &file, int line) {
+            check(g.finishPredict(outs, at(file, line)));
+          },
+          "outputs"_a, "file"_a, "line"_a)
+      .def("add_entry",
+           [](Graph &g, const Graph &other) { check(g.addEntry(other)); })
       .def_prop_ro("finished", &Graph::finished)
       .def("str", &Graph::str, "locations"_a = false)
       .def("input_names", &Graph::inputNames)
@@ -758,6 +854,9 @@ NB_MODULE(_zcc, m) {
            "plan"_a, "device"_a, "mode"_a, "precision"_a, "seed"_a, "threads"_a,
            "microbatches"_a, "host_memory_fraction"_a, "distributed"_a,
            "collective_timeout"_a, "device_ordinal"_a)
+      .def("entry_feeds", &PySession::entryFeeds, "kind"_a)
+      .def("evaluate", &PySession::evaluate, "arrays"_a)
+      .def("predict", &PySession::predict, "arrays"_a)
       .def_prop_ro("rank", &PySession::rank)
       .def_prop_ro("world_size", &PySession::worldSize)
       .def("feeds", &PySession::feeds)

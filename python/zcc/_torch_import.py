@@ -1069,13 +1069,46 @@ def _target_name(target):
     return getattr(target, "__name__", str(target))
 
 
+def _predictions(out, loss_inside):
+    """The module's outputs a predict entry returns: (name, tensor) of each
+    floating-point tensor, by key (a dict or a transformers ModelOutput)
+    or position; with `loss_inside` (no loss function: the module returns
+    its own) the loss itself is left out. Also the loss the module returns
+    (None unless `loss_inside`)."""
+    import torch
+
+    def floating(v):
+        return isinstance(v, torch.Tensor) and v.is_floating_point()
+
+    if isinstance(out, torch.Tensor):
+        return ([], out) if loss_inside else ([("output", out)], None)
+    if hasattr(out, "items"):
+        items = [(str(k), v) for k, v in out.items()]
+        own = dict(items).get("loss") if loss_inside else None
+        if loss_inside and own is None and items:
+            own = items[0][1]
+        return [(k, v) for k, v in items
+                if floating(v) and v is not own and k != "loss"], own
+    if isinstance(out, (list, tuple)):
+        own = out[0] if loss_inside and out else None
+        return [(f"output{i}", v) for i, v in enumerate(out)
+                if floating(v) and v is not own], own
+    return [], out if loss_inside else None
+
+
 def from_torch(module, example_inputs, example_labels=(), loss=None,
-               name=None):
+               name=None, evaluate=True):
     """Imports `module` with its loss: `loss(module(*inputs), *labels)`, a
     PyTorch function returning a scalar (for example F.cross_entropy; with
     no loss the module itself returns the loss). Returns a zcc.Traced whose
     parameters are named as in `module.named_parameters()` and start from
-    the module's current values."""
+    the module's current values.
+
+    With `evaluate` (the default) the module is also exported in eval mode
+    (dropout off, BatchNorm on its running statistics) for the plan's eval
+    entry (Session.eval: the same loss) and predict entry (Session.predict:
+    the module's floating-point outputs by name, a dict); the module's
+    train/eval modes are left as they were."""
     import torch
 
     if not isinstance(example_inputs, (list, tuple)):
@@ -1083,6 +1116,7 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
     if not isinstance(example_labels, (list, tuple)):
         example_labels = (example_labels,)
     example_inputs, example_labels = tuple(example_inputs), tuple(example_labels)
+    n_inputs = len(example_inputs)
 
     class WithLoss(torch.nn.Module):
         def __init__(self, inner):
@@ -1090,19 +1124,35 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             self.inner = inner
 
         def forward(self, *args):
-            out = self.inner(*args[:len(example_inputs)])
+            out = self.inner(*args[:n_inputs])
             if loss is None:
                 return out
-            return loss(out, *args[len(example_inputs):])
+            return loss(out, *args[n_inputs:])
 
-    wrapper = WithLoss(module)
+    predicted = []  # (name) of each prediction, recorded while exporting
+
+    class WithOutputs(WithLoss):
+        """The loss, then the module's predictions."""
+
+        def forward(self, *args):
+            out = self.inner(*args[:n_inputs])
+            outputs, own = _predictions(out, loss is None)
+            predicted[:] = [n for n, _ in outputs]
+            value = own if loss is None else loss(out, *args[n_inputs:])
+            return (value,) + tuple(t for _, t in outputs)
+
+    class Predictions(WithLoss):
+        """The module's predictions alone, from its inputs."""
+
+        def forward(self, *args):
+            outputs, _ = _predictions(self.inner(*args), loss is None)
+            predicted[:] = [n for n, _ in outputs]
+            return tuple(t for _, t in outputs)
+
     import time
     started = time.perf_counter()
-    try:
-        exported = torch.export.export(wrapper, example_inputs + example_labels)
-    except Exception as error:  # torch's own message, with its cause
-        raise Error(f"from_torch: torch.export failed: {error}") from error
-    prefix = "inner."
+    wrapper = WithLoss(module)
+    exported = _export(wrapper, example_inputs + example_labels)
     exported_at = time.perf_counter()
 
     # The names users know: the module's forward arguments, then labels.
@@ -1112,176 +1162,312 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
     except (TypeError, ValueError):
         forward_names = []
     input_names = [forward_names[i] if i < len(forward_names) else f"input{i}"
-                   for i in range(len(example_inputs))]
+                   for i in range(n_inputs)]
     label_names = (["labels"] if len(example_labels) == 1 else
                    [f"labels{i}" for i in range(len(example_labels))])
     taken = set(input_names)
     label_names = [n if n not in taken else "_" + n for n in label_names]
-
-    signature = exported.graph_signature
-    problems = []
-    mutated = [spec.target for spec in signature.output_specs
-               if spec.kind.name in ("BUFFER_MUTATION", "USER_INPUT_MUTATION",
-                                     "PARAMETER_MUTATION")]
-    # The training IR also mutates in place (batch_norm's running stats):
-    # an argument the op's schema writes that is a buffer or parameter.
-    lifted = {spec.arg.name: spec.target for spec in signature.input_specs
-              if spec.kind.name in ("BUFFER", "PARAMETER")}
-    for node in exported.graph.nodes:
-        schema = getattr(node.target, "_schema", None)
-        if node.op != "call_function" or schema is None:
-            continue
-        written = [i for i, argument in enumerate(schema.arguments)
-                   if argument.alias_info is not None and
-                   argument.alias_info.is_write]
-        # Composite ops whose schema hides it: batch_norm and instance_norm
-        # update their running statistics (arguments 3 and 4) in training.
-        if _target_name(node.target) in ("batch_norm.default",
-                                          "instance_norm.default") and \
-                _kw(node, 5, "training", False):
-            written += [3, 4]
-        for i in written:
-            argument = schema.arguments[i]
-            value = node.args[i] if i < len(node.args) else node.kwargs.get(argument.name)
-            if getattr(value, "name", None) in lifted and \
-                    lifted[value.name] not in mutated:
-                mutated.append(lifted[value.name])
-    # Buffers the step writes (BatchNorm's running statistics and counter)
-    # become state, updated in place; parameters and inputs stay read-only.
-    buffers = {spec.target for spec in signature.input_specs
-               if spec.kind.name == "BUFFER"}
-    state_targets = [t for t in mutated if t in buffers]
-    for target in mutated:
-        if target in buffers:
-            continue
-        name = target[len(prefix):] if target and target.startswith(prefix) else target
-        problems.append(f"  the step writes '{name}' in place, a parameter or "
-                        "input: zcc steps write only buffers (state)")
-    state_nodes = {node for node in exported.graph.nodes
-                   if node.op == "placeholder" and
-                   lifted.get(node.name) in state_targets}
-
-    known = _constant_nodes(exported.graph, signature, mutated)
-    order = {node: i for i, node in enumerate(exported.graph.nodes)}
-    for node in known:
-        node._zcc_known = True
-    unsupported = {}
-    for node in exported.graph.nodes:
-        if node.op != "call_function":
-            continue
-        if node.target is operator.getitem or node in known:
-            continue  # folded at import
-        if _target_name(node.target).startswith("masked_fill."):
-            node._zcc_constant_mask = node.args[1] in known
-        if _target_name(node.target) == "index.Tensor":
-            node._zcc_known_indices = all(i in known for i in node.args[1]
-                                          if i is not None)
-        key = _target_name(node.target)
-        handler = _handler_key(node)
-        why = None
-        if handler is None:
-            why = "no zcc mapping"
-        elif handler != key and _in_place_why(node, order, state_nodes):
-            why = _in_place_why(node, order, state_nodes)
-        elif handler in _WHY:
-            why = _WHY[handler](node)
-        if why is None:
-            continue
-        entry = unsupported.setdefault((key, why), [0, node])
-        entry[0] += 1
-    for (key, why), (count, node) in unsupported.items():
-        file, line = _frame(node)
-        where = f"{file}:{line}" if file else "(no source line)"
-        problems.append(f"  aten.{key} ({why}): {count} use{'s' * (count > 1)}, "
-                        f"first at {where} in module '{_module_path(node, prefix)}'")
-    if problems:
-        raise Error("from_torch: the module cannot be imported:\n"
-                    + "\n".join(problems))
-
-    # Tied parameters are one tensor under several names: one zcc parameter,
-    # named by its first name in module.named_parameters().
-    canonical = {}
-    for pname, p in module.named_parameters():
-        canonical.setdefault(id(p), pname)
-    user_inputs = [spec for spec in signature.input_specs
-                   if spec.kind.name == "USER_INPUT"]
-    placeholders = {spec.arg.name: spec for spec in signature.input_specs}
-    state = exported.state_dict
-    constants = getattr(exported, "constants", {})
-    feed_names = input_names + label_names
-    feed_of = {spec.arg.name: feed_names[i] for i, spec in enumerate(user_inputs)}
-
-    def dtype_of(t):
-        if t.is_floating_point():
-            return "float32"
-        if t.dtype == torch.int32:
-            return "int32"
-        if t.dtype == torch.int64:
-            return "int64"
-        if t.dtype == torch.bool:
-            return "bool"
-        raise Error(f"from_torch: inputs of dtype {t.dtype} are not supported")
-
-    specs = {}
     examples = example_inputs + example_labels
-    for i, spec in enumerate(user_inputs):
-        t = examples[i]
-        make = _input if i < len(example_inputs) else _label
-        specs[feed_names[i]] = make(tuple(t.shape), dtype_of(t))
+    feed_names = input_names + label_names
 
-    def step(**feeds):
-        ctx = _Context()
-        used = {n for node in exported.graph.nodes for n in node.all_input_nodes}
-        for node in exported.graph.nodes:
-            if node.op == "placeholder":
-                spec = placeholders[node.name]
-                kind = spec.kind.name
-                if kind == "USER_INPUT":
-                    ctx.values[node] = feeds[feed_of[node.name]]
-                elif node not in used:
-                    continue
-                elif node in known:  # a buffer or lifted constant
-                    ctx.values[node] = _Const(state.get(spec.target,
-                                                        constants.get(spec.target)))
-                elif kind == "PARAMETER":
-                    tensor = state[spec.target]
-                    pname = canonical.get(id(wrapper.get_parameter(spec.target)),
-                                          spec.target[len(prefix):])
-                    if pname not in ctx.values:
-                        ctx.values[pname] = param(
-                            pname, tuple(tensor.shape),
-                            init=tensor.detach().cpu().numpy())
-                    ctx.values[node] = ctx.values[pname]
-                else:  # a buffer the step writes: state
-                    tensor = state[spec.target]
-                    sname = spec.target[len(prefix):]
-                    # Integer counters too, as f32 (exact to 2**24 steps).
-                    ctx.values[node] = ctx.states[node] = _state(
-                        sname, tuple(tensor.shape),
-                        init=tensor.detach().cpu().double().numpy())
-            elif node.op == "call_function" and node in known:
-                with torch.no_grad():
-                    ctx.values[node] = _Const(node.target(
-                        *ctx.raw(node.args), **ctx.raw(dict(node.kwargs))))
-            elif node.op == "call_function":
-                with _location(*_frame(node)):
-                    if node.target is operator.getitem:
-                        ctx.values[node] = _getitem(ctx, node)
-                    else:
-                        ctx.values[node] = _HANDLERS[_handler_key(node)](ctx, node)
-                    if node.args and node.args[0] in ctx.states and \
-                            _handler_key(node) != _target_name(node.target):
-                        ctx.write(node.args[0], ctx.values[node])
-            elif node.op == "output":
-                for buffer, declared in ctx.states.items():
-                    if ctx.values[buffer] is not declared:
-                        _update(declared, ctx.values[buffer])
-                result = ctx.get(node.args[0])
-                return result[0] if isinstance(result, (list, tuple)) else result
-        raise Error("from_torch: the exported graph has no output")
-
+    train = _Import(exported, wrapper, module, feed_names, n_inputs, examples)
+    step = train.function(None)
     step.__name__ = name or type(module).__name__
-    traced = trace(step, **specs)
-    traced.timings = {"torch.export": exported_at - started,
-                      "zcc import": time.perf_counter() - exported_at}
+    traced = trace(step, **train.specs(None))
+    imported_at = time.perf_counter()
+    timings = {"torch.export": exported_at - started,
+               "zcc import": imported_at - exported_at}
+    if evaluate:
+        modes = [(m, m.training) for m in module.modules()]
+        module.eval()
+        try:
+            outputs = WithOutputs(module)
+            exported_eval = _export(outputs, examples)
+            ev = _Import(exported_eval, outputs, module, feed_names, n_inputs,
+                         examples, forced_state=train.state_targets)
+            traced.add_eval(ev.function([0]), **ev.specs([0]))
+            chosen = list(range(1, len(predicted) + 1))
+            if set(ev.specs(chosen)) & set(label_names):
+                # The export made a prediction from a label's graph (a
+                # loss's broadcast_tensors returns the module's output):
+                # the predictions exported alone, from the inputs.
+                alone = Predictions(module)
+                exported_alone = _export(alone, example_inputs)
+                ev = _Import(exported_alone, alone, module, input_names,
+                             n_inputs, example_inputs,
+                             forced_state=train.state_targets)
+                chosen = list(range(len(predicted)))
+        finally:
+            for m, training in modes:
+                m.training = training
+        if predicted:
+            traced.add_predict(ev.function(chosen, names=list(predicted)),
+                               **ev.specs(chosen))
+        timings["torch.export and zcc import (eval, predict)"] = \
+            time.perf_counter() - imported_at
+    traced.timings = timings
     return traced
+
+
+def _export(wrapper, examples):
+    import torch
+    try:
+        return torch.export.export(wrapper, examples)
+    except Exception as error:  # torch's own message, with its cause
+        raise Error(f"from_torch: torch.export failed: {error}") from error
+
+
+class _Import:
+    """One exported program, checked (every unsupported op at once) and
+    ready to trace: function(outputs) is the step that computes the chosen
+    user outputs (None: the training step's loss and state updates)."""
+
+    prefix = "inner."
+
+    def __init__(self, exported, wrapper, module, feed_names, n_inputs,
+                 examples, forced_state=()):
+        import torch
+
+        prefix = self.prefix
+        self.exported, self.wrapper = exported, wrapper
+        self.feed_names, self.n_inputs = feed_names, n_inputs
+        signature = exported.graph_signature
+        problems = []
+        mutated = [spec.target for spec in signature.output_specs
+                   if spec.kind.name in ("BUFFER_MUTATION",
+                                         "USER_INPUT_MUTATION",
+                                         "PARAMETER_MUTATION")]
+        # The training IR also mutates in place (batch_norm's running
+        # stats): an argument the op's schema writes that is a buffer or
+        # parameter.
+        lifted = {spec.arg.name: spec.target for spec in signature.input_specs
+                  if spec.kind.name in ("BUFFER", "PARAMETER")}
+        for node in exported.graph.nodes:
+            schema = getattr(node.target, "_schema", None)
+            if node.op != "call_function" or schema is None:
+                continue
+            written = [i for i, argument in enumerate(schema.arguments)
+                       if argument.alias_info is not None and
+                       argument.alias_info.is_write]
+            # Composite ops whose schema hides it: batch_norm and
+            # instance_norm update their running statistics (arguments 3
+            # and 4) in training.
+            if _target_name(node.target) in ("batch_norm.default",
+                                              "instance_norm.default") and \
+                    _kw(node, 5, "training", False):
+                written += [3, 4]
+            for i in written:
+                argument = schema.arguments[i]
+                value = node.args[i] if i < len(node.args) else \
+                    node.kwargs.get(argument.name)
+                if getattr(value, "name", None) in lifted and \
+                        lifted[value.name] not in mutated:
+                    mutated.append(lifted[value.name])
+        # Buffers the step writes (BatchNorm's running statistics and
+        # counter) become state, updated in place; parameters and inputs
+        # stay read-only. An eval program reads the training step's state
+        # (forced_state) where it would otherwise fold the buffer.
+        buffers = {spec.target for spec in signature.input_specs
+                   if spec.kind.name == "BUFFER"}
+        self.state_targets = [t for t in mutated if t in buffers] + \
+            [t for t in forced_state if t not in mutated]
+        for target in mutated:
+            if target in buffers:
+                continue
+            name = target[len(prefix):] if target and \
+                target.startswith(prefix) else target
+            problems.append(f"  the step writes '{name}' in place, a "
+                            "parameter or input: zcc steps write only "
+                            "buffers (state)")
+        self.state_nodes = {node for node in exported.graph.nodes
+                            if node.op == "placeholder" and
+                            lifted.get(node.name) in self.state_targets}
+
+        known = _constant_nodes(exported.graph, signature,
+                                mutated + list(forced_state))
+        order = {node: i for i, node in enumerate(exported.graph.nodes)}
+        for node in known:
+            node._zcc_known = True
+        unsupported = {}
+        for node in exported.graph.nodes:
+            if node.op != "call_function":
+                continue
+            if node.target is operator.getitem or node in known:
+                continue  # folded at import
+            if _target_name(node.target).startswith("masked_fill."):
+                node._zcc_constant_mask = node.args[1] in known
+            if _target_name(node.target) == "index.Tensor":
+                node._zcc_known_indices = all(i in known for i in node.args[1]
+                                              if i is not None)
+            key = _target_name(node.target)
+            handler = _handler_key(node)
+            why = None
+            if handler is None:
+                why = "no zcc mapping"
+            elif handler != key and _in_place_why(node, order,
+                                                  self.state_nodes):
+                why = _in_place_why(node, order, self.state_nodes)
+            elif handler in _WHY:
+                why = _WHY[handler](node)
+            if why is None:
+                continue
+            entry = unsupported.setdefault((key, why), [0, node])
+            entry[0] += 1
+        for (key, why), (count, node) in unsupported.items():
+            file, line = _frame(node)
+            where = f"{file}:{line}" if file else "(no source line)"
+            problems.append(f"  aten.{key} ({why}): {count} "
+                            f"use{'s' * (count > 1)}, first at {where} in "
+                            f"module '{_module_path(node, prefix)}'")
+        if problems:
+            raise Error("from_torch: the module cannot be imported:\n"
+                        + "\n".join(problems))
+        self.known = known
+
+        # Tied parameters are one tensor under several names: one zcc
+        # parameter, named by its first name in module.named_parameters().
+        self.canonical = {}
+        for pname, p in module.named_parameters():
+            self.canonical.setdefault(id(p), pname)
+        user_inputs = [spec for spec in signature.input_specs
+                       if spec.kind.name == "USER_INPUT"]
+        self.placeholders = {spec.arg.name: spec
+                             for spec in signature.input_specs}
+        self.feed_of = {spec.arg.name: feed_names[i]
+                        for i, spec in enumerate(user_inputs)}
+        # Where each user output is among the graph's outputs (after any
+        # mutated buffers).
+        self.user_outputs = [i for i, spec in
+                             enumerate(signature.output_specs)
+                             if spec.kind.name == "USER_OUTPUT"]
+
+        def dtype_of(t):
+            if t.is_floating_point():
+                return "float32"
+            if t.dtype == torch.int32:
+                return "int32"
+            if t.dtype == torch.int64:
+                return "int64"
+            if t.dtype == torch.bool:
+                return "bool"
+            raise Error(f"from_torch: inputs of dtype {t.dtype} are not "
+                        "supported")
+
+        self.all_specs = {}
+        for i, spec in enumerate(user_inputs):
+            t = examples[i]
+            make = _input if i < n_inputs else _label
+            self.all_specs[feed_names[i]] = make(tuple(t.shape), dtype_of(t))
+
+    def _needed(self, outputs):
+        """The nodes the chosen user outputs depend on (None: all)."""
+        if outputs is None:
+            return None
+        graph_out = [n for n in self.exported.graph.nodes
+                     if n.op == "output"][0]
+        flat = graph_out.args[0]
+        work = [flat[self.user_outputs[i]] for i in outputs]
+        needed = set()
+        while work:
+            node = work.pop()
+            if node in needed or not hasattr(node, "all_input_nodes"):
+                continue
+            needed.add(node)
+            work.extend(node.all_input_nodes)
+        return needed
+
+    def specs(self, outputs):
+        """The zcc.input/label specs of the feeds the chosen outputs need,
+        in the module's order."""
+        needed = self._needed(outputs)
+        if needed is None:
+            return dict(self.all_specs)
+        used = {self.feed_of[n.name] for n in needed
+                if n.op == "placeholder" and n.name in self.feed_of}
+        return {name: spec for name, spec in self.all_specs.items()
+                if name in used}
+
+    def function(self, outputs, names=None):
+        """The step: None for the training step (the first output, the
+        loss, and the state's updates); else the chosen user outputs (one:
+        that tensor; several: a dict by `names`)."""
+        import torch
+
+        exported, wrapper, prefix = self.exported, self.wrapper, self.prefix
+        known, placeholders = self.known, self.placeholders
+        feed_of, canonical = self.feed_of, self.canonical
+        state_nodes = self.state_nodes
+        needed = self._needed(outputs)
+        state = exported.state_dict
+        constants = getattr(exported, "constants", {})
+        user_outputs = self.user_outputs
+
+        def step(**feeds):
+            ctx = _Context()
+            used = {n for node in exported.graph.nodes
+                    for n in node.all_input_nodes}
+            for node in exported.graph.nodes:
+                if needed is not None and node not in needed and \
+                        node.op != "output":
+                    continue
+                if node.op == "placeholder":
+                    spec = placeholders[node.name]
+                    kind = spec.kind.name
+                    if kind == "USER_INPUT":
+                        ctx.values[node] = feeds[feed_of[node.name]]
+                    elif node not in used:
+                        continue
+                    elif node in known:  # a buffer or lifted constant
+                        ctx.values[node] = _Const(state.get(
+                            spec.target, constants.get(spec.target)))
+                    elif kind == "PARAMETER":
+                        tensor = state[spec.target]
+                        pname = canonical.get(
+                            id(wrapper.get_parameter(spec.target)),
+                            spec.target[len(prefix):])
+                        if pname not in ctx.values:
+                            ctx.values[pname] = param(
+                                pname, tuple(tensor.shape),
+                                init=tensor.detach().cpu().numpy())
+                        ctx.values[node] = ctx.values[pname]
+                    else:  # a buffer the step writes (or reads): state
+                        tensor = state[spec.target]
+                        sname = spec.target[len(prefix):]
+                        # Integer counters too, as f32 (exact to 2**24
+                        # steps).
+                        declared = _state(
+                            sname, tuple(tensor.shape),
+                            init=tensor.detach().cpu().double().numpy())
+                        ctx.values[node] = declared
+                        if node in state_nodes and outputs is None:
+                            ctx.states[node] = declared
+                elif node.op == "call_function" and node in known:
+                    with torch.no_grad():
+                        ctx.values[node] = _Const(node.target(
+                            *ctx.raw(node.args), **ctx.raw(dict(node.kwargs))))
+                elif node.op == "call_function":
+                    with _location(*_frame(node)):
+                        if node.target is operator.getitem:
+                            ctx.values[node] = _getitem(ctx, node)
+                        else:
+                            ctx.values[node] = \
+                                _HANDLERS[_handler_key(node)](ctx, node)
+                        if node.args and node.args[0] in ctx.states and \
+                                _handler_key(node) != _target_name(node.target):
+                            ctx.write(node.args[0], ctx.values[node])
+                elif node.op == "output":
+                    if outputs is None:
+                        for buffer, declared in ctx.states.items():
+                            if ctx.values[buffer] is not declared:
+                                _update(declared, ctx.values[buffer])
+                        result = ctx.get(node.args[0])
+                        return result[0] if isinstance(result, (list, tuple)) \
+                            else result
+                    flat = node.args[0]
+                    chosen = [ctx.get(flat[user_outputs[i]]) for i in outputs]
+                    if names is None:
+                        return chosen[0]
+                    return dict(zip(names, chosen))
+            raise Error("from_torch: the exported graph has no output")
+
+        return step

@@ -377,7 +377,53 @@ class Traced:
         self._inputs = inputs
         self._labels = labels
         self._values = values or {}
+        self._entries = {}  # "eval"/"predict" -> (feed order, result form)
+        self._symbol = "step"
+        self._specs = {}  # the step's argument name -> zcc.input/label spec
         self.timings = {}  # seconds by stage (from_torch fills it)
+
+    def add_eval(self, fn, *specs, **named_specs):
+        """Adds an eval entry: `fn` traced like the step (its arguments
+        declared by zcc.input / zcc.label; none given: the step's own) and
+        returning the loss, written as the model evaluates (dropout off,
+        BatchNorm on its running statistics). It reads the step's
+        parameters and state by name (same shapes and initializers) and
+        writes none: Session.eval() gives a validation loss that leaves
+        training exactly where it was. Returns self."""
+        return self._add("eval", fn, specs, named_specs)
+
+    def add_predict(self, fn, *specs, **named_specs):
+        """Adds a predict entry: `fn` of inputs only (none given: the
+        step's inputs) returning its predictions, a zcc.Tensor or a tuple
+        or dict of them; Session.predict() returns them in that form.
+        Returns self."""
+        return self._add("predict", fn, specs, named_specs)
+
+    def _add(self, kind, fn, specs, named_specs):
+        if kind in self._entries:
+            raise Error(f"add_{kind}: the step already has an {kind} entry")
+        if not specs and not named_specs:
+            import inspect
+            wanted = list(inspect.signature(fn).parameters)
+            known = self._inputs + (self._labels if kind == "eval" else [])
+            named_specs = {}
+            for n in wanted:
+                if n not in known:
+                    raise Error(
+                        f"add_{kind}: argument '{n}' of "
+                        f"{getattr(fn, '__name__', 'the function')} is not "
+                        f"an input{' or label' if kind == 'eval' else ''} of "
+                        f"the step ({', '.join(known)}); declare it with "
+                        "zcc.input / zcc.label")
+                named_specs[n] = self._specs[n]
+        graph = _zcc.Graph(f"{self._symbol}_{kind}")
+        inputs, labels, values, form = _trace_into(
+            graph, fn, specs, named_specs, "finish_" + kind)
+        self.graph.add_entry(graph)
+        for name, value in values.items():
+            self._values.setdefault(name, value)
+        self._entries[kind] = (inputs + labels, form)
+        return self
 
     def ir(self, locations=False):
         """The zt program as text, the form `zcc` reads (with each op's
@@ -426,7 +472,8 @@ class Traced:
         return Compiled(plan, self._inputs + self._labels,
                         self.parameters + self.state,
                         accumulate=compile_options.accumulate, traced=self,
-                        options=compile_options, values=self._values)
+                        options=compile_options, values=self._values,
+                        entries=self._entries)
 
 
 def compile_options():
@@ -497,22 +544,42 @@ def trace(fn, *specs, **named_specs):
     """Traces `fn` once with a zcc.Tensor per argument (declared by
     zcc.input / zcc.label, by keyword or by position) and returns the
     Traced step. `fn` returns the scalar loss."""
+    symbol = _symbol(getattr(fn, "__name__", "step"))
+    graph = _zcc.Graph(symbol)
+    inputs, labels, values, _ = _trace_into(graph, fn, specs, named_specs,
+                                            "finish")
+    traced = Traced(graph, inputs, labels, values)
+    traced._symbol = symbol
+    import inspect
+    traced._specs = dict(zip(inspect.signature(fn).parameters, specs))
+    traced._specs.update(named_specs)
+    return traced
+
+
+def _trace_into(graph, fn, specs, named_specs, finish):
+    """Traces `fn` into `graph` and ends it with `finish` ("finish",
+    "finish_eval" or "finish_predict"): (input names, label names, given
+    parameter values, the result's form)."""
     import inspect
 
+    call = {"finish": "trace", "finish_eval": "add_eval",
+            "finish_predict": "add_predict"}[finish]
     parameters = list(inspect.signature(fn).parameters)
     if len(specs) > len(parameters):
         raise Error(
-            f"trace: {len(specs)} positional specs for "
+            f"{call}: {len(specs)} positional specs for "
             f"{len(parameters)} parameters of {fn.__name__}"
         )
     named = list(zip(parameters, specs)) + list(named_specs.items())
     for name, spec in named:
         if not isinstance(spec, _Spec):
             raise Error(
-                f"trace: argument '{name}' must be zcc.input(...) or "
+                f"{call}: argument '{name}' must be zcc.input(...) or "
                 f"zcc.label(...), got {type(spec).__name__}"
             )
-    graph = _zcc.Graph(_symbol(getattr(fn, "__name__", "step")))
+        if finish == "finish_predict" and spec.role == "label":
+            raise Error(f"{call}: argument '{name}' is a label; a predict "
+                        "function takes inputs only")
     holder = _TraceState(graph)
     previous = getattr(_state, "graph", None)
     _state.graph = holder
@@ -525,17 +592,51 @@ def trace(fn, *specs, **named_specs):
             args[name] = Tensor(
                 declare(name, spec.shape, spec.dtype, file, line), holder)
             (inputs if spec.role == "input" else labels).append(name)
-        loss = fn(**args)
-        if not isinstance(loss, Tensor):
-            raise Error(
-                f"trace: {getattr(fn, '__name__', 'the function')} must return "
-                f"the loss as a zcc.Tensor, got {type(loss).__name__}"
-            )
+        result = fn(**args)
+        what = getattr(fn, "__name__", "the function")
         file, line = _where()
-        graph.finish(loss._t, file, line)
+        form = None
+        if finish != "finish_predict":
+            if not isinstance(result, Tensor):
+                raise Error(f"{call}: {what} must return the loss as a "
+                            f"zcc.Tensor, got {type(result).__name__}")
+            getattr(graph, finish)(result._t, file, line)
+        else:
+            if isinstance(result, Tensor):
+                form, outputs = "one", [("output", result)]
+            elif isinstance(result, dict):
+                form, outputs = "dict", [(str(k), v) for k, v in result.items()]
+            elif isinstance(result, (list, tuple)):
+                form = "tuple"
+                outputs = [(f"output{i}", v) for i, v in enumerate(result)]
+            else:
+                outputs = None
+            if not outputs or not all(isinstance(v, Tensor)
+                                      for _, v in outputs):
+                raise Error(f"{call}: {what} must return its predictions: a "
+                            "zcc.Tensor, or a tuple or dict of them, got "
+                            f"{type(result).__name__}")
+            graph.finish_predict([(n, v._t) for n, v in outputs], file, line)
+            form = (form, [n for n, _ in outputs])
     finally:
         _state.graph = previous
-    return Traced(graph, inputs, labels, holder.values)
+    return inputs, labels, holder.values, form
+
+
+def _feeds(call, order, arrays, named):
+    """{name: array} from arrays by position (in `order`) and by name."""
+    if len(arrays) > len(order):
+        raise Error(f"{call}: {len(arrays)} arrays given, the entry takes "
+                    f"{len(order)} ({', '.join(order)})")
+    feeds = dict(zip(order, arrays))
+    for name, value in named.items():
+        if name in feeds:
+            raise Error(f"{call}: '{name}' given both by position and by name")
+        feeds[name] = value
+    for name, value in feeds.items():
+        if not isinstance(value, np.ndarray):
+            feeds[name] = np.asarray(value)
+    return feeds
 
 
 class _TraceState:
@@ -653,8 +754,9 @@ class Compiled:
     """A compiled step: the plan, its memory numbers, sessions that run it."""
 
     def __init__(self, plan, feed_order, parameters, accumulate=False,
-                 traced=None, options=None, values=None):
+                 traced=None, options=None, values=None, entries=None):
         self.plan = plan
+        self._entries = entries or {}
         self._values = values or {}
         self._feed_order = feed_order
         self._parameters = parameters
@@ -732,7 +834,8 @@ class Compiled:
                               float(collective_timeout),
                               -1 if device_ordinal is None
                               else int(device_ordinal))
-        session = Session(native, self._feed_order, self._parameters)
+        session = Session(native, self._feed_order, self._parameters,
+                          self._entries)
         for name, value in self._values.items():
             session.write(name, value)
         return session
@@ -741,13 +844,14 @@ class Compiled:
 class Session:
     """A running plan: step(), parameters in and out, checkpoints."""
 
-    def __init__(self, native, feed_order, parameters):
+    def __init__(self, native, feed_order, parameters, entries=None):
         self._native = native
         feeds = native.feeds()
         self._feed_info = {name: (shape, dtype, role)
                            for name, shape, dtype, role in feeds}
         self._order = feed_order or [name for name, *_ in feeds]
         self._parameters = parameters
+        self._entries = entries or {}
 
     @property
     def feeds(self):
@@ -759,20 +863,37 @@ class Session:
         position (in the order they were declared) or by name; NumPy
         arrays of exactly the declared shape and dtype (stacked
         [microbatches, ...] when the session accumulates)."""
-        if len(arrays) > len(self._order):
-            raise Error(
-                f"step: {len(arrays)} arrays given, the step takes "
-                f"{len(self._order)} ({', '.join(self._order)})"
-            )
-        feeds = dict(zip(self._order, arrays))
-        for name, value in named.items():
-            if name in feeds:
-                raise Error(f"step: '{name}' given both by position and by name")
-            feeds[name] = value
-        for name, value in feeds.items():
-            if not isinstance(value, np.ndarray):
-                feeds[name] = np.asarray(value)
-        return self._native.step(feeds)
+        return self._native.step(_feeds("step", self._order, arrays, named))
+
+    def eval(self, *arrays, **named):
+        """The eval entry's loss on one batch (Traced.add_eval, or
+        from_torch): no gradient, no update, nothing persistent written, so
+        training goes on exactly as if it had not run. Arrays as step()'s,
+        for the eval function's arguments (one batch, never stacked). In a
+        data-parallel job, the loss on this rank's batch."""
+        order = self._entry_order("eval")
+        return self._native.evaluate(_feeds("eval", order, arrays, named))
+
+    def predict(self, *arrays, **named):
+        """The predict entry's outputs on one batch of inputs, in the form
+        the predict function returned them (an array, a tuple or a dict;
+        a dict by name for a plan loaded from a file)."""
+        order = self._entry_order("predict")
+        out = self._native.predict(_feeds("predict", order, arrays, named))
+        form = self._entries.get("predict", (None, None))[1]
+        if form is None:
+            return out
+        kind, names = form
+        if kind == "one":
+            return out[names[0]]
+        if kind == "tuple":
+            return tuple(out[n] for n in names)
+        return {n: out[n] for n in names}
+
+    def _entry_order(self, kind):
+        if kind in self._entries:
+            return self._entries[kind][0]
+        return [name for name, *_ in self._native.entry_feeds(kind)]
 
     def read(self, name):
         """A copy of a parameter, optimizer state or output, as NumPy."""

@@ -34,7 +34,9 @@ def gpt_plan(**kw):
     torch.manual_seed(0)
     model = nanogpt.GPT(vocab=128, sequence=32, width=64, heads=4, layers=2)
     x, y = (torch.from_numpy(a) for a in nanogpt.batches(1, 4, 32, 128)[0])
-    return zcc.from_torch(model, (x,), (y,), loss=nanogpt.lm_loss).compile(**kw)
+    # The training step's timeline alone (no eval or predict entries).
+    return zcc.from_torch(model, (x,), (y,), loss=nanogpt.lm_loss,
+                          evaluate=False).compile(**kw)
 
 
 def test_gpt_timeline_is_valid_and_complete():
@@ -358,7 +360,8 @@ def test_zrun_stats_json_states_capacity_peak_and_runs_per_entry(tmp_path):
                                          for e in timeline["entries"])
     assert s["region_bytes"]["persistent"] == timeline["persistent_bytes"]
     assert s["allocations_at_load"] > 0 and s["allocations_after_load"] == 0
-    assert s["runs_by_kind"] == {"train_step": 0, "microbatch": 6, "apply": 3}
+    assert s["runs_by_kind"] == {"train_step": 0, "microbatch": 6, "apply": 3,
+                                 "eval": 0, "predict": 0}
     assert [(e["kind"], e["runs"]) for e in s["runs_by_entry"]] == \
         [("microbatch", 6), ("apply", 3)]
     assert s["microbatches_since_apply"] == 0

@@ -1,7 +1,8 @@
 //===- zrun.cpp - train a compiled plan -----------------------------------===//
 //
 //   zrun MODEL.zplan [--steps N] [--device cpu|cuda|emulator] [--seed S]
-//        [--data synthetic|FILE.npz] [--mode planned|no-reuse|poison] ...
+//        [--data synthetic|FILE.npz] [--mode planned|no-reuse|poison]
+//        [--eval-data synthetic|FILE.npz [--eval-every N]] ...
 //   mpirun -np N zrun MODEL.zplan ...   (a plan compiled --data-parallel)
 //
 // Loads and verifies the plan, allocates its regions once, then runs steps:
@@ -18,6 +19,7 @@
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Reports/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Training/Evaluator.h"
 #include "zcc/Runtime/Training/Trainer.h"
 #include "zcc/Runtime/Training/TrainingLoop.h"
 
@@ -149,6 +151,18 @@ int main(int argc, char **argv) {
   app.add_option("--global-batch", globalBatch,
                  "data parallel: the rows of one step over all ranks; checked "
                  "against the world size and the plan's batch at load");
+  std::string evalData;
+  int64_t evalEvery = 0, evalBatches = 0;
+  app.add_option("--eval-data", evalData,
+                 "a validation loss from the plan's eval entry on this data "
+                 "(synthetic or FILE.npz, one array per eval input), after "
+                 "the last step (and every --eval-every steps)");
+  app.add_option("--eval-every", evalEvery,
+                 "evaluate every N steps as well as after the last (needs "
+                 "--eval-data)");
+  app.add_option("--eval-batches", evalBatches,
+                 "batches per evaluation (default: every whole batch the "
+                 "file holds; 1 for synthetic data)");
   std::string memoryJson, memoryHtml, memoryTorch, statsJson;
   app.add_option("--memory-json", memoryJson,
                  "write the plan's memory timeline here first (JSON, "
@@ -184,6 +198,13 @@ int main(int argc, char **argv) {
     return usage("--device-ordinal needs a device number");
   if (planPath.empty())
     return usage("no plan file given");
+  if (app.count("--eval-every") && evalEvery < 1)
+    return usage("--eval-every needs a count >= 1");
+  if (app.count("--eval-batches") && evalBatches < 1)
+    return usage("--eval-batches needs a count >= 1");
+  if (evalData.empty() &&
+      (app.count("--eval-every") || app.count("--eval-batches")))
+    return usage("--eval-every and --eval-batches need --eval-data");
   if (!(collectiveTimeout > 0))
     return usage("--collective-timeout needs a number of seconds > 0");
   if (app.count("--global-batch") && globalBatch < 1)
@@ -297,6 +318,29 @@ int main(int argc, char **argv) {
   loop.steps = steps;
   loop.reportEvery = printEvery;
   loop.trace = trace;
+  std::unique_ptr<Evaluator> evaluator;
+  std::unique_ptr<DataSource> evalSource;
+  if (!evalData.empty()) {
+    if (Status s = Evaluator::create(*session, evaluator); !s.isOk())
+      return fail(s);
+    if (Status s = makeDataSource(*session, evaluator->entry(), evalData,
+                                  seed, evalSource);
+        !s.isOk())
+      return fail(s);
+    evalSource = shardDataSource(std::move(evalSource), rank, world);
+    if (!evalBatches)
+      evalBatches = std::max<int64_t>(1, evalSource->batches());
+    std::printf("eval data: %s; %" PRId64 " batches per evaluation\n",
+                evalSource->describe().c_str(), evalBatches);
+    loop.evalEvery = evalEvery ? evalEvery : std::max<int64_t>(steps, 1);
+    loop.evaluate = [&](int64_t step) {
+      double loss = 0;
+      ZRT_RETURN_IF_ERROR(evaluator->evaluate(*evalSource, evalBatches,
+                                              communicator.get(), loss));
+      std::printf("eval after step %" PRId64 " loss %.6f\n", step, loss);
+      return Status::ok();
+    };
+  }
   // One line per reported step: a bit-exact trace, the loss (and metrics)
   // of every step, or a progress line on long runs.
   auto print = [&](const StepReport &r) {
@@ -329,6 +373,10 @@ int main(int argc, char **argv) {
                                  communicator.get(), loop, print, ran);
       !s.isOk())
     return fail(s);
+  // With no steps, the evaluation is of what was loaded.
+  if (steps == 0 && loop.evaluate)
+    if (Status s = loop.evaluate(0); !s.isOk())
+      return fail(s);
   const double seconds = ran.seconds;
   const double firstLoss = ran.firstLoss, lastLoss = ran.lastLoss;
   // Every rank takes part (ZeRO-1's sharded state is gathered); rank 0

@@ -327,7 +327,21 @@ public:
   /// Ends the program with `loss` (a rank-0 f32) as its result and verifies
   /// the whole function. After it no op may be added.
   Status finish(Tensor loss, Where where = ZCC_HERE);
+  /// Ends an evaluation program instead: a graph built like the step's
+  /// forward with dropout off and BatchNorm on its running statistics,
+  /// `loss` its only result (the plan's eval entry; addEntry).
+  Status finishEval(Tensor loss, Where where = ZCC_HERE);
+  /// Ends a prediction program: the model's outputs by name (f32), with
+  /// inputs and no labels (the plan's predict entry; addEntry).
+  Status finishPredict(
+      const std::vector<std::pair<std::string, Tensor>> &outputs,
+      Where where = ZCC_HERE);
   bool finished() const;
+  /// Adds a graph finished with finishEval or finishPredict to this
+  /// finished training step's program: one plan, one arena, the
+  /// parameters and state shared by name (same shape and initializer; the
+  /// compiler checks). Functions need distinct names (Graph("eval")).
+  Status addEntry(const Graph &other);
 
   /// The program as zt text, the form `zcc` reads (with `loc(...)` of every
   /// op's file:line when `locations` is set). Needs finish().

@@ -130,7 +130,9 @@ zrt_status zrt_session_create_distributed(const zrt_plan *plan,
                                           const zrt_communicator *communicator,
                                           zrt_session **out_session);
 
-/* `entry` may be NULL or "" for the plan's training entry. Inputs are
+/* `entry` may be NULL or "" for the plan's training entry; "eval" and
+ * "predict" name the plan's eval and predict entries (a predict entry's
+ * outputs are read by their names after zrt_session_run). Inputs are
  * given in their own dtype (f32, i32 or i64), `size` bytes exactly. */
 zrt_status zrt_session_set_input(zrt_session *session, const char *entry,
                                  const char *name, const void *data,
@@ -167,6 +169,15 @@ zrt_status zrt_trainer_step(zrt_trainer *trainer, zrt_feed_fn feed,
                             void *user_data, double *out_loss);
 void zrt_trainer_free(zrt_trainer *trainer);
 
+/* The validation loss: the plan's eval entry (no gradient, no update; it
+ * writes no parameter or state) run on `batches` batches, batch b's inputs
+ * written by `feed` (its `entry` is the eval entry's name); `out_loss` (may
+ * be NULL) is the mean of their losses. Between training steps it leaves
+ * training exactly where it was. */
+zrt_status zrt_session_evaluate(zrt_session *session, zrt_feed_fn feed,
+                                void *user_data, int64_t batches,
+                                double *out_loss);
+
 zrt_status zrt_session_save_checkpoint(const zrt_session *session,
                                        const char *path);
 zrt_status zrt_session_load_checkpoint(zrt_session *session, const char *path);
@@ -192,6 +203,8 @@ typedef struct {
   uint64_t apply_runs;
   uint64_t microbatches_since_apply;
   uint64_t device_bytes;
+  uint64_t eval_runs;
+  uint64_t predict_runs;
 } zrt_stats;
 
 zrt_status zrt_session_get_stats(const zrt_session *session,

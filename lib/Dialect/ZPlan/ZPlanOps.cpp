@@ -89,14 +89,16 @@ LogicalResult SlotOp::verify() {
       return emitOpError() << "only input and output slots have a role";
     bool forInput = *role == TensorRole::Input || *role == TensorRole::Label ||
                     *role == TensorRole::Step;
-    bool forOutput = *role == TensorRole::Loss || *role == TensorRole::Gradient;
+    bool forOutput = *role == TensorRole::Loss ||
+                     *role == TensorRole::Gradient ||
+                     *role == TensorRole::Output;
     if (input && !forInput)
       return emitOpError() << "an input slot's role is 'input', 'label' or "
                               "'step', got '"
                            << stringifyTensorRole(*role) << "'";
     if (output && !forOutput)
-      return emitOpError() << "an output slot's role is 'loss' or "
-                              "'gradient', got '"
+      return emitOpError() << "an output slot's role is 'loss', "
+                              "'gradient' or 'output', got '"
                            << stringifyTensorRole(*role) << "'";
   }
   if (Attribute init = getInitAttr()) {

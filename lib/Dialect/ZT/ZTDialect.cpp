@@ -345,10 +345,12 @@ LogicalResult ZTDialect::verifyOperationAttribute(Operation *op,
   if (!isa<FunctionOpInterface>(op))
     return op->emitError() << "'" << name << "' is only valid on a function";
   auto kind = dyn_cast<StringAttr>(attribute.getValue());
-  if (!kind || !zcc::runtime::parseEntryKind(kind.getValue()))
-    return op->emitError() << "'" << name
-                           << "' must be \"train_step\", \"microbatch\" or "
-                              "\"apply\", got "
-                           << attribute.getValue();
+  if (!kind || !zcc::runtime::parseEntryKind(kind.getValue())) {
+    std::string kinds;
+    for (const auto &entry : zcc::runtime::kEntryKindNames)
+      kinds += std::string(kinds.empty() ? "\"" : ", \"") + entry.name + "\"";
+    return op->emitError() << "'" << name << "' must be one of " << kinds
+                           << ", got " << attribute.getValue();
+  }
   return success();
 }

@@ -5,6 +5,7 @@
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Communicator.h"
 #include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Training/Evaluator.h"
 #include "zcc/Runtime/Training/Trainer.h"
 
 #include <algorithm>
@@ -373,6 +374,26 @@ zrt_status zrt_trainer_step(zrt_trainer *trainer, zrt_feed_fn feed,
 
 void zrt_trainer_free(zrt_trainer *trainer) { delete trainer; }
 
+zrt_status zrt_session_evaluate(zrt_session *session, zrt_feed_fn feed,
+                                void *user_data, int64_t batches,
+                                double *out_loss) {
+  if (!session || !feed)
+    return invalidArgument("zrt_session_evaluate: null argument");
+  std::unique_ptr<Evaluator> evaluator;
+  if (zrt_status s = wrap(Evaluator::create(*session->session, evaluator)))
+    return s;
+  Feed bridge{
+      feed, user_data, session,
+      session->session->plan().entries[evaluator->entry()].name.c_str()};
+  double loss = 0;
+  if (zrt_status s =
+          wrap(evaluator->evaluate(Feed::call, &bridge, batches, loss)))
+    return s;
+  if (out_loss)
+    *out_loss = loss;
+  return nullptr;
+}
+
 zrt_status zrt_session_save_checkpoint(const zrt_session *session,
                                        const char *path) {
   if (!session || !path)
@@ -408,7 +429,9 @@ zrt_status zrt_session_get_stats(const zrt_session *session,
                 runsOf(s, EntryKind::Microbatch),
                 runsOf(s, EntryKind::Apply),
                 s.microbatchesSinceApply,
-                s.deviceBytes};
+                s.deviceBytes,
+                runsOf(s, EntryKind::Eval),
+                runsOf(s, EntryKind::Predict)};
   return nullptr;
 }
 

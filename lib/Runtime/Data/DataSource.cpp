@@ -6,6 +6,7 @@
 #include "zcc/Runtime/IO/Npz.h"
 #include "zcc/Runtime/Data/SyntheticData.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace zcc::runtime;
@@ -14,17 +15,19 @@ namespace {
 
 class SyntheticSource : public DataSource {
 public:
-  explicit SyntheticSource(std::unique_ptr<SyntheticTask> task)
-      : task(std::move(task)) {}
+  SyntheticSource(std::unique_ptr<SyntheticTask> task, int64_t firstBatch)
+      : task(std::move(task)), firstBatch(firstBatch) {}
   void fill(Session &session, int64_t batch) const override {
-    task->fill(session, batch);
+    task->fill(session, firstBatch + batch);
   }
   std::string describe() const override {
     return "synthetic data: " + task->describe();
   }
+  int64_t batches() const override { return 0; }
 
 private:
   std::unique_ptr<SyntheticTask> task;
+  int64_t firstBatch;
 };
 
 /// One input fed from one array of the file.
@@ -90,6 +93,13 @@ public:
       s += " " + feed.array.name + " (" + std::to_string(feed.examples) +
            " rows)";
     return s;
+  }
+
+  int64_t batches() const override {
+    if (feeds.empty())
+      return 1;
+    const Feed &f = feeds.front(); // every feed has as many (checked)
+    return std::max<int64_t>(1, f.examples / f.rowsPerBatch);
   }
 
 private:
@@ -166,7 +176,11 @@ Status zcc::runtime::makeDataSource(const Session &session, int entry,
   if (spec == "synthetic") {
     std::unique_ptr<SyntheticTask> task;
     ZRT_RETURN_IF_ERROR(SyntheticTask::create(session, entry, seed, task));
-    out = std::make_unique<SyntheticSource>(std::move(task));
+    // An evaluation's batches are the same task's, held out from any run's
+    // training batches.
+    bool heldOut = session.plan().entries[entry].kind == EntryKind::Eval;
+    out = std::make_unique<SyntheticSource>(std::move(task),
+                                            heldOut ? int64_t(1) << 40 : 0);
     return Status::ok();
   }
   return makeNpzSource(session, entry, spec, out);
@@ -189,6 +203,7 @@ public:
            std::to_string(size) + " reads batch b*" + std::to_string(size) +
            "+" + std::to_string(rank);
   }
+  int64_t batches() const override { return inner->batches() / size; }
 
 private:
   std::unique_ptr<DataSource> inner;

@@ -373,6 +373,12 @@ private:
       if (inputRole && b.region != Region::Input)
         return invalid(what + ": role '" + tensorRoleName(t.role) +
                        "' outside the input region");
+      bool outputRole = t.role == TensorRole::Loss ||
+                        t.role == TensorRole::Gradient ||
+                        t.role == TensorRole::Output;
+      if (outputRole && b.region != Region::Output)
+        return invalid(what + ": role '" + tensorRoleName(t.role) +
+                       "' outside the output region");
     }
     return Status::ok();
   }
@@ -404,6 +410,13 @@ private:
         if (out.region == Region::Input || out.region == Region::Constant)
           return invalid(what + ": writes the read-only " +
                          std::string(regionName(out.region)) + " region");
+        // Evaluating must leave training exactly where it was.
+        if (out.region == Region::Persistent &&
+            (entry.kind == EntryKind::Eval || entry.kind == EntryKind::Predict))
+          return invalid(what + ": an " +
+                         std::string(entryKindName(entry.kind)) +
+                         " entry writes the persistent region (parameters "
+                         "and state are the training entries' to write)");
         for (size_t p = 0; p < o; ++p)
           if (out.overlaps(extentOf(launch.outputs[p])))
             return invalid(what + ": outputs " + std::to_string(p) + " and " +

@@ -131,6 +131,25 @@ Status Session::findEntry(std::string_view name, int &out) const {
                      "the plan has no train_step or microbatch entry");
   }
   int index = p.findEntry(name);
+  // A kind's name ("eval", "predict") stands for the plan's one entry of
+  // that kind.
+  if (std::optional<EntryKind> kind = parseEntryKind(name); index < 0 && kind) {
+    for (size_t i = 0; i < p.entries.size(); ++i)
+      if (p.entries[i].kind == *kind) {
+        if (index >= 0)
+          return makeError(StatusCode::InvalidArgument, "the plan has several ",
+                           name, " entries ('", p.entries[index].name,
+                           "', '", p.entries[i].name, "'); name one");
+        index = static_cast<int>(i);
+      }
+    if (index < 0)
+      return makeError(StatusCode::InvalidArgument, "the plan has no ", name,
+                       " entry",
+                       *kind == EntryKind::Eval || *kind == EntryKind::Predict
+                           ? " (compile the step with one: docs/python.md, "
+                             "docs/zt-dialect.md)"
+                           : "");
+  }
   if (index < 0) {
     std::string names;
     for (const Entry &e : p.entries)

@@ -52,9 +52,8 @@ std::string zcc::runtime::sessionStatsJson(const SessionStats &s) {
     entries.push_back(
         {{"name", e.name}, {"kind", entryKindName(e.kind)}, {"runs", e.runs}});
   json runsByKind = json::object();
-  for (EntryKind kind :
-       {EntryKind::TrainStep, EntryKind::Microbatch, EntryKind::Apply})
-    runsByKind[entryKindName(kind)] = runsOf(s, kind);
+  for (const auto &kind : kEntryKindNames)
+    runsByKind[kind.name] = runsOf(s, kind.value);
   json out = {{"schema", "zcc.stats/v1"},
               {"device", s.deviceName},
               {"arena_capacity_bytes", s.arenaCapacity},

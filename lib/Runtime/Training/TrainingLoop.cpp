@@ -81,6 +81,9 @@ Status zcc::runtime::runTrainingLoop(
                        " at step ", step,
                        " (diverged, or poison mode caught a read of a dead "
                        "buffer)");
+    if (options.evaluate && options.evalEvery > 0 &&
+        (step % options.evalEvery == 0 || step == steps))
+      ZRT_RETURN_IF_ERROR(options.evaluate(step));
   }
   if (communicator)
     communicator->setStep(-1);

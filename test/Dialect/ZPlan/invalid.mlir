@@ -52,7 +52,7 @@ zplan.entry @e kind = train_step arena = 0 lower_bound = 0 no_reuse = 0 {
 // -----
 
 zplan.entry @e kind = train_step arena = 0 lower_bound = 0 no_reuse = 0 {
-  // expected-error @+1 {{an output slot's role is 'loss' or 'gradient', got 'label'}}
+  // expected-error @+1 {{an output slot's role is 'loss', 'gradient' or 'output', got 'label'}}
   %t = zplan.slot output offset = 0 size = 4 name = "y" role = label : memref<f32>
 }
 
@@ -112,14 +112,14 @@ module attributes {zplan.alignment = 3 : i64} {
 
 // The enums are keywords from one list (PlanEnums.h): a misspelt one is an
 // error, never a silent default.
-// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [train_step, microbatch, apply]}}
+// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [train_step, microbatch, apply, eval, predict]}}
 zplan.entry @e kind = train_stp arena = 0 lower_bound = 0 no_reuse = 0 {
 }
 
 // -----
 
 zplan.entry @e kind = train_step arena = 0 lower_bound = 0 no_reuse = 0 {
-  // expected-error @+1 {{enum values for attribute 'role' [none, input, label, step, loss, gradient]}}
+  // expected-error @+1 {{enum values for attribute 'role' [none, input, label, step, loss, gradient, output]}}
   %x = zplan.slot input offset = 0 size = 32 name = "x" role = lable : memref<8xf32>
 }
 

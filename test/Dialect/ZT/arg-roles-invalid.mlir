@@ -158,7 +158,7 @@ func.func @misspelled_result(%w: tensor<4xf32> {zt.role = #zt.role<parameter>, z
 
 // -----
 
-// expected-error @+1 {{'zt.entry' must be "train_step", "microbatch" or "apply", got "step"}}
+// expected-error @+1 {{'zt.entry' must be one of "train_step", "microbatch", "apply", "eval", "predict", got "step"}}
 func.func @bad_entry() attributes {zt.entry = "step"} {
   return
 }

@@ -8,9 +8,11 @@
 
 #include "zcc/Capture/Graph.h"
 #include "zcc/Compiler/Compile.h"
+#include "zcc/zcc.h"
 #include "zcc/Runtime/Data/DataSource.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Training/Evaluator.h"
 #include "zcc/Runtime/Training/Trainer.h"
 #include "zcc/Runtime/Testing/GradientCheck.h"
 
@@ -478,6 +480,207 @@ TEST(CaptureErrors, UpdatesOfState) {
               g.update(s, g.relu(s));
               g.update(s, g.relu(s));
             }).find("update: state 's' is already updated by this step"),
+            std::string::npos);
+}
+
+/// A scaled linear model and its running mean: the step trains `w` and
+/// updates the mean; evaluation reads both (the centered inputs), and
+/// prediction gives the scores. `entry`: "" (the step), "eval", "predict".
+void buildScaled(Graph &g, const std::string &entry) {
+  Tensor x = g.input("x", {4, 2});
+  Tensor w = g.parameter("w", {2}, Init::constant(0.5));
+  Tensor mean = g.state("running_mean", {2}, Init::zeros());
+  if (entry == "predict") {
+    ASSERT_TRUE(g.finishPredict({{"scores", g.mul(x, w)}}).isOk())
+        << g.status().message();
+    return;
+  }
+  Tensor y = g.label("y", {4, 2}, DType::F32);
+  if (entry == "eval") {
+    ASSERT_TRUE(g.finishEval(g.mse(g.mul(g.sub(x, mean), w), y)).isOk())
+        << g.status().message();
+    return;
+  }
+  Tensor h = g.mul(x, w);
+  g.update(mean, g.add(g.scale(mean, 0.5), g.scale(g.mean(x, {0}), 0.5)));
+  ASSERT_TRUE(g.finish(g.mse(h, y)).isOk()) << g.status().message();
+}
+
+std::vector<double> readAll(const runtime::Session &session, int entry,
+                            const std::string &name) {
+  runtime::TensorInfo info;
+  EXPECT_TRUE(session.findTensor(entry, name, info).isOk()) << name;
+  std::vector<double> values(info.desc->type.numElements());
+  EXPECT_TRUE(session.readValues(info, values.data(), values.size()).isOk());
+  return values;
+}
+
+TEST(Capture, EvalAndPredictEntriesReadTheStepsParametersAndState) {
+  Graph step("step"), eval("step_eval"), predict("step_predict");
+  buildScaled(step, "");
+  buildScaled(eval, "eval");
+  buildScaled(predict, "predict");
+  ASSERT_TRUE(step.addEntry(eval).isOk()) << step.status().message();
+  ASSERT_TRUE(step.addEntry(predict).isOk()) << step.status().message();
+  CompileOptions options;
+  options.optimizer = "sgd";
+  options.lr = 0.25;
+  auto plan = std::make_shared<runtime::Plan>();
+  std::unique_ptr<runtime::Session> session;
+  compileAndLoad(step, options, plan, session);
+  ASSERT_EQ(plan->entries.size(), 3u);
+  EXPECT_EQ(plan->entries[1].kind, runtime::EntryKind::Eval);
+  EXPECT_EQ(plan->entries[2].kind, runtime::EntryKind::Predict);
+  EXPECT_EQ(plan->persistent.size(), 2u); // w and the mean, once each
+
+  const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const float y[8] = {1, 0, 2, 1, 3, 2, 4, 3};
+  int train = -1, ev = -1, pr = -1;
+  ASSERT_TRUE(session->findEntry("", train).isOk());
+  ASSERT_TRUE(session->findEntry("eval", ev).isOk());
+  ASSERT_TRUE(session->findEntry("predict", pr).isOk());
+  for (int entry : {train, ev})
+    for (auto [name, data] : {std::pair{"x", x}, std::pair{"y", y}})
+      ASSERT_TRUE(session->setInput(entry, name, data, sizeof x).isOk());
+  ASSERT_TRUE(session->setInput(pr, "x", x, sizeof x).isOk());
+  ASSERT_TRUE(session->run(train).isOk());
+  std::vector<double> w = readAll(*session, train, "w");
+  std::vector<double> mean = readAll(*session, train, "running_mean");
+  EXPECT_DOUBLE_EQ(mean[0], 0.5 * 4.0); // 0.5 * 0 + 0.5 * mean(1, 3, 5, 7)
+  EXPECT_NE(w[0], 0.5);                   // trained
+
+  // Eval: the loss from the trained w and the updated mean, in f64.
+  ASSERT_TRUE(session->run(ev).isOk());
+  double expected = 0;
+  for (int i = 0; i < 8; ++i) {
+    double d = (x[i] - mean[i % 2]) * w[i % 2] - y[i];
+    expected += d * d / 8;
+  }
+  runtime::TensorInfo loss;
+  ASSERT_TRUE(session->findLoss(ev, loss).isOk());
+  double got = 0;
+  ASSERT_TRUE(session->readValues(loss, &got, 1).isOk());
+  EXPECT_NEAR(got, expected, 1e-5 * expected);
+  // Nothing persistent moved.
+  EXPECT_EQ(readAll(*session, train, "w"), w);
+  EXPECT_EQ(readAll(*session, train, "running_mean"), mean);
+
+  // The mean over batches, through the evaluator's feed.
+  std::unique_ptr<runtime::Evaluator> evaluator;
+  ASSERT_TRUE(runtime::Evaluator::create(*session, evaluator).isOk());
+  EXPECT_EQ(evaluator->entry(), ev);
+  double mean2 = 0;
+  ASSERT_TRUE(evaluator
+                  ->evaluate([](runtime::Session &, int64_t, void *) {
+                    return Status::ok();
+                  },
+                             nullptr, 2, mean2)
+                  .isOk());
+  EXPECT_DOUBLE_EQ(mean2, got);
+
+  ASSERT_TRUE(session->run(pr).isOk());
+  std::vector<double> scores = readAll(*session, pr, "scores");
+  for (int i = 0; i < 8; ++i)
+    EXPECT_NEAR(scores[i], x[i] * w[i % 2], 1e-6);
+  runtime::SessionStats stats = session->stats();
+  EXPECT_EQ(runtime::runsOf(stats, runtime::EntryKind::Eval), 3u);
+  EXPECT_EQ(runtime::runsOf(stats, runtime::EntryKind::Predict), 1u);
+  EXPECT_EQ(stats.allocationsAfterLoad, 0u);
+
+  // The C API reaches the same entries by kind.
+  std::string text = step.str();
+  zcc_compile_options c;
+  zcc_compile_options_init(&c);
+  zrt_plan *cplan = nullptr;
+  ASSERT_EQ(zcc_compile(text.data(), text.size(), "scaled.mlir", &c, &cplan),
+            nullptr);
+  zrt_session_options sessionOptions;
+  zrt_session_options_init(&sessionOptions);
+  zrt_session *cs = nullptr;
+  ASSERT_EQ(zrt_session_create(cplan, &sessionOptions, &cs), nullptr);
+  zrt_plan_free(cplan);
+  struct Batch {
+    const float *x, *y;
+  } batch{x, y};
+  auto feed = [](zrt_session *s, const char *entry, int64_t,
+                 void *user) -> zrt_status {
+    auto *b = static_cast<Batch *>(user);
+    if (zrt_status st = zrt_session_set_input(s, entry, "x", b->x, 32))
+      return st;
+    return zrt_session_set_input(s, entry, "y", b->y, 32);
+  };
+  double cLoss = 0;
+  ASSERT_EQ(zrt_session_evaluate(cs, feed, &batch, 3, &cLoss), nullptr);
+  double initial = 0; // w = 0.5, mean = 0: nothing trained yet
+  for (int i = 0; i < 8; ++i)
+    initial += (x[i] * 0.5 - y[i]) * (x[i] * 0.5 - y[i]) / 8;
+  EXPECT_NEAR(cLoss, initial, 1e-5 * initial);
+  ASSERT_EQ(zrt_session_set_input(cs, "predict", "x", x, 32), nullptr);
+  ASSERT_EQ(zrt_session_run(cs, "predict"), nullptr);
+  float cScores[8];
+  ASSERT_EQ(zrt_session_read_f32(cs, "predict", "scores", cScores, 8),
+            nullptr);
+  EXPECT_FLOAT_EQ(cScores[7], 4.0f);
+  zrt_stats cStats;
+  ASSERT_EQ(zrt_session_get_stats(cs, &cStats), nullptr);
+  EXPECT_EQ(cStats.eval_runs, 3u);
+  EXPECT_EQ(cStats.predict_runs, 1u);
+  EXPECT_EQ(cStats.train_step_runs, 0u);
+  zrt_session_free(cs);
+}
+
+TEST(CaptureErrors, EvalAndPredictEntries) {
+  Graph step("step"), eval("step_eval"), again("step_eval");
+  buildScaled(step, "");
+  buildScaled(eval, "eval");
+  buildScaled(again, "eval");
+  Graph open("open");
+  open.input("x", {2});
+  auto message = [](const Status &s) { return s.message(); };
+  EXPECT_NE(message(step.addEntry(open)).find("must be finished with "
+                                              "finishEval or finishPredict"),
+            std::string::npos);
+  EXPECT_NE(message(eval.addEntry(step)).find("added to a finished training "
+                                              "graph"),
+            std::string::npos);
+  ASSERT_TRUE(step.addEntry(eval).isOk());
+  EXPECT_NE(message(step.addEntry(again)).find("already has a function "
+                                               "'step_eval'"),
+            std::string::npos);
+  // Evaluating writes no state.
+  Graph writes("w");
+  Tensor s = writes.state("s", {2}, Init::zeros());
+  writes.update(s, writes.relu(s));
+  EXPECT_NE(message(writes.finishEval(writes.sum(s)))
+                .find("an eval program writes no state"),
+            std::string::npos);
+  Graph twice("t");
+  Tensor x = twice.input("x", {2});
+  EXPECT_NE(message(twice.finishPredict({{"a", x}, {"a", x}}))
+                .find("output names must be unique"),
+            std::string::npos);
+  // A parameter shared by name must be the same tensor.
+  Graph other("step_predict");
+  Tensor x2 = other.input("x", {4, 2});
+  Tensor w2 = other.parameter("w", {2}, Init::ones());
+  ASSERT_TRUE(other.finishPredict({{"scores", other.mul(x2, w2)}}).isOk());
+  ASSERT_TRUE(step.addEntry(other).isOk());
+  CompileOptions options;
+  options.optimizer = "sgd";
+  runtime::Plan plan;
+  EXPECT_NE(message(step.compile(options, plan))
+                .find("('w') differs in type or initializer from the "
+                      "persistent tensor of that name"),
+            std::string::npos);
+  // A plan with no eval entry says so.
+  Graph plain("plain");
+  buildScaled(plain, "");
+  auto p = std::make_shared<runtime::Plan>();
+  std::unique_ptr<runtime::Session> session;
+  compileAndLoad(plain, options, p, session);
+  int entry = -1;
+  EXPECT_NE(message(session->findEntry("eval", entry))
+                .find("the plan has no eval entry"),
             std::string::npos);
 }
 

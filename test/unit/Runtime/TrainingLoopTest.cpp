@@ -57,6 +57,7 @@ public:
     }
   }
   std::string describe() const override { return "NaN"; }
+  int64_t batches() const override { return 0; }
 
 private:
   const DataSource &inner;

@@ -50,7 +50,8 @@ def ZPlan_EntryOp : ZPlan_Op<"entry", [Symbol, IsolatedFromAbove, NoTerminator,
     SingleBlock]> {
   let summary = "one entry point of a plan";
   let description = [{
-    `kind` is the zt entry kind (`train_step`, `microbatch`, `apply`); any
+    `kind` is the zt entry kind (`train_step`, `microbatch`, `apply`,
+    `eval`, `predict`); any
     other keyword is an error.
     `arena` is the bytes this entry's arena buffers need as planned,
     `lower_bound` the peak of live arena bytes (no plan can use less) and

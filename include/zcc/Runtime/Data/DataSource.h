@@ -17,9 +17,13 @@ public:
   virtual void fill(Session &session, int64_t batch) const = 0;
   /// One line: where the data comes from.
   virtual std::string describe() const = 0;
+  /// The whole batches the data holds (a file's examples / the batch's
+  /// rows, at least 1); 0 when it has no end (synthetic data).
+  virtual int64_t batches() const = 0;
 };
 
-/// `spec` is "synthetic" (SyntheticData.h) or a .npz file holding one array
+/// `spec` is "synthetic" (SyntheticData.h; an eval entry's batches are
+/// the task's from 2^40 on, held out from training's) or a .npz file holding one array
 /// per input, named like the input, with the input's shape or a leading
 /// dimension of N examples (N >= the batch's rows); batch b takes rows
 /// [b * B, b * B + B) modulo N. Labels may be i32 or i64 in the file.

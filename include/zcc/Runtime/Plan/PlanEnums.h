@@ -28,7 +28,9 @@
 #define ZRT_ENTRY_KIND_LIST(X)                                                 \
   X(EntryKind, TrainStep, "train_step")                                        \
   X(EntryKind, Microbatch, "microbatch")                                       \
-  X(EntryKind, Apply, "apply")
+  X(EntryKind, Apply, "apply")                                                 \
+  X(EntryKind, Eval, "eval")                                                   \
+  X(EntryKind, Predict, "predict")
 
 // None: a tensor that is neither an input nor an output (no role in text).
 #define ZRT_TENSOR_ROLE_LIST(X)                                                \
@@ -37,7 +39,8 @@
   X(TensorRole, Label, "label")                                                \
   X(TensorRole, Step, "step")                                                  \
   X(TensorRole, Loss, "loss")                                                  \
-  X(TensorRole, Gradient, "gradient")
+  X(TensorRole, Gradient, "gradient")                                          \
+  X(TensorRole, Output, "output")
 
 #define ZRT_PHASE_LIST(X)                                                      \
   X(Phase, Forward, "forward")                                                 \

@@ -32,6 +32,10 @@ struct LoopOptions {
   /// Report every step with a hash of the persistent region (bit-exact
   /// traces to compare executors and modes).
   bool trace = false;
+  /// Called after every `evalEvery`th step and after the last (a
+  /// validation loss, zrun --eval-every); its error ends the loop.
+  int64_t evalEvery = 0;
+  std::function<Status(int64_t step)> evaluate;
 };
 
 /// One reported step.
