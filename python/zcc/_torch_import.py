@@ -502,6 +502,14 @@ def _conv2d_patches(x, w):
     batch, channels = x.shape[:2]
     out, _, kh, kw = w.shape
     rows, cols = x.shape[2] // kh, x.shape[3] // kw
+    if kh == kw == 1:
+        # A pointwise convolution reads x [N, C, HW] transposed in the
+        # product itself: no copy of it, and none kept for the backward.
+        y = ops.matmul(ops.reshape(x, [batch, channels, rows * cols]),
+                       ops.reshape(w, [out, channels]), transpose_a=True,
+                       transpose_b=True)
+        return ops.reshape(ops.transpose(y, [0, 2, 1]),
+                           [batch, out, rows, cols])
     patches = ops.reshape(
         ops.transpose(_tiles(x, kh, kw), [0, 2, 4, 1, 3, 5]),
         [batch, rows * cols, channels * kh * kw])
@@ -814,7 +822,8 @@ def _batch_norm(ctx, node):
     if training:
         dims = [0] + list(range(2, x.ndim))
         mean = ops.mean(x, dims, True)
-        var = ops.mean((x - mean) * (x - mean), dims, True)
+        centered = x - mean  # once: the backward keeps it, not x
+        var = ops.mean(centered * centered, dims, True)
         running = node.args[3:5] if len(node.args) >= 5 else ()
         if any(r is not None for r in running):
             momentum = _kw(node, 6, "momentum", 0.1)
@@ -826,7 +835,8 @@ def _batch_norm(ctx, node):
     else:
         mean = _channels(ctx.get(node.args[3]), x)
         var = _channels(ctx.get(node.args[4]), x)
-    y = _affine((x - mean) * ops.rsqrt(var + eps), weight, bias)
+        centered = x - mean
+    y = _affine(centered * ops.rsqrt(var + eps), weight, bias)
     return y if name == "batch_norm.default" else [y, None, None]
 
 
@@ -839,8 +849,9 @@ def _group_norm(ctx, node):
     eps = _kw(node, 4, "eps", 1e-5)
     grouped = ops.reshape(x, [x.shape[0], groups, -1])
     mean = ops.mean(grouped, [2], True)
-    var = ops.mean((grouped - mean) * (grouped - mean), [2], True)
-    y = ops.reshape((grouped - mean) * ops.rsqrt(var + eps), list(x.shape))
+    centered = grouped - mean
+    var = ops.mean(centered * centered, [2], True)
+    y = ops.reshape(centered * ops.rsqrt(var + eps), list(x.shape))
     return _affine(y, weight, bias)
 
 

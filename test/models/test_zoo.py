@@ -44,6 +44,7 @@ F64_TOLERANCE = {"llama": 1e-8, "qwen2": 1e-8, "mistral": 1e-8,
 # or less, to 1e-9 (measured: ResNet-18 8e-13, ShuffleNetV2 2e-14, DenseNet
 # 1e-15).
 SENSITIVE_F32 = {"resnet18", "mobilenet-v3-small", "shufflenet-v2", "densenet"}
+SPREAD_DRAWS = 3
 # Evaluation compares the logits too, where PyTorch's f32 islands (RMSNorm,
 # the rotary embedding) show undamped: its f64 logits are f32-accurate
 # (zcc's all-f64 ones agree with them to 2e-6 at worst, the losses to 1e-8).
@@ -54,13 +55,14 @@ STEPS, LR = 10, 1e-3
 LR_OF = {"shufflenet-v2": 1e-5}
 
 
-def torch_losses(module, inputs, labels, loss, dtype, lr, rounding=0.0):
+def torch_losses(module, inputs, labels, loss, dtype, lr, rounding=0.0,
+                 draw_seed=0):
     """PyTorch's own training of a copy of `module`: the losses of STEPS
     AdamW steps and the buffers after them. `rounding`: each weight first
-    moves by that much relative, at random (a seeded draw)."""
+    moves by that much relative, at random (draw number `draw_seed`)."""
     reference = copy.deepcopy(module).to(dtype)
     if rounding:
-        draw = torch.Generator().manual_seed(0)
+        draw = torch.Generator().manual_seed(draw_seed)
         with torch.no_grad():
             for p in reference.parameters():
                 p.mul_(1 + rounding * torch.randn(p.shape, generator=draw,
@@ -144,15 +146,21 @@ def trains_like_pytorch(name, precision, padded=False):
     tolerance["eval"] = EVAL_F64_TOLERANCE.get(name, tolerance["loss"]) \
         if f64 else 1e-4
     if not f64 and name in SENSITIVE_F32:  # PyTorch's own spread, 10 times
-        moved, moved_buffers, moved_reference = torch_losses(
-            module, inputs, labels, loss, torch.float32, lr, 2.0 ** -24)
-        tolerance["eval"] = max(1e-4, 10 * eval_error(
-            evaluated(moved_reference, inputs, labels, loss, dtype),
-            theirs_eval))
-        tolerance["loss"] = max(1e-4,
-                                10 * np.max(np.abs(moved - theirs) / theirs))
-        tolerance["state"] = max(1e-4, 10 * state_error(
-            {n: moved_buffers[n].double().numpy() for n in state}, buffers))
+        # (the widest of three draws: one draw can land near the middle)
+        for seed in range(SPREAD_DRAWS):
+            moved, moved_buffers, moved_reference = torch_losses(
+                module, inputs, labels, loss, torch.float32, lr, 2.0 ** -24,
+                seed)
+            spread = {
+                "eval": eval_error(evaluated(moved_reference, inputs, labels,
+                                             loss, dtype), theirs_eval),
+                "loss": np.max(np.abs(moved - theirs) / theirs),
+                "state": state_error(
+                    {n: moved_buffers[n].double().numpy() for n in state},
+                    buffers)}
+            for key, value in spread.items():
+                tolerance[key] = max(tolerance[key] if seed else 1e-4,
+                                     10 * value)
     errors = np.abs(ours - theirs) / np.abs(theirs)
     assert np.all(errors <= tolerance["loss"]), (errors, tolerance)
     assert ours[-1] < ours[0]  # it learns: the comparison is not vacuous
