@@ -275,8 +275,10 @@ struct HostLauncher {
   template <typename T, typename S> void run(const Reduce<T, S> &f) const {
     bool columns = f.kept.rank == 1 && f.kept.stride[0] == 1 &&
                    f.reduced.rank == 1 && f.reduced.stride[0] == f.count;
-    if (!columns || gpuGroups)
+    if (gpuGroups)
       return groups(f);
+    if (!columns)
+      return stridedRows(f);
     // Columns split over the threads; each still sums its rows in order.
     constexpr int64_t kBlock = 256;
     int64_t grain = std::max<int64_t>(
@@ -297,6 +299,68 @@ struct HostLauncher {
       }
     });
   }
+  /// Each output's reduced elements in row-major order, as one lane reads
+  /// them (the same sum, bit for bit), walked by an odometer over the outer
+  /// reduced dimensions instead of a division per element: BatchNorm's
+  /// statistics and their gradients reduce [N, C, H, W] over N, H and W.
+  template <typename T, typename S> void stridedRows(const Reduce<T, S> &f) const {
+    const StridedShape &r = f.reduced;
+    if (r.rank == 0)
+      return groups(f);
+    const int inner = r.rank - 1;
+    const int64_t length = r.size[inner], step = r.stride[inner];
+    int64_t grain =
+        std::max<int64_t>(1, kElementGrain / std::max<int64_t>(f.reducedCount, 1));
+    forRange(f.count, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        const S *x = f.x + f.kept.offsetOf(o);
+        int64_t index[kMaxRank] = {}, offset = 0;
+        T acc = f.identity();
+        for (int64_t done = 0; done < f.reducedCount; done += length) {
+          const S *line = x + offset;
+          for (int64_t k = 0; k < length; ++k)
+            acc = f.combine(acc, loadAs<T>(line[k * step]));
+          for (int d = inner - 1; d >= 0; --d) {
+            offset += r.stride[d];
+            if (++index[d] < r.size[d])
+              break;
+            offset -= r.stride[d] * r.size[d];
+            index[d] = 0;
+          }
+        }
+        f.y[o] = storeAs<S>(f.finish(acc));
+      }
+    });
+  }
+
+  /// max_pool2d's gradient scattered per plane: each window's maximum is
+  /// found once (the gather finds it again for every element the window
+  /// reads), its gradient added where it is. Windows go in the order the
+  /// gather sums them for an element (rows, then columns, from the last),
+  /// so every element's sum is the same bits.
+  template <typename T> void run(const MaxPool2dGrad<T> &f) const {
+    if (gpuGroups) // the emulator runs the device's own functor
+      return elements(f);
+    const ConvGeometry &g = f.g;
+    int64_t area = g.height * g.width, windows = g.columns();
+    int64_t planes = f.count / std::max<int64_t>(area, 1);
+    forRange(planes, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const T *in = f.x + p * area;
+        const T *grad = f.dy + p * windows;
+        T *dx = f.dx + p * area;
+        for (int64_t i = 0; i < area; ++i)
+          dx[i] = T(0.0);
+        for (int64_t oh = g.outHeight - 1; oh >= 0; --oh)
+          for (int64_t ow = g.outWidth - 1; ow >= 0; --ow) {
+            int64_t at = windowArgmax(in, g, oh, ow);
+            if (at >= 0)
+              dx[at] += grad[oh * g.outWidth + ow];
+          }
+      }
+    });
+  }
+
   template <typename T> void run(const LayerNormGradColumns<T> &f) const {
     columnSums(f);
   }

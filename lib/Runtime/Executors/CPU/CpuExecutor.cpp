@@ -14,7 +14,12 @@
 #include "zcc/Runtime/Plan/KernelRules.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
 
 using namespace zcc::runtime;
@@ -82,8 +87,50 @@ struct PreparedEntry {
   std::vector<Span> poison;
 };
 
+/// ZCC_PROFILE=1: the time of every launch, summed per kernel and phase,
+/// printed to stderr when the session ends (where a step's time goes;
+/// docs/runtime.md). Off, it costs one branch per launch.
+struct KernelProfile {
+  struct Row {
+    uint64_t calls = 0;
+    double seconds = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
+
+  void add(const Launch &launch, double seconds) {
+    Row &row = rows[{launch.name(), phaseName(launch.phase)}];
+    ++row.calls;
+    row.seconds += seconds;
+  }
+  void print() const {
+    double total = 0;
+    for (const auto &[key, row] : rows)
+      total += row.seconds;
+    std::vector<std::pair<double, std::string>> lines;
+    for (const auto &[key, row] : rows) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-24s %-10s %8" PRIu64
+                    " %12.1f %6.1f%%\n",
+                    key.first.c_str(), key.second.c_str(), row.calls,
+                    1000 * row.seconds, 100 * row.seconds / std::max(total, 1e-12));
+      lines.emplace_back(-row.seconds, line);
+    }
+    std::sort(lines.begin(), lines.end());
+    std::fprintf(stderr,
+                 "zcc profile (CPU executor, ZCC_PROFILE): %.1f ms in "
+                 "kernels\n  %-24s %-10s %8s %12s %7s\n",
+                 1000 * total, "kernel", "phase", "calls", "ms", "share");
+    for (const auto &[key, line] : lines)
+      std::fputs(line.c_str(), stderr);
+  }
+};
+
 class CpuExecutor final : public Executor {
 public:
+  ~CpuExecutor() override {
+    if (profile)
+      profile->print();
+  }
   Status create(std::shared_ptr<const Plan> plan,
                 const SessionOptions &options);
 
@@ -116,12 +163,16 @@ private:
   std::unique_ptr<device::HostThreads> threads;
   std::vector<PreparedEntry> entries;
   std::shared_ptr<Communicator> communicator;
+  std::unique_ptr<KernelProfile> profile;
 };
 
 Status CpuExecutor::create(std::shared_ptr<const Plan> p,
                            const SessionOptions &options) {
   plan = std::move(p);
   mode = options.mode;
+  if (const char *flag = std::getenv("ZCC_PROFILE"); flag && *flag &&
+                                                      std::string(flag) != "0")
+    profile = std::make_unique<KernelProfile>();
   hostMemoryFraction = options.hostMemoryFraction;
   communicator = options.communicator;
   scale = options.precision == Precision::F64 ? 2 : 1;
@@ -363,6 +414,8 @@ template <typename T> Status CpuExecutor::runEntry(int index, int64_t step) {
   for (const PreparedLaunch &p : prepared.launches) {
     for (size_t k = p.firstWait; k < p.endWait; ++k)
       finish(prepared.waits[k]);
+    auto started = profile ? std::chrono::steady_clock::now()
+                           : std::chrono::steady_clock::time_point();
     const device::StepOf<T> *first = steps->data() + begin;
     const device::StepOf<T> *last = steps->data() + p.endStep;
     // The CPU's own lowering has no backend calls, the one way these fail.
@@ -377,6 +430,11 @@ template <typename T> Status CpuExecutor::runEntry(int index, int64_t step) {
           ZRT_RETURN_IF_ERROR(device::runOnHost<T>(s, s + 1, false, threads.get()));
         }
     }
+    if (profile)
+      profile->add(e.launches[&p - prepared.launches.data()],
+                   std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - started)
+                       .count());
     begin = p.endStep;
     if (communicator)
       communicator->progress();
