@@ -84,6 +84,8 @@ struct Graph::Impl {
   std::string entryKind; // after finish: "" (training), "eval", "predict"
   Status status;
 
+  /// usable(), and `loss` a rank-0 f32 (else the error names `call`).
+  bool usableLoss(const Where &where, const char *call, Tensor loss);
   /// Ends the program: `results` by name, as an `entry` ("" for the
   /// training step, whose results after the loss are state updates).
   Status finishWith(const std::vector<std::pair<std::string, Tensor>> &results,
@@ -989,16 +991,22 @@ Tensor Graph::dropout(Tensor x, double rate, int64_t seed, Where where) {
 // Graph: the function
 //===----------------------------------------------------------------------===//
 
+bool Graph::Impl::usableLoss(const Where &where, const char *call,
+                             Tensor loss) {
+  if (!usable(where, call, {loss}))
+    return false;
+  if (loss.rank() == 0 && loss.dtype() == DType::F32)
+    return true;
+  fail(where, std::string(call) + ": the loss must be a rank-0 f32 tensor, "
+                                  "got shape " +
+                  formatShape(loss.shape()) + " of " + dtypeName(loss.dtype()));
+  return false;
+}
+
 Status Graph::finish(Tensor loss, Where where) {
   Impl &g = *impl_;
-  if (!g.usable(where, "finish", {loss}))
+  if (!g.usableLoss(where, "finish", loss))
     return g.status;
-  if (loss.rank() != 0 || loss.dtype() != DType::F32) {
-    g.fail(where, "finish: the loss must be a rank-0 f32 tensor, got shape " +
-                      formatShape(loss.shape()) + " of " +
-                      dtypeName(loss.dtype()));
-    return g.status;
-  }
   // The loss, then the state updates tied to their arguments.
   std::vector<std::pair<std::string, Tensor>> results{{"", loss}};
   for (const auto &[index, id] : g.updates)
@@ -1008,15 +1016,8 @@ Status Graph::finish(Tensor loss, Where where) {
 
 Status Graph::finishEval(Tensor loss, Where where) {
   Impl &g = *impl_;
-  if (!g.usable(where, "finishEval", {loss}))
+  if (!g.usableLoss(where, "finishEval", loss))
     return g.status;
-  if (loss.rank() != 0 || loss.dtype() != DType::F32) {
-    g.fail(where, "finishEval: the loss must be a rank-0 f32 tensor, got "
-                  "shape " +
-                      formatShape(loss.shape()) + " of " +
-                      dtypeName(loss.dtype()));
-    return g.status;
-  }
   return g.finishWith({{"loss", loss}}, "eval", where);
 }
 

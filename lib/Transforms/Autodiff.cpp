@@ -661,7 +661,7 @@ public:
   }
 
 private:
-  static constexpr int kMaxDepth = 8;
+  static constexpr int kMaxDepth = 12;
 
   bool isBackward(Operation *op) const {
     return !forward.contains(op) && !isa<func::ReturnOp>(op);

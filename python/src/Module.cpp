@@ -258,14 +258,7 @@ public:
       throw Error("precision must be 'f32' or 'f64', got '" + precision + "'");
     check(rt::Session::create(plan_, options, session_));
     check(rt::Trainer::create(*session_, microbatches, trainer_));
-    const rt::Entry &entry = plan_->entries[trainer_->entry()];
-    for (size_t i = 0; i < entry.tensors.size(); ++i) {
-      const rt::Tensor &t = entry.tensors[i];
-      const rt::Buffer &buffer = entry.buffers[t.buffer];
-      if (buffer.region == rt::Region::Input &&
-          (t.role == rt::TensorRole::Input || t.role == rt::TensorRole::Label))
-        feeds_.push_back(&t);
-    }
+    feeds_ = feedsOf(trainer_->entry());
   }
 
   /// (name, shape, numpy dtype, role) of what step() takes, in plan order.
