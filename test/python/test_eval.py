@@ -74,6 +74,19 @@ def test_eval_and_predict_read_the_trained_parameters_and_change_nothing():
     assert session.step(X, Y) == expected
 
 
+def test_the_device_executor_evaluates_as_the_cpu_does():
+    # The CUDA executor's program, on the host (the emulator): the eval and
+    # predict entries lower and run like the step's.
+    compiled = traced_with_entries().compile(optimizer=zcc.sgd(lr=0.1))
+    cpu, device = compiled.session(), compiled.session(device="emulator")
+    for session in (cpu, device):
+        session.step(X, Y)
+    assert device.eval(X, Y) == pytest.approx(cpu.eval(X, Y), rel=1e-5)
+    np.testing.assert_allclose(device.predict(X), cpu.predict(X), rtol=1e-5,
+                               atol=1e-6)
+    assert device.stats()["runs_by_kind"]["eval"] == 1
+
+
 def test_mixed_precision_covers_the_evaluation():
     traced = traced_with_entries()
     f32 = traced.compile().session()
