@@ -372,14 +372,15 @@ def _symbol(name):
 class Traced:
     """A traced training step: its zt program, ready to compile."""
 
-    def __init__(self, graph, inputs, labels, values=None):
+    def __init__(self, graph, inputs, labels, values=None, symbol="step",
+                 specs=None):
         self.graph = graph
         self._inputs = inputs
         self._labels = labels
         self._values = values or {}
         self._entries = {}  # "eval"/"predict" -> (feed order, result form)
-        self._symbol = "step"
-        self._specs = {}  # the step's argument name -> zcc.input/label spec
+        self._symbol = symbol  # the step function's name in the program
+        self._specs = specs or {}  # argument name -> zcc.input/label spec
         self.timings = {}  # seconds by stage (from_torch fills it)
 
     def add_eval(self, fn, *specs, **named_specs):
@@ -417,7 +418,7 @@ class Traced:
                         "zcc.input / zcc.label")
                 named_specs[n] = self._specs[n]
         graph = _zcc.Graph(f"{self._symbol}_{kind}")
-        inputs, labels, values, form = _trace_into(
+        inputs, labels, values, form, _ = _trace_into(
             graph, fn, specs, named_specs, "finish_" + kind)
         self.graph.add_entry(graph)
         for name, value in values.items():
@@ -546,20 +547,15 @@ def trace(fn, *specs, **named_specs):
     Traced step. `fn` returns the scalar loss."""
     symbol = _symbol(getattr(fn, "__name__", "step"))
     graph = _zcc.Graph(symbol)
-    inputs, labels, values, _ = _trace_into(graph, fn, specs, named_specs,
-                                            "finish")
-    traced = Traced(graph, inputs, labels, values)
-    traced._symbol = symbol
-    import inspect
-    traced._specs = dict(zip(inspect.signature(fn).parameters, specs))
-    traced._specs.update(named_specs)
-    return traced
+    inputs, labels, values, _, named = _trace_into(graph, fn, specs,
+                                                   named_specs, "finish")
+    return Traced(graph, inputs, labels, values, symbol=symbol, specs=named)
 
 
 def _trace_into(graph, fn, specs, named_specs, finish):
     """Traces `fn` into `graph` and ends it with `finish` ("finish",
     "finish_eval" or "finish_predict"): (input names, label names, given
-    parameter values, the result's form)."""
+    parameter values, the result's form, {argument: spec})."""
     import inspect
 
     call = {"finish": "trace", "finish_eval": "add_eval",
@@ -620,7 +616,7 @@ def _trace_into(graph, fn, specs, named_specs, finish):
             form = (form, [n for n, _ in outputs])
     finally:
         _state.graph = previous
-    return inputs, labels, holder.values, form
+    return inputs, labels, holder.values, form, dict(named)
 
 
 def _feeds(call, order, arrays, named):
