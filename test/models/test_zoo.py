@@ -120,6 +120,22 @@ def state_error(ours, buffers):
     return worst
 
 
+_IMPORTED = {}
+
+
+def imported(name, padded=False):
+    """zcc.from_torch of a zoo model in train mode, once per model: the
+    import (two exports, train and eval) does not depend on the precision
+    or the mode a test runs it in."""
+    if (name, padded) not in _IMPORTED:
+        module, inputs, labels, loss = (zoo.padded(name) if padded else
+                                        zoo.MODELS[name]())
+        module.train()
+        _IMPORTED[name, padded] = zcc.from_torch(module, inputs, labels,
+                                                 loss=loss)
+    return _IMPORTED[name, padded]
+
+
 def trains_like_pytorch(name, precision, padded=False):
     """The worst relative difference of the 10 losses; asserts each is
     within the tolerance, that the model learns, and that the buffers the
@@ -128,7 +144,7 @@ def trains_like_pytorch(name, precision, padded=False):
     module, inputs, labels, loss = (zoo.padded(name) if padded else
                                     zoo.MODELS[name]())
     module.train()
-    traced = zcc.from_torch(copy.deepcopy(module), inputs, labels, loss=loss)
+    traced = imported(name, padded)
     lr = LR_OF.get(name, LR)
     session = traced.compile(optimizer=zcc.adamw(lr=lr)).session(
         precision=precision)
@@ -204,8 +220,7 @@ def test_planned_no_reuse_and_poison_are_bit_identical(name):
     own place, and with dead bytes poisoned: the same bits, losses and
     every parameter and buffer the step writes, over 2 steps."""
     module, inputs, labels, loss = zoo.MODELS[name]()
-    module.train()
-    traced = zcc.from_torch(copy.deepcopy(module), inputs, labels, loss=loss)
+    traced = imported(name)
     compiled = traced.compile(optimizer=zcc.adamw(lr=LR_OF.get(name, LR)))
     feeds = [t.numpy() for t in inputs + labels]
     runs = []
