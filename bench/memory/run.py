@@ -103,23 +103,34 @@ def torch_peak(config, fused, autocast=False):
                                       foreach=False)
         tokens = torch.randint(0, vocab, (batch, sequence))
         targets = torch.randint(0, vocab, (batch, sequence))
-        counter = LiveBytes()
-        with counter:
-            for p in model.parameters():
-                counter.track(p)
-            counter.track(tokens), counter.track(targets)
-            for step in range(2):
-                if step == 1:
-                    counter.reset_peak()
-                    persistent = counter.live - tokens.nbytes - targets.nbytes
-                with torch.autocast("cpu", dtype=torch.bfloat16,
-                                    enabled=autocast):
-                    loss = nanogpt.lm_loss(model(tokens), targets)
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                del loss
-        return counter.peak - tokens.nbytes - targets.nbytes, persistent
+
+        def step():
+            with torch.autocast("cpu", dtype=torch.bfloat16,
+                                enabled=autocast):
+                loss = nanogpt.lm_loss(model(tokens), targets)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        peak, persistent = second_step_bytes(list(model.parameters()),
+                                             (tokens, targets), step)
+        return peak + persistent, persistent
+
+
+def second_step_bytes(tensors, inputs, step):
+    """Live bytes around `step()` run twice (the optimizer's state exists
+    in the second): the second's peak above what lived before it, and what
+    lived before it (`tensors`, the optimizer state), `inputs` left out."""
+    counter = LiveBytes()
+    with counter:
+        for t in list(tensors) + list(inputs):
+            counter.track(t)
+        for i in range(2):
+            if i == 1:
+                counter.reset_peak()
+                before = counter.live
+            step()
+    return counter.peak - before, before - sum(t.nbytes for t in inputs)
 
 
 def zcc_traced(config):

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "memory"))
-from run import LiveBytes, mib  # noqa: E402  (bench/memory/run.py)
+from run import mib, second_step_bytes  # noqa: E402  (bench/memory/run.py)
 
 import zcc  # noqa: E402
 
@@ -100,21 +100,14 @@ def torch_memory(build, batch):
         module.train()
         optimizer = torch.optim.AdamW(module.parameters(), lr=1e-4,
                                       foreach=False)
-        counter = LiveBytes()
-        with counter:
-            for t in list(module.parameters()) + list(module.buffers()):
-                counter.track(t)
-            counter.track(x), counter.track(y)
-            for step in range(2):
-                if step == 1:
-                    counter.reset_peak()
-                    persistent = counter.live - x.nbytes - y.nbytes
-                loss = F.cross_entropy(module(x), y)
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                del loss
-        return counter.peak - persistent - x.nbytes - y.nbytes, persistent
+
+        def step():
+            F.cross_entropy(module(x), y).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        return second_step_bytes(
+            list(module.parameters()) + list(module.buffers()), (x, y), step)
 
 
 def zcc_compiled(build, batch):
