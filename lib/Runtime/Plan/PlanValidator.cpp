@@ -367,18 +367,10 @@ private:
           (t.type.dtype != DType::I64 || t.type.rank() != 0 ||
            b.region != Region::Input))
         return invalid(what + ": the step must be an i64 scalar input");
-      bool inputRole = t.role == TensorRole::Input ||
-                       t.role == TensorRole::Label ||
-                       t.role == TensorRole::Step;
-      if (inputRole && b.region != Region::Input)
+      if (std::optional<Region> home = regionOfRole(t.role);
+          home && b.region != *home)
         return invalid(what + ": role '" + tensorRoleName(t.role) +
-                       "' outside the input region");
-      bool outputRole = t.role == TensorRole::Loss ||
-                        t.role == TensorRole::Gradient ||
-                        t.role == TensorRole::Output;
-      if (outputRole && b.region != Region::Output)
-        return invalid(what + ": role '" + tensorRoleName(t.role) +
-                       "' outside the output region");
+                       "' outside the " + regionName(*home) + " region");
     }
     return Status::ok();
   }

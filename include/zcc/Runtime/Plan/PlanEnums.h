@@ -107,6 +107,24 @@ inline const char *tensorRoleName(fb::TensorRole v) {
 }
 inline const char *phaseName(fb::Phase v) { return nameIn(kPhaseNames, v); }
 
+/// The region a role's tensor lives in: inputs, labels and the step are
+/// written before a run (Input), losses, gradients and predictions read
+/// after it (Output); None has none.
+inline std::optional<fb::Region> regionOfRole(fb::TensorRole role) {
+  switch (role) {
+  case fb::TensorRole::Input:
+  case fb::TensorRole::Label:
+  case fb::TensorRole::Step:
+    return fb::Region::Input;
+  case fb::TensorRole::Loss:
+  case fb::TensorRole::Gradient:
+  case fb::TensorRole::Output:
+    return fb::Region::Output;
+  default:
+    return std::nullopt;
+  }
+}
+
 /// The value of a name; none for an unknown one.
 inline std::optional<fb::Region> parseRegion(std::string_view name) {
   return valueIn(kRegionNames, name);
