@@ -669,6 +669,16 @@ Tensor Graph::full(const std::vector<int64_t> &shape, double value,
   return broadcastTo(scalar, shape, where);
 }
 
+Tensor Graph::convert(Tensor x, DType dtype, Where where) {
+  Impl &g = *impl_;
+  if (!g.usable(where, "convert", {x}))
+    return {};
+  if (x.dtype() == dtype)
+    return x;
+  return g.build<zt::ConvertOp>(where, g.tensorType(g.shape(x), dtype),
+                                g.value(x));
+}
+
 Tensor Graph::causalMask(int64_t size, Where where) {
   Impl &g = *impl_;
   if (!g.usable(where, "causal_mask", {}))
@@ -877,17 +887,31 @@ Tensor Graph::matmul(Tensor a, Tensor b, bool transposeA, bool transposeB,
 }
 
 Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal, double scale,
-                        Where where) {
-  return maskedAttention(q, k, v, Tensor(), causal, scale, where);
+                        double dropout, int64_t seed, Where where) {
+  return maskedAttention(q, k, v, Tensor(), causal, scale, dropout, seed,
+                         where);
 }
 
 Tensor Graph::maskedAttention(Tensor q, Tensor k, Tensor v, Tensor mask,
-                              bool causal, double scale, Where where) {
+                              bool causal, double scale, double dropout,
+                              int64_t seed, Where where) {
   Impl &g = *impl_;
   bool masked = mask.graph() != nullptr;
   if (!g.usable(where, "attention", {q, k, v}) ||
       (masked && !g.usable(where, "attention's mask", {mask})))
     return {};
+  if (!(dropout >= 0.0 && dropout < 1.0))
+    return g.fail(where, "attention: dropout must be in [0, 1), got " +
+                             std::to_string(dropout));
+  // A dropout site of its own, numbered as dropout()'s; rate 0 draws none.
+  int64_t site = seed >= 0 ? seed : g.nextSeed;
+  Tensor counter;
+  if (dropout > 0.0) {
+    g.nextSeed = std::max(g.nextSeed, site + 1);
+    counter = step(where);
+    if (!counter)
+      return {};
+  }
   const std::vector<int64_t> &sq = g.shape(q), &sv = g.shape(v);
   if (sq.size() < 2 || sv.size() < 2)
     return g.fail(where, "attention: query and value must have rank >= 2 "
@@ -904,8 +928,12 @@ Tensor Graph::maskedAttention(Tensor q, Tensor k, Tensor v, Tensor mask,
       TypeRange{g.tensorType(ruleShape(verdict, out, sq), q.dtype()),
                 g.tensorType(ruleShape(verdict, rows, sq), q.dtype())},
       g.value(q), g.value(k), g.value(v),
-      masked ? g.value(mask) : mlir::Value(), g.builder.getF64FloatAttr(scale),
-      causal ? g.builder.getUnitAttr() : UnitAttr());
+      masked ? g.value(mask) : mlir::Value(),
+      counter ? g.value(counter) : mlir::Value(),
+      g.builder.getF64FloatAttr(scale),
+      causal ? g.builder.getUnitAttr() : UnitAttr(),
+      counter ? g.builder.getF64FloatAttr(dropout) : FloatAttr(),
+      counter ? g.builder.getI64IntegerAttr(site) : IntegerAttr());
 }
 
 Tensor Graph::softmax(Tensor x, int64_t axis, Where where) {

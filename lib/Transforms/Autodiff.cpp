@@ -480,8 +480,8 @@ LogicalResult GradientBuilder::backward(Operation *op,
             TypeRange{o.getQuery().getType(), o.getKey().getType(),
                       o.getValue().getType()},
             o.getQuery(), o.getKey(), o.getValue(), o.getResult(),
-            o.getLogsumexp(), dy, o.getMask(), o.getScaleAttr(),
-            o.getCausalAttr());
+            o.getLogsumexp(), dy, o.getMask(), o.getStep(), o.getScaleAttr(),
+            o.getCausalAttr(), o.getDropoutAttr(), o.getSeedAttr());
         contribute(o.getQuery(), grad.getQueryGrad());
         contribute(o.getKey(), grad.getKeyGrad());
         contribute(o.getValue(), grad.getValueGrad());

@@ -682,6 +682,7 @@ NB_MODULE(_zcc, m) {
       .def("div_scalar", op(overload<Tensor, double, Where>(&Graph::div)), keep)
       .def("scale", op(&Graph::scale), keep)
       .def("full", op(&Graph::full), keep)
+      .def("convert", op(&Graph::convert), keep)
       .def("constant", op(&Graph::constant), keep)
       .def("causal_mask", op(&Graph::causalMask), keep)
       .def("broadcast_in_dim", op(&Graph::broadcastInDim), keep)

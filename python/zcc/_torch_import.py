@@ -330,6 +330,126 @@ def _expand(ctx, node):
     return ops.broadcast_to(x, shape)
 
 
+def _pad_why(node):
+    mode = _kw(node, 2, "mode", "constant")
+    return None if mode == "constant" else f"mode '{mode}'"
+
+
+@_handles("pad.default", "constant_pad_nd.default", why=_pad_why)
+def _pad(ctx, node):
+    # Constant padding (F.pad's pairs from the last dimension back): the
+    # value concatenated on each side; negative amounts cut (a slice).
+    x = ctx.get(node.args[0])
+    pads = list(node.args[1])
+    target = _target_name(node.target)
+    value = _kw(node, 2, "value", 0.0) if target == "constant_pad_nd.default" \
+        else _kw(node, 3, "value", None)
+    value = 0.0 if value is None else float(value)
+    for i in range(len(pads) // 2):
+        dim = x.ndim - 1 - i
+        before, after = pads[2 * i], pads[2 * i + 1]
+        if before < 0 or after < 0:
+            x = ops.slice_dim(x, dim, max(-before, 0),
+                              x.shape[dim] - max(-after, 0))
+            before, after = max(before, 0), max(after, 0)
+        parts = []
+        for amount in (before, None, after):
+            if amount is None:
+                parts.append(x)
+            elif amount:
+                shape = list(x.shape)
+                shape[dim] = amount
+                parts.append(ops.full(shape, value, x.dtype))
+        if len(parts) > 1:
+            x = ops.concat(parts, dim)
+    return x
+
+
+def _einsum_why(node):
+    equation = node.args[0].replace(" ", "")
+    inputs, arrow, output = equation.partition("->")
+    if "." in equation:
+        return "an ellipsis ('...') in the equation"
+    if not arrow:
+        return "an equation without '->'"
+    if any(len(set(t)) != len(t) for t in inputs.split(",") + [output]):
+        return "a letter repeated within one operand (a diagonal)"
+    sizes = {}
+    for letters, operand in zip(inputs.split(","), node.args[1]):
+        for c, n in zip(letters, _shape_of(operand) or ()):
+            if sizes.setdefault(c, n) != n:
+                return f"letter '{c}' of sizes {sizes[c]} and {n} (broadcast)"
+    return None
+
+
+def _sum_out(x, letters, keep):
+    """x (its dimensions named by `letters`) summed over those not kept."""
+    gone = [d for d, c in enumerate(letters) if c not in keep]
+    if gone:
+        x = ops.sum(x, gone)
+        letters = "".join(c for d, c in enumerate(letters) if d not in gone)
+    return x, letters
+
+
+def _einsum_pair(a, la, b, lb, keep):
+    """The product of a (letters la) and b (lb) over the letters in both
+    that `keep` does not hold; letters of one operand alone that `keep`
+    does not hold are summed first. Returns (result, its letters): batch
+    letters, then a's, then b's."""
+    a, la = _sum_out(a, la, set(lb) | keep)
+    b, lb = _sum_out(b, lb, set(la) | keep)
+    batch = [c for c in la if c in lb and c in keep]
+    contracted = [c for c in la if c in lb and c not in keep]
+    left = [c for c in la if c not in lb]
+    right = [c for c in lb if c not in la]
+    size = {c: n for c, n in zip(la, a.shape)}
+    size.update(zip(lb, b.shape))
+
+    def arrange(x, lx, order, shape):
+        perm = [lx.index(c) for c in order]
+        if perm != list(range(len(perm))):
+            x = ops.transpose(x, perm)
+        return ops.reshape(x, shape)
+
+    count = lambda letters: int(np.prod([size[c] for c in letters],  # noqa: E731
+                                        dtype=np.int64))
+    nb, m, k, n = count(batch), count(left), count(contracted), count(right)
+    lhs = arrange(a, la, batch + left + contracted, [nb, m, k])
+    rhs = arrange(b, lb, batch + contracted + right, [nb, k, n])
+    letters = batch + left + right
+    y = ops.matmul(lhs, rhs)
+    return ops.reshape(y, [size[c] for c in letters]), "".join(letters)
+
+
+@_handles("einsum.default", why=_einsum_why)
+def _einsum(ctx, node):
+    # Pairwise products as batched matmuls (transposes and reshapes around
+    # them), left to right; sums over letters that leave.
+    inputs, _, output = node.args[0].replace(" ", "").partition("->")
+    operands = list(ctx.get(node.args[1]))
+    letters = inputs.split(",")
+    x, lx = operands[0], letters[0]
+    for i in range(1, len(operands)):
+        keep = set(output).union(*letters[i + 1:])
+        x, lx = _einsum_pair(x, lx, operands[i], letters[i], keep)
+    x, lx = _sum_out(x, lx, set(output))
+    perm = [lx.index(c) for c in output]
+    return ops.transpose(x, perm) if perm != list(range(len(perm))) else x
+
+
+@_handles("repeat.default")
+def _repeat(ctx, node):
+    # Tiled copies: each dimension s repeated r times is [r, s] broadcast
+    # from [1, s], then merged.
+    x = ctx.get(node.args[0])
+    reps = list(node.args[1])
+    shape = [1] * (len(reps) - x.ndim) + list(x.shape)
+    split = [n for s in shape for n in (1, s)]
+    tiled = [n for r, s in zip(reps, shape) for n in (r, s)]
+    y = ops.broadcast_to(ops.reshape(x, split), tiled)
+    return ops.reshape(y, [r * s for r, s in zip(reps, shape)])
+
+
 @_handles("broadcast_tensors.default")
 def _broadcast_tensors(ctx, node):
     tensors = ctx.get(node.args[0])
@@ -371,12 +491,26 @@ def _target_dtype(node):
     return dtype
 
 
+def _zcc_dtype(dtype):
+    """zcc's name of a torch dtype a plan holds (float32, int32, int64,
+    bool), or None."""
+    import torch
+    return {torch.float32: "float32", torch.int32: "int32",
+            torch.int64: "int64", torch.bool: "bool"}.get(dtype)
+
+
 def _dtype_change_why(node):
     import torch
     if _target_dtype(node) == torch.bool:
         return None  # x != 0, from any dtype
     change = _dtype_change(node)
-    return None if change is None else "converts " + change
+    source = node.args[0].meta.get("val") if hasattr(node.args[0], "meta") \
+        else None
+    if change is None or (source is not None and
+                          _zcc_dtype(source.dtype) is not None and
+                          _zcc_dtype(_target_dtype(node)) is not None):
+        return None  # the same dtype, or between f32, i32, i64 and bool
+    return "converts " + change
 
 
 @_handles("to.dtype", "to.dtype_layout", "to.device", "_to_copy.default",
@@ -384,10 +518,20 @@ def _dtype_change_why(node):
 def _to(ctx, node):
     import torch
     x = ctx.get(node.args[0])
-    if _target_dtype(node) == torch.bool and x.dtype != "bool":
+    target = _target_dtype(node)
+    if target == torch.bool and x.dtype != "bool":
         return ops.ne(x, 0)  # PyTorch's cast: true where nonzero
+    if target is not None and _zcc_dtype(target) not in (None, x.dtype):
+        return ops.convert(x, _zcc_dtype(target))
     # The same dtype on the same device: the tensor itself.
     return x
+
+
+@_handles("type_as.default", why=lambda node: None if _zcc_dtype(
+    node.args[1].meta["val"].dtype) else "a dtype a plan does not hold")
+def _type_as(ctx, node):
+    x = ctx.get(node.args[0])
+    return ops.convert(x, _zcc_dtype(node.args[1].meta["val"].dtype))
 
 
 @_handles("slice.Tensor",
@@ -518,13 +662,64 @@ def _conv2d_patches(x, w):
     return ops.transpose(ops.reshape(y, [batch, rows, cols, out]), [0, 3, 1, 2])
 
 
+def _is_float(node):
+    val = node.meta.get("val") if hasattr(node, "meta") else None
+    return val is not None and val.dtype.is_floating_point
+
+
+def _is_integer_index(node):
+    val = node.meta.get("val") if hasattr(node, "meta") else None
+    return val is not None and not val.dtype.is_floating_point and \
+        not val.dtype.is_complex and str(val.dtype) != "torch.bool"
+
+
 def _index_why(node):
     indices = node.args[1]
+    tensors = [i for i in indices if i is not None]
+    if any(not _is_integer_index(i) for i in tensors):
+        return "a bool mask index (a result shaped by the data)"
+    if len(tensors) == 1 and _is_float(node.args[0]):
+        return None  # a gather along one dimension (zt.embedding)
     if any(i is None for i in indices):
-        return "None among the indices (only leading index tensors)"
+        return "None among several index tensors"
     if not getattr(node, "_zcc_known_indices", False):
-        return "indices computed from data (a gather)"
+        return ("indices computed from data into an integer or bool tensor"
+                if len(tensors) == 1 else
+                "several index tensors computed from data")
     return None
+
+
+def _take(x, dim, index):
+    """x[..., index, ...] with `index` (an integer zcc tensor) along `dim`:
+    x's dimension `dim` moved first and the rest flattened, the rows read by
+    zt.embedding (whose gradient adds each row's gradients back, repeated
+    indices included), then the index's dimensions placed at `dim`."""
+    shape = list(x.shape)
+    before, after = shape[:dim], shape[dim + 1:]
+    if dim:
+        x = ops.transpose(x, [dim] + list(range(dim)) +
+                          list(range(dim + 1, len(shape))))
+    width = int(np.prod(before + after, dtype=np.int64))
+    rows = ops.embedding(ops.reshape(x, [shape[dim], width]), index)
+    k = len(index.shape)
+    y = ops.reshape(rows, list(index.shape) + before + after)
+    if dim:
+        y = ops.transpose(y, list(range(k, k + dim)) + list(range(k)) +
+                          list(range(k + dim, k + dim + len(after))))
+    return y
+
+
+def _index_tensor(ctx, arg, size):
+    """An index tensor for _take: constant positions as an i32 constant
+    (negative ones counted from the end, as PyTorch's; out of range is an
+    import error), or the zcc tensor of one computed from data."""
+    if not getattr(arg, "_zcc_known", False):
+        return ctx.get(arg)
+    values = ctx.raw(arg).detach().cpu().numpy().astype(np.int64)
+    if values.size and (values.min() < -size or values.max() >= size):
+        raise Error(f"from_torch: index {int(values.min())}..{int(values.max())}"
+                    f" out of range for a dimension of size {size}")
+    return ops.constant((values % max(size, 1)).astype(np.int32), "int32")
 
 
 def _index_plan(x_shape, indices):
@@ -555,18 +750,103 @@ def _index_plan(x_shape, indices):
     return plan, tuple(result)
 
 
+def _gather_why(node):
+    x = node.args[0]
+    if _kw(node, 3, "sparse_grad", False):
+        return "sparse_grad"
+    if not _is_float(x) and not getattr(x, "_zcc_known", False):
+        return "a gather from integer or bool data"
+    return None
+
+
+def _float_table(ctx, node):
+    """A gather's source as a float zcc tensor and its own dtype: float as
+    it is; an integer or bool constant known at import converted to f32
+    (checked exact: its values within 2^24)."""
+    x = ctx.get(node)
+    if x.dtype == "float32":
+        return x, x.dtype
+    values = ctx.raw(node).detach().cpu().numpy()
+    if values.size and np.abs(values.astype(np.float64)).max() >= 2 ** 24:
+        raise Error(f"from_torch: {_where_of(node)}: a gather from integer "
+                    "values beyond 2^24, which f32 rows do not hold exactly")
+    return ops.convert(x, "float32"), x.dtype
+
+
+@_handles("gather.default", why=_gather_why)
+def _gather(ctx, node):
+    # torch.gather: out[..., j, ...] = x[..., index[..., j, ...], ...] along
+    # dim. The dimension moved last and everything flattened, each index
+    # offset by its line's start: one zt.embedding of x's elements (its
+    # gradient adds repeated positions back). An index outside [0, size) is
+    # sent to -1, so the lookup reports it instead of reading another line.
+    table, dtype = _float_table(ctx, node.args[0])
+    rank = table.ndim
+    dim = node.args[1] % rank
+    index_node = node.args[2]
+    index = _index_tensor(ctx, index_node, table.shape[dim])
+    if index.ndim != rank:
+        raise Error(f"from_torch: {_where_of(node)}: gather's index must have "
+                    "the source's rank")
+    for d in range(rank):
+        if d != dim and index.shape[d] < table.shape[d]:
+            table = ops.slice_dim(table, d, 0, index.shape[d])
+        elif d != dim and index.shape[d] > table.shape[d]:
+            raise Error(f"from_torch: {_where_of(node)}: gather's index is "
+                        "larger than the source outside the gathered "
+                        "dimension")
+    perm = [d for d in range(rank) if d != dim] + [dim]
+    moved = perm != list(range(rank))
+    if moved:
+        table, index = ops.transpose(table, perm), ops.transpose(index, perm)
+    lines = list(index.shape[:-1])
+    n, count = table.shape[-1], int(np.prod(lines, dtype=np.int64))
+    wide = count * n >= 2 ** 31 or index.dtype == "int64"
+    kind = "int64" if wide else "int32"
+    index = ops.convert(index, kind)
+    starts = ops.constant((np.arange(count, dtype=np.int64) * n).reshape(
+        lines + [1]).astype(np.int64 if wide else np.int32), kind)
+    inside = ops.logical_and(ops.ge(index, ops.full([], 0, kind)),
+                             ops.lt(index, ops.full([], n, kind)))
+    flat = ops.where(inside, index + starts,
+                     ops.full(list(index.shape), -1, kind))
+    rows = ops.embedding(ops.reshape(table, [count * n, 1]), flat)
+    y = ops.reshape(rows, list(index.shape))
+    if moved:
+        y = ops.transpose(y, [perm.index(d) for d in range(rank)])
+    return y if dtype == "float32" else ops.convert(y, dtype)
+
+
+@_handles("index_select.default", why=lambda node: None if _is_float(
+    node.args[0]) else "a bool or integer tensor (a gather zcc has no kernel for)")
+def _index_select(ctx, node):
+    x = ctx.get(node.args[0])
+    dim = node.args[1] % x.ndim
+    return _take(x, dim, _index_tensor(ctx, node.args[2], x.shape[dim]))
+
+
 @_handles("index.Tensor", why=_index_why)
 def _index(ctx, node):
     # Constant indices that read runs of x (transformers' padding mask,
     # mask[batch_arange, key_arange] broadcast): slices, a transpose and a
     # broadcast, no gather.
     x = ctx.get(node.args[0])
-    indices = [ctx.raw(i).detach().cpu().numpy() for i in node.args[1]]
-    planned = _index_plan(tuple(x.shape), indices)
-    if planned is None:
+    planned = None
+    if getattr(node, "_zcc_known_indices", False) and \
+            all(i is not None for i in node.args[1]):
+        indices = [ctx.raw(i).detach().cpu().numpy() for i in node.args[1]]
+        planned = _index_plan(tuple(x.shape), indices)
+    tensors = [d for d, i in enumerate(node.args[1]) if i is not None]
+    if planned is None and (len(tensors) != 1 or not _is_float(node.args[0])):
         raise Error(f"from_torch: {_where_of(node)}: index.Tensor with "
-                    "constant indices that are not runs of positions (a "
-                    "gather) is not supported")
+                    "constant indices that are not runs of positions, into "
+                    "a bool or integer tensor or with several index tensors "
+                    "(a gather zcc has no kernel for), is not supported")
+    if planned is None:
+        # A gather along one dimension: constant positions or from data.
+        dim = tensors[0]
+        return _take(x, dim, _index_tensor(ctx, node.args[1][dim],
+                                           x.shape[dim]))
     plan, result = planned
     k = len(plan)
     for d, (start, size, _) in enumerate(plan):
@@ -739,11 +1019,21 @@ def _log_softmax(ctx, node):
     return ops.log_softmax(ctx.get(node.args[0]), node.args[1])
 
 
-@_handles("cumsum.default",
-          why=lambda node: None if _kw(node, 2, "dtype", None) is None else
-          "dtype")
+def _cumsum_why(node):
+    dtype = _kw(node, 2, "dtype", None)
+    if dtype is not None and _zcc_dtype(dtype) in (None, "bool"):
+        return "dtype"
+    return None
+
+
+@_handles("cumsum.default", why=_cumsum_why)
 def _cumsum(ctx, node):
-    return ops.cumsum(ctx.get(node.args[0]), dim=node.args[1])
+    # PyTorch sums integers and bools as int64 unless told a dtype.
+    x = ctx.get(node.args[0])
+    dtype = _kw(node, 2, "dtype", None)
+    target = _zcc_dtype(dtype) if dtype is not None else \
+        ("float32" if x.dtype == "float32" else "int64")
+    return ops.cumsum(ops.convert(x, target), dim=node.args[1])
 
 
 @_handles("embedding.default")
@@ -766,6 +1056,29 @@ def _dropout(ctx, node):
     x, p = ctx.get(node.args[0]), node.args[1]
     train = _kw(node, 2, "train", True)
     return ops.dropout(x, p if train else 0.0)
+
+
+def _bernoulli_why(node):
+    p = _kw(node, 1, "p", 0.5)
+    if not isinstance(p, (int, float)):
+        return "a probability per element (a tensor p)"
+    if node.kwargs.get("generator") is not None:
+        return "a generator of its own"
+    return None
+
+
+@_handles("bernoulli.p", "bernoulli.float", why=_bernoulli_why)
+def _bernoulli(ctx, node):
+    # 1 with probability p, else 0, in the operand's shape (its values
+    # unused: stochastic depth draws into torch.empty): dropout's mask of
+    # ones at rate 1 - p, a fresh draw each step from zcc's Philox stream,
+    # read as exactly 0 or 1.
+    p = float(_kw(node, 1, "p", 0.5))
+    shape = list(_shape_of(node))
+    if p <= 0.0 or p >= 1.0:
+        return ops.full(shape, 1.0 if p >= 1.0 else 0.0)
+    kept = ops.ne(ops.dropout(ops.full(shape, 1.0), 1.0 - p), 0.0)
+    return ops.where(kept, ops.full(shape, 1.0), ops.full(shape, 0.0))
 
 
 def _cross_entropy_why(node):
@@ -923,20 +1236,64 @@ def _sdpa_why(node):
         import torch
         if val is not None and val.dtype != torch.bool:
             return "an additive (float) attn_mask computed from data"
-    if _kw(node, 4, "dropout_p", 0.0) != 0.0:
-        return "dropout_p other than 0"
-    if node.kwargs.get("enable_gqa", False):
-        return "enable_gqa"
     return None
+
+
+def _shape_of(node):
+    val = node.meta.get("val") if hasattr(node, "meta") else None
+    return tuple(val.shape) if val is not None and hasattr(val, "shape") \
+        else None
+
+
+def _unrepeated(node, heads):
+    """The key or value [B..., Hkv, T, D] that `node` repeats to `heads`
+    heads (transformers' `repeat_kv`: an unsqueeze after the heads, an
+    expand, a copy and a view), so that grouped-query attention reads it
+    without the copy; else `node`."""
+    shape = _shape_of(node)
+    view = node
+    while _target_name(view.target) in ("view.default", "reshape.default",
+                                        "_unsafe_view.default"):
+        view = view.args[0]
+    base = view
+    while _target_name(base.target) in ("clone.default", "contiguous.default",
+                                        "alias.default"):
+        base = base.args[0]
+    if _target_name(base.target) != "expand.default":
+        return node
+    expanded = _shape_of(base)
+    inner = base.args[0]
+    if _target_name(inner.target) != "unsqueeze.default":
+        return node
+    source = inner.args[0]
+    kv = _shape_of(source)
+    if shape is None or expanded is None or kv is None or len(kv) < 3 or \
+            len(kv) != len(shape) or inner.args[1] % (len(kv) + 1) != len(kv) - 2:
+        return node
+    groups = heads // kv[-3] if kv[-3] else 0
+    if groups < 1 or kv[-3] * groups != heads or shape[-3] != heads or \
+            expanded != kv[:-2] + (groups,) + kv[-2:] or \
+            shape != kv[:-3] + (heads,) + kv[-2:]:
+        return node
+    return source
 
 
 @_handles("scaled_dot_product_attention.default", why=_sdpa_why)
 def _sdpa(ctx, node):
     # zt.attention: the same function (is_causal's top-left alignment
     # included), saving only the output and a logsumexp per query row.
-    q, k, v = (ctx.get(a) for a in node.args[:3])
+    # Grouped-query attention (enable_gqa, or keys and values repeated by
+    # transformers' repeat_kv): zt.attention reads the key and value heads
+    # each query head shares, so the repeated copies are never made.
+    q = ctx.get(node.args[0])
+    k, v = (ctx.get(_unrepeated(a, q.shape[-3]) if q.ndim >= 3 else a)
+            for a in node.args[1:3])
+    if k.shape[:-2] != v.shape[:-2]:  # one repeated, the other not
+        k, v = ctx.get(node.args[1]), ctx.get(node.args[2])
     causal = bool(_kw(node, 5, "is_causal", False))
     scale = node.kwargs.get("scale", _kw(node, 6, "scale", None))
+    # Attention dropout: the probabilities dropped out in the kernel.
+    dropout = float(_kw(node, 4, "dropout_p", 0.0))
     mask = _kw(node, 3, "attn_mask", None)
     if mask is not None and getattr(mask, "_zcc_known", False):
         kind = _mask_kind(ctx.raw(mask), q.shape[-2], k.shape[-2])
@@ -945,7 +1302,7 @@ def _sdpa(ctx, node):
                         "scaled_dot_product_attention's attn_mask, known at "
                         "import, is neither causal nor all allowed")
         return ops.attention(q, k, v, causal=causal or kind == "causal",
-                             scale=scale)
+                             scale=scale, dropout=dropout)
     if mask is not None:
         # A mask from data (padding): a causal part known at import becomes
         # the causal flag, and the kernel reads the rest as it is (a
@@ -955,8 +1312,9 @@ def _sdpa(ctx, node):
         m = ctx.get(mask)
         if m.ndim < q.ndim:  # broadcast from the right, as PyTorch does
             m = ops.reshape(m, [1] * (q.ndim - m.ndim) + list(m.shape))
-        return ops.attention(q, k, v, causal=causal, scale=scale, mask=m)
-    return ops.attention(q, k, v, causal=causal, scale=scale)
+        return ops.attention(q, k, v, causal=causal, scale=scale, mask=m,
+                             dropout=dropout)
+    return ops.attention(q, k, v, causal=causal, scale=scale, dropout=dropout)
 
 
 def _causal_part(ctx, mask, queries, keys):
@@ -1126,8 +1484,40 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
         example_inputs = (example_inputs,)
     if not isinstance(example_labels, (list, tuple)):
         example_labels = (example_labels,)
-    example_inputs, example_labels = tuple(example_inputs), tuple(example_labels)
+    # torch.export reads one placeholder for tensors passed twice (an input
+    # that is also the label): each example its own storage, so each feed
+    # is read where the module reads it.
+    seen, distinct = set(), []
+    for t in tuple(example_inputs) + tuple(example_labels):
+        if isinstance(t, torch.Tensor):
+            storage = t.untyped_storage().data_ptr()
+            if storage in seen:
+                t = t.clone()
+            seen.add(storage)
+        distinct.append(t)
+    example_inputs = tuple(distinct[:len(example_inputs)])
+    example_labels = tuple(distinct[len(example_inputs):])
     n_inputs = len(example_inputs)
+
+    try:
+        forward_names = [p for p in inspect.signature(module.forward).parameters
+                         if p not in ("self",)]
+    except (TypeError, ValueError):
+        forward_names = []
+
+    def run(inner, args):
+        """The module on the inputs; with no loss function, the labels go
+        to the module too (a transformers model's `labels=`, which makes it
+        return its own loss; else after the inputs)."""
+        inputs, labels = args[:n_inputs], args[n_inputs:]
+        if loss is not None or not labels:
+            return inner(*inputs)
+        if labels_by_name:
+            return inner(*inputs, labels=labels[0])
+        return inner(*inputs, *labels)
+
+    labels_by_name = loss is None and len(example_labels) == 1 and \
+        "labels" in forward_names[n_inputs:]
 
     class WithLoss(torch.nn.Module):
         def __init__(self, inner):
@@ -1135,7 +1525,7 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
             self.inner = inner
 
         def forward(self, *args):
-            out = self.inner(*args[:n_inputs])
+            out = run(self.inner, args)
             if loss is None:
                 return out
             return loss(out, *args[n_inputs:])
@@ -1146,7 +1536,7 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
         """The loss, then the module's predictions."""
 
         def forward(self, *args):
-            out = self.inner(*args[:n_inputs])
+            out = run(self.inner, args)
             outputs, own = _predictions(out, loss is None)
             predicted[:] = [n for n, _ in outputs]
             value = own if loss is None else loss(out, *args[n_inputs:])
@@ -1156,7 +1546,9 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
         """The module's predictions alone, from its inputs."""
 
         def forward(self, *args):
-            outputs, _ = _predictions(self.inner(*args), loss is None)
+            # A model given its labels by keyword returns no loss without.
+            outputs, _ = _predictions(self.inner(*args),
+                                      loss is None and not labels_by_name)
             predicted[:] = [n for n, _ in outputs]
             return tuple(t for _, t in outputs)
 
@@ -1167,11 +1559,6 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
     exported_at = time.perf_counter()
 
     # The names users know: the module's forward arguments, then labels.
-    try:
-        forward_names = [p for p in inspect.signature(module.forward).parameters
-                         if p not in ("self",)]
-    except (TypeError, ValueError):
-        forward_names = []
     input_names = [forward_names[i] if i < len(forward_names) else f"input{i}"
                    for i in range(n_inputs)]
     label_names = (["labels"] if len(example_labels) == 1 else

@@ -52,13 +52,28 @@ def _element(trace, name, operands, params=()):
         file, line))
 
 
+# The binary ops zt computes on integers (the rest promote them to float).
+_ON_INTEGERS = ("add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge")
+
+
 def _binary(name, a, b, params=()):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise _error(f"{name}: at least one operand must be a zcc tensor")
     trace = _graph(a, b)
     file, line = _where()
     g = trace.graph
-    if name in ("add", "sub", "mul", "div"):
+    # PyTorch's promotion: integers meeting a float (tensor or number), or
+    # divided, compute in float.
+    integer = [isinstance(t, Tensor) and t.dtype in ("int32", "int64")
+               for t in (a, b)]
+    floats = [isinstance(t, Tensor) and t.dtype == "float32" or
+              isinstance(t, numbers.Real) and not isinstance(t, numbers.Integral)
+              for t in (a, b)]
+    if any(integer) and (any(floats) or name not in _ON_INTEGERS):
+        a, b = (convert(t, "float32") if i else t for t, i in zip((a, b), integer))
+    integers = any(isinstance(t, Tensor) and t.dtype in ("int32", "int64")
+                   for t in (a, b))
+    if name in ("add", "sub", "mul", "div") and not integers:
         if isinstance(a, Tensor) and isinstance(b, numbers.Number):
             return _wrap(trace, getattr(g, name + "_scalar")(
                 a._t, float(b), file, line))
@@ -191,27 +206,36 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
                                                  bool(transpose_b), file, line))
 
 
-def attention(q, k, v, causal=False, scale=None, mask=None):
+def attention(q, k, v, causal=False, scale=None, mask=None, dropout=0.0,
+              seed=None):
     """Fused scaled dot-product attention, softmax(q k^T * scale) v, over
     [..., S, D] queries, [..., T, D] keys and [..., T, Dv] values (PyTorch's
     F.scaled_dot_product_attention with is_causal, and a boolean attn_mask).
     `scale` defaults to 1/sqrt(D). `mask`, a bool tensor of q's rank whose
     dimensions are those of the scores [..., S, T] or 1, lets a query see
     only the keys where it is true (a padding mask [B, 1, 1, T]); a query
-    that sees no key gives 0, as in PyTorch. Only the output and one
+    that sees no key gives 0, as in PyTorch. Grouped-query attention: k and
+    v may have fewer heads (dimension -3) than q, a divisor of q's; query
+    head h reads head h // (H // Hkv), as PyTorch's enable_gqa. `dropout`
+    drops the probabilities out (PyTorch's dropout_p), drawn as
+    zcc.ops.dropout's mask at `seed` would be on the [..., S, T]
+    probabilities, again in the backward. Only the output and one
     logsumexp per query row are saved for the backward; the [S, T]
     probabilities are never stored."""
     if not all(isinstance(t, Tensor) for t in (q, k, v)):
         raise _error("attention: q, k and v must be zcc tensors")
     file, line = _where()
     scale = float("nan") if scale is None else float(scale)
+    seed = -1 if seed is None else int(seed)
     if mask is None:
         return _wrap(q._trace, q._trace.graph.attention(
-            q._t, k._t, v._t, bool(causal), scale, file, line))
+            q._t, k._t, v._t, bool(causal), scale, float(dropout), seed, file,
+            line))
     if not isinstance(mask, Tensor):
         raise _error("attention: mask must be a zcc tensor (bool)")
     return _wrap(q._trace, q._trace.graph.masked_attention(
-        q._t, k._t, v._t, mask._t, bool(causal), scale, file, line))
+        q._t, k._t, v._t, mask._t, bool(causal), scale, float(dropout), seed,
+        file, line))
 
 
 def _dims(x, dim):
@@ -433,6 +457,15 @@ def getitem(x, index):
         shape = [n for d, n in enumerate(y.shape) if d not in dropped]
         y = _wrap(x._trace, g.reshape(y._t, shape, file, line))
     return y
+
+
+def convert(x, dtype):
+    """x in another element type ("float32", "int32", "int64", "bool"):
+    floats to integers truncate toward zero, to bool is != 0; the gradient
+    passes only between floats."""
+    file, line = _where()
+    return _wrap(x._trace, x._trace.graph.convert(x._t, _dtype(dtype), file,
+                                                  line))
 
 
 def full(shape, value, dtype="float32"):

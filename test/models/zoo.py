@@ -173,10 +173,52 @@ def shufflenet():
 
 
 def efficientnet():
+    # Stochastic depth off with dropout (a draw of zcc's own; it imports,
+    # test_torch_import.py's stochastic depth test checks its draws).
     import torchvision
     torch.manual_seed(0)
-    return _image(torchvision.models.efficientnet_b0(num_classes=CLASSES,
-                                                     dropout=0.0), wrap=False)
+    return _image(torchvision.models.efficientnet_b0(
+        num_classes=CLASSES, dropout=0.0, stochastic_depth_prob=0.0),
+        wrap=False)
+
+
+def gemma():
+    import transformers
+    return _decoder(transformers.GemmaConfig, num_key_value_heads=2,
+                    head_dim=8)
+
+
+def distilbert():
+    import transformers
+    config = transformers.DistilBertConfig(vocab_size=VOCAB, dim=32,
+                                           n_layers=2, n_heads=4,
+                                           hidden_dim=64,
+                                           max_position_embeddings=64,
+                                           dropout=0.0, attention_dropout=0.0)
+    torch.manual_seed(0)
+    return _text(transformers.DistilBertForMaskedLM(config))
+
+
+def convnext():
+    # ConvNeXt-T's structure at a tiny width: depthwise 7x7 convolutions,
+    # LayerNorm over channels, layer scale; stochastic depth off.
+    import torchvision
+    from torchvision.models.convnext import CNBlockConfig
+    torch.manual_seed(0)
+    blocks = [CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)]
+    return _image(torchvision.models.ConvNeXt(blocks, num_classes=CLASSES),
+                  wrap=False)
+
+
+def swin():
+    # Shifted windows (torch.roll) and their attention masks: not imported
+    # yet.
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.SwinTransformer(
+        patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+        window_size=[4, 4], num_classes=CLASSES)
+    return _image(model, wrap=False)
 
 
 def padded(name):
@@ -210,6 +252,10 @@ MODELS = {
     "densenet": densenet,
     "roberta": roberta,
     "efficientnet-b0": efficientnet,
+    "gemma": gemma,
+    "distilbert": distilbert,
+    "convnext": convnext,
+    "swin": swin,
 }
 TEXT = ["gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
-        "bert"]
+        "bert", "roberta", "gemma", "distilbert"]

@@ -10,7 +10,9 @@ broadcasting and fan-out to earlier values, matmul (2-D and batched),
 layer_norm, rms_norm, softmax, log_softmax, reductions kept and broadcast
 back, scale, views (reshape, transpose), slice + concat, attention (written
 out and causal, or fused zt.attention, causal or not, or causal with a
-padding mask: sequences padded on either side, so some queries see no key),
+padding mask: sequences padded on either side, so some queries see no key,
+or grouped-query: two query heads sharing one key and value head, or causal
+with dropout of the probabilities),
 embedding, dropout, 2-D convolution (over the sequence as channels:
 grouped, depthwise, dilated, padded to keep the shape) and max pooling (3x3,
 padded); a cross-entropy (some with -100 labels left out by ignore_index)
@@ -135,12 +137,17 @@ def generate(seed):
             if len(shape) != 3:
                 continue
             # Written out (matmul, scale, causal_mask, softmax) or fused
-            # (zt.attention), causal or not.
-            op = ("attention", a, new_param([shape[-1], shape[-1]]),
-                  new_param([shape[-1], shape[-1]]),
-                  new_param([shape[-1], shape[-1]]),
-                  str(rng.choice(["written", "fused_causal", "fused",
-                                  "fused_padded"])))
+            # (zt.attention), causal or not; or grouped-query (2 query
+            # heads sharing one key and value head of half the width).
+            D = shape[-1]
+            mode = str(rng.choice(["written", "fused_causal", "fused",
+                                   "fused_padded", "fused_grouped",
+                                   "fused_dropout"]))
+            if mode == "fused_grouped" and D % 2:
+                mode = "fused"
+            kv = D // 2 if mode == "fused_grouped" else D
+            op = ("attention", a, new_param([D, D]), new_param([D, kv]),
+                  new_param([D, kv]), mode)
             if op[-1] == "fused_padded":  # keys [start, end) of each row
                 starts = rng.integers(0, T, size=B)
                 ends = [int(rng.integers(s + 1, T + 1)) for s in starts]
@@ -216,6 +223,14 @@ class ZccOps:
             keep = padding(spans, x.shape[1]).astype(np.int32)
             mask = zcc.ops.ne(zcc.ops.constant(keep, "int32"), 0)
             return zcc.ops.attention(q, k, v, causal=True, mask=mask)
+        if mode == "fused_grouped":
+            B, T, D = x.shape
+            q = zcc.ops.swapaxes(q.reshape(B, T, 2, D // 2), 1, 2)
+            k, v = (t.reshape(B, 1, T, D // 2) for t in (k, v))
+            y = zcc.ops.attention(q, k, v, causal=True)
+            return zcc.ops.swapaxes(y, 1, 2).reshape(B, T, D)
+        if mode == "fused_dropout":
+            return zcc.ops.attention(q, k, v, causal=True, dropout=0.25)
         if mode != "written":
             return zcc.ops.attention(q, k, v, causal=mode == "fused_causal")
         scores = zcc.ops.matmul(q, k, transpose_b=True) * (1 / math.sqrt(x.shape[-1]))
@@ -306,8 +321,16 @@ class NumpyOps:
 
     def attention(self, x, wq, wk, wv, mode, spans=None):
         q, k, v = x @ wq, x @ wk, x @ wv
-        scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(x.shape[-1])
         T = x.shape[1]
+        if mode == "fused_grouped":  # both query heads read the one k, v
+            B, D = x.shape[0], x.shape[-1]
+            q = q.reshape(B, T, 2, D // 2).transpose(0, 2, 1, 3)
+            k, v = k[:, None], v[:, None]
+            scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(D // 2)
+            scores = scores + np.triu(np.full((T, T), -np.inf), 1)
+            y = self.softmax(scores) @ v
+            return y.transpose(0, 2, 1, 3).reshape(B, T, D)
+        scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(x.shape[-1])
         if mode != "fused":
             scores = scores + np.triu(np.full((T, T), -np.inf), 1)
         if mode == "fused_padded":
@@ -494,7 +517,8 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     # plan optimal; what is checked here holds for any valid placement.
     compiled = traced.compile(optimizer=zcc.adamw(lr=1e-2), algorithm="greedy-best",
                               test_plant_in_place_bug=plant_bug)
-    has_dropout = any(op[0] == "dropout" for op in prog["code"])
+    has_dropout = any(op[0] == "dropout" or op[0] == "attention" and
+                      op[5] == "fused_dropout" for op in prog["code"])
 
     # 1. The three modes, bit for bit.
     runs = mode_runs(compiled, prog, values, steps, problems, "")

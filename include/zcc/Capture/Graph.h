@@ -237,6 +237,10 @@ public:
   Tensor mul(Tensor a, double b, Where where = ZCC_HERE);
   Tensor div(Tensor a, double b, Where where = ZCC_HERE);
   Tensor scale(Tensor x, double factor, Where where = ZCC_HERE);
+  /// x in another element type (zt.convert: between f32, bf16, i32, i64
+  /// and bool; floats to integers truncate; no gradient through integers);
+  /// x itself when it has that type.
+  Tensor convert(Tensor x, DType dtype, Where where = ZCC_HERE);
   /// A constant of `shape` filled with `value` (a rank-0 constant broadcast
   /// when the shape has elements beyond one).
   Tensor full(const std::vector<int64_t> &shape, double value,
@@ -288,8 +292,13 @@ public:
   /// k [B..., T, D], v [B..., T, Dv] -> [B..., S, Dv]; `causal` lets query
   /// i see keys 0..i (PyTorch's is_causal). `scale` defaults (NaN) to
   /// 1/sqrt(D). Saves only the output and a logsumexp per query row.
+  /// k and v may have fewer heads (dimension -3, a divisor of q's:
+  /// grouped-query attention). `dropout` drops the probabilities out
+  /// (PyTorch's dropout_p) with dropout's draw at `seed` (-1: the next
+  /// site's, as dropout()).
   Tensor attention(Tensor q, Tensor k, Tensor v, bool causal = false,
                    double scale = std::numeric_limits<double>::quiet_NaN(),
+                   double dropout = 0.0, int64_t seed = -1,
                    Where where = ZCC_HERE);
   /// attention where query i also sees only the keys `mask` (bool, of
   /// q's rank, each dimension that of [B..., S, T] or 1) allows: a padding
@@ -298,7 +307,7 @@ public:
   Tensor maskedAttention(
       Tensor q, Tensor k, Tensor v, Tensor mask, bool causal = false,
       double scale = std::numeric_limits<double>::quiet_NaN(),
-      Where where = ZCC_HERE);
+      double dropout = 0.0, int64_t seed = -1, Where where = ZCC_HERE);
   Tensor softmax(Tensor x, int64_t axis = -1, Where where = ZCC_HERE);
   Tensor logSoftmax(Tensor x, int64_t axis = -1, Where where = ZCC_HERE);
   /// Over the last dimension.

@@ -102,8 +102,9 @@ int main() {
       break;
     case ElementArity::Binary:
       def += "ZT_BinaryOp<" + quoted(row.name) + ", " + quoted(text.doc) +
-             ", " + paramsDag(row) +
-             odsTraits(row) + ">";
+             ", " + paramsDag(row) + ", [" +
+             (row.traits & kCommutative ? "Commutative" : "") + "]" +
+             (row.traits & kIntegers ? ", 1" : "") + ">";
       break;
     case ElementArity::Compare:
     case ElementArity::BoolBinary:

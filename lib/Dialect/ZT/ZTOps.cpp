@@ -267,10 +267,14 @@ LogicalResult MatmulOp::verify() {
 LogicalResult ConvertOp::verify() {
   Type from = tensorTypeOf(getOperand()).getElementType();
   Type to = tensorTypeOf(getResult()).getElementType();
-  auto supported = [](Type t) { return t.isF32() || t.isBF16(); };
+  auto supported = [](Type t) {
+    return t.isF32() || t.isBF16() || t.isInteger(32) || t.isInteger(64) ||
+           t.isInteger(1);
+  };
   if (!supported(from) || !supported(to) || from == to)
-    return emitOpError() << "converts f32 to bf16 or bf16 to f32, got " << from
-                         << " to " << to;
+    return emitOpError() << "converts between two of f32, bf16, i32, i64 "
+                            "and i1, got "
+                         << from << " to " << to;
   return success();
 }
 

@@ -480,6 +480,24 @@ ZRT_HOST_DEVICE auto mixedValue(X x, [[maybe_unused]] T bv,
   }
 }
 
+/// A Binary row's Value on unsigned integers (the kIntegers rows: add, sub,
+/// mul, whose formulas wrap in unsigned arithmetic).
+template <ElementOp Op, typename U>
+ZRT_HOST_DEVICE U integerValue(U x, [[maybe_unused]] U bv) {
+  using T = U; // the formulas' type
+#define ZRT_INTEGER_FORMULA(id, name, arity, method, params, torch, traits,    \
+                            value, ...)                                        \
+  ZRT_IF_INTEGER_##arity(if constexpr (Op == ElementOp::id) {                  \
+    return static_cast<U>(value);                                              \
+  } else)
+  ZRT_ELEMENT_KERNEL_LIST(ZRT_INTEGER_FORMULA)
+#undef ZRT_INTEGER_FORMULA
+  {
+    static_assert(sizeof(U) == 0, "an ElementOp with no integer formula");
+    return x;
+  }
+}
+
 /// How ElementMixed's non-bool operands are stored: as the executor's float
 /// type (an f32 tensor), i32, i64, bf16 or bool; numbered as the plan's
 /// DType (DeviceProgram.cpp checks), which this header cannot include.
@@ -514,6 +532,22 @@ template <typename T> struct ElementMixed : Functor {
         using V = decltype(v);
         V x = load<V>(f.a, ia, f.storage), bv = load<V>(f.b, ib, f.storage);
         out[i] = mixedValue<Op>(x, bv, bv);
+      });
+    } else if constexpr (arity == ElementArity::Binary &&
+                         (kElementRows[static_cast<int>(Op)].traits &
+                          kIntegers) != 0) {
+      // Integers (i32, i64): the row's formula on their unsigned forms,
+      // which wrap around as PyTorch's integers do.
+      f.byStorage(/*asValues=*/true, [&](auto v) {
+        using V = decltype(v);
+        if constexpr (std::is_same_v<V, int32_t> ||
+                      std::is_same_v<V, int64_t>) {
+          using U = std::make_unsigned_t<V>;
+          U x = static_cast<U>(load<V>(f.a, ia, f.storage));
+          U bv = static_cast<U>(load<V>(f.b, ib, f.storage));
+          static_cast<V *>(f.y)[i] =
+              static_cast<V>(integerValue<Op>(x, bv));
+        }
       });
     } else if constexpr (arity == ElementArity::Mask ||
                          arity == ElementArity::Select) {
@@ -569,6 +603,12 @@ template <typename T> struct ElementMixed : Functor {
                        break;)
       ZRT_ELEMENT_KERNEL_LIST(ZRT_MIXED_DISPATCH)
 #undef ZRT_MIXED_DISPATCH
+#define ZRT_INTEGER_DISPATCH(id, name, arity, ...)                             \
+  ZRT_IF_INTEGER_##arity(case ElementOp::id                                    \
+                         : dispatchOp<ElementOp::id>(*this, i);                \
+                         break;)
+      ZRT_ELEMENT_KERNEL_LIST(ZRT_INTEGER_DISPATCH)
+#undef ZRT_INTEGER_DISPATCH
     default:
       break;
     }
@@ -596,19 +636,70 @@ struct Fill : Functor {
 
 /// y = x between the float type T and bf16: widening is exact, narrowing
 /// rounds to nearest, ties to even (mixed precision's zt.convert).
+/// zt.convert: between the executor's float type (an f32 tensor), bf16,
+/// i32, i64 and bool (ElementMixed's storages). Floats to integers truncate
+/// toward zero and saturate, NaN to 0; i64 to i32 wraps; to bool is != 0.
 template <typename T> struct Convert : Functor {
   static constexpr bool kGrouped = false;
   const void *x = nullptr;
   void *y = nullptr;
-  bool toBf16 = true;
+  MixedStorage from = MixedStorage::Compute, to = MixedStorage::BF16;
+
+  template <typename I> ZRT_HOST_DEVICE static I saturate(T v) {
+    constexpr I hi = sizeof(I) == 4 ? I(2147483647) : I(9223372036854775807LL);
+    constexpr I lo = -hi - 1;
+    if (!(v == v))
+      return I(0);
+    if (v <= static_cast<T>(lo))
+      return lo;
+    if (v >= static_cast<T>(hi)) // hi rounds up to 2^31 or 2^63 in T
+      return hi;
+    return static_cast<I>(v);
+  }
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
-    if (toBf16)
+    bool integral = from == MixedStorage::I32 || from == MixedStorage::I64 ||
+                    from == MixedStorage::Bool;
+    int64_t n = 0;
+    T v = T(0.0);
+    switch (from) {
+    case MixedStorage::Compute:
+      v = static_cast<const T *>(x)[i];
+      break;
+    case MixedStorage::BF16:
+      v = static_cast<T>(bf16ToFloat(static_cast<const BFloat16 *>(x)[i]));
+      break;
+    case MixedStorage::I32:
+      n = static_cast<const int32_t *>(x)[i];
+      break;
+    case MixedStorage::I64:
+      n = static_cast<const int64_t *>(x)[i];
+      break;
+    case MixedStorage::Bool:
+      n = static_cast<const uint8_t *>(x)[i] != 0;
+      break;
+    }
+    switch (to) {
+    case MixedStorage::Compute:
+      static_cast<T *>(y)[i] = integral ? static_cast<T>(n) : v;
+      break;
+    case MixedStorage::BF16:
       static_cast<BFloat16 *>(y)[i] =
-          floatToBf16(static_cast<float>(static_cast<const T *>(x)[i]));
-    else
-      static_cast<T *>(y)[i] =
-          static_cast<T>(bf16ToFloat(static_cast<const BFloat16 *>(x)[i]));
+          floatToBf16(integral ? static_cast<float>(n) : static_cast<float>(v));
+      break;
+    case MixedStorage::I32:
+      static_cast<int32_t *>(y)[i] =
+          integral ? static_cast<int32_t>(static_cast<uint32_t>(
+                         static_cast<uint64_t>(n)))
+                   : saturate<int32_t>(v);
+      break;
+    case MixedStorage::I64:
+      static_cast<int64_t *>(y)[i] = integral ? n : saturate<int64_t>(v);
+      break;
+    case MixedStorage::Bool:
+      static_cast<uint8_t *>(y)[i] = integral ? n != 0 : v != T(0.0);
+      break;
+    }
   }
 };
 
@@ -1029,25 +1120,38 @@ template <typename T> struct Softmax : Functor {
 template <typename T> struct Cumsum : Functor {
   static constexpr bool kGrouped = false;
   bool reverse = false;
-  const T *x = nullptr;
-  T *y = nullptr;
+  const void *x = nullptr;
+  void *y = nullptr;
+  /// T, or i32/i64 (summed as their unsigned forms: wrapping).
+  MixedStorage storage = MixedStorage::Compute;
   AxisLines lines;
 
-  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+  template <typename V, typename S>
+  ZRT_HOST_DEVICE void sumLine(int64_t i) const {
     int64_t base = lines.base(i), stride = lines.inner;
-    T sum = T(0.0);
+    S sum = S(0);
     for (int64_t j = 0; j < lines.size; ++j) {
       int64_t at = base + (reverse ? lines.size - 1 - j : j) * stride;
-      sum += x[at];
-      y[at] = sum;
+      sum += static_cast<S>(static_cast<const V *>(x)[at]);
+      static_cast<V *>(y)[at] = static_cast<V>(sum);
     }
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    if (storage == MixedStorage::I32)
+      sumLine<int32_t, uint32_t>(i);
+    else if (storage == MixedStorage::I64)
+      sumLine<int64_t, uint64_t>(i);
+    else
+      sumLine<T, T>(i);
   }
 
   template <typename B> static void build(B &b) {
     Cumsum f;
     f.reverse = b.launch.params.reverse;
-    f.x = b.in(0);
-    f.y = b.result(0);
+    f.x = b.template in<void>(0);
+    f.y = b.template result<void>(0);
+    f.storage = static_cast<MixedStorage>(b.inType(0).dtype);
     f.lines = b.axisLines(b.inType(0), f.count);
     b.push(f);
   }
@@ -1689,6 +1793,31 @@ struct AttentionBlock {
   ZRT_HOST_DEVICE bool allowed(int64_t g, int64_t c) const {
     return !mask || mask[maskRead.offsetOf(rowOf(g) * keys + c)] != 0;
   }
+
+  /// Dropout of the probabilities (`step` null without): probability c of
+  /// block row g is kept where zt.dropout at `seed` and `*step` keeps
+  /// element (rowOf(g), c) of the [B..., S, T] probabilities (dropoutKeep),
+  /// then divided by `keep` (1 - rate, in the executor's type).
+  const int64_t *step = nullptr;
+  uint64_t seed = 0, threshold = 0;
+  double keep = 1.0;
+  /// The last Philox block drawn (one serves four consecutive elements).
+  struct Draw {
+    uint64_t counter = ~uint64_t(0);
+    PhiloxBlock block{};
+  };
+  ZRT_HOST_DEVICE bool dropped(int64_t g, int64_t c, Draw &draw) const {
+    if (!step)
+      return false;
+    uint64_t index = static_cast<uint64_t>(rowOf(g) * keys + c);
+    if (draw.counter != index / 4) {
+      draw.counter = index / 4;
+      draw.block = philox4x32_10(
+          philoxCounter(index / 4, static_cast<uint64_t>(*step)),
+          philoxKeyFromSeed(seed));
+    }
+    return draw.block.words[index % 4] < threshold;
+  }
 };
 
 /// attention, per block row, in place: the scores become probabilities
@@ -1726,6 +1855,10 @@ template <typename T> struct AttentionRows : Functor {
       row[c] = T(0.0);
     if (group.lane == 0)
       logsumexp[block.rowOf(g)] = none ? T(-INFINITY) : m + fLog(sum);
+    AttentionBlock::Draw draw;
+    if (block.step) // dropped out for the product with the values
+      for (int64_t c = group.lane; c < n; c += group.lanes)
+        row[c] = block.dropped(g, c, draw) ? T(0.0) : row[c] / T(block.keep);
   }
 };
 
@@ -1767,6 +1900,17 @@ template <typename T> struct AttentionGradScores : Functor {
       return;
     }
     T p = fExp(scale * scores[i] - logsumexp[r]);
+    if (block.step) {
+      // grad holds the dropped probabilities' gradient dy v^T: dropped out
+      // as they were, then through the softmax; the values' gradient reads
+      // the dropped probabilities.
+      AttentionBlock::Draw draw;
+      bool dropped = block.dropped(g, c, draw);
+      T dp = dropped ? T(0.0) : grad[i] / T(block.keep);
+      grad[i] = scale * p * (dp - delta[r]);
+      scores[i] = dropped ? T(0.0) : p / T(block.keep);
+      return;
+    }
     scores[i] = p;
     grad[i] = scale * p * (grad[i] - delta[r]);
   }

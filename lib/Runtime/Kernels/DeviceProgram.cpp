@@ -176,9 +176,21 @@ public:
     block.keys = a.keys;
     block.causal = launch.params.causal;
     block.width = block.causal ? std::min(a.keys, first + rows) : a.keys;
-    // The mask is the last input, after attention's 3 or the gradient's 6.
+    // The mask follows attention's 3 operands or the gradient's 6; the
+    // step (with dropout) is the last input.
     size_t maskInput = launch.kernel == KernelId::Attention ? 3 : 6;
-    if (launch.inputs.size() > maskInput) {
+    bool dropout = launch.params.dropout.has_value();
+    if (dropout) {
+      double rate = *launch.params.dropout;
+      block.step = in<int64_t>(launch.inputs.size() - 1);
+      block.seed =
+          rankDropoutSeed(static_cast<uint64_t>(*launch.params.dropoutSeed),
+                          memory.communicator ? memory.communicator->rank()
+                                              : 0);
+      block.threshold = dropoutThreshold(rate);
+      block.keep = 1.0 - rate;
+    }
+    if (launch.inputs.size() > maskInput + (dropout ? 1 : 0)) {
       block.mask = in<uint8_t>(maskInput);
       const std::vector<int64_t> &mask = inType(maskInput).shape;
       const std::vector<int64_t> &query = inType(0).shape;
@@ -195,13 +207,17 @@ public:
     return block;
   }
 
-  /// A block's scores, Q[first:first+rows] K[:width]^T, into `scores`.
-  GemmOf<T> attentionScores(const AttentionShape &a,
-                            const AttentionBlock &block, T *scores) const {
-    int64_t d = a.head;
-    return product(in(0) + block.first * d, d, false, in(1), d, true, scores,
-                   block.width, block.rows, block.width, d, a.batch,
-                   a.queries * d, a.keys * d, block.rows * block.width, T(0));
+  /// A block's scores, Q[first:first+rows] K[:width]^T, into `scores`
+  /// ([heads][rows][width]): the products of the query heads `group` of
+  /// each key head (grouped-query attention runs one per group, over the
+  /// key heads; plain attention one, over every head).
+  GemmOf<T> attentionScores(const AttentionShape &a, const AttentionBlock &block,
+                            T *scores, int64_t group) const {
+    int64_t d = a.head, g = a.groups, blockSize = block.rows * block.width;
+    return product(in(0) + (group * a.queries + block.first) * d, d, false,
+                   in(1), d, true, scores + group * blockSize, block.width,
+                   block.rows, block.width, d, a.batch / g,
+                   g * a.queries * d, a.keys * d, g * blockSize, T(0));
   }
 
   /// conv2d, conv2d_input_grad and conv2d_weight_grad: per image, its
@@ -263,7 +279,8 @@ public:
          first += a.blockRows) {
       AttentionBlock block =
           attentionBlock(a, first, std::min(a.blockRows, a.queries - first));
-      out.push_back(attentionScores(a, block, scores));
+      for (int64_t group = 0; group < a.groups; ++group)
+        out.push_back(attentionScores(a, block, scores, group));
       AttentionRows<T> rows;
       rows.scores = scores;
       rows.logsumexp = result(1);
@@ -272,10 +289,13 @@ public:
       rows.count = a.batch * block.rows;
       push(rows, block.width);
       // y[first:first+rows] = P V[:width]
-      out.push_back(product(scores, block.width, false, in(2), dv, false,
-                            result(0) + first * dv, dv, block.rows, dv,
-                            block.width, a.batch, block.rows * block.width,
-                            a.keys * dv, a.queries * dv, T(0)));
+      int64_t g = a.groups, blockSize = block.rows * block.width;
+      for (int64_t group = 0; group < g; ++group)
+        out.push_back(product(
+            scores + group * blockSize, block.width, false, in(2), dv, false,
+            result(0) + (group * a.queries + first) * dv, dv, block.rows, dv,
+            block.width, a.batch / g, g * blockSize, a.keys * dv,
+            g * a.queries * dv, T(0)));
     }
     return Status::ok();
   }
@@ -308,12 +328,21 @@ public:
       AttentionBlock block =
           attentionBlock(a, first, std::min(a.blockRows, a.queries - first));
       int64_t rows = block.rows, width = block.width;
-      int64_t blockStride = rows * width;
-      out.push_back(attentionScores(a, block, probs));
-      // dp = dy[first:first+rows] V[:width]^T
-      out.push_back(product(dy + first * dv, dv, false, in(2), dv, true, grads,
-                            width, rows, width, dv, a.batch, a.queries * dv,
-                            a.keys * dv, blockStride, T(0)));
+      int64_t blockStride = rows * width, g = a.groups, heads = a.batch / g;
+      for (int64_t group = 0; group < g; ++group)
+        out.push_back(attentionScores(a, block, probs, group));
+      // Per group of query heads (one group unless grouped-query): the
+      // block's rows of these heads start at `qRow` (of rows d or dv long),
+      // their probabilities and gradients at `p`.
+      auto qRow = [&](int64_t group) { return group * a.queries + first; };
+      for (int64_t group = 0; group < g; ++group) {
+        int64_t p = group * blockStride;
+        // dp = dy[first:first+rows] V[:width]^T
+        out.push_back(product(dy + qRow(group) * dv, dv, false, in(2), dv,
+                              true, grads + p, width, rows, width, dv, heads,
+                              g * a.queries * dv, a.keys * dv, g * blockStride,
+                              T(0)));
+      }
       AttentionGradScores<T> scores;
       scores.scores = probs;
       scores.grad = grads;
@@ -323,18 +352,25 @@ public:
       scores.scale = static_cast<T>(launch.params.scale);
       scores.count = a.batch * blockStride;
       push(scores);
-      // dq[first:first+rows] = ds K[:width]
-      out.push_back(product(grads, width, false, in(1), d, false,
-                            dq + first * d, d, rows, d, width, a.batch,
-                            blockStride, a.keys * d, a.queries * d, T(0)));
-      // dk[:width] += ds^T q[first:first+rows]
-      out.push_back(product(grads, width, true, q + first * d, d, false, dk, d,
-                            width, d, rows, a.batch, blockStride, a.queries * d,
-                            a.keys * d, T(1)));
-      // dv[:width] += p^T dy[first:first+rows]
-      out.push_back(product(probs, width, true, dy + first * dv, dv, false,
-                            dvalues, dv, width, dv, rows, a.batch, blockStride,
-                            a.queries * dv, a.keys * dv, T(1)));
+      for (int64_t group = 0; group < g; ++group) {
+        int64_t p = group * blockStride;
+        // dq[first:first+rows] = ds K[:width]
+        out.push_back(product(grads + p, width, false, in(1), d, false,
+                              dq + qRow(group) * d, d, rows, d, width, heads,
+                              g * blockStride, a.keys * d, g * a.queries * d,
+                              T(0)));
+        // dk[:width] += ds^T q[first:first+rows] (summed over the group's
+        // query heads too)
+        out.push_back(product(grads + p, width, true, q + qRow(group) * d, d,
+                              false, dk, d, width, d, rows, heads,
+                              g * blockStride, g * a.queries * d, a.keys * d,
+                              T(1)));
+        // dv[:width] += p^T dy[first:first+rows]
+        out.push_back(product(probs + p, width, true, dy + qRow(group) * dv,
+                              dv, false, dvalues, dv, width, dv, rows, heads,
+                              g * blockStride, g * a.queries * dv,
+                              a.keys * dv, T(1)));
+      }
     }
     return Status::ok();
   }
@@ -1128,7 +1164,7 @@ template <typename T> Status Builder<T>::build(KernelId id) {
   switch (id) {
 #define ZRT_ELEMENT_BUILD(id, name, arity, ...)                                \
   case KernelId::id:                                                           \
-    if (elementIsFloat(ElementArity::arity))                                   \
+    if (elementIsFloat(ElementArity::arity) && !isIntegerDType(inType(0).dtype)) \
       elementwise(ElementOp::id);                                              \
     else                                                                       \
       mixed(ElementOp::id);                                                    \
@@ -1171,7 +1207,8 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     Convert<T> f;
     f.x = in<void>(0);
     f.y = result<void>(0);
-    f.toBf16 = outType(0).dtype == DType::BF16;
+    f.from = static_cast<MixedStorage>(inType(0).dtype);
+    f.to = static_cast<MixedStorage>(outType(0).dtype);
     f.count = outType(0).numElements();
     push(f);
     break;

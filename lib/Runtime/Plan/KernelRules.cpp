@@ -447,14 +447,27 @@ Status checkMatmul(const LaunchRules &r) {
   return r.expectShape("result", result, expected);
 }
 
-/// attention (query, key, value[, mask]) -> (result, logsumexp) and
-/// attention_grad (query, key, value, result, logsumexp, result_grad[,
-/// mask]) -> (query_grad, key_grad, value_grad).
+/// attention (query, key, value[, mask][, step]) -> (result, logsumexp)
+/// and attention_grad (query, key, value, result, logsumexp, result_grad[,
+/// mask][, step]) -> (query_grad, key_grad, value_grad); a step exactly
+/// with dropout (and its seed).
 Status checkAttention(const LaunchRules &r, bool isGrad) {
   size_t operands = isGrad ? 6 : 3;
-  bool masked = r.numInputs() == operands + 1;
-  ZRT_RETURN_IF_ERROR(
-      r.expectCounts(masked ? operands + 1 : operands, isGrad ? 3 : 2));
+  bool dropout = r.params.dropout.has_value();
+  bool masked = r.numInputs() == operands + 1 + (dropout ? 1 : 0);
+  ZRT_RETURN_IF_ERROR(r.expectCounts(operands + masked + dropout,
+                                     isGrad ? 3 : 2));
+  if (dropout) {
+    double p = *r.params.dropout;
+    if (!(p >= 0.0 && p < 1.0))
+      return r.fail("dropout must be in [0, 1), got ",
+                    LaunchRules::formatNumber(p));
+    if (!r.params.dropoutSeed)
+      return r.fail("dropout needs its seed");
+    ZRT_RETURN_IF_ERROR(r.expectStep("step", r.input(r.numInputs() - 1)));
+  } else if (r.params.dropoutSeed) {
+    return r.fail("a seed without dropout");
+  }
   const TensorType &q = r.input(0), &k = r.input(1), &v = r.input(2);
   ZRT_RETURN_IF_ERROR(r.expectFloat("query", q));
   ZRT_RETURN_IF_ERROR(r.expectFloat("key", k));
@@ -746,7 +759,8 @@ Status checkShard(const LaunchRules &r) {
 /// the end), from its end when `reverse`; the result has the operand's type.
 Status inferCumsum(const LaunchRules &r, std::vector<TensorType> &results) {
   ZRT_RETURN_IF_ERROR(r.expectInputs(1));
-  ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
+  if (!isIntegerDType(r.input(0).dtype))
+    ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
   ZRT_RETURN_IF_ERROR(r.expectRule(axisRule(r.input(0).shape, r.params.axis,
                                             "dim")));
   results = {r.input(0)};
@@ -852,6 +866,13 @@ Status checkKernel(const LaunchRules &r) {
     case ElementArity::Unary:
       return checkElementwise(r, 1, kUnaryRoles, /*bf16=*/true);
     case ElementArity::Binary:
+      if ((row->traits & kIntegers) && r.numInputs() == 2 &&
+          (r.input(0).dtype == DType::I32 || r.input(0).dtype == DType::I64)) {
+        ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
+        ZRT_RETURN_IF_ERROR(
+            r.expectSameType("rhs", r.input(1), "lhs", r.input(0)));
+        return r.expectSameType("result", r.output(0), "lhs", r.input(0));
+      }
       return checkElementwise(r, 2, kBinaryRoles, /*bf16=*/true);
     case ElementArity::Grad:
       return checkElementwise(r, 2, kGradRoles, /*bf16=*/true);
@@ -1011,8 +1032,13 @@ Status checkKernel(const LaunchRules &r) {
   case KernelId::Convert: {
     ZRT_RETURN_IF_ERROR(r.expectCounts(1, 1));
     const TensorType &from = r.input(0), &to = r.output(0);
-    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("operand", from));
-    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("result", to));
+    for (auto [role, type] : {std::pair<const char *, const TensorType *>{
+                                  "operand", &from},
+                              {"result", &to}})
+      if (!isAnyFloat(type->dtype) && !isIntegerDType(type->dtype) &&
+          type->dtype != DType::Bool)
+        return r.fail(role, " must be f32, bf16, i32, i64 or bool, got ",
+                      typeString(*type));
     if (from.dtype == to.dtype)
       return r.fail("converts ", typeString(from), " to its own element type");
     return r.expectShape("result", to, from.shape);

@@ -168,10 +168,21 @@ Status zcc::runtime::attentionShapes(const Shape &q, const Shape &k,
                   formatShape(q), ", ", formatShape(k), " and ",
                   formatShape(v));
   Shape batch(q.begin(), q.end() - 2);
-  if (Shape(k.begin(), k.end() - 2) != batch ||
-      Shape(v.begin(), v.end() - 2) != batch)
+  Shape kvBatch(k.begin(), k.end() - 2);
+  if (Shape(v.begin(), v.end() - 2) != kvBatch)
+    return broken("key and value must have one batch, got ", formatShape(k),
+                  " and ", formatShape(v));
+  // Grouped-query attention: the heads (the last batch dimension) of key
+  // and value may divide the query's, each serving a run of query heads.
+  bool grouped = rank >= 3 && k[rank - 3] >= 1 &&
+                 q[rank - 3] % k[rank - 3] == 0 &&
+                 Shape(q.begin(), q.end() - 3) ==
+                     Shape(k.begin(), k.end() - 3);
+  if (kvBatch != batch && !grouped)
     return broken("batch dimensions differ: query ", formatShape(q), ", key ",
-                  formatShape(k), ", value ", formatShape(v));
+                  formatShape(k), ", value ", formatShape(v),
+                  " (key and value may have fewer heads, a divisor of the "
+                  "query's, in the dimension before the sequence)");
   int64_t s = q[rank - 2], d = q[rank - 1];
   int64_t t = k[rank - 2], dv = v[rank - 1];
   if (k[rank - 1] != d)

@@ -43,6 +43,8 @@ AttentionShape zcc::runtime::attentionShape(const Entry &entry,
   shape.head = query.shape[rank - 1];
   shape.keys = value.shape[rank - 2];
   shape.valueHead = value.shape[rank - 1];
+  int64_t kvBatch = shapeProduct(value.shape, 0, rank - 2);
+  shape.groups = kvBatch > 0 ? shape.batch / kvBatch : 1;
   int64_t rows = std::min(shape.queries, kAttentionBlockRows);
   int64_t perRow = std::max<int64_t>(shape.batch * shape.keys, 1);
   while (rows > 1 && rows * perRow > kMaxAttentionBlock)

@@ -780,6 +780,13 @@ func.func @attention_batch(%q: tensor<2x8x4xf32>, %k: tensor<3x6x4xf32>, %v: ten
 }
 
 // -----
+func.func @attention_kv_heads(%q: tensor<2x6x8x4xf32>, %k: tensor<2x4x6x4xf32>, %v: tensor<2x4x6x3xf32>) {
+  // expected-error @+1 {{batch dimensions differ: query [2, 6, 8, 4], key [2, 4, 6, 4], value [2, 4, 6, 3] (key and value may have fewer heads, a divisor of the query's}}
+  %y, %l = zt.attention %q, %k, %v, scale = 0.5 : (tensor<2x6x8x4xf32>, tensor<2x4x6x4xf32>, tensor<2x4x6x3xf32>) -> (tensor<2x6x8x3xf32>, tensor<2x6x8xf32>)
+  return
+}
+
+// -----
 func.func @attention_mask_shape(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>, %m: tensor<2x1x8xi1>) {
   // expected-error @+1 {{mask [2, 1, 8] does not broadcast to the scores [2, 8, 6]}}
   %y, %l = zt.attention %q, %k, %v mask %m, scale = 0.5 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>, tensor<2x1x8xi1>) -> (tensor<2x8x3xf32>, tensor<2x8xf32>)
@@ -816,8 +823,22 @@ func.func @attention_grad_lse(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: 
 
 // -----
 func.func @convert_same_type(%a: tensor<4x8xf32>) {
-  // expected-error @+1 {{converts f32 to bf16 or bf16 to f32, got 'f32' to 'f32'}}
+  // expected-error @+1 {{converts between two of f32, bf16, i32, i64 and i1, got 'f32' to 'f32'}}
   %0 = zt.convert %a : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+func.func @convert_to_f16(%a: tensor<4x8xi32>) {
+  // expected-error @+1 {{converts between two of f32, bf16, i32, i64 and i1, got 'i32' to 'f16'}}
+  %0 = zt.convert %a : tensor<4x8xi32> -> tensor<4x8xf16>
+  return
+}
+
+// -----
+func.func @div_integers(%a: tensor<4xi32>, %b: tensor<4xi32>) {
+  // expected-error @+1 {{must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = zt.div %a, %b : tensor<4xi32>
   return
 }
 
@@ -917,5 +938,19 @@ func.func @packed_reduce_scatter_size(%w: tensor<2x3xf32>, %b: tensor<3xf32>) {
 func.func @pack_types(%w: tensor<2x3xf32>) {
   // expected-error @+1 {{result #0 type 'tensor<6xf32>' must match operand #0 type 'tensor<2x3xf32>'}}
   %0 = zt.pack %w : (tensor<2x3xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+func.func @attention_dropout_without_step(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>) {
+  // expected-error @+1 {{expected 4 inputs and 2 outputs, got 3 and 2}}
+  %y, %l = zt.attention %q, %k, %v, scale = 0.5 dropout = 0.1 seed = 2 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>) -> (tensor<2x8x3xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+func.func @attention_dropout_rate(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, %v: tensor<2x6x3xf32>, %step: tensor<i64>) {
+  // expected-error @+1 {{dropout must be in [0, 1), got 1.5}}
+  %y, %l = zt.attention %q, %k, %v step %step, scale = 0.5 dropout = 1.5 seed = 2 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>, tensor<i64>) -> (tensor<2x8x3xf32>, tensor<2x8xf32>)
   return
 }

@@ -348,3 +348,30 @@ func.func @bf16_loss(%l: tensor<4x10xbf16>, %y: tensor<4xi32>) -> (tensor<f32>, 
   %g = zt.softmax_cross_entropy_grad %l, %y, %loss : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xbf16>
   return %loss, %g : tensor<f32>, tensor<4x10xbf16>
 }
+
+// Grouped-query attention (6 query heads on 2 key and value heads) with
+// dropout of the probabilities, a padding mask, and its gradient.
+// CHECK-LABEL: func.func @grouped_dropout_attention
+func.func @grouped_dropout_attention(%q: tensor<2x6x8x16xf32>, %k: tensor<2x2x6x16xf32>, %v: tensor<2x2x6x8xf32>, %dy: tensor<2x6x8x8xf32>, %pad: tensor<2x1x1x6xi1>, %step: tensor<i64>) -> (tensor<2x6x8x8xf32>, tensor<2x2x6x16xf32>) {
+  // CHECK: zt.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} step %{{.+}}, scale = 2.500000e-01 causal dropout = 1.000000e-01 seed = 3 : (tensor<2x6x8x16xf32>, tensor<2x2x6x16xf32>, tensor<2x2x6x8xf32>, tensor<2x1x1x6xi1>, tensor<i64>) -> (tensor<2x6x8x8xf32>, tensor<2x6x8xf32>)
+  %y, %lse = zt.attention %q, %k, %v mask %pad step %step, scale = 0.25 causal dropout = 0.1 seed = 3 : (tensor<2x6x8x16xf32>, tensor<2x2x6x16xf32>, tensor<2x2x6x8xf32>, tensor<2x1x1x6xi1>, tensor<i64>) -> (tensor<2x6x8x8xf32>, tensor<2x6x8xf32>)
+  // CHECK: zt.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} step %{{.+}}, scale = 2.500000e-01 causal dropout = 1.000000e-01 seed = 3 : (
+  %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %lse, %dy mask %pad step %step, scale = 0.25 causal dropout = 0.1 seed = 3 : (tensor<2x6x8x16xf32>, tensor<2x2x6x16xf32>, tensor<2x2x6x8xf32>, tensor<2x6x8x8xf32>, tensor<2x6x8xf32>, tensor<2x6x8x8xf32>, tensor<2x1x1x6xi1>, tensor<i64>) -> (tensor<2x6x8x16xf32>, tensor<2x2x6x16xf32>, tensor<2x2x6x8xf32>)
+  return %y, %dk : tensor<2x6x8x8xf32>, tensor<2x2x6x16xf32>
+}
+
+// Integers: arithmetic, running sums and conversions.
+// CHECK-LABEL: func.func @integers
+func.func @integers(%ids: tensor<2x5xi32>, %m: tensor<2x5xi1>) -> tensor<2x5xi64> {
+  // CHECK: zt.convert %{{.+}} : tensor<2x5xi1> -> tensor<2x5xi32>
+  %mask = zt.convert %m : tensor<2x5xi1> -> tensor<2x5xi32>
+  // CHECK: zt.cumsum %{{.+}} {dim = 1 : i64} : tensor<2x5xi32>
+  %sums = zt.cumsum %mask {dim = 1 : i64} : tensor<2x5xi32>
+  // CHECK: zt.mul %{{.+}}, %{{.+}} : tensor<2x5xi32>
+  %kept = zt.mul %sums, %mask : tensor<2x5xi32>
+  // CHECK: zt.add %{{.+}}, %{{.+}} : tensor<2x5xi32>
+  %shifted = zt.add %kept, %ids : tensor<2x5xi32>
+  // CHECK: zt.convert %{{.+}} : tensor<2x5xi32> -> tensor<2x5xi64>
+  %wide = zt.convert %shifted : tensor<2x5xi32> -> tensor<2x5xi64>
+  return %wide : tensor<2x5xi64>
+}

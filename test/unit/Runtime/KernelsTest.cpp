@@ -783,6 +783,13 @@ struct NaiveAttention {
   bool causal;
   /// [heads, s, t], or empty: which keys each query sees besides `causal`.
   std::vector<bool> allowed;
+  /// Query heads per key and value head (grouped-query: head h reads key
+  /// and value head h / groups).
+  int64_t groups = 1;
+  /// Dropout of the probabilities (rate 0: none): zt.dropout's draw over
+  /// the [heads, s, t] probabilities at this seed and step.
+  double rate = 0.0;
+  uint64_t seed = 0, step = 0;
   std::vector<double> y, lse, dq, dk, dv_;
 
   void run(const std::vector<double> &q, const std::vector<double> &k,
@@ -790,17 +797,17 @@ struct NaiveAttention {
     y.assign(heads * s * dv, 0);
     lse.assign(heads * s, 0);
     dq.assign(heads * s * d, 0);
-    dk.assign(heads * t * d, 0);
-    dv_.assign(heads * t * dv, 0);
+    dk.assign(heads / groups * t * d, 0);
+    dv_.assign(heads / groups * t * dv, 0);
     for (int64_t h = 0; h < heads; ++h)
-      for (int64_t i = 0; i < s; ++i) {
+      for (int64_t i = 0, kh = h / groups; i < s; ++i) {
         int64_t seen = causal ? std::min(t, i + 1) : t;
         std::vector<double> p(seen), dp(seen);
         double top = -kInf;
         for (int64_t j = 0; j < seen; ++j) {
           double dot = 0;
           for (int64_t c = 0; c < d; ++c)
-            dot += q[(h * s + i) * d + c] * k[(h * t + j) * d + c];
+            dot += q[(h * s + i) * d + c] * k[(kh * t + j) * d + c];
           bool sees = allowed.empty() || allowed[(h * s + i) * t + j];
           p[j] = sees ? scale * dot : -kInf;
           top = std::max(top, p[j]);
@@ -815,20 +822,31 @@ struct NaiveAttention {
         lse[h * s + i] = top + std::log(sum);
         for (double &x : p)
           x = std::exp(x - lse[h * s + i]);
+        // The dropped probabilities, and the factor of each (0 or 1/keep).
+        std::vector<double> dropped(seen), factor(seen, 1.0);
+        for (int64_t j = 0; j < seen; ++j) {
+          if (rate > 0)
+            factor[j] = dropoutKeep(seed, (h * s + i) * t + j, step, rate)
+                            ? 1.0 / (1.0 - rate)
+                            : 0.0;
+          dropped[j] = p[j] * factor[j];
+        }
         double pdp = 0;
         for (int64_t j = 0; j < seen; ++j) {
           for (int64_t c = 0; c < dv; ++c) {
-            y[(h * s + i) * dv + c] += p[j] * v[(h * t + j) * dv + c];
-            dp[j] += dy[(h * s + i) * dv + c] * v[(h * t + j) * dv + c];
-            dv_[(h * t + j) * dv + c] += p[j] * dy[(h * s + i) * dv + c];
+            y[(h * s + i) * dv + c] += dropped[j] * v[(kh * t + j) * dv + c];
+            dp[j] += dy[(h * s + i) * dv + c] * v[(kh * t + j) * dv + c];
+            dv_[(kh * t + j) * dv + c] +=
+                dropped[j] * dy[(h * s + i) * dv + c];
           }
+          dp[j] *= factor[j]; // through the dropout
           pdp += p[j] * dp[j];
         }
         for (int64_t j = 0; j < seen; ++j) {
           double ds = scale * p[j] * (dp[j] - pdp);
           for (int64_t c = 0; c < d; ++c) {
-            dq[(h * s + i) * d + c] += ds * k[(h * t + j) * d + c];
-            dk[(h * t + j) * d + c] += ds * q[(h * s + i) * d + c];
+            dq[(h * s + i) * d + c] += ds * k[(kh * t + j) * d + c];
+            dk[(kh * t + j) * d + c] += ds * q[(h * s + i) * d + c];
           }
         }
       }
@@ -839,6 +857,10 @@ struct AttentionShapeCase {
   std::vector<int64_t> batch;
   int64_t s, t, d, dv;
   bool causal;
+  /// Query heads (the last batch dimension) per key and value head.
+  int64_t groups = 1;
+  /// Dropout of the probabilities at seed 5, step 3 (0: none).
+  double dropout = 0.0;
 };
 
 /// attention and attention_grad over `c` (and `mask`, a bool tensor of
@@ -847,9 +869,11 @@ void expectAttentionMatchesWrittenOut(const AttentionShapeCase &c,
                                       const std::vector<int64_t> &maskShape = {},
                                       const std::vector<double> &mask = {},
                                       const std::vector<bool> &allowed = {}) {
-  int64_t heads = elementCount(c.batch);
-  auto shape = [&](int64_t a, int64_t b) {
+  int64_t heads = elementCount(c.batch), kvHeads = heads / c.groups;
+  auto shape = [&](int64_t a, int64_t b, bool kv = false) {
     std::vector<int64_t> out = c.batch;
+    if (kv && c.groups > 1)
+      out.back() /= c.groups;
     out.push_back(a);
     if (b >= 0)
       out.push_back(b);
@@ -858,17 +882,27 @@ void expectAttentionMatchesWrittenOut(const AttentionShapeCase &c,
   double scale = 1.0 / std::sqrt(double(c.d)) * 1.7;
   LaunchCase forward("attention");
   forward.input(shape(c.s, c.d), randomValues(heads * c.s * c.d, 3, -2, 2))
-      .input(shape(c.t, c.d), randomValues(heads * c.t * c.d, 4, -2, 2))
-      .input(shape(c.t, c.dv));
+      .input(shape(c.t, c.d, true), randomValues(kvHeads * c.t * c.d, 4, -2, 2))
+      .input(shape(c.t, c.dv, true));
   if (!mask.empty())
     forward.typedInput(DType::Bool, maskShape, mask);
+  constexpr int64_t kSeed = 5, kStep = 3;
+  auto dropout = [&](LaunchCase &launch) {
+    if (c.dropout > 0)
+      launch.typedInput(DType::I64, {}, {double(kStep)})
+          .param(floatParam("dropout", c.dropout))
+          .param(intParam("seed", kSeed));
+  };
+  dropout(forward);
   forward.output(shape(c.s, c.dv))
       .output(shape(c.s, -1))
       .param(floatParam("scale", scale));
   if (c.causal)
     forward.param(unitParam("causal"));
   std::vector<double> dy = randomValues(heads * c.s * c.dv, 9);
-  NaiveAttention naive{heads, c.s, c.t, c.d, c.dv, scale, c.causal, allowed};
+  NaiveAttention naive{heads,   c.s,      c.t,       c.d,   c.dv,
+                       scale,   c.causal, allowed,   c.groups,
+                       c.dropout, kSeed,  kStep};
   naive.run(forward.values[0], forward.values[1], forward.values[2], dy);
   ASSERT_TRUE(forward.run<double>().isOk());
   expectNear(forward.result(0), naive.y, 1e-12);
@@ -880,16 +914,17 @@ void expectAttentionMatchesWrittenOut(const AttentionShapeCase &c,
 
   LaunchCase backward("attention_grad");
   backward.input(shape(c.s, c.d), forward.values[0])
-      .input(shape(c.t, c.d), forward.values[1])
-      .input(shape(c.t, c.dv), forward.values[2])
+      .input(shape(c.t, c.d, true), forward.values[1])
+      .input(shape(c.t, c.dv, true), forward.values[2])
       .input(shape(c.s, c.dv), y)
       .input(shape(c.s, -1), lse)
       .input(shape(c.s, c.dv), dy);
   if (!mask.empty())
     backward.typedInput(DType::Bool, maskShape, mask);
+  dropout(backward);
   backward.output(shape(c.s, c.d))
-      .output(shape(c.t, c.d))
-      .output(shape(c.t, c.dv))
+      .output(shape(c.t, c.d, true))
+      .output(shape(c.t, c.dv, true))
       .param(floatParam("scale", scale));
   if (c.causal)
     backward.param(unitParam("causal"));
@@ -912,11 +947,19 @@ TEST(AttentionKernels, MatchTheWrittenOutFormForwardAndBackward) {
       {{3}, 70, 70, 4, 4, true},  {{1}, 130, 40, 3, 5, true},
       {{2}, 20, 150, 6, 2, true}, {{2}, 129, 129, 8, 8, false},
       {{}, 9, 3, 2, 2, true},
+      // Grouped-query: 6 query heads on 2 or 3 key and value heads, over
+      // several blocks; one key head for all (multi-query).
+      {{2, 6}, 70, 70, 4, 3, true, 3}, {{2, 6}, 9, 12, 3, 3, false, 2},
+      {{1, 4}, 130, 130, 2, 2, true, 4},
+      // Dropout of the probabilities: several blocks, grouped, cross.
+      {{2, 3}, 70, 70, 4, 3, true, 1, 0.25}, {{2, 4}, 9, 130, 3, 2, false, 2, 0.5},
   };
   for (const AttentionShapeCase &c : cases) {
     SCOPED_TRACE("heads " + std::to_string(elementCount(c.batch)) + " S " +
                  std::to_string(c.s) + " T " + std::to_string(c.t) +
-                 (c.causal ? " causal" : ""));
+                 (c.causal ? " causal" : "") + " groups " +
+                 std::to_string(c.groups) + " dropout " +
+                 std::to_string(c.dropout));
     expectAttentionMatchesWrittenOut(c);
   }
 }
@@ -934,6 +977,8 @@ TEST(AttentionKernels, MasksMatchTheWrittenOutForm) {
       {{{2, 3}, 6, 6, 4, 4, true}, {1, 2}}, {{{2}, 70, 50, 3, 2, false}, {}},
       {{{3}, 9, 9, 2, 2, true}, {0}},       {{{2, 2}, 130, 20, 4, 3, false}, {1}},
       {{{1}, 5, 7, 3, 3, false}, {0, 1}},
+      {{{2, 4}, 70, 70, 3, 2, true, 2}, {1, 2}},
+      {{{2, 2}, 70, 40, 3, 2, true, 1, 0.3}, {1, 2}},
   };
   for (const MaskCase &m : cases) {
     const AttentionShapeCase &c = m.shape;
@@ -982,6 +1027,111 @@ TEST(KernelRules, AttentionMasks) {
   expectRejected(masked({2, 6}, DType::Bool),
                  "does not broadcast to the scores");
   expectRejected(masked({2, 1, 1, 6}, DType::F32), "mask must be a bool tensor");
+}
+
+TEST(KernelRules, AttentionDropout) {
+  auto dropped = [](double rate, bool step, bool seed, bool masked = false) {
+    LaunchCase c("attention");
+    c.input({2, 4, 5, 3}).input({2, 4, 6, 3}).input({2, 4, 6, 3});
+    if (masked)
+      c.typedInput(DType::Bool, {2, 1, 1, 6});
+    if (step)
+      c.typedInput(DType::I64, {}, {1});
+    c.output({2, 4, 5, 3}).output({2, 4, 5});
+    c.param(floatParam("scale", 0.5)).param(floatParam("dropout", rate));
+    if (seed)
+      c.param(intParam("seed", 2));
+    return c;
+  };
+  expectAccepted(dropped(0.1, true, true));
+  expectAccepted(dropped(0.1, true, true, /*masked=*/true));
+  expectRejected(dropped(1.0, true, true), "dropout must be in [0, 1), got 1");
+  expectRejected(dropped(0.1, true, false), "dropout needs its seed");
+  expectRejected(dropped(0.1, false, true), "expected 4 inputs");
+  LaunchCase seedOnly("attention");
+  seedOnly.input({2, 5, 3}).input({2, 6, 3}).input({2, 6, 3});
+  seedOnly.output({2, 5, 3}).output({2, 5});
+  seedOnly.param(floatParam("scale", 0.5)).param(intParam("seed", 2));
+  expectRejected(seedOnly, "a seed without dropout");
+}
+
+TEST(IntegerKernels, ArithmeticWrapsAsPyTorchsIntegers) {
+  // add, sub and mul on i32 and i64 (one broadcast operand), wrapping
+  // around at the type's ends as PyTorch's integers do.
+  const double big = 2147483647.0;
+  struct Case {
+    const char *op;
+    std::vector<double> expected;
+  };
+  const std::vector<double> lhs = {1, big, -5, -big - 1, 7, 0};
+  const std::vector<double> rhs = {2, 1, 3, -1, -7, 5};
+  for (const Case &c : {Case{"add", {3, -big - 1, -2, big, 0, 5}},
+                        Case{"sub", {-1, big - 1, -8, -big, 14, -5}},
+                        Case{"mul", {2, big, -15, -big - 1, -49, 0}}}) {
+    LaunchCase i32(c.op);
+    i32.typedInput(DType::I32, {6}, lhs)
+        .typedInput(DType::I32, {6}, rhs)
+        .typedOutput(DType::I32, {6});
+    ASSERT_TRUE(i32.run<float>().isOk()) << c.op;
+    EXPECT_EQ(i32.result(), c.expected) << c.op;
+    ASSERT_TRUE(i32.run<double>().isOk()) << c.op;
+    EXPECT_EQ(i32.result(), c.expected) << c.op;
+  }
+  // i64: no wrap at 2^31.
+  LaunchCase i64("mul");
+  i64.typedInput(DType::I64, {3}, {65536, -3, 1e9})
+      .typedInput(DType::I64, {3}, {65536, 4, 1e6})
+      .typedOutput(DType::I64, {3});
+  ASSERT_TRUE(i64.run<float>().isOk());
+  EXPECT_EQ(i64.result(), (std::vector<double>{4294967296.0, -12, 1e15}));
+  // Mixed integer types, or an integer with a float, are plan errors.
+  LaunchCase mixed("add");
+  mixed.typedInput(DType::I32, {2}).typedInput(DType::I64, {2}).typedOutput(
+      DType::I32, {2});
+  expectRejected(mixed, "rhs type");
+  LaunchCase divide("div");
+  divide.typedInput(DType::I32, {2}).typedInput(DType::I32, {2}).typedOutput(
+      DType::I32, {2});
+  expectRejected(divide, "lhs must be an f32 or bf16 tensor");
+}
+
+TEST(IntegerKernels, ConversionsAndRunningSums) {
+  auto convert = [](DType from, DType to, std::vector<double> values) {
+    LaunchCase c("convert");
+    int64_t n = static_cast<int64_t>(values.size());
+    c.typedInput(from, {n}, std::move(values)).typedOutput(to, {n});
+    EXPECT_TRUE(c.run<float>().isOk());
+    return c.result();
+  };
+  using V = std::vector<double>;
+  EXPECT_EQ(convert(DType::Bool, DType::I32, {1, 0, 1}), (V{1, 0, 1}));
+  EXPECT_EQ(convert(DType::I32, DType::Bool, {3, 0, -1}), (V{1, 0, 1}));
+  EXPECT_EQ(convert(DType::I32, DType::I64, {-7, 2147483647}),
+            (V{-7, 2147483647}));
+  // i64 to i32 keeps the low 32 bits; floats truncate toward zero, NaN is 0
+  // and the ends saturate.
+  EXPECT_EQ(convert(DType::I64, DType::I32, {4294967297.0, -1}), (V{1, -1}));
+  EXPECT_EQ(convert(DType::F32, DType::I32,
+                    {2.7, -2.7, std::nan(""), 1e10, -1e10}),
+            (V{2, -2, 0, 2147483647, -2147483648.0}));
+  EXPECT_EQ(convert(DType::I64, DType::F32, {-3, 16777217}),
+            (V{-3, 16777216})); // rounded to the nearest f32
+  EXPECT_EQ(convert(DType::F32, DType::Bool, {0.5, 0, -0.0}), (V{1, 0, 0}));
+  // Running sums of integers, forward and reverse.
+  LaunchCase sums("cumsum");
+  sums.typedInput(DType::I32, {2, 3}, {1, 0, 1, 2147483647, 1, 0})
+      .typedOutput(DType::I32, {2, 3})
+      .param(intParam("dim", 1));
+  ASSERT_TRUE(sums.run<double>().isOk());
+  EXPECT_EQ(sums.result(), (V{1, 1, 2, 2147483647, -2147483648.0,
+                              -2147483648.0}));
+  LaunchCase reverse("cumsum");
+  reverse.typedInput(DType::I64, {4}, {1, 2, 3, 4})
+      .typedOutput(DType::I64, {4})
+      .param(intParam("dim", 0))
+      .param(unitParam("reverse"));
+  ASSERT_TRUE(reverse.run<float>().isOk());
+  EXPECT_EQ(reverse.result(), (V{10, 9, 7, 4}));
 }
 
 TEST(AttentionKernels, WorkspaceIsABlockOfRowsNotTheMatrix) {
@@ -2316,6 +2466,25 @@ TEST(ShapeRules, GiveResultShapesAndNameTheBrokenRule) {
   EXPECT_EQ(lse, (Shape{2, 8}));
   EXPECT_FALSE(
       attentionShapes({2, 8, 4}, {2, 6, 4}, {2, 5, 3}, 0.5, out, lse).isOk());
+  // Grouped-query: key and value heads divide the query's.
+  ASSERT_TRUE(attentionShapes({2, 6, 8, 4}, {2, 2, 5, 4}, {2, 2, 5, 3}, 0.5,
+                              out, lse)
+                  .isOk());
+  EXPECT_EQ(out, (Shape{2, 6, 8, 3}));
+  EXPECT_EQ(lse, (Shape{2, 6, 8}));
+  EXPECT_NE(attentionShapes({2, 6, 8, 4}, {2, 4, 5, 4}, {2, 4, 5, 3}, 0.5,
+                            out, lse)
+                .message()
+                .find("batch dimensions differ"),
+            std::string::npos);
+  EXPECT_FALSE(attentionShapes({2, 6, 8, 4}, {1, 2, 5, 4}, {1, 2, 5, 3}, 0.5,
+                               out, lse)
+                   .isOk());
+  EXPECT_NE(attentionShapes({2, 6, 8, 4}, {2, 2, 5, 4}, {2, 3, 5, 3}, 0.5,
+                            out, lse)
+                .message()
+                .find("key and value must have one batch"),
+            std::string::npos);
   EXPECT_TRUE(axisRule({2, 3}, -2).isOk());
   EXPECT_FALSE(axisRule({2, 3}, 2).isOk());
   EXPECT_TRUE(normRule({4, 8}, {"gamma", "beta"}, {{8}, {8}}, 1e-5).isOk());

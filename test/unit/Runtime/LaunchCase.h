@@ -607,6 +607,56 @@ inline std::vector<LaunchCase> everyKernel() {
       .output({2, 4, 2})
       .param(floatParam("scale", 0.5))
       .param(unitParam("causal"));
+  // Grouped-query: 4 query heads on 2 key and value heads.
+  add("attention")
+      .input({2, 4, 5, 3})
+      .input({2, 2, 6, 3})
+      .input({2, 2, 6, 2})
+      .output({2, 4, 5, 2})
+      .output({2, 4, 5})
+      .param(floatParam("scale", 0.5))
+      .param(unitParam("causal"));
+  add("attention_grad")
+      .input({2, 4, 5, 3})
+      .input({2, 2, 6, 3})
+      .input({2, 2, 6, 2})
+      .input({2, 4, 5, 2})
+      .input({2, 4, 5})
+      .input({2, 4, 5, 2})
+      .output({2, 4, 5, 3})
+      .output({2, 2, 6, 3})
+      .output({2, 2, 6, 2})
+      .param(floatParam("scale", 0.5))
+      .param(unitParam("causal"));
+  // Dropout of the probabilities, with a padding mask.
+  add("attention")
+      .input({2, 5, 3})
+      .input({2, 4, 3})
+      .input({2, 4, 2})
+      .typedInput(DType::Bool, {2, 1, 4}, padding)
+      .typedInput(DType::I64, {}, {3})
+      .output({2, 5, 2})
+      .output({2, 5})
+      .param(floatParam("scale", 0.5))
+      .param(unitParam("causal"))
+      .param(floatParam("dropout", 0.4))
+      .param(intParam("seed", 7));
+  add("attention_grad")
+      .input({2, 5, 3})
+      .input({2, 4, 3})
+      .input({2, 4, 2})
+      .input({2, 5, 2})
+      .input({2, 5})
+      .input({2, 5, 2})
+      .typedInput(DType::Bool, {2, 1, 4}, padding)
+      .typedInput(DType::I64, {}, {3})
+      .output({2, 5, 3})
+      .output({2, 4, 3})
+      .output({2, 4, 2})
+      .param(floatParam("scale", 0.5))
+      .param(unitParam("causal"))
+      .param(floatParam("dropout", 0.4))
+      .param(intParam("seed", 7));
   // Convolutions: padded and strided; grouped and dilated; depthwise.
   struct Conv {
     std::vector<int64_t> x, w, y, stride, padding, dilation;

@@ -94,6 +94,8 @@ def ZT_IndexElement : AnyTypeOf<[I32, I64], "i32 or i64">;
 def ZT_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
 def ZT_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def ZT_AnyTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64, I1]>;
+// Float or integer: the element rows that compute on integers too.
+def ZT_NumericTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
 // Comparisons' results, conditions and masks (one byte per element in a plan).
 def ZT_BoolTensor : StaticShapeTensorOf<[I1]>;
 def ZT_FloatScalar : 0DTensorOf<[F32, F16, BF16]>;

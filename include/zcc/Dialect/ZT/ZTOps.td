@@ -24,22 +24,24 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 // The element ops' defs are generated from their rows (ElementKernels.h) into
 // ZTElementOps.td, included below; `params` are the row's numbers.
 class ZT_BinaryOp<string mnemonic, string formula, dag params,
-                  list<Trait> traits = []>
+                  list<Trait> traits = [], bit integers = 0>
     : ZT_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
                                            Elementwise])> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `result[i] = }] # formula # [{` for every element `i`. Both
     operands and the result have the same type; broadcast first with
-    `zt.broadcast_in_dim`.
+    `zt.broadcast_in_dim`.}] # !if(integers, [{ Also on
+    i32 and i64 tensors, wrapping around on overflow as PyTorch's integers
+    do (no gradient).}], "") # [{
 
     ```mlir
     %r = zt.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>
     ```
   }];
-  let arguments = !con((ins ZT_FloatTensor:$lhs, ZT_FloatTensor:$rhs),
-                       params);
-  let results = (outs ZT_FloatTensor:$result);
+  defvar tensor = !if(integers, ZT_NumericTensor, ZT_FloatTensor);
+  let arguments = !con((ins tensor:$lhs, tensor:$rhs), params);
+  let results = (outs tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
@@ -259,11 +261,16 @@ def ZT_MatmulOp : ZT_Op<"matmul", [Pure,
 }
 
 def ZT_AttentionOp : ZT_Op<"attention", [Pure, ZT_KernelRules,
+    AttrSizedOperandSegments,
     AllElementTypesMatch<["query", "key", "value", "result", "logsumexp"]>]> {
   let summary = "fused scaled dot-product attention (flash-attention scheme)";
   let description = [{
     `query` is `[B..., S, D]`, `key` `[B..., T, D]`, `value` `[B..., T, Dv]`
-    (the same batch dimensions `B...`, `S, T, D, Dv >= 1`). For each query
+    (the same batch dimensions `B...`, `S, T, D, Dv >= 1`; or grouped-query
+    attention: `query` `[B..., H, S, D]` and `key`, `value` with `Hkv` heads,
+    a divisor of `H`, query head `h` reading key and value head
+    `h / (H / Hkv)` as PyTorch's `enable_gqa`, so the repeated keys and
+    values are never stored). For each query
     row `q`, with `s[k] = scale * sum_d query[q, d] * key[k, d]` over the
     keys it sees (every `k < T`, or `k <= q` when `causal`, PyTorch's
     `is_causal` alignment; of those, with a `mask`, the keys where the mask
@@ -277,6 +284,14 @@ def ZT_AttentionOp : ZT_Op<"attention", [Pure, ZT_KernelRules,
     (PyTorch's `scaled_dot_product_attention` gives 0 there too), and no
     gradient.
 
+    With `dropout = p` (`0 <= p < 1`, PyTorch's `dropout_p`), a `step`
+    operand and a `seed`, the probabilities are dropped out before the
+    product with `value`: probability `[..., q, k]` is kept, divided by
+    `1 - p`, exactly where `zt.dropout` at this seed and step would keep
+    element `[..., q, k]` of the `[B..., S, T]` probabilities (the same
+    Philox draw), else 0; `logsumexp` is the undropped one. The backward
+    draws the same mask again: nothing more is stored.
+
     The `[S, T]` probabilities are never stored: the kernels compute them a
     block of query rows at a time into a workspace, and `zt.attention_grad`
     recomputes them from `logsumexp`, so the memory saved for the backward
@@ -287,14 +302,19 @@ def ZT_AttentionOp : ZT_Op<"attention", [Pure, ZT_KernelRules,
     ```mlir
     %y, %lse = zt.attention %q, %k, %v, scale = 1.250000e-01 causal : (tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>) -> (tensor<2x4x64x8xf32>, tensor<2x4x64xf32>)
     %z, %lse2 = zt.attention %q, %k, %v mask %pad, scale = 1.250000e-01 causal : (tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<2x1x1x64xi1>) -> (tensor<2x4x64x8xf32>, tensor<2x4x64xf32>)
+    %g, %lse3 = zt.attention %q, %k2, %v2, scale = 1.250000e-01 causal : (tensor<2x4x64x8xf32>, tensor<2x2x64x8xf32>, tensor<2x2x64x8xf32>) -> (tensor<2x4x64x8xf32>, tensor<2x4x64xf32>)
+    %d, %lse4 = zt.attention %q, %k, %v step %step, scale = 1.250000e-01 causal dropout = 1.000000e-01 seed = 3 : (tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<2x4x64x8xf32>, tensor<i64>) -> (tensor<2x4x64x8xf32>, tensor<2x4x64xf32>)
     ```
   }];
   let arguments = (ins ZT_FloatTensor:$query, ZT_FloatTensor:$key,
                        ZT_FloatTensor:$value, Optional<ZT_BoolTensor>:$mask,
-                       F64Attr:$scale, UnitAttr:$causal);
+                       Optional<ZT_StepScalar>:$step,
+                       F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$dropout,
+                       OptionalAttr<I64Attr>:$seed);
   let results = (outs ZT_FloatTensor:$result, ZT_FloatTensor:$logsumexp);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`mask` $mask^)? `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`mask` $mask^)? (`step` $step^)? `,` `scale` `=` $scale (`causal` $causal^)? (`dropout` `=` $dropout^ `seed` `=` $seed)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -335,15 +355,16 @@ def ZT_CumsumOp : ZT_Op<"cumsum", [Pure, SameOperandsAndResultType,
     `result[..., i, ...] = sum_{j <= i} operand[..., j, ...]` along `dim`
     (negative counts from the end); with `reverse`, from the end
     (`j >= i`), which is the gradient of the forward sums. Each line is
-    summed in order, so every executor gives the same bits.
+    summed in order, so every executor gives the same bits. On i32 and i64
+    too (wrapping around on overflow, no gradient).
 
     ```mlir
     %s = zt.cumsum %x {dim = 1 : i64} : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins ZT_FloatTensor:$operand, I64Attr:$dim,
+  let arguments = (ins ZT_NumericTensor:$operand, I64Attr:$dim,
                        UnitAttr:$reverse);
-  let results = (outs ZT_FloatTensor:$result);
+  let results = (outs ZT_NumericTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
@@ -582,19 +603,26 @@ def ZT_DropoutOp : ZT_Op<"dropout", [Pure, ZT_KernelRules,
 //===----------------------------------------------------------------------===//
 
 def ZT_ConvertOp : ZT_Op<"convert", [Pure, SameOperandsAndResultShape]> {
-  let summary = "convert between f32 and bf16";
+  let summary = "convert between element types";
   let description = [{
-    `result[i] = operand[i]` in the result's element type: f32 to bf16
-    rounds to nearest, ties to even (NaN stays NaN); bf16 to f32 is exact.
-    `zt-mixed-precision` places these around the matrix products; the
-    gradient of a conversion is the conversion back.
+    `result[i] = operand[i]` in the result's element type, any of f32, bf16,
+    i32, i64 and i1 to another: f32 to bf16 rounds to nearest, ties to even
+    (NaN stays NaN); bf16 to f32 and integers and bools to wider types are
+    exact; an integer or bool to f32 or bf16 rounds to nearest; a float to
+    an integer truncates toward zero (PyTorch's `.long()`), NaN giving 0
+    and values beyond the type's range its nearest end; i64 to i32 keeps the
+    low 32 bits (wraps, as PyTorch); to i1 is `!= 0`, from i1 0 or 1.
+    `zt-mixed-precision` places f32/bf16 conversions around the matrix
+    products; the gradient of a conversion between floats is the conversion
+    back (a conversion from or to an integer or bool has none).
 
     ```mlir
     %h = zt.convert %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    %n = zt.convert %m : tensor<4x8xi1> -> tensor<4x8xi32>
     ```
   }];
-  let arguments = (ins ZT_FloatTensor:$operand);
-  let results = (outs ZT_FloatTensor:$result);
+  let arguments = (ins ZT_AnyTensor:$operand);
+  let results = (outs ZT_AnyTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -862,7 +890,7 @@ def ZT_EmbeddingGradOp : ZT_Op<"embedding_grad", [Pure, ZT_KernelRules,
 }
 
 def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure, ZT_KernelRules,
-    AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
+    AttrSizedOperandSegments, AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
     AllTypesMatch<["value", "value_grad"]>,
     AllTypesMatch<["result", "result_grad"]>]> {
   let summary = "gradient of zt.attention";
@@ -873,7 +901,11 @@ def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure, ZT_KernelRules,
     `dp = dy value^T`, `ds = p * (dp - rowsum(dy * result))`, and
     `query_grad = scale * ds key`, `key_grad = scale * ds^T query`,
     `value_grad = p^T dy` (the flash-attention backward), with the
-    forward's `mask` when it had one.
+    forward's `mask` when it had one; with grouped-query attention the key
+    and value gradients sum over the query heads reading each. With the
+    forward's `dropout`, `step` and `seed`, the same mask is drawn again:
+    `value_grad = p'^T dy` with the dropped probabilities `p'`, and `dp` is
+    dropped out the same way before `ds`.
 
     ```mlir
     %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %lse, %dy, scale = 1.250000e-01 causal : (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, tensor<4x16x8xf32>) -> (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>)
@@ -883,11 +915,14 @@ def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure, ZT_KernelRules,
                        ZT_FloatTensor:$value, ZT_FloatTensor:$result,
                        ZT_FloatTensor:$logsumexp, ZT_FloatTensor:$result_grad,
                        Optional<ZT_BoolTensor>:$mask,
-                       F64Attr:$scale, UnitAttr:$causal);
+                       Optional<ZT_StepScalar>:$step,
+                       F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$dropout,
+                       OptionalAttr<I64Attr>:$seed);
   let results = (outs ZT_FloatTensor:$query_grad, ZT_FloatTensor:$key_grad,
                       ZT_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad (`mask` $mask^)? `,` `scale` `=` $scale (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value `,` $result `,` $logsumexp `,` $result_grad (`mask` $mask^)? (`step` $step^)? `,` `scale` `=` $scale (`causal` $causal^)? (`dropout` `=` $dropout^ `seed` `=` $seed)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

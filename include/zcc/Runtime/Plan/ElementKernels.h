@@ -20,7 +20,9 @@
 //   the params positionally (space separated; "" for none or by hand).
 // - traits: the row's own properties (OpTraits.h) beyond its arity's
 //   (elementArityTraits): kCommutative (ODS Commutative), kStoresBf16
-//   (mixed precision keeps bf16 operands' result in bf16), or kNoTraits.
+//   (mixed precision keeps bf16 operands' result in bf16), kIntegers (a
+//   Binary row also on i32/i64 operands, run by ElementMixed, wrapping),
+//   or kNoTraits.
 // - Value: the formula of an element in T, of `x` (operand 0), `bv`
 //   (operand 1) and `cv` (operand 2), with the params `p0`, `p1`
 //   (Elementwise::compute; for the bool arities mixedValue, where T is the
@@ -92,6 +94,16 @@ enum class ElementArity {
 #define ZRT_IF_MIXED_BoolBinary(...) __VA_ARGS__
 #define ZRT_IF_MIXED_Mask(...) __VA_ARGS__
 #define ZRT_IF_MIXED_Select(...) __VA_ARGS__
+// ZRT_IF_INTEGER_##arity(code): the Binary rows, whose kIntegers ones also
+// run on integers (DeviceKernels.h's integerValue).
+#define ZRT_IF_INTEGER_Unary(...)
+#define ZRT_IF_INTEGER_Binary(...) __VA_ARGS__
+#define ZRT_IF_INTEGER_Grad(...)
+#define ZRT_IF_INTEGER_Compare(...)
+#define ZRT_IF_INTEGER_BoolUnary(...)
+#define ZRT_IF_INTEGER_BoolBinary(...)
+#define ZRT_IF_INTEGER_Mask(...)
+#define ZRT_IF_INTEGER_Select(...)
 
 /// Operands of each arity.
 constexpr int elementOperandCount(ElementArity arity) {
@@ -126,11 +138,11 @@ constexpr OpTraits elementArityTraits(ElementArity arity) {
 
 // clang-format off
 #define ZRT_ELEMENT_KERNEL_LIST(X)                                             \
-  X(Add, "add", Binary, add, P0, "", kCommutative | kStoresBf16,               \
+  X(Add, "add", Binary, add, P0, "", kCommutative | kStoresBf16 | kIntegers,   \
     x + bv, Grads(DY, DY), "lhs[i] + rhs[i]")                                  \
-  X(Sub, "sub", Binary, sub, P0, "", kStoresBf16,                              \
+  X(Sub, "sub", Binary, sub, P0, "", kStoresBf16 | kIntegers,                  \
     x - bv, Grads(DY, Neg(DY)), "lhs[i] - rhs[i]")                             \
-  X(Mul, "mul", Binary, mul, P0, "", kCommutative | kStoresBf16,               \
+  X(Mul, "mul", Binary, mul, P0, "", kCommutative | kStoresBf16 | kIntegers,   \
     x * bv, Grads(Mul(DY, B), Mul(DY, A)), "lhs[i] * rhs[i]")                  \
   X(Div, "div", Binary, div, P0, "", kNoTraits,                                \
     x / bv, Grads(Div(DY, B), Neg(Mul(G0, Y))), "lhs[i] / rhs[i]")             \

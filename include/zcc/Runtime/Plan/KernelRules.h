@@ -82,8 +82,10 @@ std::string formatIndexPosition(const std::vector<int64_t> &shape,
 /// keys and `keys` x `valueHead` values, computed `blockRows` query rows at a
 /// time (so the probabilities' workspace is `batch * blockRows * keys`).
 struct AttentionShape {
+  /// batch: the query's heads (B...); groups: query heads per key and value
+  /// head (grouped-query attention; 1 when they have the query's heads).
   int64_t batch = 0, queries = 0, keys = 0, head = 0, valueHead = 0;
-  int64_t blockRows = 0;
+  int64_t blockRows = 0, groups = 1;
 };
 /// Of a launch that passed checkLaunch: at most 64 query rows per block,
 /// fewer where a block's probabilities would pass 2^24 elements.

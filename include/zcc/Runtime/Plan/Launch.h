@@ -167,8 +167,12 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Matmul, "transpose_rhs", Unit, transposeRhs)                               \
   X(Attention, "scale", Float, scale)                                          \
   X(Attention, "causal", Unit, causal)                                         \
+  X(Attention, "dropout", Float, dropout)                                      \
+  X(Attention, "seed", Int, dropoutSeed)                                       \
   X(AttentionGrad, "scale", Float, scale)                                      \
   X(AttentionGrad, "causal", Unit, causal)                                     \
+  X(AttentionGrad, "dropout", Float, dropout)                                  \
+  X(AttentionGrad, "seed", Int, dropoutSeed)                                   \
   X(Softmax, "axis", Int, axis)                                                \
   X(LogSoftmax, "axis", Int, axis)                                             \
   X(SoftmaxGrad, "axis", Int, axis)                                            \
@@ -243,6 +247,9 @@ struct LaunchParams {
   bool ceilMode = false; // max_pool2d's output size rounded up
   std::optional<int64_t> ignoreIndex;
   std::optional<double> labelSmoothing;
+  /// Attention's dropout of its probabilities and the draw's seed.
+  std::optional<double> dropout;
+  std::optional<int64_t> dropoutSeed;
   std::vector<int64_t> broadcastDimensions, permutation, dims;
   std::vector<int64_t> startIndices, limitIndices, strides;
   std::vector<int64_t> padding, dilation; // conv2d's (strides: its stride)

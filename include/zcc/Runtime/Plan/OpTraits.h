@@ -46,6 +46,9 @@ enum OpTrait : OpTraits {
   /// Its operands (and results) are the parts of one bucket buffer, laid
   /// out in operand order (all_reduce's buckets, pack's dense copy).
   kBucket = 1u << 9,
+  /// An element row that also takes integer operands (i32, i64, of one
+  /// type; its result of that type), wrapping as PyTorch's integers do.
+  kIntegers = 1u << 10,
 };
 
 } // namespace zcc::runtime

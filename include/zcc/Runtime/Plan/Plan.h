@@ -40,6 +40,10 @@ inline bool isFloat(DType dtype) { return dtype == DType::F32; }
 inline bool isAnyFloat(DType dtype) {
   return dtype == DType::F32 || dtype == DType::BF16;
 }
+/// i32 or i64.
+inline bool isIntegerDType(DType dtype) {
+  return dtype == DType::I32 || dtype == DType::I64;
+}
 // regionName, entryKindName, tensorRoleName, phaseName and their parsers:
 // PlanEnums.h, the one list of the names.
 

@@ -63,7 +63,10 @@ Status matmulShape(const Shape &lhs, const Shape &rhs, bool transposeLhs,
 
 /// attention (and attention_grad's forward operands): `query` [B..., S, D],
 /// `key` [B..., T, D], `value` [B..., T, Dv], sizes >= 1, a finite `scale`;
-/// `result` [B..., S, Dv] and `logsumexp` [B..., S].
+/// `result` [B..., S, Dv] and `logsumexp` [B..., S]. Grouped-query
+/// attention: key and value [B'..., Hkv, T, _] where the query is
+/// [B'..., H, S, D] with H a multiple of Hkv; query head h reads key and
+/// value head h / (H / Hkv), as PyTorch's `enable_gqa`.
 Status attentionShapes(const Shape &query, const Shape &key,
                        const Shape &value, double scale, Shape &result,
                        Shape &logsumexp);
