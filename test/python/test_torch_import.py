@@ -136,6 +136,26 @@ def test_gpt_parameters_keep_pytorch_names_and_values():
     assert "nanogpt.py" in text  # ops carry the module's source lines
 
 
+def steps_like_pytorch(traced, model, inputs, labels, loss, precision,
+                       tolerance, steps=8, lr=1e-2):
+    """`traced` (model imported with `loss`) trained `steps` AdamW steps on
+    one batch beside PyTorch's own training of a copy of `model` in the
+    precision's dtype: each loss within `tolerance` (relative)."""
+    session = traced.compile(optimizer=zcc.adamw(lr=lr)).session(
+        precision=precision)
+    dtype = torch.float64 if precision == "f64" else torch.float32
+    reference = copy.deepcopy(model).to(dtype)
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=lr)
+    cast = [t.to(dtype) if t.is_floating_point() else t for t in inputs + labels]
+    for step in range(steps):
+        ours = session.step(*(t.numpy() for t in inputs + labels))
+        optimizer.zero_grad()
+        theirs = loss(reference(*cast[:len(inputs)]), *cast[len(inputs):])
+        theirs.backward()
+        optimizer.step()
+        assert abs(ours - theirs.item()) <= tolerance * abs(theirs.item()), step
+
+
 def trains_like_pytorch(model, width, classes, precision, tolerance, ops,
                         seed=0, rows=16, batches=None, steps=20, run=None):
     """Imports `model` (input [rows, width] -> logits over `classes`, or
@@ -465,18 +485,8 @@ def test_grouped_query_attention_reads_shared_heads_and_trains_like_pytorch(
     assert len(attention) == 3, ir
     grouped = "tensor<2x6x70x4xf32>, tensor<2x2x70x4xf32>, tensor<2x2x70x4xf32>"
     assert all((grouped in line) == (how != "tiled") for line in attention), ir
-    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
-        precision=precision)
-    dtype = torch.float64 if precision == "f64" else torch.float32
-    reference = copy.deepcopy(model).to(dtype)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    for step in range(8):
-        ours = session.step(x.numpy(), target.numpy())
-        optimizer.zero_grad()
-        loss = F.mse_loss(reference(x.to(dtype)), target.to(dtype))
-        loss.backward()
-        optimizer.step()
-        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+    steps_like_pytorch(traced, model, (x,), (target,), F.mse_loss, precision,
+                       tolerance)
 
 
 def test_grouped_query_attention_keeps_no_repeated_keys():
@@ -758,18 +768,8 @@ def test_padded_batches_train_like_pytorch(precision, tolerance):
     ir = traced.ir()
     assert "mask %" in ir and "causal" in ir and "2x1x1x6xi1" in ir, ir
     assert "ignore_index = -100" in ir
-    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
-        precision=precision)
-    dtype = torch.float64 if precision == "f64" else torch.float32
-    reference = copy.deepcopy(model).to(dtype)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    for step in range(10):
-        ours = session.step(x.numpy(), mask.numpy(), labels.numpy())
-        optimizer.zero_grad()
-        loss = F.cross_entropy(reference(x.to(dtype), mask), labels)
-        loss.backward()
-        optimizer.step()
-        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+    steps_like_pytorch(traced, model, (x, mask), (labels,), F.cross_entropy,
+                       precision, tolerance, steps=10)
 
 
 def test_gathers_by_constant_positions_are_refused_clearly():
@@ -1154,19 +1154,8 @@ def test_gathers_along_one_dimension_train_like_pytorch(precision, tolerance):
     traced = zcc.from_torch(copy.deepcopy(model), (x, rows, cols), (labels,),
                             loss=F.cross_entropy)
     assert traced.ir().count("zt.embedding ") >= 3
-    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
-        precision=precision)
-    dtype = torch.float64 if precision == "f64" else torch.float32
-    reference = copy.deepcopy(model).to(dtype)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    for step in range(8):
-        ours = session.step(x.numpy(), rows.numpy(), cols.numpy(),
-                            labels.numpy())
-        optimizer.zero_grad()
-        loss = F.cross_entropy(reference(x.to(dtype), rows, cols), labels)
-        loss.backward()
-        optimizer.step()
-        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+    steps_like_pytorch(traced, model, (x, rows, cols), (labels,),
+                       F.cross_entropy, precision, tolerance)
 
 
 def test_gather_positions_out_of_range_are_errors():
@@ -1226,18 +1215,8 @@ def test_einsum_imports_as_products_and_trains_like_pytorch(precision,
     traced = zcc.from_torch(copy.deepcopy(model), (x,), (labels,),
                             loss=F.cross_entropy)
     assert "zt.matmul" in traced.ir()
-    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
-        precision=precision)
-    dtype = torch.float64 if precision == "f64" else torch.float32
-    reference = copy.deepcopy(model).to(dtype)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    for step in range(8):
-        ours = session.step(x.numpy(), labels.numpy())
-        optimizer.zero_grad()
-        loss = F.cross_entropy(reference(x.to(dtype)), labels)
-        loss.backward()
-        optimizer.step()
-        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+    steps_like_pytorch(traced, model, (x,), (labels,), F.cross_entropy,
+                       precision, tolerance)
 
 
 def test_einsum_forms_zcc_lacks_are_reported():
@@ -1391,18 +1370,8 @@ def test_integer_arithmetic_on_data_trains_like_pytorch(precision, tolerance):
                             loss=F.cross_entropy)
     ir = traced.ir()
     assert "zt.cumsum" in ir and "xi64> -> tensor" in ir, ir
-    session = traced.compile(optimizer=zcc.adamw(lr=1e-2)).session(
-        precision=precision)
-    dtype = torch.float64 if precision == "f64" else torch.float32
-    reference = copy.deepcopy(model).to(dtype)
-    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2)
-    for step in range(8):
-        ours = session.step(ids.numpy(), labels.numpy())
-        optimizer.zero_grad()
-        loss = F.cross_entropy(reference(ids), labels)
-        loss.backward()
-        optimizer.step()
-        assert abs(ours - loss.item()) <= tolerance * abs(loss.item()), step
+    steps_like_pytorch(traced, model, (ids,), (labels,), F.cross_entropy,
+                       precision, tolerance)
 
 
 def test_gather_indices_out_of_range_are_step_errors():

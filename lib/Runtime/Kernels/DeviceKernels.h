@@ -854,11 +854,9 @@ template <typename T, typename S = T> struct Dropout : Functor {
 
   /// Elements 4b .. 4b+3 from block b's four words (dropoutKeep).
   ZRT_HOST_DEVICE void operator()(int64_t b) const {
-    PhiloxBlock block =
-        philox4x32_10(philoxCounter(static_cast<uint64_t>(b),
-                                    static_cast<uint64_t>(*step)),
-                      philoxKeyFromSeed(seed));
     int64_t first = 4 * b;
+    PhiloxBlock block = dropoutBlock(seed, static_cast<uint64_t>(first),
+                                     static_cast<uint64_t>(*step));
     int64_t n = elements - first < 4 ? elements - first : 4;
     for (int64_t j = 0; j < n; ++j)
       y[first + j] = storeAs<S>(block.words[j] >= threshold
@@ -1812,9 +1810,7 @@ struct AttentionBlock {
     uint64_t index = static_cast<uint64_t>(rowOf(g) * keys + c);
     if (draw.counter != index / 4) {
       draw.counter = index / 4;
-      draw.block = philox4x32_10(
-          philoxCounter(index / 4, static_cast<uint64_t>(*step)),
-          philoxKeyFromSeed(seed));
+      draw.block = dropoutBlock(seed, index, static_cast<uint64_t>(*step));
     }
     return draw.block.words[index % 4] < threshold;
   }

@@ -129,12 +129,16 @@ ZRT_HOST_DEVICE inline uint64_t rankDropoutSeed(uint64_t seed, int rank) {
 /// Whether dropout keeps element `index` at `step` (docs/zt-dialect.md,
 /// "Randomness"): key = seed, counter = (index / 4, step), output word
 /// `w = words[index % 4]` gives `u = w * 2^-32`, kept when `u >= rate`. One
-/// block serves four consecutive elements.
+/// block (dropoutBlock) serves four consecutive elements.
+ZRT_HOST_DEVICE inline PhiloxBlock dropoutBlock(uint64_t seed, uint64_t index,
+                                               uint64_t step) {
+  return philox4x32_10(philoxCounter(index / 4, step),
+                       philoxKeyFromSeed(seed));
+}
 ZRT_HOST_DEVICE inline bool dropoutKeep(uint64_t seed, uint64_t index,
                                         uint64_t step, double rate) {
-  PhiloxBlock block =
-      philox4x32_10(philoxCounter(index / 4, step), philoxKeyFromSeed(seed));
-  return block.words[index % 4] >= dropoutThreshold(rate);
+  return dropoutBlock(seed, index, step).words[index % 4] >=
+         dropoutThreshold(rate);
 }
 
 } // namespace zcc::runtime
