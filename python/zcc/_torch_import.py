@@ -135,9 +135,30 @@ def _constant_nodes(graph, signature, mutated):
             tags = getattr(node.target, "tags", ())
             if torch.Tag.nondeterministic_seeded in tags:
                 continue
-            if all(n in known for n in node.all_input_nodes):
+            if all(n in known for n in node.all_input_nodes) or \
+                    _target_name(node.target) in _SHAPED_LIKE:
                 known.add(node)
     return known
+
+
+# Ops whose values do not depend on their tensor operand's values, only on
+# its shape and dtype (x.new_zeros(...), torch.zeros_like(x)): known at
+# import, folded from an example of the operand.
+_SHAPED_LIKE = {"new_zeros.default", "new_ones.default", "new_full.default",
+                "zeros_like.default", "ones_like.default", "full_like.default"}
+
+
+def _folding_args(ctx, node):
+    """A known node's arguments at import: constants' values; for the ops
+    shaped like their operand, an example of its shape and dtype."""
+    import torch
+    args = node.args
+    if _target_name(node.target) in _SHAPED_LIKE and \
+            not getattr(args[0], "_zcc_known", False):
+        val = args[0].meta["val"]
+        return (torch.zeros(tuple(val.shape), dtype=val.dtype),) + \
+            tuple(ctx.raw(args[1:]))
+    return ctx.raw(args)
 
 
 # Each handler: (ctx, node, *args) -> value; `why` (optional): a reason the
@@ -437,6 +458,25 @@ def _einsum(ctx, node):
     return ops.transpose(x, perm) if perm != list(range(len(perm))) else x
 
 
+@_handles("roll.default", why=lambda node: None if _kw(node, 2, "dims", [])
+          else "no dims (a roll of the flattened tensor)")
+def _roll(ctx, node):
+    # Each dimension's roll: its last `shift` positions moved to the front
+    # (a slice and a concatenation).
+    x = ctx.get(node.args[0])
+    shifts, dims = node.args[1], _kw(node, 2, "dims", [])
+    shifts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
+    dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    for shift, dim in zip(shifts, dims):
+        dim %= x.ndim
+        size = x.shape[dim]
+        shift %= size
+        if shift:
+            x = ops.concat([ops.slice_dim(x, dim, size - shift, size),
+                            ops.slice_dim(x, dim, 0, size - shift)], dim)
+    return x
+
+
 @_handles("repeat.default")
 def _repeat(ctx, node):
     # Tiled copies: each dimension s repeated r times is [r, s] broadcast
@@ -534,14 +574,17 @@ def _type_as(ctx, node):
     return ops.convert(x, _zcc_dtype(node.args[1].meta["val"].dtype))
 
 
-@_handles("slice.Tensor",
-          why=lambda node: None if _kw(node, 4, "step", 1) == 1 else "a step other than 1")
+@_handles("slice.Tensor")
 def _slice(ctx, node):
     x = ctx.get(node.args[0])
     dim = _kw(node, 1, "dim", 0)
     start = _kw(node, 2, "start", None)
     end = _kw(node, 3, "end", None)
+    step = _kw(node, 4, "step", 1)
     size = x.shape[dim]
+    if step != 1:  # every step-th position (zt.slice's strides)
+        return ops.getitem(x, (slice(None),) * (dim % x.ndim) +
+                           (slice(start, end, step),))
     return ops.slice_dim(x, dim, 0 if start is None else start,
                          size if end is None else min(end, size))
 
@@ -1805,8 +1848,11 @@ class _Import:
             used = {n for node in exported.graph.nodes
                     for n in node.all_input_nodes}
             for node in exported.graph.nodes:
+                # Values known at import are all folded, needed or not: an
+                # in-place op on a view of one (a mask built by slice
+                # assignments) changes it without being its ancestor.
                 if needed is not None and node not in needed and \
-                        node.op != "output":
+                        node.op != "output" and node not in known:
                     continue
                 if node.op == "placeholder":
                     spec = placeholders[node.name]
@@ -1842,7 +1888,8 @@ class _Import:
                 elif node.op == "call_function" and node in known:
                     with torch.no_grad():
                         ctx.values[node] = _Const(node.target(
-                            *ctx.raw(node.args), **ctx.raw(dict(node.kwargs))))
+                            *_folding_args(ctx, node),
+                            **ctx.raw(dict(node.kwargs))))
                 elif node.op == "call_function":
                     with _location(*_frame(node)):
                         if node.target is operator.getitem:

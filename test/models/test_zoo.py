@@ -23,7 +23,7 @@ import zoo  # noqa: E402
 TRAINS = {"gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
           "bert", "vit", "timm-vit-tiny", "resnet18", "mobilenet-v3-small",
           "squeezenet", "shufflenet-v2", "densenet", "efficientnet-b0",
-          "roberta", "gemma", "distilbert", "convnext"}
+          "roberta", "gemma", "distilbert", "convnext", "swin"}
 # PyTorch's own f64 run keeps these models' f32 islands (RMSNorm and the
 # rotary embedding cast to float32 explicitly; Gemma's too), so it is not an f64
 # reference: zcc's f64 run, all f64, agrees with it to about 3e-9.

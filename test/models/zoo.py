@@ -211,14 +211,26 @@ def convnext():
 
 
 def swin():
-    # Shifted windows (torch.roll) and their attention masks: not imported
-    # yet.
+    # Swin-T's structure at a tiny size: shifted windows (torch.roll), their
+    # attention masks built with new_zeros and slice assignments, relative
+    # position biases (a gather), patch merging (strided slices); stochastic
+    # depth off.
     import torchvision
     torch.manual_seed(0)
     model = torchvision.models.SwinTransformer(
-        patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[2, 2],
-        window_size=[4, 4], num_classes=CLASSES)
+        patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2],
+        window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=CLASSES)
     return _image(model, wrap=False)
+
+
+def bloom():
+    # ALiBi attention biases through baddbmm: not imported yet.
+    import transformers
+    config = transformers.BloomConfig(vocab_size=VOCAB, hidden_size=32,
+                                      n_layer=2, n_head=4, use_cache=False,
+                                      hidden_dropout=0.0, attention_dropout=0.0)
+    torch.manual_seed(0)
+    return _text(transformers.BloomForCausalLM(config))
 
 
 def padded(name):
@@ -256,6 +268,7 @@ MODELS = {
     "distilbert": distilbert,
     "convnext": convnext,
     "swin": swin,
+    "bloom": bloom,
 }
 TEXT = ["gpt2-sdpa", "gpt2-eager", "llama", "qwen2", "mistral", "gpt-neox",
         "bert", "roberta", "gemma", "distilbert"]
