@@ -217,6 +217,20 @@ def _addmm(ctx, node):
     return ops.matmul(a, b) + bias
 
 
+@_handles("baddbmm.default")
+def _baddbmm(ctx, node):
+    # beta * input + alpha * (batch1 @ batch2): BLOOM's ALiBi scores.
+    bias, a, b = (ctx.get(x) for x in node.args[:3])
+    beta = node.kwargs.get("beta", _kw(node, 3, "beta", 1))
+    alpha = node.kwargs.get("alpha", _kw(node, 4, "alpha", 1))
+    product = ops.matmul(a, b)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:  # PyTorch ignores input then (NaN and inf included)
+        return product
+    return product + (bias if beta == 1 else bias * beta)
+
+
 @_handles("t.default", "numpy_T.default")
 def _t(ctx, node):
     x = ctx.get(node.args[0])
