@@ -563,100 +563,52 @@ inline std::vector<LaunchCase> everyKernel() {
   for (const char *name : {"sum", "mean", "max"})
     add(name).input({2, 3, 4}).output({3}).param(intsParam("dims", {0, 2}));
   add("matmul").input({2, 3, 4}).input({4, 5}).output({2, 3, 5});
-  add("attention")
-      .input({2, 5, 3})
-      .input({2, 4, 3})
-      .input({2, 4, 2})
-      .output({2, 5, 2})
-      .output({2, 5})
-      .param(floatParam("scale", 0.5))
-      .param(unitParam("causal"));
-  add("attention_grad")
-      .input({2, 5, 3})
-      .input({2, 4, 3})
-      .input({2, 4, 2})
-      .input({2, 5, 2})
-      .input({2, 5})
-      .input({2, 5, 2})
-      .output({2, 5, 3})
-      .output({2, 4, 3})
-      .output({2, 4, 2})
-      .param(floatParam("scale", 0.5));
+  // attention and attention_grad: q [B..., 5, 3] over k [B'..., T, 3] and
+  // v [B'..., T, 2] (B' the key heads: B, or fewer for grouped-query), with
+  // an optional bool mask and dropout (a step input, its rate and seed).
+  auto attention = [&](std::vector<int64_t> queries, std::vector<int64_t> keys,
+                       int64_t t, bool causal, bool gradCausal,
+                       const std::vector<double> *mask, double dropout) {
+    auto shape = [](std::vector<int64_t> batch,
+                    std::initializer_list<int64_t> tail) {
+      batch.insert(batch.end(), tail);
+      return batch;
+    };
+    for (bool grad : {false, true}) {
+      LaunchCase &c = add(grad ? "attention_grad" : "attention");
+      c.input(shape(queries, {5, 3}))
+          .input(shape(keys, {t, 3}))
+          .input(shape(keys, {t, 2}));
+      if (grad)
+        c.input(shape(queries, {5, 2}))
+            .input(shape(queries, {5}))
+            .input(shape(queries, {5, 2}));
+      if (mask)
+        c.typedInput(DType::Bool, {2, 1, t}, *mask);
+      if (dropout > 0)
+        c.typedInput(DType::I64, {}, {3});
+      if (grad)
+        c.output(shape(queries, {5, 3}))
+            .output(shape(keys, {t, 3}))
+            .output(shape(keys, {t, 2}));
+      else
+        c.output(shape(queries, {5, 2})).output(shape(queries, {5}));
+      c.param(floatParam("scale", 0.5));
+      if (grad ? gradCausal : causal)
+        c.param(unitParam("causal"));
+      if (dropout > 0)
+        c.param(floatParam("dropout", dropout)).param(intParam("seed", 7));
+    }
+  };
+  attention({2}, {2}, 4, true, false, nullptr, 0.0);
   // A padding mask per batch entry, broadcast over queries: with causal,
   // the second entry's first query sees no key.
   const std::vector<double> padding = {1, 1, 1, 0, 0, 1, 1, 1};
-  add("attention")
-      .input({2, 5, 3})
-      .input({2, 4, 3})
-      .input({2, 4, 2})
-      .typedInput(DType::Bool, {2, 1, 4}, padding)
-      .output({2, 5, 2})
-      .output({2, 5})
-      .param(floatParam("scale", 0.5))
-      .param(unitParam("causal"));
-  add("attention_grad")
-      .input({2, 5, 3})
-      .input({2, 4, 3})
-      .input({2, 4, 2})
-      .input({2, 5, 2})
-      .input({2, 5})
-      .input({2, 5, 2})
-      .typedInput(DType::Bool, {2, 1, 4}, padding)
-      .output({2, 5, 3})
-      .output({2, 4, 3})
-      .output({2, 4, 2})
-      .param(floatParam("scale", 0.5))
-      .param(unitParam("causal"));
+  attention({2}, {2}, 4, true, true, &padding, 0.0);
   // Grouped-query: 4 query heads on 2 key and value heads.
-  add("attention")
-      .input({2, 4, 5, 3})
-      .input({2, 2, 6, 3})
-      .input({2, 2, 6, 2})
-      .output({2, 4, 5, 2})
-      .output({2, 4, 5})
-      .param(floatParam("scale", 0.5))
-      .param(unitParam("causal"));
-  add("attention_grad")
-      .input({2, 4, 5, 3})
-      .input({2, 2, 6, 3})
-      .input({2, 2, 6, 2})
-      .input({2, 4, 5, 2})
-      .input({2, 4, 5})
-      .input({2, 4, 5, 2})
-      .output({2, 4, 5, 3})
-      .output({2, 2, 6, 3})
-      .output({2, 2, 6, 2})
-      .param(floatParam("scale", 0.5))
-      .param(unitParam("causal"));
+  attention({2, 4}, {2, 2}, 6, true, true, nullptr, 0.0);
   // Dropout of the probabilities, with a padding mask.
-  add("attention")
-      .input({2, 5, 3})
-      .input({2, 4, 3})
-      .input({2, 4, 2})
-      .typedInput(DType::Bool, {2, 1, 4}, padding)
-      .typedInput(DType::I64, {}, {3})
-      .output({2, 5, 2})
-      .output({2, 5})
-      .param(floatParam("scale", 0.5))
-      .param(unitParam("causal"))
-      .param(floatParam("dropout", 0.4))
-      .param(intParam("seed", 7));
-  add("attention_grad")
-      .input({2, 5, 3})
-      .input({2, 4, 3})
-      .input({2, 4, 2})
-      .input({2, 5, 2})
-      .input({2, 5})
-      .input({2, 5, 2})
-      .typedInput(DType::Bool, {2, 1, 4}, padding)
-      .typedInput(DType::I64, {}, {3})
-      .output({2, 5, 3})
-      .output({2, 4, 3})
-      .output({2, 4, 2})
-      .param(floatParam("scale", 0.5))
-      .param(unitParam("causal"))
-      .param(floatParam("dropout", 0.4))
-      .param(intParam("seed", 7));
+  attention({2}, {2}, 4, true, true, &padding, 0.4);
   // Convolutions: padded and strided; grouped and dilated; depthwise.
   struct Conv {
     std::vector<int64_t> x, w, y, stride, padding, dilation;
