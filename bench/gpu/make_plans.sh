@@ -50,4 +50,11 @@ for pct in 75 50; do
   "$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_m$pct.zplan" --optimizer adamw \
     --lr 0.001 --memory-budget $((arena * pct / 100))
 done
+# Imported models with eval and predict entries (convolutions, pooling,
+# BatchNorm state; grouped-query attention): where the zcc package and
+# PyTorch are there (scripts/python-env.sh's venv), else run.sh skips them.
+python=${ZCC_PYTHON:-$root/.cache/py-venv/bin/python}
+[ -x "$python" ] || python=python3
+PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} "$python" \
+  "$root/bench/gpu/model_plans.py" "$out"
 ls -l "$out"/*.zplan

@@ -73,6 +73,12 @@ step() {
   summary+=("| $name | $verdict | $((SECONDS - start)) | $log |")
 }
 
+# An imported model's weights (bench/gpu/model_plans.py), as zrun's flag.
+weights() {
+  local file=${1%.zplan}.safetensors
+  [ -f "$file" ] && echo "--load-checkpoint $file"
+}
+
 # Traces of one plan on the GPU in every mode must match bit for bit: the
 # same kernels in the same order on the same bytes, only placed differently.
 compare_traces() {
@@ -82,7 +88,8 @@ compare_traces() {
     launch=${run%%:*} mode=${run#*:}
     name="$dir/$(basename "$plan" .zplan)-$launch-$mode.txt"
     "$build/bin/zrun" "$plan" --device cuda --launch "$launch" --mode "$mode" \
-      --steps "$steps" --trace > "$name" || { echo "zrun $launch $mode failed"; return 1; }
+      --steps "$steps" --trace $(weights "$plan") > "$name" ||
+      { echo "zrun $launch $mode failed"; return 1; }
     grep '^step ' "$name" > "$name.steps"
     if [ -z "$base" ]; then
       base=$name.steps
@@ -131,7 +138,33 @@ compare_data_parallel() {
   done
 }
 
+# An imported model's eval entry (dropout off, BatchNorm on its running
+# statistics) on the GPU against the CPU executor: the validation losses
+# after 4 and 8 training steps agree to 1e-3 (f32 kernels differ in their
+# order of addition, so not bit for bit), and the GPU run allocates nothing
+# after load.
+compare_eval() {
+  local plan=$1 dir=$build/traces name device
+  name=$(basename "$plan" .zplan)
+  mkdir -p "$dir"
+  for device in cpu cuda; do
+    "$build/bin/zrun" "$plan" --device $device --steps 8 --eval-data synthetic \
+      --eval-every 4 $(weights "$plan") > "$dir/$name-eval-$device.txt" ||
+      { echo "zrun $name --device $device failed"; cat "$dir/$name-eval-$device.txt"; return 1; }
+  done
+  grep -q 'allocations after load *0' "$dir/$name-eval-cuda.txt" ||
+    { echo "$name: the CUDA run allocated after load"; grep allocations "$dir/$name-eval-cuda.txt"; return 1; }
+  paste <(grep '^eval after step' "$dir/$name-eval-cpu.txt") \
+        <(grep '^eval after step' "$dir/$name-eval-cuda.txt") |
+    awk -F'\t' '{ split($1, a, " "); split($2, b, " "); n++;
+                  d = a[6] - b[6]; if (d < 0) d = -d; s = a[6] < 0 ? -a[6] : a[6];
+                  printf "eval after step %s: cpu %s cuda %s\n", a[4], a[6], b[6];
+                  if (a[4] != b[4] || d > 1e-3 * (s > 1 ? s : 1)) bad++ }
+                END { if (n != 2 || bad) { print "eval losses differ (or missing)"; exit 1 } }'
+}
+
 export build out plans
+export -f weights
 
 # NCCL for data-parallel plans: its header at build time and libnccl.so.2
 # at run time (loaded, not linked), from NCCL_ROOT or PyTorch's nvidia-nccl
@@ -172,6 +205,15 @@ for model in mlp gpt_block gpt_block_bf16; do
   step "traces: $model graph/eager/no-reuse/poison, 50 steps" zrun.txt \
     compare_traces "$plans/$model.zplan" 50
 done
+# Imported models (bench/gpu/model_plans.py): convolutions, pooling and
+# BatchNorm state; grouped-query attention, rotary embeddings, RMSNorm.
+for model in cnn llama_tiny; do
+  [ -f "$plans/$model.zplan" ] || { summary+=("| $model | no plan: skipped | 0 | |"); continue; }
+  step "traces: $model graph/eager/no-reuse/poison, 20 steps" zrun.txt \
+    compare_traces "$plans/$model.zplan" 20
+  step "eval entry: $model on CUDA against the CPU" zrun.txt \
+    compare_eval "$plans/$model.zplan"
+done
 step "data parallel, world size 1 (NCCL in the graph): gpt_block dp and ZeRO-1, 50 steps" \
   zrun.txt compare_data_parallel 50
 for plan in gpt_block gpt_block_bf16; do
@@ -209,7 +251,7 @@ if [ -f "$plans/gpt2_small.zplan" ]; then
     --steps 20 --warmup 3
   step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), PyTorch" real-size.md \
     python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 12,768,12,1024,50304 \
-    --batch 8 --steps 20 --warmup 3 --modes eager,graph,eager-bf16,graph-bf16
+    --batch 8 --steps 20 --warmup 3 --modes eager,graph,eager-bf16,graph-bf16,compile-bf16
 fi
 
 if command -v compute-sanitizer > /dev/null; then
@@ -228,6 +270,21 @@ if command -v compute-sanitizer > /dev/null; then
   done
 else
   summary+=("| compute-sanitizer | not installed: skipped | 0 | |")
+fi
+
+# Where the bf16 step's time goes (issue 48): one eager step of GPT-2 small
+# in bf16 under ncu, kernels by time (ncu's times are at base clocks with
+# cold caches: read the shares). Last, so a short lease cuts only this.
+profile_bf16() {
+  timeout 200 ncu --csv --clock-control none --metrics gpu__time_duration.sum \
+    "$build/bin/zrun" "$plans/gpt2_small_bf16.zplan" --device cuda --launch eager \
+    --steps 1 > "$out/ncu-gpt2-bf16.csv" 2> "$out/ncu-gpt2-bf16.err" || return 1
+  python3 "$root/bench/gpu/ncu_summary.py" "$out/ncu-gpt2-bf16.csv" 1 --top 30
+}
+if command -v ncu > /dev/null && [ -f "$plans/gpt2_small_bf16.zplan" ] &&
+   [ -z "${ZCC_GPU_NO_PROFILE:-}" ]; then
+  export root
+  step "profile: GPT-2 small bf16, one eager step (ncu)" profile.md profile_bf16
 fi
 
 {

@@ -14,7 +14,10 @@ cross-entropy loss, backward, AdamW update -- two ways:
          mixed-precision setup zcc's bf16 is measured against);
   ddp    eager under DistributedDataParallel on NCCL, one rank (world size
          1: DDP's bucketed all-reduce hooks and NCCL calls still run), the
-         peer of zcc's --data-parallel plans on one GPU.
+         peer of zcc's --data-parallel plans on one GPU;
+  compile, compile-bf16  the loss under torch.compile (TorchInductor's
+         fused forward and backward kernels; AdamW eager, fused=True), the
+         peer issue 48 names; the first warm-up step compiles.
 
 For each (model, batch, mode) it reports, over --steps timed steps each
 followed by torch.cuda.synchronize() (zcc also waits for every step):
@@ -251,8 +254,12 @@ def run_one(model, batch, mode, steps, warmup, device):
             with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
                 return f32_loss(batch_)
 
-    if mode in ("eager", "ddp"):
+    if mode in ("eager", "ddp", "compile"):
         forward = loss_fn
+        optim_extra = {}
+        if mode == "compile":
+            forward = torch.compile(loss_fn)
+            optim_extra = {"fused": True}
         if mode == "ddp":
             import torch.distributed as dist
             if not dist.is_initialized():
@@ -262,7 +269,7 @@ def run_one(model, batch, mode, steps, warmup, device):
             forward = torch.nn.parallel.DistributedDataParallel(
                 _LossModule(plist, loss_fn), device_ids=[device.index],
                 gradient_as_bucket_view=True)
-        opt = torch.optim.AdamW(plist, **OPTIM_KW)
+        opt = torch.optim.AdamW(plist, **OPTIM_KW, **optim_extra)
         last = {}
 
         def issue_step(i):
@@ -378,6 +385,10 @@ def use_gpt_sizes(text):
     GPT_HEAD_DIM = GPT_D // GPT_HEADS
 
 
+MODES = ("eager", "graph", "eager-bf16", "graph-bf16", "ddp", "ddp-bf16",
+         "compile", "compile-bf16")
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         description="Time a full PyTorch training step (eager and CUDA graph) "
@@ -390,8 +401,8 @@ def parse_args(argv):
                     "and large (MLP 512, GPT 32); default both")
     ap.add_argument("--modes", default="eager,graph",
                     help="comma list of eager, graph, eager-bf16 and graph-bf16 "
-                    "(autocast), ddp and ddp-bf16 (one-rank DDP on NCCL); "
-                    "default eager,graph")
+                    "(autocast), ddp and ddp-bf16 (one-rank DDP on NCCL), "
+                    "compile and compile-bf16 (torch.compile); default eager,graph")
     ap.add_argument("--steps", type=int, default=1000, help="timed steps")
     ap.add_argument("--warmup", type=int, default=50, help="untimed steps first")
     ap.add_argument("--device-index", type=int, default=0)
@@ -412,9 +423,8 @@ def parse_args(argv):
             ap.error(f"--sizes: unknown size {s!r} (use small, large)")
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in args.modes:
-        if m not in ("eager", "graph", "eager-bf16", "graph-bf16", "ddp", "ddp-bf16"):
-            ap.error(f"--modes: unknown mode {m!r} (use eager, graph, eager-bf16, "
-                     "graph-bf16, ddp, ddp-bf16)")
+        if m not in MODES:
+            ap.error(f"--modes: unknown mode {m!r} (use {', '.join(MODES)})")
     if args.batch is not None and args.batch < 1:
         ap.error("--batch must be positive")
     if args.steps < 1:
@@ -456,7 +466,17 @@ def main(argv=None):
     sys.stdout.flush()
 
     for model, batch, mode in configs:
-        r = run_one(model, batch, mode, args.steps, args.warmup, device)
+        try:
+            r = run_one(model, batch, mode, args.steps, args.warmup, device)
+        except Exception as exc:  # noqa: BLE001 -- one failed peer, not the table
+            if not mode.startswith("compile"):
+                raise
+            # torch.compile needs a working Inductor toolchain: say so, go on.
+            release_memory()
+            print(f"| {model} | {batch} | {mode} | failed: {type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0][:120] if str(exc) else ''} | | | | |")
+            sys.stdout.flush()
+            continue
         release_memory()
         print(f"| {model} | {batch} | {mode} | {r['mean_us']:.1f} "
               f"| {r['median_us']:.1f} | {r['host_us']:.1f} "

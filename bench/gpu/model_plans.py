@@ -1,0 +1,100 @@
+"""Plans of imported models for the GPU suite (bench/gpu/make_plans.sh):
+what the GPT example does not use, at tiny sizes, each with the eval and
+predict entries zcc.from_torch adds (dropout off, BatchNorm on its running
+statistics), and its weights as NAME.safetensors (zrun --load-checkpoint):
+
+  cnn.zplan         a torchvision-style CNN: 2-D convolutions (plain, strided,
+                    depthwise), BatchNorm in training (its running statistics
+                    state the step writes), max and adaptive average pooling,
+                    hardswish, dropout, a linear classifier;
+  llama_tiny.zplan  transformers' LlamaForCausalLM: grouped-query attention
+                    (4 query heads on 2 key/value heads), rotary embeddings,
+                    RMSNorm, the SiLU gate.
+
+    PYTHONPATH=build/python python3 bench/gpu/model_plans.py OUT_DIR
+
+Needs torch, transformers (for Llama) and the zcc package; a plan it cannot make is named with the reason and
+skipped (exit 0), so the suite runs without it.
+"""
+
+import os
+import sys
+
+
+def cnn():
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    module = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(32),
+        nn.Hardswish(),
+        nn.Conv2d(32, 32, 3, padding=1, groups=32), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.2), nn.Linear(32, 10))
+    images = torch.randn(8, 3, 32, 32)
+    labels = torch.randint(0, 10, (8,))
+    return module, (images,), (labels,), F.cross_entropy
+
+
+def llama_tiny():
+    import torch
+    import torch.nn.functional as F
+    import transformers
+
+    class TokenLogits(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(ids).logits.flatten(0, 1)
+
+    config = transformers.LlamaConfig(
+        vocab_size=128, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=32, attention_dropout=0.0, use_cache=False,
+        attn_implementation="sdpa")
+    torch.manual_seed(0)
+    module = TokenLogits(transformers.LlamaForCausalLM(config))
+    ids = torch.randint(0, 128, (2, 32))
+    labels = torch.randint(0, 128, (64,))
+    return module, (ids,), (labels,), F.cross_entropy
+
+
+MODELS = {"cnn": cnn, "llama_tiny": llama_tiny}
+
+
+def main(argv):
+    if len(argv) != 2:
+        print("usage: model_plans.py OUT_DIR", file=sys.stderr)
+        return 2
+    out = argv[1]
+    os.makedirs(out, exist_ok=True)
+    try:
+        import zcc
+    except ImportError as exc:
+        print(f"model_plans: skipped every model: zcc is not importable ({exc})")
+        return 0
+    for name, build in MODELS.items():
+        try:
+            module, inputs, labels, loss = build()
+        except ImportError as exc:
+            print(f"model_plans: skipped {name}: {exc}")
+            continue
+        module.train()
+        traced = zcc.from_torch(module, inputs, labels, loss=loss)
+        path = os.path.join(out, f"{name}.zplan")
+        compiled = traced.compile(optimizer=zcc.adamw(lr=1e-3))
+        compiled.save(path)
+        # The module's weights: an imported plan's parameters come at load.
+        weights = os.path.join(out, f"{name}.safetensors")
+        compiled.session().save(weights)
+        print(f"model_plans: {path} ({os.path.getsize(path)} bytes), {weights}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
