@@ -1629,7 +1629,19 @@ ZRT_HOST_DEVICE inline void forEachWindowReading(const ConvGeometry &g,
   }
 }
 
-/// im2col: cols[(c KH + r) KW + s][oh OW + ow] from one image.
+/// The output columns ow of a window row whose tap sits at input column
+/// ow * sw + offset: [first, last) are those inside the image's width.
+ZRT_HOST_DEVICE inline void columnsInside(const ConvGeometry &g, int64_t offset,
+                                          int64_t &first, int64_t &last) {
+  first = offset >= 0 ? 0 : (g.sw - 1 - offset) / g.sw;
+  last = offset >= g.width ? 0 : (g.width - 1 - offset) / g.sw + 1;
+  last = last < g.outWidth ? last : g.outWidth;
+  first = first < last ? first : last;
+}
+
+/// im2col: cols[(c KH + r) KW + s][oh OW + ow] from one image, one output
+/// row (c, r, s, oh) per index: its columns read along one input row, so
+/// the inner loop is a (strided) copy with no division.
 template <typename T> struct Im2col : Functor {
   static constexpr bool kGrouped = false;
   const T *x = nullptr; // the image [C, H, W]
@@ -1637,18 +1649,32 @@ template <typename T> struct Im2col : Functor {
   ConvGeometry g;
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
-    int64_t column = i % g.columns(), row = i / g.columns();
+    int64_t oh = i % g.outHeight, row = i / g.outHeight;
     int64_t s = row % g.kw, r = row / g.kw % g.kh, c = row / (g.kw * g.kh);
-    int64_t ih = column / g.outWidth * g.sh - g.ph + r * g.dh;
-    int64_t iw = column % g.outWidth * g.sw - g.pw + s * g.dw;
-    bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
-    cols[i] = inside ? x[(c * g.height + ih) * g.width + iw] : T(0.0);
+    T *to = cols + row * g.columns() + oh * g.outWidth;
+    int64_t ih = oh * g.sh - g.ph + r * g.dh, offset = s * g.dw - g.pw;
+    int64_t first = 0, last = 0;
+    if (ih >= 0 && ih < g.height)
+      columnsInside(g, offset, first, last);
+    // Indices, not a pointer moved by a negative offset, outside the image.
+    int64_t from = (c * g.height + ih) * g.width + offset;
+    for (int64_t ow = 0; ow < first; ++ow)
+      to[ow] = T(0.0);
+    if (g.sw == 1)
+      for (int64_t ow = first; ow < last; ++ow)
+        to[ow] = x[from + ow];
+    else
+      for (int64_t ow = first; ow < last; ++ow)
+        to[ow] = x[from + ow * g.sw];
+    for (int64_t ow = last; ow < g.outWidth; ++ow)
+      to[ow] = T(0.0);
   }
 };
 
 /// col2im, gathered: dx[c][ih][iw] = the sum, over the kernel positions
 /// (r, s) in order, of the columns that read it: no atomics, the same bits
-/// everywhere.
+/// everywhere. One input row (c, ih) per index, each tap's columns added
+/// along it (each element still sums its taps in (r, s) order).
 template <typename T> struct Col2im : Functor {
   static constexpr bool kGrouped = false;
   const T *cols = nullptr;
@@ -1656,15 +1682,27 @@ template <typename T> struct Col2im : Functor {
   ConvGeometry g;
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
-    int64_t iw = i % g.width, ih = i / g.width % g.height;
-    int64_t c = i / (g.width * g.height);
-    T sum = T(0.0);
-    forEachWindowReading(g, ih, iw,
-                         [&](int64_t oh, int64_t ow, int64_t r, int64_t s) {
-                           int64_t row = (c * g.kh + r) * g.kw + s;
-                           sum += cols[row * g.columns() + oh * g.outWidth + ow];
-                         });
-    dx[i] = sum;
+    int64_t ih = i % g.height, c = i / g.height;
+    T *to = dx + i * g.width;
+    for (int64_t iw = 0; iw < g.width; ++iw)
+      to[iw] = T(0.0);
+    for (int64_t r = 0; r < g.kh; ++r) {
+      int64_t top = ih + g.ph - r * g.dh;
+      if (top < 0 || top % g.sh != 0 || top / g.sh >= g.outHeight)
+        continue;
+      for (int64_t s = 0; s < g.kw; ++s) {
+        int64_t offset = s * g.dw - g.pw, first = 0, last = 0;
+        columnsInside(g, offset, first, last);
+        const T *from = cols + ((c * g.kh + r) * g.kw + s) * g.columns() +
+                        top / g.sh * g.outWidth;
+        if (g.sw == 1)
+          for (int64_t ow = first; ow < last; ++ow)
+            to[ow + offset] += from[ow];
+        else
+          for (int64_t ow = first; ow < last; ++ow)
+            to[ow * g.sw + offset] += from[ow];
+      }
+    }
   }
 };
 

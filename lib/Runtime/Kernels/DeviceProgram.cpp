@@ -243,7 +243,7 @@ public:
         f.x = x + i * image;
         f.cols = cols;
         f.g = g;
-        f.count = k * groups * n;
+        f.count = k * groups * g.outHeight; // a row of columns each
         push(f);
       }
       if (id == KernelId::Conv2d) // y[i] = W cols, per group
@@ -262,7 +262,7 @@ public:
         f.cols = cols;
         f.dx = result(0) + i * image;
         f.g = g;
-        f.count = image;
+        f.count = g.channels * g.height; // an input row each
         push(f);
       }
     }
