@@ -531,6 +531,30 @@ LogicalResult GradientBuilder::backward(Operation *op,
                                                      : b.getUnitAttr()));
         return success();
       })
+      .Case([&](BatchNormOp o) -> LogicalResult {
+        // The fused gradient counts the statistics' dependence on the
+        // input, so it is this op's only when they are its input's own.
+        auto stats = o.getStats().getDefiningOp<BatchNormStatsOp>();
+        if (!stats || stats.getInput() != o.getInput())
+          return o->emitOpError()
+                 << "has a gradient only with its statistics from "
+                    "zt.batch_norm_stats of its own input";
+        Type perChannel = o.getGamma().getType();
+        auto grad = b.create<BatchNormGradOp>(
+            loc, TypeRange{o.getInput().getType(), perChannel, perChannel},
+            o.getInput(), o.getStats(), o.getGamma(), dy,
+            o.getEpsilonAttr());
+        contribute(o.getInput(), grad.getInputGrad());
+        contribute(o.getGamma(), grad.getGammaGrad());
+        contribute(o.getBeta(), grad.getBetaGrad());
+        return success();
+      })
+      .Case([&](BatchNormStatsOp o) {
+        contribute(o.getInput(), b.create<BatchNormStatsGradOp>(
+                                     loc, o.getInput().getType(), o.getInput(),
+                                     o.getResult(), dy));
+        return success();
+      })
       .Case([&](LayerNormOp o) {
         Type gammaType = o.getGamma().getType();
         auto grad = b.create<LayerNormGradOp>(
@@ -714,12 +738,31 @@ private:
     return llvm::all_of(def->getOperands(),
                         [&](Value o) { return available(o, at, depth - 1); });
   }
+  /// How many ops recomputing `v` at `at` copies (0 for a kept value).
+  int64_t copies(Value v, int64_t at) const {
+    if (keptUntil(v, at))
+      return 0;
+    int64_t n = 1;
+    for (Value operand : v.getDefiningOp()->getOperands())
+      n += copies(operand, at);
+    return n;
+  }
   /// A copy of `op` at `b`'s point, its operands kept values or copies.
+  /// The longest chain of copies first: a residual stream recomputed
+  /// through its blocks then holds one block's copies at a time, not every
+  /// block's normalized branch waiting for the chain below it.
   Value cloneOf(Operation *op, OpBuilder &b, int64_t at) {
-    IRMapping mapping;
-    for (Value operand : op->getOperands())
+    SmallVector<std::pair<int64_t, unsigned>> order;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
       if (!keptUntil(operand, at))
+        order.push_back({-copies(operand, at), static_cast<unsigned>(i)});
+    llvm::stable_sort(order);
+    IRMapping mapping;
+    for (auto [cost, i] : order) {
+      Value operand = op->getOperand(i);
+      if (!mapping.contains(operand))
         mapping.map(operand, cloneOf(operand.getDefiningOp(), b, at));
+    }
     Operation *clone = b.clone(*op, mapping);
     clone->setAttr(ZTDialect::kRecomputeAttrName, b.getUnitAttr());
     position[clone] = at;

@@ -41,12 +41,16 @@ int64_t zcc::tensorBytes(Type type) {
   return tensor.getNumElements() * ((tensor.getElementTypeBitWidth() + 7) / 8);
 }
 
-
-/// Whether two values' elements have one size: a bool mask of as many bytes
-/// as a float operand (or a broadcast view's source) is not its elements.
-static bool sameElementWidth(Value a, Value b) {
-  return cast<RankedTensorType>(a.getType()).getElementTypeBitWidth() ==
-         cast<RankedTensorType>(b.getType()).getElementTypeBitWidth();
+/// Whether a result may take an operand's buffer: one shape and one element
+/// size (a bool mask of as many bytes as a float operand, or a broadcast
+/// view's source, is not its elements; nor is BatchNorm's [2, C] statistics
+/// the [N, C] input of as many bytes, whose kernels pair their elements
+/// one to one only with the input's).
+static bool sameElements(Value a, Value b) {
+  auto at = cast<RankedTensorType>(a.getType());
+  auto bt = cast<RankedTensorType>(b.getType());
+  return at.getElementTypeBitWidth() == bt.getElementTypeBitWidth() &&
+         at.getShape() == bt.getShape();
 }
 
 /// A splat constant is filled by a kernel; any other constant is data the
@@ -190,39 +194,39 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
       for (Value v : op->getResults())
         bucketValues.insert(live.bufferOf.lookup(v));
     }
-  for (Operation *op :
-       inPlace ? ArrayRef<Operation *>(live.schedule) : ArrayRef<Operation *>()) {
-    if (isView(op) || op->getNumResults() != 1)
+  for (Operation *op : inPlace ? ArrayRef<Operation *>(live.schedule)
+                               : ArrayRef<Operation *>()) {
+    if (isView(op) || !(traitsOf(op) & runtime::kInPlace))
       continue;
-    if (!(traitsOf(op) & runtime::kInPlace))
-      continue;
-    unsigned r = live.bufferOf.lookup(op->getResult(0));
-    LiveBuffer &result = live.buffers[r];
-    int64_t pos = live.positionOf[op];
-    if (result.kind != MemoryKind::Arena || returned.contains(r) ||
-        bucketValues.contains(r))
-      continue;
-    for (Value operand : op->getOperands()) {
-      unsigned o = live.bufferOf.lookup(operand);
-      LiveBuffer &source = live.buffers[o];
-      if (o == r || source.kind != MemoryKind::Arena || merged[o] ||
-          returned.contains(o) || bucketValues.contains(o) ||
-          (plantBug ? lastRead[o] < pos : lastRead[o] != pos) ||
-          source.bytes != result.bytes ||
-          !sameElementWidth(operand, op->getResult(0)))
+    // Each result (batch_norm_grad's input gradient) over an operand.
+    for (Value value : op->getResults()) {
+      unsigned r = live.bufferOf.lookup(value);
+      LiveBuffer &result = live.buffers[r];
+      int64_t pos = live.positionOf[op];
+      if (result.kind != MemoryKind::Arena || returned.contains(r) ||
+          bucketValues.contains(r))
         continue;
-      for (auto &[v, b] : live.bufferOf)
-        if (b == r)
-          b = o;
-      source.last = std::max(source.last, result.last);
-      lastRead[o] = std::max(lastRead[o], lastRead[r]);
-      // The slot takes a named value's name (`loc("saved")`), so reports
-      // and tests still find a value that now shares another's slot.
-      if (!isa<NameLoc>(source.root.getLoc()) &&
-          isa<NameLoc>(result.root.getLoc()))
-        source.root = result.root;
-      merged[r] = true;
-      break;
+      for (Value operand : op->getOperands()) {
+        unsigned o = live.bufferOf.lookup(operand);
+        LiveBuffer &source = live.buffers[o];
+        if (o == r || source.kind != MemoryKind::Arena || merged[o] ||
+            returned.contains(o) || bucketValues.contains(o) ||
+            (plantBug ? lastRead[o] < pos : lastRead[o] != pos) ||
+            source.bytes != result.bytes || !sameElements(operand, value))
+          continue;
+        for (auto &[v, b] : live.bufferOf)
+          if (b == r)
+            b = o;
+        source.last = std::max(source.last, result.last);
+        lastRead[o] = std::max(lastRead[o], lastRead[r]);
+        // The slot takes a named value's name (`loc("saved")`), so reports
+        // and tests still find a value that now shares another's slot.
+        if (!isa<NameLoc>(source.root.getLoc()) &&
+            isa<NameLoc>(result.root.getLoc()))
+          source.root = result.root;
+        merged[r] = true;
+        break;
+      }
     }
   }
 

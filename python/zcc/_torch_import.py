@@ -307,6 +307,12 @@ def _pow(ctx, node):
     return special[e]() if e in special else ops.pow(x, e)
 
 
+@_handles("square.default")
+def _square(ctx, node):
+    x = ctx.get(node.args[0])
+    return x * x
+
+
 @_handles("view.default", "reshape.default", "_unsafe_view.default")
 def _view(ctx, node):
     return ops.reshape(ctx.get(node.args[0]), [int(d) for d in node.args[1]])
@@ -1190,18 +1196,26 @@ def _batch_norm(ctx, node):
     else:
         training, eps = False, _kw(node, 6, "eps", 1e-5)
     if training:
-        dims = [0] + list(range(2, x.ndim))
-        mean = ops.mean(x, dims, True)
-        centered = x - mean  # once: the backward keeps it, not x
-        var = ops.mean(centered * centered, dims, True)
+        # zt.batch_norm: one pass forward (and again in the backward), two
+        # in its gradient, over the batch's statistics (one more op, kept).
+        stats = ops.batch_norm_stats(x)
+        channels = [x.shape[1]]
+        y = ops.batch_norm(
+            x, stats,
+            weight if weight is not None else ops.full(channels, 1.0),
+            bias if bias is not None else ops.full(channels, 0.0),
+            epsilon=float(eps))
         running = node.args[3:5] if len(node.args) >= 5 else ()
         if any(r is not None for r in running):
             momentum = _kw(node, 6, "momentum", 0.1)
             n = math.prod(x.shape) // x.shape[1]
-            for r, batch in zip(running, (mean, var * (n / max(n - 1, 1)))):
+            mean = ops.slice_dim(stats, 0, 0, 1)
+            var = ops.slice_dim(stats, 0, 1, 2) * (n / max(n - 1, 1))
+            for r, batch in zip(running, (mean, var)):
                 old = ctx.get(r)
                 ctx.write(r, old * (1.0 - momentum) +
                           ops.reshape(batch, list(old.shape)) * momentum)
+        return y if name == "batch_norm.default" else [y, None, None]
     else:
         mean = _channels(ctx.get(node.args[3]), x)
         var = _channels(ctx.get(node.args[4]), x)

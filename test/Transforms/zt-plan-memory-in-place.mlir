@@ -59,3 +59,28 @@ func.func @kept(%x: tensor<4x64xf32> {zt.role = #zt.role<input>, zt.name = "x"})
   %l = zt.sum %s, dims = [0] : (tensor<4xf32>) -> tensor<f32> loc("l")
   return %l : tensor<f32>
 }
+
+// -----
+
+// A kernel of several results: batch_norm_grad's input gradient over the
+// result gradient %e, which dies there (the per-channel gradients have no
+// operand of their size; its statistics, as many bytes as an input of
+// [2, 3], would need that very shape).
+// CHECK-LABEL: zplan.entry @batch_norm
+// CHECK: %[[X:.+]] = zplan.slot input {{.*}} name = "x"
+// CHECK: %[[E:.+]] = zplan.slot arena {{.*}} name = "e"
+// CHECK: zplan.launch "batch_norm_grad"(%[[X]], %{{.+}}, %{{.+}}, %[[E]]) -> (%[[E]], %{{.+}}, %{{.+}})
+// CHECKER: entry @batch_norm: {{[0-9]+}} arena slots, {{.*}}: ok
+func.func @batch_norm(%x: tensor<4x3x2x2xf32> {zt.role = #zt.role<input>, zt.name = "x"},
+                      %g: tensor<3xf32> {zt.role = #zt.role<input>, zt.name = "g"})
+    -> (tensor<f32> {zt.name = "out"}) attributes {zt.entry = "train_step"} {
+  %s = zt.batch_norm_stats %x : (tensor<4x3x2x2xf32>) -> tensor<2x3xf32> loc("s")
+  %e = zt.exp %x : tensor<4x3x2x2xf32> loc("e")
+  %r:3 = zt.batch_norm_grad %x, %s, %g, %e {epsilon = 1.0e-05 : f64} : (tensor<4x3x2x2xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<4x3x2x2xf32>) -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>) loc("dx")
+  %a = zt.sum %r#0, dims = [0, 1, 2, 3] : (tensor<4x3x2x2xf32>) -> tensor<f32> loc("a")
+  %b = zt.sum %r#1, dims = [0] : (tensor<3xf32>) -> tensor<f32> loc("b")
+  %c = zt.add %a, %b : tensor<f32> loc("c")
+  %d = zt.sum %r#2, dims = [0] : (tensor<3xf32>) -> tensor<f32> loc("d")
+  %l = zt.add %c, %d : tensor<f32> loc("l")
+  return %l : tensor<f32>
+}

@@ -7,8 +7,8 @@ reproduce a failure) with two interpreters: one traces it with zcc.ops, one
 evaluates its forward in NumPy (f64, the independent reference). The ops:
 every unary elementwise op (inside safe domains), binary ops with NumPy
 broadcasting and fan-out to earlier values, matmul (2-D and batched),
-layer_norm, rms_norm, softmax, log_softmax, reductions kept and broadcast
-back, scale, views (reshape, transpose), slice + concat, attention (written
+layer_norm, rms_norm, batch_norm (training), softmax, log_softmax,
+reductions kept and broadcast back, scale, views (reshape, transpose), slice + concat, attention (written
 out and causal, or fused zt.attention, causal or not, or causal with a
 padding mask: sequences padded on either side, so some queries see no key,
 or grouped-query: two query heads sharing one key and value head, or causal
@@ -116,11 +116,19 @@ def generate(seed):
             op = ("matmul", a, new_param([shape[-1], out]))
             shape = shape[:-1] + [out]
         elif kind == "norm":
-            if rng.random() < 0.5:
+            r = rng.random()
+            if r < 0.4:
                 op = ("layer_norm", a, new_param([shape[-1]]),
                       new_param([shape[-1]]))
-            else:
+            elif r < 0.8 or math.prod(shape) // shape[1] < 16:
+                # BatchNorm over a handful of values per channel is
+                # degenerate: bf16's rounding of its input, over the
+                # channel's spread, moves its gradients by 10% (the same
+                # with it written as element ops).
                 op = ("rms_norm", a, new_param([shape[-1]]))
+            else:  # training-mode BatchNorm over dimension 1's channels
+                op = ("batch_norm", a, new_param([shape[1]]),
+                      new_param([shape[1]]))
         elif kind == "softmax":
             op = (str(rng.choice(["softmax", "log_softmax"])), a)
         elif kind == "reduce":
@@ -200,6 +208,12 @@ class ZccOps:
     matmul = staticmethod(lambda a, w: zcc.ops.matmul(a, w))
     layer_norm = staticmethod(lambda x, g, b: zcc.ops.layer_norm(x, g, b, 1e-5))
     rms_norm = staticmethod(lambda x, g: zcc.ops.rms_norm(x, g, 1e-6))
+
+    @staticmethod
+    def batch_norm(x, g, b):
+        return zcc.ops.batch_norm(x, zcc.ops.batch_norm_stats(x), g, b,
+                                  epsilon=1e-5)
+
     softmax = staticmethod(lambda x: zcc.ops.softmax(x, -1))
     log_softmax = staticmethod(lambda x: zcc.ops.log_softmax(x, -1))
 
@@ -297,6 +311,15 @@ class NumpyOps:
     @staticmethod
     def rms_norm(x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * g
+
+    @staticmethod
+    def batch_norm(x, g, b):
+        axes = (0,) + tuple(range(2, x.ndim))
+        mean = x.mean(axes, keepdims=True)
+        var = ((x - mean) ** 2).mean(axes, keepdims=True)
+        channel = [1, x.shape[1]] + [1] * (x.ndim - 2)
+        return ((x - mean) / np.sqrt(var + 1e-5) * g.reshape(channel)
+                + b.reshape(channel))
 
     @staticmethod
     def softmax(x):
@@ -398,6 +421,8 @@ def run(prog, impl, x, params, target):
             y = impl.layer_norm(a, params[op[2]], params[op[3]])
         elif name == "rms_norm":
             y = impl.rms_norm(a, params[op[2]])
+        elif name == "batch_norm":
+            y = impl.batch_norm(a, params[op[2]], params[op[3]])
         elif name in ("softmax", "log_softmax"):
             y = getattr(impl, name)(a)
         elif name == "reduce":

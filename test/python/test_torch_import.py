@@ -616,6 +616,25 @@ def test_element_rows_import_and_train_like_pytorch(precision, tolerance):
          "minimum"), seed=1, rows=8)
 
 
+class Squares(nn.Module):
+    """torch.square between two linear layers (imported as x * x)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(12, 16)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.out(torch.square(self.a(x)))
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+def test_square_imports_and_trains_like_pytorch(precision, tolerance):
+    torch.manual_seed(5)
+    trains_like_pytorch(Squares(), 12, 4, precision, tolerance, ("mul",),
+                        seed=1, rows=8)
+
+
 class RunningSums(nn.Module):
     """Running sums along the features and along the batch."""
 

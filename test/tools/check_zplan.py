@@ -41,8 +41,10 @@ LAUNCH = re.compile(r'zplan\.launch "(\w+)"\(([^)]*)\) -> \(([^)]*)\)')
 ELEMENT = set("""add sub mul div neg exp log tanh sigmoid relu gelu gelu_erf silu
     sqrt rsqrt relu_grad gelu_grad gelu_erf_grad silu_grad tanh_grad
     sigmoid_grad sqrt_grad rsqrt_grad scale""".split())
+# BatchNorm's kernels take a channel at a time, reading its statistics and
+# each of its elements before writing that element.
 IN_PLACE = ELEMENT | set("""dropout mse_grad softmax_cross_entropy_grad sgd adamw
-    copy""".split())
+    copy batch_norm batch_norm_grad batch_norm_stats_grad""".split())
 BYTES = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "bf16": 2}
 
 

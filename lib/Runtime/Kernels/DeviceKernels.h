@@ -1950,6 +1950,198 @@ template <typename T> struct AttentionGradScores : Functor {
   }
 };
 
+/// BatchNorm's shape: input [N, C, inner...] as images of channels of
+/// `inner` elements each.
+struct BatchNormShape {
+  int64_t images = 0, channels = 0, inner = 0;
+
+  template <typename B> static BatchNormShape of(const B &b) {
+    const auto &x = b.inType(0).shape;
+    BatchNormShape s;
+    s.images = x[0];
+    s.channels = x[1];
+    s.inner = 1;
+    for (size_t d = 2; d < x.size(); ++d)
+      s.inner *= x[d];
+    return s;
+  }
+  /// Elements per channel.
+  ZRT_HOST_DEVICE int64_t perChannel() const { return images * inner; }
+  /// Where image n's run of channel c starts.
+  ZRT_HOST_DEVICE int64_t run(int64_t n, int64_t c) const {
+    return (n * channels + c) * inner;
+  }
+};
+
+/// batch_norm_stats: a channel per group, its mean, then the mean of its
+/// squared deviations (two passes: no cancellation), the images in order.
+template <typename T> struct BatchNormStats : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr;
+  T *stats = nullptr; // [2, C]
+  BatchNormShape shape;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t c, G &group) const {
+    T sum = T(0.0);
+    for (int64_t n = 0; n < shape.images; ++n) {
+      const T *from = x + shape.run(n, c);
+      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
+        sum += from[j];
+    }
+    T count = static_cast<T>(shape.perChannel());
+    T mean = group.reduce(sum, Sum()) / count;
+    T sq = T(0.0);
+    for (int64_t n = 0; n < shape.images; ++n) {
+      const T *from = x + shape.run(n, c);
+      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
+        sq += (from[j] - mean) * (from[j] - mean);
+    }
+    T var = group.reduce(sq, Sum()) / count;
+    if (group.lane == 0) {
+      stats[c] = mean;
+      stats[shape.channels + c] = var;
+    }
+  }
+
+  template <typename B> static void build(B &b) {
+    BatchNormStats f;
+    f.x = b.in(0);
+    f.stats = b.result(0);
+    f.shape = BatchNormShape::of(b);
+    f.count = f.shape.channels;
+    b.push(f, f.shape.perChannel());
+  }
+};
+
+/// batch_norm_stats_grad: a channel per group (its statistics read before
+/// any of its elements is written: the result may be the input's buffer):
+/// dx = (dmean + 2 dvar (x - mean)) / M.
+template <typename T> struct BatchNormStatsGrad : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *stats = nullptr, *dstats = nullptr;
+  T *dx = nullptr;
+  BatchNormShape shape;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t c, G &group) const {
+    T count = static_cast<T>(shape.perChannel());
+    T mean = stats[c], dmean = dstats[c] / count;
+    T dvar = T(2.0) * dstats[shape.channels + c] / count;
+    for (int64_t n = 0; n < shape.images; ++n) {
+      const T *from = x + shape.run(n, c);
+      T *to = dx + shape.run(n, c);
+      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
+        to[j] = dmean + dvar * (from[j] - mean);
+    }
+  }
+
+  template <typename B> static void build(B &b) {
+    BatchNormStatsGrad f;
+    f.x = b.in(0);
+    f.stats = b.in(1);
+    f.dstats = b.in(2);
+    f.dx = b.result(0);
+    f.shape = BatchNormShape::of(b);
+    f.count = f.shape.channels;
+    b.push(f, f.shape.inner);
+  }
+};
+
+/// batch_norm: a channel per group, normalized by its statistics (read
+/// before any of its elements is written: the result may be the input's
+/// buffer): y = (x - mean) rstd gamma + beta.
+template <typename T> struct BatchNorm : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *stats = nullptr, *gamma = nullptr, *beta = nullptr;
+  T *y = nullptr;
+  BatchNormShape shape;
+  T epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t c, G &group) const {
+    T mean = stats[c];
+    T scale = T(1.0) / fSqrt(stats[shape.channels + c] + epsilon) * gamma[c];
+    T shift = beta[c];
+    for (int64_t n = 0; n < shape.images; ++n) {
+      const T *from = x + shape.run(n, c);
+      T *to = y + shape.run(n, c);
+      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
+        to[j] = (from[j] - mean) * scale + shift;
+    }
+  }
+
+  template <typename B> static void build(B &b) {
+    BatchNorm f;
+    f.x = b.in(0);
+    f.stats = b.in(1);
+    f.gamma = b.in(2);
+    f.beta = b.in(3);
+    f.y = b.result(0);
+    f.epsilon = static_cast<T>(b.launch.params.epsilon);
+    f.shape = BatchNormShape::of(b);
+    f.count = f.shape.channels;
+    b.push(f, f.shape.inner);
+  }
+};
+
+/// batch_norm_grad: a channel per group, its sums of dy and dy (x - mean)
+/// (the images in order), then dx from them (PyTorch's training-mode
+/// gradient; each element read just before it is written: dx may be the
+/// buffer of x or dy); dgamma and dbeta from the sums.
+template <typename T> struct BatchNormGrad : Functor {
+  static constexpr bool kGrouped = true;
+  const T *x = nullptr, *stats = nullptr, *gamma = nullptr, *dy = nullptr;
+  T *dx = nullptr, *dgamma = nullptr, *dbeta = nullptr;
+  BatchNormShape shape;
+  T epsilon = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t c, G &group) const {
+    T mean = stats[c];
+    T rstd = T(1.0) / fSqrt(stats[shape.channels + c] + epsilon);
+    T sumDy = T(0.0), sumDyXmu = T(0.0);
+    for (int64_t n = 0; n < shape.images; ++n) {
+      const T *xs = x + shape.run(n, c), *dys = dy + shape.run(n, c);
+      for (int64_t j = group.lane; j < shape.inner; j += group.lanes) {
+        sumDy += dys[j];
+        sumDyXmu += dys[j] * (xs[j] - mean);
+      }
+    }
+    sumDy = group.reduce(sumDy, Sum());
+    sumDyXmu = group.reduce(sumDyXmu, Sum());
+    T count = static_cast<T>(shape.perChannel());
+    T meanDy = sumDy / count;
+    T projection = sumDyXmu / count * rstd * rstd;
+    T scale = rstd * gamma[c];
+    for (int64_t n = 0; n < shape.images; ++n) {
+      const T *xs = x + shape.run(n, c), *dys = dy + shape.run(n, c);
+      T *dxs = dx + shape.run(n, c);
+      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
+        dxs[j] = (dys[j] - meanDy - (xs[j] - mean) * projection) * scale;
+    }
+    if (group.lane == 0) {
+      dgamma[c] = sumDyXmu * rstd;
+      dbeta[c] = sumDy;
+    }
+  }
+
+  template <typename B> static void build(B &b) {
+    BatchNormGrad f;
+    f.x = b.in(0);
+    f.stats = b.in(1);
+    f.gamma = b.in(2);
+    f.dy = b.in(3);
+    f.dx = b.result(0);
+    f.dgamma = b.result(1);
+    f.dbeta = b.result(2);
+    f.epsilon = static_cast<T>(b.launch.params.epsilon);
+    f.shape = BatchNormShape::of(b);
+    f.count = f.shape.channels;
+    b.push(f, f.shape.perChannel());
+  }
+};
+
 } // namespace zcc::runtime::device
 
 /// X(KernelId, functor): the kernels whose functor (a template over the
@@ -1959,6 +2151,10 @@ template <typename T> struct AttentionGradScores : Functor {
 #define ZRT_SELF_BUILT_KERNELS(X)                                              \
   X(Cumsum, Cumsum)                                                            \
   X(MaxPool2d, MaxPool2d)                                                      \
-  X(MaxPool2dGrad, MaxPool2dGrad)
+  X(MaxPool2dGrad, MaxPool2dGrad)                                              \
+  X(BatchNormStats, BatchNormStats)                                            \
+  X(BatchNormStatsGrad, BatchNormStatsGrad)                                    \
+  X(BatchNorm, BatchNorm)                                                      \
+  X(BatchNormGrad, BatchNormGrad)
 
 #endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H

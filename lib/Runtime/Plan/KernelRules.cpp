@@ -817,7 +817,56 @@ Status inferMaxPool2d(const LaunchRules &r, std::vector<TensorType> &results) {
   return Status::ok();
 }
 
+/// Training-mode BatchNorm over [N, C, ...] (rank >= 2; the statistics of
+/// each channel over every other dimension): batch_norm_stats (input) ->
+/// [2, C] (row 0 the means, row 1 the biased variances); its gradient
+/// batch_norm_stats_grad (input, stats, stats_grad) -> the input's type;
+/// batch_norm (input, stats, gamma [C], beta [C]) -> the input's type;
+/// batch_norm_grad (input, stats, gamma, result_grad) -> the input's,
+/// gamma's and beta's types. epsilon > 0.
+Status inferBatchNorm(const LaunchRules &r, std::vector<TensorType> &results) {
+  static const size_t kInputs[] = {1, 3, 4, 4};
+  size_t which = r.id == KernelId::BatchNormStats       ? 0
+                 : r.id == KernelId::BatchNormStatsGrad ? 1
+                 : r.id == KernelId::BatchNorm          ? 2
+                                                        : 3;
+  ZRT_RETURN_IF_ERROR(r.expectInputs(kInputs[which]));
+  const TensorType &x = r.input(0);
+  ZRT_RETURN_IF_ERROR(r.expectFloat("input", x));
+  if (x.rank() < 2)
+    return r.fail("input must be [N, C, ...] (rank 2 or more), got ",
+                  typeString(x));
+  int64_t channels = x.shape[1];
+  TensorType stats{DType::F32, {2, channels}}, perChannel{DType::F32, {channels}};
+  if (which == 0) {
+    results = {stats};
+    return Status::ok();
+  }
+  ZRT_RETURN_IF_ERROR(r.expectSameType("stats", r.input(1), "[2, C]", stats));
+  if (which == 1) {
+    ZRT_RETURN_IF_ERROR(
+        r.expectSameType("stats_grad", r.input(2), "stats", stats));
+    results = {x};
+    return Status::ok();
+  }
+  ZRT_RETURN_IF_ERROR(
+      r.expectRange("epsilon", r.params.epsilon, 0, false, std::nullopt));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("gamma", r.input(2), "[C]", perChannel));
+  if (which == 2) {
+    ZRT_RETURN_IF_ERROR(r.expectSameType("beta", r.input(3), "[C]", perChannel));
+    results = {x};
+    return Status::ok();
+  }
+  ZRT_RETURN_IF_ERROR(r.expectSameType("result_grad", r.input(3), "input", x));
+  results = {x, perChannel, perChannel};
+  return Status::ok();
+}
+
 #define ZRT_INFERRED_KERNELS(X)                                                \
+  X(BatchNormStats, inferBatchNorm)                                            \
+  X(BatchNormStatsGrad, inferBatchNorm)                                        \
+  X(BatchNorm, inferBatchNorm)                                                 \
+  X(BatchNormGrad, inferBatchNorm)                                             \
   X(MaxPool2d, inferMaxPool2d)                                                 \
   X(MaxPool2dGrad, inferMaxPool2d)                                             \
   X(Cumsum, inferCumsum)                                                       \

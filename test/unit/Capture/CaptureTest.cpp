@@ -1092,11 +1092,19 @@ TEST(InferredOps, EveryForwardOpCapturesAndPassesAGradientCheck) {
     SCOPED_TRACE(c.kernel);
     Graph g(c.kernel + "_step");
     std::vector<Tensor> operands;
+    size_t parameters = 0;
     for (uint32_t t : decoded.launches[0].inputs) {
+      // batch_norm's gradient is training-mode BatchNorm's: its statistics
+      // are its input's own.
+      if (*kernel == runtime::KernelId::BatchNorm && operands.size() == 1) {
+        operands.push_back(g.op("batch_norm_stats", {operands[0]})[0]);
+        continue;
+      }
       const runtime::TensorType &type = decoded.tensors[t].type;
       ASSERT_EQ(type.dtype, DType::F32) << "an operand the test cannot make";
       operands.push_back(g.parameter("p" + std::to_string(operands.size()),
                                      type.shape, Init::uniform(-1, 1)));
+      ++parameters;
     }
     std::vector<Tensor> results = g.op(c.kernel, operands, c.params);
     ASSERT_TRUE(g.ok()) << g.status().message();
@@ -1109,9 +1117,16 @@ TEST(InferredOps, EveryForwardOpCapturesAndPassesAGradientCheck) {
       loss = i ? g.add(loss, term) : term;
     }
     ASSERT_TRUE(g.finish(loss).isOk()) << g.status().message();
-    std::shared_ptr<runtime::Plan> plan =
-        expectGradientsCheck(g, operands.size());
+    std::shared_ptr<runtime::Plan> plan = expectGradientsCheck(g, parameters);
     ++checked;
+    if (*kernel == runtime::KernelId::BatchNorm) // epsilon off in the backward
+      expectTamperingCaught(
+          plan,
+          [](const runtime::Launch &l) {
+            return l.kernel == runtime::KernelId::BatchNormGrad;
+          },
+          [](runtime::Launch &l) { l.params.epsilon += 0.5; },
+          "batch_norm_grad with another epsilon");
     if (*kernel == runtime::KernelId::Cumsum) // the sums the wrong way
       expectTamperingCaught(
           plan,

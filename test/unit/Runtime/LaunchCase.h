@@ -630,6 +630,19 @@ inline std::vector<LaunchCase> everyKernel() {
     params(add("conv2d_input_grad").input(c.x).input(c.w).input(c.y).output(c.x));
     params(add("conv2d_weight_grad").input(c.x).input(c.w).input(c.y).output(c.w));
   }
+  // BatchNorm in training: 4 images of 3 channels of 2x3, and [N, C]
+  // (BatchNorm1d); statistics given with positive variances.
+  const std::vector<double> stats = {0.1, -0.2, 0.3, 0.5, 1.5, 0.8};
+  for (std::vector<int64_t> x : {std::vector<int64_t>{4, 3, 2, 3},
+                                 std::vector<int64_t>{5, 3}}) {
+    add("batch_norm_stats").input(x).output({2, 3});
+    add("batch_norm_stats_grad").input(x).input({2, 3}, stats).input({2, 3})
+        .output(x);
+    add("batch_norm").input(x).input({2, 3}, stats).input({3}).input({3})
+        .output(x).param(floatParam("epsilon", 1e-5));
+    add("batch_norm_grad").input(x).input({2, 3}, stats).input({3}).input(x)
+        .output(x).output({3}).output({3}).param(floatParam("epsilon", 1e-5));
+  }
   // Max pooling: ResNet's (3x3, stride 2, padded) and a dilated window.
   for (bool dilated : {false, true}) {
     std::vector<int64_t> y = dilated ? std::vector<int64_t>{2, 3, 3, 2}

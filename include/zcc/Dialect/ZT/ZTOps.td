@@ -451,6 +451,77 @@ def ZT_MaxPool2dGradOp : ZT_PoolOp<"max_pool2d_grad",
     executor. Attributes as the forward's.
   }]>;
 
+def ZT_BatchNormStatsOp : ZT_Op<"batch_norm_stats", [Pure, ZT_BuiltByName]> {
+  let summary = "a batch's per-channel mean and variance (BatchNorm in training)";
+  let description = [{
+    `input` `[N, C, ...]`; for each channel `c`, over every other dimension
+    (`M` elements): `result[0, c] = mean`, `result[1, c] = mean((x - mean)^2)`
+    (biased, as BatchNorm normalizes by; the running variance's unbiased one
+    is `M / (M - 1)` of it). Summed in a fixed order: the same bits on the
+    CPU and the emulator.
+
+    ```mlir
+    %s = zt.batch_norm_stats %x : (tensor<8x16x4x4xf32>) -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$input);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def ZT_BatchNormStatsGradOp : ZT_Op<"batch_norm_stats_grad", [Pure, ZT_BuiltByName]> {
+  let summary = "gradient of zt.batch_norm_stats";
+  let description = [{
+    `input_grad = (stats_grad[0, c] + 2 stats_grad[1, c] (x - mean)) / M`
+    per element of channel `c`.
+  }];
+  let arguments = (ins ZT_FloatTensor:$input, ZT_FloatTensor:$stats,
+                       ZT_FloatTensor:$stats_grad);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def ZT_BatchNormOp : ZT_Op<"batch_norm", [Pure, ZT_BuiltByName]> {
+  let summary = "BatchNorm in training: a batch normalized by its own statistics";
+  let description = [{
+    `input` `[N, C, ...]`, `stats` its `zt.batch_norm_stats`, `gamma` and
+    `beta` `[C]`: `result = (x - mean[c]) / sqrt(var[c] + epsilon) *
+    gamma[c] + beta[c]` per element of channel `c`: one pass over the input,
+    cheap to compute again in the backward. Its gradient
+    (`zt.batch_norm_grad`) is training-mode BatchNorm's, which counts the
+    statistics' dependence on the input; so zt-autodiff requires `stats`
+    to be `zt.batch_norm_stats` of this very `input` (gradients through the
+    statistics' other uses add to it as usual).
+
+    ```mlir
+    %y = zt.batch_norm %x, %s, %g, %b {epsilon = 1.0e-05 : f64} : (tensor<8x16x4x4xf32>, tensor<2x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x16x4x4xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$input, ZT_FloatTensor:$stats,
+                       ZT_FloatTensor:$gamma, ZT_FloatTensor:$beta,
+                       F64Attr:$epsilon);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def ZT_BatchNormGradOp : ZT_Op<"batch_norm_grad", [Pure, ZT_BuiltByName]> {
+  let summary = "gradient of zt.batch_norm in training";
+  let description = [{
+    Per channel, from the input, its statistics, `gamma` and the result's
+    gradient `dy` (`M` elements, `rstd = 1 / sqrt(var + epsilon)`):
+    `beta_grad = sum(dy)`, `gamma_grad = sum(dy (x - mean)) rstd`,
+    `input_grad = (dy - sum(dy) / M - (x - mean) rstd^2 sum(dy (x - mean)) /
+    M) rstd gamma`: PyTorch's training-mode gradient, in two passes over the
+    channel.
+  }];
+  let arguments = (ins ZT_FloatTensor:$input, ZT_FloatTensor:$stats,
+                       ZT_FloatTensor:$gamma, ZT_FloatTensor:$result_grad,
+                       F64Attr:$epsilon);
+  let results = (outs ZT_FloatTensor:$input_grad, ZT_FloatTensor:$gamma_grad,
+                      ZT_FloatTensor:$beta_grad);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "result"]>,
     AllElementTypesMatch<["operand", "gamma", "beta"]>]> {

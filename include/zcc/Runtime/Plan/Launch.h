@@ -77,7 +77,11 @@ namespace zcc::runtime {
   X(Conv2dInputGrad, "conv2d_input_grad", kNoTraits)                           \
   X(Conv2dWeightGrad, "conv2d_weight_grad", kNoTraits)                         \
   X(MaxPool2d, "max_pool2d", kNoTraits)                                        \
-  X(MaxPool2dGrad, "max_pool2d_grad", kNoTraits)
+  X(MaxPool2dGrad, "max_pool2d_grad", kNoTraits)                              \
+  X(BatchNormStats, "batch_norm_stats", kNoTraits)                             \
+  X(BatchNormStatsGrad, "batch_norm_stats_grad", kInPlace)                     \
+  X(BatchNorm, "batch_norm", kInPlace | kCheapToRecompute)                     \
+  X(BatchNormGrad, "batch_norm_grad", kInPlace)
 
 // X(Id, "name", ...): every kernel: the element kernels (ElementKernels.h,
 // whose rows also pass their arity), then the others.
@@ -231,7 +235,9 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Conv2dWeightGrad, "groups", Int, groups)                                   \
   X(SoftmaxCrossEntropyGrad, "ignore_index", Int, ignoreIndex)                 \
   X(SoftmaxCrossEntropy, "label_smoothing", Float, labelSmoothing)             \
-  X(SoftmaxCrossEntropyGrad, "label_smoothing", Float, labelSmoothing)
+  X(SoftmaxCrossEntropyGrad, "label_smoothing", Float, labelSmoothing)         \
+  X(BatchNorm, "epsilon", Float, epsilon)                                      \
+  X(BatchNormGrad, "epsilon", Float, epsilon)
 
 /// A launch's parameters, typed. Each kernel uses the members its rows of
 /// ZRT_KERNEL_PARAM_LIST name; the others keep these zero values.

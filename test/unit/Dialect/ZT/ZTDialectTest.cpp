@@ -306,7 +306,11 @@ TEST_F(ZTDialectTest, EveryInferredOpRoundTrips) {
       }
     }
     attrs += attrs.empty() ? "" : "}";
-    std::string source = "func.func @f(" + args + ") {\n  %r = \"zt." +
+    std::string results = launch.outputs.size() > 1
+                              ? ":" + std::to_string(launch.outputs.size())
+                              : "";
+    std::string source = "func.func @f(" + args + ") {\n  %r" + results +
+                         " = \"zt." +
                          c.kernel + "\"(" + operands + ")" + attrs + " : (" +
                          inTypes + ") -> (" + outTypes + ")\n  return\n}\n";
     OwningOpRef<ModuleOp> first =
