@@ -123,3 +123,19 @@ func.func @attention_logsumexp_loss(%q: tensor<2x5x4xf32> {zt.role = #zt.role<pa
   %l = zt.sum %lse, dims = [0, 1] : (tensor<2x5xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// batch_norm's gradient is training-mode BatchNorm's, which counts its
+// statistics' dependence on its input: only with its input's own.
+func.func @batch_norm_stats_of_another(%x: tensor<4x3xf32> {zt.role = #zt.role<input>},
+    %w: tensor<4x3xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>},
+    %g: tensor<3xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<ones>},
+    %b: tensor<3xf32> {zt.role = #zt.role<parameter>, zt.init = #zt.init<zeros>}) -> tensor<f32> {
+  %h = zt.add %x, %w : tensor<4x3xf32>
+  %s = zt.batch_norm_stats %x : (tensor<4x3xf32>) -> tensor<2x3xf32>
+  // expected-error @+1 {{has a gradient only with its statistics from zt.batch_norm_stats of its own input}}
+  %y = zt.batch_norm %h, %s, %g, %b {epsilon = 1.0e-05 : f64} : (tensor<4x3xf32>, tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %l = zt.sum %y, dims = [0, 1] : (tensor<4x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

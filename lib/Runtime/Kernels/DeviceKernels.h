@@ -1967,14 +1967,26 @@ struct BatchNormShape {
   }
   /// Elements per channel.
   ZRT_HOST_DEVICE int64_t perChannel() const { return images * inner; }
-  /// Where image n's run of channel c starts.
-  ZRT_HOST_DEVICE int64_t run(int64_t n, int64_t c) const {
-    return (n * channels + c) * inner;
+  /// f(i) for the index i of every element of channel c that the group's
+  /// lane takes: the images in order, the lanes along each image's run.
+  template <typename G, typename F>
+  ZRT_HOST_DEVICE void forChannel(int64_t c, const G &group, F f) const {
+    for (int64_t n = 0; n < images; ++n) {
+      int64_t run = (n * channels + c) * inner;
+      for (int64_t j = group.lane; j < inner; j += group.lanes)
+        f(run + j);
+    }
   }
 };
 
-/// batch_norm_stats: a channel per group, its mean, then the mean of its
-/// squared deviations (two passes: no cancellation), the images in order.
+/// BatchNorm's kernels take a channel per group (its lanes split each
+/// image's run of the channel) and read its statistics and each of its
+/// elements before writing that element, so a result may
+/// be the buffer of an operand of its shape (even the [2, C] statistics
+/// themselves, when the input is [2, C]: a channel's are its own elements).
+
+/// batch_norm_stats: its mean, then the mean of its squared deviations (two
+/// passes: no cancellation).
 template <typename T> struct BatchNormStats : Functor {
   static constexpr bool kGrouped = true;
   const T *x = nullptr;
@@ -1983,20 +1995,12 @@ template <typename T> struct BatchNormStats : Functor {
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t c, G &group) const {
-    T sum = T(0.0);
-    for (int64_t n = 0; n < shape.images; ++n) {
-      const T *from = x + shape.run(n, c);
-      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
-        sum += from[j];
-    }
+    T sum = T(0.0), sq = T(0.0);
+    shape.forChannel(c, group, [&](int64_t i) { sum += x[i]; });
     T count = static_cast<T>(shape.perChannel());
     T mean = group.reduce(sum, Sum()) / count;
-    T sq = T(0.0);
-    for (int64_t n = 0; n < shape.images; ++n) {
-      const T *from = x + shape.run(n, c);
-      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
-        sq += (from[j] - mean) * (from[j] - mean);
-    }
+    shape.forChannel(c, group,
+                     [&](int64_t i) { sq += (x[i] - mean) * (x[i] - mean); });
     T var = group.reduce(sq, Sum()) / count;
     if (group.lane == 0) {
       stats[c] = mean;
@@ -2010,13 +2014,11 @@ template <typename T> struct BatchNormStats : Functor {
     f.stats = b.result(0);
     f.shape = BatchNormShape::of(b);
     f.count = f.shape.channels;
-    b.push(f, f.shape.perChannel());
+    b.push(f, f.shape.inner);
   }
 };
 
-/// batch_norm_stats_grad: a channel per group (its statistics read before
-/// any of its elements is written: the result may be the input's buffer):
-/// dx = (dmean + 2 dvar (x - mean)) / M.
+/// batch_norm_stats_grad: dx = (dmean + 2 dvar (x - mean)) / M.
 template <typename T> struct BatchNormStatsGrad : Functor {
   static constexpr bool kGrouped = true;
   const T *x = nullptr, *stats = nullptr, *dstats = nullptr;
@@ -2028,12 +2030,8 @@ template <typename T> struct BatchNormStatsGrad : Functor {
     T count = static_cast<T>(shape.perChannel());
     T mean = stats[c], dmean = dstats[c] / count;
     T dvar = T(2.0) * dstats[shape.channels + c] / count;
-    for (int64_t n = 0; n < shape.images; ++n) {
-      const T *from = x + shape.run(n, c);
-      T *to = dx + shape.run(n, c);
-      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
-        to[j] = dmean + dvar * (from[j] - mean);
-    }
+    shape.forChannel(c, group,
+                     [&](int64_t i) { dx[i] = dmean + dvar * (x[i] - mean); });
   }
 
   template <typename B> static void build(B &b) {
@@ -2048,9 +2046,7 @@ template <typename T> struct BatchNormStatsGrad : Functor {
   }
 };
 
-/// batch_norm: a channel per group, normalized by its statistics (read
-/// before any of its elements is written: the result may be the input's
-/// buffer): y = (x - mean) rstd gamma + beta.
+/// batch_norm: y = (x - mean) rstd gamma + beta.
 template <typename T> struct BatchNorm : Functor {
   static constexpr bool kGrouped = true;
   const T *x = nullptr, *stats = nullptr, *gamma = nullptr, *beta = nullptr;
@@ -2060,15 +2056,10 @@ template <typename T> struct BatchNorm : Functor {
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t c, G &group) const {
-    T mean = stats[c];
+    T mean = stats[c], shift = beta[c];
     T scale = T(1.0) / fSqrt(stats[shape.channels + c] + epsilon) * gamma[c];
-    T shift = beta[c];
-    for (int64_t n = 0; n < shape.images; ++n) {
-      const T *from = x + shape.run(n, c);
-      T *to = y + shape.run(n, c);
-      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
-        to[j] = (from[j] - mean) * scale + shift;
-    }
+    shape.forChannel(c, group,
+                     [&](int64_t i) { y[i] = (x[i] - mean) * scale + shift; });
   }
 
   template <typename B> static void build(B &b) {
@@ -2085,10 +2076,9 @@ template <typename T> struct BatchNorm : Functor {
   }
 };
 
-/// batch_norm_grad: a channel per group, its sums of dy and dy (x - mean)
-/// (the images in order), then dx from them (PyTorch's training-mode
-/// gradient; each element read just before it is written: dx may be the
-/// buffer of x or dy); dgamma and dbeta from the sums.
+/// batch_norm_grad: the channel's sums of dy and dy (x - mean), then dx
+/// from them (PyTorch's training-mode gradient); dgamma and dbeta from the
+/// sums.
 template <typename T> struct BatchNormGrad : Functor {
   static constexpr bool kGrouped = true;
   const T *x = nullptr, *stats = nullptr, *gamma = nullptr, *dy = nullptr;
@@ -2101,25 +2091,19 @@ template <typename T> struct BatchNormGrad : Functor {
     T mean = stats[c];
     T rstd = T(1.0) / fSqrt(stats[shape.channels + c] + epsilon);
     T sumDy = T(0.0), sumDyXmu = T(0.0);
-    for (int64_t n = 0; n < shape.images; ++n) {
-      const T *xs = x + shape.run(n, c), *dys = dy + shape.run(n, c);
-      for (int64_t j = group.lane; j < shape.inner; j += group.lanes) {
-        sumDy += dys[j];
-        sumDyXmu += dys[j] * (xs[j] - mean);
-      }
-    }
+    shape.forChannel(c, group, [&](int64_t i) {
+      sumDy += dy[i];
+      sumDyXmu += dy[i] * (x[i] - mean);
+    });
     sumDy = group.reduce(sumDy, Sum());
     sumDyXmu = group.reduce(sumDyXmu, Sum());
     T count = static_cast<T>(shape.perChannel());
     T meanDy = sumDy / count;
     T projection = sumDyXmu / count * rstd * rstd;
     T scale = rstd * gamma[c];
-    for (int64_t n = 0; n < shape.images; ++n) {
-      const T *xs = x + shape.run(n, c), *dys = dy + shape.run(n, c);
-      T *dxs = dx + shape.run(n, c);
-      for (int64_t j = group.lane; j < shape.inner; j += group.lanes)
-        dxs[j] = (dys[j] - meanDy - (xs[j] - mean) * projection) * scale;
-    }
+    shape.forChannel(c, group, [&](int64_t i) {
+      dx[i] = (dy[i] - meanDy - (x[i] - mean) * projection) * scale;
+    });
     if (group.lane == 0) {
       dgamma[c] = sumDyXmu * rstd;
       dbeta[c] = sumDy;
@@ -2138,7 +2122,7 @@ template <typename T> struct BatchNormGrad : Functor {
     f.epsilon = static_cast<T>(b.launch.params.epsilon);
     f.shape = BatchNormShape::of(b);
     f.count = f.shape.channels;
-    b.push(f, f.shape.perChannel());
+    b.push(f, f.shape.inner);
   }
 };
 
