@@ -253,13 +253,14 @@ def main():
         "results and what they save bf16; parameters, gradients and AdamW "
         "state f32), SDPA, the same live-tensor measure, MiB, against zcc's "
         "arena in f32 and with `compile(precision=\"bf16\")` (products, "
-        "the element ops, dropout and moves after them and the logits in "
-        "bf16; residual stream, normalizations and attention f32):",
+        "the element ops, dropout, moves, attention, normalizations, the "
+        "residual stream and the logits in bf16; statistics, the loss and "
+        "parameters f32):",
         "",
         "| GPT | PyTorch step, SDPA | PyTorch step, SDPA, autocast bf16 "
-        "| autocast / f32 | zcc f32 arena | zcc bf16 arena "
+        "| autocast / f32 | zcc f32 arena | zcc bf16 arena | zcc bf16 / f32 "
         "| zcc f32 / PyTorch autocast | zcc bf16 / PyTorch autocast |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for config, memory, sdpa_step, autocast_step in budgets:
         bf16 = zcc_memory(config, precision="bf16")
@@ -267,6 +268,7 @@ def main():
             f"| {', '.join(map(str, config))} | {mib(sdpa_step)} | "
             f"{mib(autocast_step)} | {autocast_step / sdpa_step:.2f} | "
             f"{mib(memory['arena'])} | {mib(bf16['arena'])} | "
+            f"{bf16['arena'] / memory['arena']:.2f} | "
             f"{memory['arena'] / autocast_step:.2f} | "
             f"**{bf16['arena'] / autocast_step:.2f}** |")
     text = "\n".join(lines) + "\n"

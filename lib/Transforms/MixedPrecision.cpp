@@ -3,13 +3,15 @@
 // zt-mixed-precision{precision=bf16}: the matrix products read bf16 operands
 // and write bf16 results (summed in f32), and bf16 then flows through the
 // ops that lose nothing by storing their result in bf16: element ops whose
-// rounding is harmless (add, sub, mul, scale, the activations), dropout and
-// the data moves (reshape, transpose, slice, broadcast, concat). Everything
-// else reads f32: a bf16 operand gets one zt.convert back before it. So the
-// normalizations, softmax, attention, reductions, exp/log/sqrt/div, the
-// embedding and the residual stream stay f32, as under PyTorch's autocast;
-// the loss reads bf16 logits directly and computes in f32. A bias added to
-// a bf16 product is broadcast from its bf16 copy. Parameters stay f32
+// rounding is harmless (add, sub, mul, scale, the activations), dropout, the
+// data moves (reshape, transpose, slice, broadcast, concat), attention (its
+// logsumexp f32) and the normalizations (their statistics and affine
+// parameters f32). An f32 operand beside a bf16 one comes in bf16 (a
+// broadcast bias from its source's bf16 copy), so the residual stream is
+// bf16 from its first bf16 branch on, as in llm.c. Everything else reads
+// f32: a bf16 operand gets one zt.convert back before it (softmax,
+// reductions, exp/log/sqrt/div, the embedding); the loss reads bf16 logits
+// directly and computes in f32. Parameters stay f32
 // (master weights): each gets one bf16 copy per step. Running before
 // zt-autodiff, it leaves the rest to the gradient rules: a gradient has its
 // value's type, and a conversion's gradient converts back, so every
@@ -98,25 +100,34 @@ private:
       toF32(op);
       return;
     }
-    // A binary op or concat with f32 operands beside bf16 ones: a
-    // broadcast (a bias, a constant) comes in bf16; anything else makes the
-    // op f32 (the residual stream adds bf16 branches into f32).
+    if (traitsOf(op) & runtime::kAffineF32) {
+      // A normalization: bf16 activations in and out, its affine
+      // parameters (and its statistics) f32.
+      if (!isBf16(op->getOperand(0))) {
+        toF32(op);
+        return;
+      }
+      for (OpOperand &use : llvm::drop_begin(op->getOpOperands()))
+        if (isBf16(use.get()))
+          use.set(f32Of(use.get(), op));
+      setElement(op->getResult(0), bf16());
+      return;
+    }
+    // f32 operands beside bf16 ones come in bf16: a broadcast (a bias, a
+    // constant) from its source's bf16 copy, anything else through one
+    // conversion (so the residual stream is bf16 from its first bf16
+    // branch on).
     for (OpOperand &use : op->getOpOperands()) {
       Value v = use.get();
       if (!isF32(v))
         continue;
       auto broadcast = v.getDefiningOp<BroadcastInDimOp>();
-      if (!broadcast || !isF32(broadcast.getOperand())) {
-        toF32(op);
-        return;
-      }
+      use.set(broadcast && isF32(broadcast.getOperand())
+                  ? bf16Broadcast(broadcast, op)
+                  : bf16Of(v, op));
     }
-    for (OpOperand &use : op->getOpOperands())
-      if (isF32(use.get()))
-        use.set(bf16Broadcast(use.get().getDefiningOp<BroadcastInDimOp>(), op));
-    for (Value result : op->getResults())
-      if (isF32(result))
-        setElement(result, bf16());
+    if (isF32(op->getResult(0))) // the stored result; others keep theirs
+      setElement(op->getResult(0), bf16());
   }
 
   void toF32(Operation *op) {

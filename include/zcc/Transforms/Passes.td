@@ -36,15 +36,19 @@ def ZTMixedPrecision : Pass<"zt-mixed-precision", "::mlir::ModuleOp"> {
     operands and writes a bf16 result (summed in f32, rounded once). bf16
     then flows through the ops that store their result in their operands'
     type: add, sub, mul, scale, the activations (tanh, sigmoid, relu, GELU,
-    SiLU, neg), dropout, reshape, transpose, slice, broadcast and concat.
-    Every other op reads f32, through one `zt.convert` back per value:
-    normalizations, softmax, attention, reductions, exp, log, sqrt, rsqrt,
-    div, the embedding, mse. `zt.softmax_cross_entropy` reads bf16 logits
-    directly and computes the loss in f32. A binary op with a bf16 operand
-    and an f32 one stays bf16 when the f32 one is a broadcast (a bias: it is
-    broadcast from the source's bf16 copy instead); otherwise it is f32 (the
-    residual stream adds bf16 branches into f32). Parameters stay f32
-    (master weights): each gets one bf16 copy, before its first product.
+    SiLU, neg), dropout, reshape, transpose, slice, broadcast, concat,
+    `zt.attention` (scores and softmax in f32, the probabilities rounded to
+    bf16 for the product with the values, the logsumexp f32) and
+    `zt.layer_norm` / `zt.rms_norm` (statistics in f32; `gamma` and `beta`
+    stay f32). Every other op reads f32, through one `zt.convert` back per
+    value: softmax, reductions, exp, log, sqrt, rsqrt, div, the embedding,
+    mse. `zt.softmax_cross_entropy` reads bf16 logits directly and computes
+    the loss in f32. An op with a bf16 operand takes its f32 operands in
+    bf16 too: a broadcast (a bias) is broadcast from its source's bf16 copy,
+    anything else gets one conversion, so the residual stream is bf16 from
+    its first bf16 branch on (as in llm.c; PyTorch's autocast keeps it
+    f32). Parameters stay f32 (master weights): each gets one bf16 copy,
+    before its first product.
 
     It runs before zt-autodiff, whose rules do the rest: a gradient has its
     value's type and a conversion's gradient converts back, so the

@@ -1178,90 +1178,98 @@ template <typename T> struct SoftmaxGrad : Functor {
   }
 };
 
-/// Mean and 1/std of a row of `width`, as the CPU computes them.
-template <typename T, typename G>
-ZRT_HOST_DEVICE inline void layerNormStats(const T *row, int64_t width,
+/// Mean and 1/std of a row of `width` stored as S (T, or bf16), in T, as
+/// the CPU computes them.
+template <typename T, typename S, typename G>
+ZRT_HOST_DEVICE inline void layerNormStats(const S *row, int64_t width,
                                            T epsilon, G &group, T &mean,
                                            T &rstd) {
   T sum = T(0.0);
   for (int64_t j = group.lane; j < width; j += group.lanes)
-    sum += row[j];
+    sum += loadAs<T>(row[j]);
   mean = group.reduce(sum, Sum()) / static_cast<T>(width);
   T sq = T(0.0);
   for (int64_t j = group.lane; j < width; j += group.lanes)
-    sq += (row[j] - mean) * (row[j] - mean);
+    sq += (loadAs<T>(row[j]) - mean) * (loadAs<T>(row[j]) - mean);
   T var = group.reduce(sq, Sum()) / static_cast<T>(width);
   rstd = T(1.0) / fSqrt(var + epsilon);
 }
 
-/// 1 / sqrt(mean(x^2) + epsilon) of a row.
-template <typename T, typename G>
-ZRT_HOST_DEVICE inline T rmsNormScale(const T *row, int64_t width, T epsilon,
+/// 1 / sqrt(mean(x^2) + epsilon) of a row stored as S.
+template <typename T, typename S, typename G>
+ZRT_HOST_DEVICE inline T rmsNormScale(const S *row, int64_t width, T epsilon,
                                       G &group) {
   T sq = T(0.0);
   for (int64_t j = group.lane; j < width; j += group.lanes)
-    sq += row[j] * row[j];
+    sq += loadAs<T>(row[j]) * loadAs<T>(row[j]);
   return T(1.0) /
          fSqrt(group.reduce(sq, Sum()) / static_cast<T>(width) + epsilon);
 }
 
-template <typename T> struct LayerNorm : Functor {
+// The normalizations and their gradients: activations (x, y, dy, dx)
+// stored as S (T, or bf16: mixed precision), the affine parameters, their
+// gradients and the statistics in T.
+
+template <typename T, typename S = T> struct LayerNorm : Functor {
   static constexpr bool kGrouped = true;
-  const T *x = nullptr, *gamma = nullptr, *beta = nullptr;
-  T *y = nullptr;
+  const S *x = nullptr;
+  const T *gamma = nullptr, *beta = nullptr;
+  S *y = nullptr;
   int64_t width = 0;
   T epsilon = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    const T *xr = x + r * width;
-    T *yr = y + r * width;
+    const S *xr = x + r * width;
+    S *yr = y + r * width;
     T mean, rstd;
     layerNormStats(xr, width, epsilon, group, mean, rstd);
     for (int64_t j = group.lane; j < width; j += group.lanes)
-      yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];
+      yr[j] = storeAs<S>((loadAs<T>(xr[j]) - mean) * rstd * gamma[j] + beta[j]);
   }
 };
 
-template <typename T> struct RmsNorm : Functor {
+template <typename T, typename S = T> struct RmsNorm : Functor {
   static constexpr bool kGrouped = true;
-  const T *x = nullptr, *gamma = nullptr;
-  T *y = nullptr;
+  const S *x = nullptr;
+  const T *gamma = nullptr;
+  S *y = nullptr;
   int64_t width = 0;
   T epsilon = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    const T *xr = x + r * width;
-    T *yr = y + r * width;
+    const S *xr = x + r * width;
+    S *yr = y + r * width;
     T scale = rmsNormScale(xr, width, epsilon, group);
     for (int64_t j = group.lane; j < width; j += group.lanes)
-      yr[j] = xr[j] * scale * gamma[j];
+      yr[j] = storeAs<S>(loadAs<T>(xr[j]) * scale * gamma[j]);
   }
 };
 
 /// layer_norm_grad, rows: dx = rstd (g - mean(g) - xhat mean(g xhat)) with
 /// g = dy gamma; keeps each row's mean and rstd in the workspace for the
 /// column kernel.
-template <typename T> struct LayerNormGradRows : Functor {
+template <typename T, typename S = T> struct LayerNormGradRows : Functor {
   static constexpr bool kGrouped = true;
-  const T *x = nullptr, *gamma = nullptr, *dy = nullptr;
-  T *dx = nullptr;
+  const S *x = nullptr, *dy = nullptr;
+  const T *gamma = nullptr;
+  S *dx = nullptr;
   T *stats = nullptr; // 2 per row, in the workspace
   int64_t width = 0;
   T epsilon = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    const T *xr = x + r * width;
-    const T *dyr = dy + r * width;
-    T *dxr = dx + r * width;
+    const S *xr = x + r * width;
+    const S *dyr = dy + r * width;
+    S *dxr = dx + r * width;
     T mean, rstd;
     layerNormStats(xr, width, epsilon, group, mean, rstd);
     T sumG = T(0.0), sumGXhat = T(0.0);
     for (int64_t j = group.lane; j < width; j += group.lanes) {
-      T xhat = (xr[j] - mean) * rstd;
-      T g = dyr[j] * gamma[j];
+      T xhat = (loadAs<T>(xr[j]) - mean) * rstd;
+      T g = loadAs<T>(dyr[j]) * gamma[j];
       sumG += g;
       sumGXhat += g * xhat;
     }
@@ -1270,9 +1278,9 @@ template <typename T> struct LayerNormGradRows : Functor {
     T meanG = sumG / static_cast<T>(width);
     T meanGXhat = sumGXhat / static_cast<T>(width);
     for (int64_t j = group.lane; j < width; j += group.lanes) {
-      T xhat = (xr[j] - mean) * rstd;
-      T g = dyr[j] * gamma[j];
-      dxr[j] = rstd * (g - meanG - xhat * meanGXhat);
+      T xhat = (loadAs<T>(xr[j]) - mean) * rstd;
+      T g = loadAs<T>(dyr[j]) * gamma[j];
+      dxr[j] = storeAs<S>(rstd * (g - meanG - xhat * meanGXhat));
     }
     if (group.lane == 0) {
       stats[2 * r] = mean;
@@ -1283,18 +1291,20 @@ template <typename T> struct LayerNormGradRows : Functor {
 
 /// layer_norm_grad, columns: dgamma and dbeta sum dy xhat and dy over the
 /// rows, one group per column (one lane: row order, as the CPU).
-template <typename T> struct LayerNormGradColumns : Functor {
+template <typename T, typename S = T> struct LayerNormGradColumns : Functor {
   static constexpr bool kGrouped = true;
-  const T *x = nullptr, *dy = nullptr, *stats = nullptr;
+  const S *x = nullptr, *dy = nullptr;
+  const T *stats = nullptr;
   T *dgamma = nullptr, *dbeta = nullptr;
   int64_t width = 0, rows = 0;
 
   /// Column sums, one row at a time (the host runs them row-major).
   static constexpr int kSums = 2;
   ZRT_HOST_DEVICE void addRow(int64_t r, int64_t j, T *sums) const {
-    T xhat = (x[r * width + j] - stats[2 * r]) * stats[2 * r + 1];
-    sums[0] += dy[r * width + j] * xhat;
-    sums[1] += dy[r * width + j];
+    T xhat = (loadAs<T>(x[r * width + j]) - stats[2 * r]) * stats[2 * r + 1];
+    T g = loadAs<T>(dy[r * width + j]);
+    sums[0] += g * xhat;
+    sums[1] += g;
   }
   ZRT_HOST_DEVICE void store(int64_t j, const T *sums) const {
     dgamma[j] = sums[0];
@@ -1319,42 +1329,46 @@ template <typename T> struct LayerNormGradColumns : Functor {
 
 /// rms_norm_grad, rows: with r = 1/rms and g = dy gamma,
 /// dx = r g - x r^3 mean(g x); keeps r per row in the workspace.
-template <typename T> struct RmsNormGradRows : Functor {
+template <typename T, typename S = T> struct RmsNormGradRows : Functor {
   static constexpr bool kGrouped = true;
-  const T *x = nullptr, *gamma = nullptr, *dy = nullptr;
-  T *dx = nullptr;
+  const S *x = nullptr, *dy = nullptr;
+  const T *gamma = nullptr;
+  S *dx = nullptr;
   T *scales = nullptr; // 1 per row, in the workspace
   int64_t width = 0;
   T epsilon = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    const T *xr = x + r * width;
-    const T *dyr = dy + r * width;
-    T *dxr = dx + r * width;
+    const S *xr = x + r * width;
+    const S *dyr = dy + r * width;
+    S *dxr = dx + r * width;
     T scale = rmsNormScale(xr, width, epsilon, group);
     T sumGX = T(0.0);
     for (int64_t j = group.lane; j < width; j += group.lanes)
-      sumGX += dyr[j] * gamma[j] * xr[j];
+      sumGX += loadAs<T>(dyr[j]) * gamma[j] * loadAs<T>(xr[j]);
     sumGX = group.reduce(sumGX, Sum());
     T correction = scale * scale * scale * (sumGX / static_cast<T>(width));
     for (int64_t j = group.lane; j < width; j += group.lanes)
-      dxr[j] = scale * dyr[j] * gamma[j] - xr[j] * correction;
+      dxr[j] = storeAs<S>(scale * loadAs<T>(dyr[j]) * gamma[j] -
+                          loadAs<T>(xr[j]) * correction);
     if (group.lane == 0)
       scales[r] = scale;
   }
 };
 
 /// rms_norm_grad, columns: dgamma, one group per column.
-template <typename T> struct RmsNormGradColumns : Functor {
+template <typename T, typename S = T> struct RmsNormGradColumns : Functor {
   static constexpr bool kGrouped = true;
-  const T *x = nullptr, *dy = nullptr, *scales = nullptr;
+  const S *x = nullptr, *dy = nullptr;
+  const T *scales = nullptr;
   T *dgamma = nullptr;
   int64_t width = 0, rows = 0;
 
   static constexpr int kSums = 1;
   ZRT_HOST_DEVICE void addRow(int64_t r, int64_t j, T *sums) const {
-    sums[0] += dy[r * width + j] * x[r * width + j] * scales[r];
+    sums[0] += loadAs<T>(dy[r * width + j]) * loadAs<T>(x[r * width + j]) *
+               scales[r];
   }
   ZRT_HOST_DEVICE void store(int64_t j, const T *sums) const {
     dgamma[j] = sums[0];
@@ -1856,10 +1870,13 @@ struct AttentionBlock {
 
 /// attention, per block row, in place: the scores become probabilities
 /// (softmax of scale * score over the keys the query sees, 0 beyond them),
-/// and the row's logsumexp is stored.
+/// and the row's logsumexp is stored. With bf16 storage the probabilities
+/// are also written rounded to `rounded` for the product with bf16 values
+/// (as FlashAttention and cuDNN round them).
 template <typename T> struct AttentionRows : Functor {
   static constexpr bool kGrouped = true;
-  T *scores = nullptr; // [heads][rows][width], in the workspace
+  T *scores = nullptr;         // [heads][rows][width], in the workspace
+  BFloat16 *rounded = nullptr; // the same, rounded; or null
   T *logsumexp = nullptr;
   AttentionBlock block;
   T scale = T(1.0);
@@ -1893,13 +1910,17 @@ template <typename T> struct AttentionRows : Functor {
     if (block.step) // dropped out for the product with the values
       for (int64_t c = group.lane; c < n; c += group.lanes)
         row[c] = block.dropped(g, c, draw) ? T(0.0) : row[c] / T(block.keep);
+    if (rounded)
+      for (int64_t c = group.lane; c < block.width; c += group.lanes)
+        rounded[g * block.width + c] = floatToBf16(static_cast<float>(row[c]));
   }
 };
 
-/// attention_grad: rowsum(dy * y) of each query row, into the workspace.
-template <typename T> struct AttentionGradDelta : Functor {
+/// attention_grad: rowsum(dy * y) of each query row, into the workspace
+/// (y and dy stored as S: T, or bf16).
+template <typename T, typename S = T> struct AttentionGradDelta : Functor {
   static constexpr bool kGrouped = true;
-  const T *y = nullptr, *dy = nullptr;
+  const S *y = nullptr, *dy = nullptr;
   T *delta = nullptr;
   int64_t width = 0;
 
@@ -1907,7 +1928,7 @@ template <typename T> struct AttentionGradDelta : Functor {
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
     T sum = T(0.0);
     for (int64_t j = group.lane; j < width; j += group.lanes)
-      sum += dy[r * width + j] * y[r * width + j];
+      sum += loadAs<T>(dy[r * width + j]) * loadAs<T>(y[r * width + j]);
     sum = group.reduce(sum, Sum());
     if (group.lane == 0)
       delta[r] = sum;
@@ -1917,23 +1938,36 @@ template <typename T> struct AttentionGradDelta : Functor {
 /// attention_grad, per element of a block, in place: the scores become the
 /// recomputed probabilities p = exp(scale * s - logsumexp), and dp (= dy
 /// v^T) becomes the scores' gradient scale * p * (dp - rowsum(dy * y)).
+/// With bf16 storage both are also written rounded (`rounded`: the
+/// probabilities, then the gradients) for the products with bf16 operands.
 template <typename T> struct AttentionGradScores : Functor {
   static constexpr bool kGrouped = false;
   T *scores = nullptr, *grad = nullptr; // [heads][rows][width] each
+  BFloat16 *roundedScores = nullptr, *roundedGrad = nullptr; // or null
   const T *logsumexp = nullptr, *delta = nullptr;
   AttentionBlock block;
   T scale = T(1.0);
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    T p = T(0.0), ds = T(0.0);
+    compute(i, p, ds);
+    scores[i] = p;
+    grad[i] = ds;
+    if (roundedScores) {
+      roundedScores[i] = floatToBf16(static_cast<float>(p));
+      roundedGrad[i] = floatToBf16(static_cast<float>(ds));
+    }
+  }
+
+  /// Element i's probability for the values' gradient and its scores'
+  /// gradient (0 and 0 for a key its query does not see).
+  ZRT_HOST_DEVICE void compute(int64_t i, T &p, T &ds) const {
     int64_t g = i / block.width, c = i % block.width;
     int64_t r = block.rowOf(g);
     if (c >= block.seen(block.query(g)) || !block.allowed(g, c) ||
-        logsumexp[r] == -INFINITY) {
-      scores[i] = T(0.0);
-      grad[i] = T(0.0);
+        logsumexp[r] == -INFINITY)
       return;
-    }
-    T p = fExp(scale * scores[i] - logsumexp[r]);
+    p = fExp(scale * scores[i] - logsumexp[r]);
     if (block.step) {
       // grad holds the dropped probabilities' gradient dy v^T: dropped out
       // as they were, then through the softmax; the values' gradient reads
@@ -1941,12 +1975,11 @@ template <typename T> struct AttentionGradScores : Functor {
       AttentionBlock::Draw draw;
       bool dropped = block.dropped(g, c, draw);
       T dp = dropped ? T(0.0) : grad[i] / T(block.keep);
-      grad[i] = scale * p * (dp - delta[r]);
-      scores[i] = dropped ? T(0.0) : p / T(block.keep);
+      ds = scale * p * (dp - delta[r]);
+      p = dropped ? T(0.0) : p / T(block.keep);
       return;
     }
-    scores[i] = p;
-    grad[i] = scale * p * (grad[i] - delta[r]);
+    ds = scale * p * (grad[i] - delta[r]);
   }
 };
 

@@ -207,17 +207,39 @@ public:
     return block;
   }
 
+  /// A product of attention's operands stored as S (T: GemmOf<T>; bf16:
+  /// GemmBf16, summed in f32) into C of type Q.
+  template <typename S, typename Q>
+  StepOf<T> attentionProduct(const S *l, int64_t ldl, bool transL, const S *r,
+                             int64_t ldr, bool transR, Q *c, int64_t ldc,
+                             int64_t m, int64_t n, int64_t k, int64_t batch,
+                             int64_t strideL, int64_t strideR, int64_t strideC,
+                             T beta) const {
+    if constexpr (std::is_same_v<S, BFloat16>) {
+      GemmBf16 g =
+          product<GemmBf16>(l, ldl, transL, r, ldr, transR, c, ldc, m, n, k,
+                            batch, strideL, strideR, strideC, beta);
+      g.cBf16 = std::is_same_v<Q, BFloat16>;
+      return g;
+    } else {
+      return product(l, ldl, transL, r, ldr, transR, c, ldc, m, n, k, batch,
+                     strideL, strideR, strideC, beta);
+    }
+  }
+
   /// A block's scores, Q[first:first+rows] K[:width]^T, into `scores`
   /// ([heads][rows][width]): the products of the query heads `group` of
   /// each key head (grouped-query attention runs one per group, over the
   /// key heads; plain attention one, over every head).
-  GemmOf<T> attentionScores(const AttentionShape &a, const AttentionBlock &block,
-                            T *scores, int64_t group) const {
+  template <typename S>
+  StepOf<T> attentionScores(const AttentionShape &a,
+                            const AttentionBlock &block, T *scores,
+                            int64_t group) const {
     int64_t d = a.head, g = a.groups, blockSize = block.rows * block.width;
-    return product(in(0) + (group * a.queries + block.first) * d, d, false,
-                   in(1), d, true, scores + group * blockSize, block.width,
-                   block.rows, block.width, d, a.batch / g,
-                   g * a.queries * d, a.keys * d, g * blockSize, T(0));
+    return attentionProduct(
+        in<S>(0) + (group * a.queries + block.first) * d, d, false, in<S>(1), d,
+        true, scores + group * blockSize, block.width, block.rows, block.width,
+        d, a.batch / g, g * a.queries * d, a.keys * d, g * blockSize, T(0));
   }
 
   /// conv2d, conv2d_input_grad and conv2d_weight_grad: per image, its
@@ -269,20 +291,40 @@ public:
     return Status::ok();
   }
 
-  Status attention() {
+  /// attention and attention_grad: operands stored as T, or as bf16 (the
+  /// scores and softmax computed in T, the products on bf16 operands).
+  Status attentionBy(bool isGrad) {
+    Status status;
+    byStorage(inType(0).dtype, [&](auto s) {
+      using S = typename decltype(s)::type;
+      status = isGrad ? attentionGrad<S>() : attention<S>();
+    });
+    return status;
+  }
+
+  template <typename S> Status attention() {
     AttentionShape a = attentionShape(entry, launch);
+    AttentionScratch room = attentionScratch(entry, launch);
     T *scores = nullptr;
     ZRT_RETURN_IF_ERROR(
         pinnedScratch(kernelScratchBytes(entry, launch), scores));
+    // With bf16 storage the rounded probabilities are the product's operand.
+    auto *rounded = reinterpret_cast<BFloat16 *>(scores + room.rounded);
+    const S *p = nullptr;
+    if constexpr (std::is_same_v<S, BFloat16>)
+      p = rounded;
+    else
+      p = scores;
     int64_t dv = a.valueHead;
     for (int64_t first = 0; a.batch > 0 && first < a.queries;
          first += a.blockRows) {
       AttentionBlock block =
           attentionBlock(a, first, std::min(a.blockRows, a.queries - first));
       for (int64_t group = 0; group < a.groups; ++group)
-        out.push_back(attentionScores(a, block, scores, group));
+        out.push_back(attentionScores<S>(a, block, scores, group));
       AttentionRows<T> rows;
       rows.scores = scores;
+      rows.rounded = std::is_same_v<S, BFloat16> ? rounded : nullptr;
       rows.logsumexp = result(1);
       rows.block = block;
       rows.scale = static_cast<T>(launch.params.scale);
@@ -291,46 +333,67 @@ public:
       // y[first:first+rows] = P V[:width]
       int64_t g = a.groups, blockSize = block.rows * block.width;
       for (int64_t group = 0; group < g; ++group)
-        out.push_back(product(
-            scores + group * blockSize, block.width, false, in(2), dv, false,
-            result(0) + (group * a.queries + first) * dv, dv, block.rows, dv,
+        out.push_back(attentionProduct(
+            p + group * blockSize, block.width, false, in<S>(2), dv, false,
+            result<S>(0) + (group * a.queries + first) * dv, dv, block.rows, dv,
             block.width, a.batch / g, g * blockSize, a.keys * dv,
             g * a.queries * dv, T(0)));
     }
     return Status::ok();
   }
 
-  Status attentionGrad() {
+  template <typename S> Status attentionGrad() {
+    constexpr bool bf16 = std::is_same_v<S, BFloat16>;
     AttentionShape a = attentionShape(entry, launch);
+    AttentionScratch room = attentionScratch(entry, launch);
     T *probs = nullptr;
     ZRT_RETURN_IF_ERROR(
         pinnedScratch(kernelScratchBytes(entry, launch), probs));
+    T *grads = probs + room.grads, *delta = probs + room.delta;
+    // With bf16 storage the products read the rounded probabilities and
+    // gradients, and the key and value gradients are summed over the
+    // blocks in T (then rounded once).
+    auto *rounded = reinterpret_cast<BFloat16 *>(probs + room.rounded);
     int64_t blockSize = a.batch * a.blockRows * a.keys;
-    T *grads = probs + blockSize, *delta = grads + blockSize;
-    const T *q = in(0), *y = in(3), *dy = in(5);
-    T *dq = result(0), *dk = result(1), *dvalues = result(2);
+    const S *q = in<S>(0), *dy = in<S>(5), *pIn = nullptr, *dsIn = nullptr;
+    S *dq = result<S>(0);
+    // dk and dv: the results themselves, or the sums in T.
+    using Sum = std::conditional_t<bf16, T, S>;
+    Sum *dk = nullptr, *dvalues = nullptr;
+    if constexpr (bf16) {
+      pIn = rounded;
+      dsIn = rounded + blockSize;
+      dk = probs + room.keySums;
+      dvalues = probs + room.valueSums;
+    } else {
+      pIn = probs;
+      dsIn = grads;
+      dk = result(1);
+      dvalues = result(2);
+    }
     int64_t d = a.head, dv = a.valueHead;
     // dk and dv are sums over the blocks.
     out.push_back(
-        Memset{dk, uint64_t(outType(1).numElements()) * sizeof(T), 0});
+        Memset{dk, uint64_t(outType(1).numElements()) * sizeof(Sum), 0});
     out.push_back(
-        Memset{dvalues, uint64_t(outType(2).numElements()) * sizeof(T), 0});
-    if (a.batch == 0)
-      return Status::ok();
-    AttentionGradDelta<T> rowsum;
-    rowsum.y = y;
-    rowsum.dy = dy;
-    rowsum.delta = delta;
-    rowsum.width = dv;
-    rowsum.count = a.batch * a.queries;
-    push(rowsum, dv);
-    for (int64_t first = 0; first < a.queries; first += a.blockRows) {
+        Memset{dvalues, uint64_t(outType(2).numElements()) * sizeof(Sum), 0});
+    if (a.batch > 0) {
+      AttentionGradDelta<T, S> rowsum;
+      rowsum.y = in<S>(3);
+      rowsum.dy = dy;
+      rowsum.delta = delta;
+      rowsum.width = dv;
+      rowsum.count = a.batch * a.queries;
+      push(rowsum, dv);
+    }
+    for (int64_t first = 0; a.batch > 0 && first < a.queries;
+         first += a.blockRows) {
       AttentionBlock block =
           attentionBlock(a, first, std::min(a.blockRows, a.queries - first));
       int64_t rows = block.rows, width = block.width;
       int64_t blockStride = rows * width, g = a.groups, heads = a.batch / g;
       for (int64_t group = 0; group < g; ++group)
-        out.push_back(attentionScores(a, block, probs, group));
+        out.push_back(attentionScores<S>(a, block, probs, group));
       // Per group of query heads (one group unless grouped-query): the
       // block's rows of these heads start at `qRow` (of rows d or dv long),
       // their probabilities and gradients at `p`.
@@ -338,14 +401,18 @@ public:
       for (int64_t group = 0; group < g; ++group) {
         int64_t p = group * blockStride;
         // dp = dy[first:first+rows] V[:width]^T
-        out.push_back(product(dy + qRow(group) * dv, dv, false, in(2), dv,
-                              true, grads + p, width, rows, width, dv, heads,
-                              g * a.queries * dv, a.keys * dv, g * blockStride,
-                              T(0)));
+        out.push_back(attentionProduct(
+            dy + qRow(group) * dv, dv, false, in<S>(2), dv, true, grads + p,
+            width, rows, width, dv, heads, g * a.queries * dv, a.keys * dv,
+            g * blockStride, T(0)));
       }
       AttentionGradScores<T> scores;
       scores.scores = probs;
       scores.grad = grads;
+      if (bf16) {
+        scores.roundedScores = rounded;
+        scores.roundedGrad = rounded + blockSize;
+      }
       scores.logsumexp = in(4);
       scores.delta = delta;
       scores.block = block;
@@ -355,23 +422,33 @@ public:
       for (int64_t group = 0; group < g; ++group) {
         int64_t p = group * blockStride;
         // dq[first:first+rows] = ds K[:width]
-        out.push_back(product(grads + p, width, false, in(1), d, false,
-                              dq + qRow(group) * d, d, rows, d, width, heads,
-                              g * blockStride, a.keys * d, g * a.queries * d,
-                              T(0)));
+        out.push_back(attentionProduct(dsIn + p, width, false, in<S>(1), d,
+                                       false, dq + qRow(group) * d, d, rows, d,
+                                       width, heads, g * blockStride,
+                                       a.keys * d, g * a.queries * d, T(0)));
         // dk[:width] += ds^T q[first:first+rows] (summed over the group's
         // query heads too)
-        out.push_back(product(grads + p, width, true, q + qRow(group) * d, d,
-                              false, dk, d, width, d, rows, heads,
-                              g * blockStride, g * a.queries * d, a.keys * d,
-                              T(1)));
+        out.push_back(attentionProduct(dsIn + p, width, true,
+                                       q + qRow(group) * d, d, false, dk, d,
+                                       width, d, rows, heads, g * blockStride,
+                                       g * a.queries * d, a.keys * d, T(1)));
         // dv[:width] += p^T dy[first:first+rows]
-        out.push_back(product(probs + p, width, true, dy + qRow(group) * dv,
-                              dv, false, dvalues, dv, width, dv, rows, heads,
-                              g * blockStride, g * a.queries * dv,
-                              a.keys * dv, T(1)));
+        out.push_back(attentionProduct(
+            pIn + p, width, true, dy + qRow(group) * dv, dv, false, dvalues, dv,
+            width, dv, rows, heads, g * blockStride, g * a.queries * dv,
+            a.keys * dv, T(1)));
       }
     }
+    if constexpr (bf16) // the summed gradients, rounded once
+      for (int o : {1, 2}) {
+        Convert<T> f;
+        f.x = o == 1 ? dk : dvalues;
+        f.y = result<void>(o);
+        f.from = MixedStorage::Compute;
+        f.to = MixedStorage::BF16;
+        f.count = outType(o).numElements();
+        push(f);
+      }
     return Status::ok();
   }
 
@@ -852,73 +929,87 @@ public:
     rows = width ? type.numElements() / width : 0;
   }
 
+  /// The normalizations: activations stored as T, or bf16 (computed in T);
+  /// the affine parameters and their gradients T.
   void layerNorm() {
-    LayerNorm<T> f;
-    f.x = in(0);
-    f.gamma = in(1);
-    f.beta = in(2);
-    f.y = result(0);
-    f.epsilon = static_cast<T>(launch.params.epsilon);
-    lastDimRows(inType(0), f.count, f.width);
-    push(f, f.width);
+    byStorage(inType(0).dtype, [&](auto s) {
+      using S = typename decltype(s)::type;
+      LayerNorm<T, S> f;
+      f.x = in<S>(0);
+      f.gamma = in(1);
+      f.beta = in(2);
+      f.y = result<S>(0);
+      f.epsilon = static_cast<T>(launch.params.epsilon);
+      lastDimRows(inType(0), f.count, f.width);
+      push(f, f.width);
+    });
   }
 
   void rmsNorm() {
-    RmsNorm<T> f;
-    f.x = in(0);
-    f.gamma = in(1);
-    f.y = result(0);
-    f.epsilon = static_cast<T>(launch.params.epsilon);
-    lastDimRows(inType(0), f.count, f.width);
-    push(f, f.width);
+    byStorage(inType(0).dtype, [&](auto s) {
+      using S = typename decltype(s)::type;
+      RmsNorm<T, S> f;
+      f.x = in<S>(0);
+      f.gamma = in(1);
+      f.y = result<S>(0);
+      f.epsilon = static_cast<T>(launch.params.epsilon);
+      lastDimRows(inType(0), f.count, f.width);
+      push(f, f.width);
+    });
   }
 
   Status layerNormGrad() {
     T *stats = nullptr;
     ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), stats));
-    LayerNormGradRows<T> rows;
-    rows.x = in(0);
-    rows.gamma = in(1);
-    rows.dy = in(2);
-    rows.dx = result(0);
-    rows.stats = stats;
-    rows.epsilon = static_cast<T>(launch.params.epsilon);
-    lastDimRows(inType(0), rows.count, rows.width);
-    push(rows, rows.width);
-    LayerNormGradColumns<T> columns;
-    columns.x = in(0);
-    columns.dy = in(2);
-    columns.stats = stats;
-    columns.dgamma = result(1);
-    columns.dbeta = result(2);
-    columns.width = rows.width;
-    columns.rows = rows.count;
-    columns.count = rows.width;
-    push(columns, rows.count);
+    byStorage(inType(0).dtype, [&](auto s) {
+      using S = typename decltype(s)::type;
+      LayerNormGradRows<T, S> rows;
+      rows.x = in<S>(0);
+      rows.gamma = in(1);
+      rows.dy = in<S>(2);
+      rows.dx = result<S>(0);
+      rows.stats = stats;
+      rows.epsilon = static_cast<T>(launch.params.epsilon);
+      lastDimRows(inType(0), rows.count, rows.width);
+      push(rows, rows.width);
+      LayerNormGradColumns<T, S> columns;
+      columns.x = in<S>(0);
+      columns.dy = in<S>(2);
+      columns.stats = stats;
+      columns.dgamma = result(1);
+      columns.dbeta = result(2);
+      columns.width = rows.width;
+      columns.rows = rows.count;
+      columns.count = rows.width;
+      push(columns, rows.count);
+    });
     return Status::ok();
   }
 
   Status rmsNormGrad() {
     T *scales = nullptr;
     ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), scales));
-    RmsNormGradRows<T> rows;
-    rows.x = in(0);
-    rows.gamma = in(1);
-    rows.dy = in(2);
-    rows.dx = result(0);
-    rows.scales = scales;
-    rows.epsilon = static_cast<T>(launch.params.epsilon);
-    lastDimRows(inType(0), rows.count, rows.width);
-    push(rows, rows.width);
-    RmsNormGradColumns<T> columns;
-    columns.x = in(0);
-    columns.dy = in(2);
-    columns.scales = scales;
-    columns.dgamma = result(1);
-    columns.width = rows.width;
-    columns.rows = rows.count;
-    columns.count = rows.width;
-    push(columns, rows.count);
+    byStorage(inType(0).dtype, [&](auto s) {
+      using S = typename decltype(s)::type;
+      RmsNormGradRows<T, S> rows;
+      rows.x = in<S>(0);
+      rows.gamma = in(1);
+      rows.dy = in<S>(2);
+      rows.dx = result<S>(0);
+      rows.scales = scales;
+      rows.epsilon = static_cast<T>(launch.params.epsilon);
+      lastDimRows(inType(0), rows.count, rows.width);
+      push(rows, rows.width);
+      RmsNormGradColumns<T, S> columns;
+      columns.x = in<S>(0);
+      columns.dy = in<S>(2);
+      columns.scales = scales;
+      columns.dgamma = result(1);
+      columns.width = rows.width;
+      columns.rows = rows.count;
+      columns.count = rows.width;
+      push(columns, rows.count);
+    });
     return Status::ok();
   }
 
@@ -1235,9 +1326,9 @@ template <typename T> Status Builder<T>::build(KernelId id) {
   case KernelId::Conv2dWeightGrad:
     return convolution();
   case KernelId::Attention:
-    return attention();
+    return attentionBy(/*isGrad=*/false);
   case KernelId::AttentionGrad:
-    return attentionGrad();
+    return attentionBy(/*isGrad=*/true);
   case KernelId::Softmax:
     softmax(false);
     break;

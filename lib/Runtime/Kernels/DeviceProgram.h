@@ -124,7 +124,10 @@ using StepOf = std::variant<
     CopyOut, Elementwise<T, BFloat16>, ElementMixed<T>, Convert<T>, GemmBf16,
     SliceGrad<T, BFloat16>, Dropout<T, BFloat16>, Reduce<T, BFloat16>,
     CrossEntropyRows<T, BFloat16>, CrossEntropyGradRows<T, BFloat16>,
-    Collective, Im2col<T>, Col2im<T>,
+    AttentionGradDelta<T, BFloat16>, LayerNorm<T, BFloat16>,
+    RmsNorm<T, BFloat16>, LayerNormGradRows<T, BFloat16>,
+    LayerNormGradColumns<T, BFloat16>, RmsNormGradRows<T, BFloat16>,
+    RmsNormGradColumns<T, BFloat16>, Collective, Im2col<T>, Col2im<T>,
     BackendCall ZRT_SELF_BUILT_KERNELS(ZRT_SELF_BUILT_STEP)>;
 
 /// The product a step runs (either kind), or null.

@@ -361,16 +361,18 @@ struct HostLauncher {
     });
   }
 
-  template <typename T> void run(const LayerNormGradColumns<T> &f) const {
+  template <typename T, typename S>
+  void run(const LayerNormGradColumns<T, S> &f) const {
     columnSums(f);
   }
-  template <typename T> void run(const RmsNormGradColumns<T> &f) const {
+  template <typename T, typename S>
+  void run(const RmsNormGradColumns<T, S> &f) const {
     columnSums(f);
   }
   template <typename F> void columnSums(const F &f) const {
     if (gpuGroups)
       return groups(f);
-    using T = std::remove_cv_t<std::remove_pointer_t<decltype(f.x)>>;
+    using T = std::remove_pointer_t<decltype(f.dgamma)>;
     int64_t grain =
         std::max<int64_t>(1, kElementGrain / std::max<int64_t>(f.rows, 1));
     forRange(f.width, grain, [&](int64_t begin, int64_t end) {

@@ -468,10 +468,11 @@ Status checkAttention(const LaunchRules &r, bool isGrad) {
   } else if (r.params.dropoutSeed) {
     return r.fail("a seed without dropout");
   }
+  // Operands and results f32, or bf16 (mixed precision); the logsumexp f32.
   const TensorType &q = r.input(0), &k = r.input(1), &v = r.input(2);
-  ZRT_RETURN_IF_ERROR(r.expectFloat("query", q));
-  ZRT_RETURN_IF_ERROR(r.expectFloat("key", k));
-  ZRT_RETURN_IF_ERROR(r.expectFloat("value", v));
+  ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("query", q));
+  ZRT_RETURN_IF_ERROR(r.expectSameDType("key", k, "query", q));
+  ZRT_RETURN_IF_ERROR(r.expectSameDType("value", v, "query", q));
   Shape result, logsumexp;
   ZRT_RETURN_IF_ERROR(r.expectRule(attentionShapes(
       q.shape, k.shape, v.shape, r.params.scale, result, logsumexp)));
@@ -488,12 +489,12 @@ Status checkAttention(const LaunchRules &r, bool isGrad) {
     if (size > kMaxBlasDim)
       return r.fail("sizes exceed the BLAS limit of ", kMaxBlasDim);
   if (!isGrad) {
-    ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.output(0)));
+    ZRT_RETURN_IF_ERROR(r.expectSameDType("result", r.output(0), "query", q));
     ZRT_RETURN_IF_ERROR(r.expectShape("result", r.output(0), result));
     ZRT_RETURN_IF_ERROR(r.expectFloat("logsumexp", r.output(1)));
     return r.expectShape("logsumexp", r.output(1), logsumexp);
   }
-  ZRT_RETURN_IF_ERROR(r.expectFloat("result", r.input(3)));
+  ZRT_RETURN_IF_ERROR(r.expectSameDType("result", r.input(3), "query", q));
   ZRT_RETURN_IF_ERROR(r.expectShape("result", r.input(3), result));
   ZRT_RETURN_IF_ERROR(r.expectFloat("logsumexp", r.input(4)));
   ZRT_RETURN_IF_ERROR(r.expectShape("logsumexp", r.input(4), logsumexp));
@@ -512,10 +513,12 @@ Status checkLabelSmoothing(const LaunchRules &r) {
   return Status::ok();
 }
 
+/// The normalizations read f32 or bf16 activations (mixed precision) and
+/// f32 affine parameters.
 Status checkNorm(const LaunchRules &r, bool withBeta) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(withBeta ? 3 : 2, 1));
   const TensorType &operand = r.input(0);
-  ZRT_RETURN_IF_ERROR(r.expectFloat("operand", operand));
+  ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("operand", operand));
   ZRT_RETURN_IF_ERROR(r.expectNorm(operand, "gamma", r.input(1)));
   if (withBeta)
     ZRT_RETURN_IF_ERROR(r.expectNorm(operand, "beta", r.input(2)));
@@ -527,7 +530,7 @@ Status checkNorm(const LaunchRules &r, bool withBeta) {
 Status checkNormGrad(const LaunchRules &r, bool withBeta) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(3, withBeta ? 3 : 2));
   const TensorType &operand = r.input(0), &gamma = r.input(1);
-  ZRT_RETURN_IF_ERROR(r.expectFloat("operand", operand));
+  ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("operand", operand));
   ZRT_RETURN_IF_ERROR(r.expectNorm(operand, "gamma", gamma));
   ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(2), "operand", operand));
   ZRT_RETURN_IF_ERROR(

@@ -53,6 +53,32 @@ AttentionShape zcc::runtime::attentionShape(const Entry &entry,
   return shape;
 }
 
+AttentionScratch zcc::runtime::attentionScratch(const Entry &entry,
+                                                const Launch &launch) {
+  AttentionShape a = attentionShape(entry, launch);
+  bool bf16 = entry.tensors[launch.inputs[0]].type.dtype == DType::BF16;
+  int64_t block = a.batch * a.blockRows * a.keys;
+  // bf16's parts start at multiples of 256 bytes (the products' operands).
+  auto aligned = [&](int64_t n) { return bf16 ? (n + 63) / 64 * 64 : n; };
+  AttentionScratch room;
+  if (launch.kernel == KernelId::Attention) {
+    room.rounded = aligned(block);
+    room.roundedCount = bf16 ? block : 0;
+    return room;
+  }
+  room.grads = aligned(block);
+  room.delta = room.grads + aligned(block);
+  room.keySums = room.delta + aligned(a.batch * a.queries);
+  auto sums = [&](size_t o) {
+    return bf16 ? aligned(entry.tensors[launch.outputs[o]].type.numElements())
+                : 0;
+  };
+  room.valueSums = room.keySums + sums(1);
+  room.rounded = room.valueSums + sums(2);
+  room.roundedCount = bf16 ? 2 * block : 0;
+  return room;
+}
+
 uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
                                           const Launch &launch) {
   constexpr uint64_t kFloat = 4;
@@ -77,12 +103,9 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
   }
   case KernelId::Attention:
   case KernelId::AttentionGrad: {
-    AttentionShape a = attentionShape(entry, launch);
-    uint64_t block = static_cast<uint64_t>(a.batch * a.blockRows * a.keys);
-    if (launch.kernel == KernelId::Attention)
-      return kFloat * block;
-    // Probabilities and their gradient, and rowsum(dy * y) per query row.
-    return kFloat * (2 * block + static_cast<uint64_t>(a.batch * a.queries));
+    AttentionScratch room = attentionScratch(entry, launch);
+    return kFloat * static_cast<uint64_t>(room.rounded) +
+           2 * static_cast<uint64_t>(room.roundedCount);
   }
   default:
     return 0;

@@ -353,6 +353,25 @@ TEST(KernelRules, Attention) {
   expectAccepted(grad);
   grad.entry.tensors[grad.launch().outputs[1]].type.shape = {2, 6, 3};
   expectRejected(grad, "key_grad type 2x6x3xf32 must match key type");
+  // bf16 operands and result (mixed precision) with an f32 logsumexp; one
+  // dtype across query, key, value and result.
+  const DType bf = DType::BF16;
+  auto typed = [&](DType q, DType k, DType y, DType lse) {
+    LaunchCase c("attention");
+    c.typedInput(q, {2, 8, 4})
+        .typedInput(k, {2, 6, 4})
+        .typedInput(k, {2, 6, 3})
+        .typedOutput(y, {2, 8, 3})
+        .typedOutput(lse, {2, 8})
+        .param(floatParam("scale", 0.5));
+    return c;
+  };
+  expectAccepted(typed(bf, bf, bf, DType::F32));
+  expectRejected(typed(bf, DType::F32, bf, DType::F32),
+                 "key element type f32 must match query element type bf16");
+  expectRejected(typed(bf, bf, DType::F32, DType::F32),
+                 "result element type f32 must match query element type bf16");
+  expectRejected(typed(bf, bf, bf, bf), "logsumexp must be an f32 tensor");
 }
 
 TEST(KernelRules, AxisAndNormalisation) {
@@ -3001,8 +3020,10 @@ TEST(Bf16Kernels, ConversionsAndElementKernelsRoundTheF32ResultOnce) {
 TEST(Bf16Kernels, StorageKernelsMatchTheF32KernelOnTheWidenedValues) {
   int checked = 0;
   for (LaunchCase c : bf16Kernels()) {
+    // Attention rounds inside (AttentionKernels.Bf16MatchesF32...).
     if (c.kernel == "convert" || c.kernel == "add" || c.kernel == "gelu" ||
-        c.kernel == "scale" || c.kernel == "matmul")
+        c.kernel == "scale" || c.kernel == "matmul" ||
+        c.kernel.rfind("attention", 0) == 0)
       continue;
     SCOPED_TRACE(c.kernel + " " + typeString(c.entry.tensors[0].type));
     LaunchCase twin = c;
@@ -3025,10 +3046,78 @@ TEST(Bf16Kernels, StorageKernelsMatchTheF32KernelOnTheWidenedValues) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 12);
+  EXPECT_EQ(checked, 16);
   // The moves really moved 2-byte elements: a transpose's corner.
   LaunchCase t = bf16Kernels()[15];
   ASSERT_EQ(t.kernel, "transpose");
   ASSERT_TRUE(t.run<float>().isOk());
   EXPECT_EQ(t.result()[1], roundedToBf16(t.values[0])[5]); // [0,0,1] = x[0,1,0]
+}
+
+// bf16 attention computes in f32 but rounds the probabilities (and, in
+// the backward, the scores' gradient) to bf16 for its products, as
+// FlashAttention and cuDNN do: against f32 attention of the same (rounded)
+// operands, every output within 2^-6 of its largest magnitude (a few bf16
+// units), the logsumexp within f32 rounding. Two blocks of query rows, so
+// the key and value gradients are sums over blocks.
+TEST(AttentionKernels, Bf16MatchesF32WithinBf16Rounding) {
+  std::vector<LaunchCase> cases;
+  const std::vector<double> padding = [] {
+    std::vector<double> m(2 * 90, 1.0);
+    std::fill(m.begin() + 150, m.end(), 0.0);
+    return m;
+  }();
+  addAttention(cases, DType::BF16, AttentionCase{{2, 4}, {2, 2}, 70, 90, 16, 8},
+               true, true, nullptr, 0.0);
+  addAttention(cases, DType::BF16, AttentionCase{{2, 2}, {2, 2}, 70, 90, 16, 8},
+               false, false, &padding, 0.2);
+  for (LaunchCase bf16 : cases) {
+    SCOPED_TRACE(bf16.kernel);
+    // The same launch in f32 over the bf16-rounded values.
+    LaunchCase f32 = bf16;
+    for (size_t t = 0; t < f32.entry.tensors.size(); ++t) {
+      TensorType &type = f32.entry.tensors[t].type;
+      if (type.dtype != DType::BF16)
+        continue;
+      type.dtype = DType::F32;
+      f32.values[t] = roundedToBf16(f32.values[t]);
+    }
+    ASSERT_TRUE(bf16.run<float>().isOk());
+    ASSERT_TRUE(f32.run<float>().isOk());
+    for (size_t o = 0; o < f32.results.size(); ++o) {
+      const std::vector<double> &want = f32.result(o), &got = bf16.result(o);
+      double largest = 0, worst = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        largest = std::max(largest, std::fabs(want[i]));
+        if (std::isfinite(want[i]))
+          worst = std::max(worst, std::fabs(got[i] - want[i]));
+        else
+          EXPECT_EQ(got[i], want[i]) << "output " << o << " element " << i;
+      }
+      bool logsumexp = bf16.kernel == "attention" && o == 1;
+      EXPECT_LE(worst, (logsumexp ? 1e-5 : 1.0 / 64) * largest)
+          << "output " << o << " (largest " << largest << ")";
+      EXPECT_GT(largest, 0.0) << "output " << o;
+    }
+  }
+}
+
+TEST(AttentionKernels, Bf16WorkspaceAddsTheRoundedBlockAndF32Sums) {
+  // GPT-2 small's attention in bf16: the forward also keeps its block of
+  // probabilities rounded; the backward both rounded blocks and the key and
+  // value gradients summed in f32.
+  auto gpt2 = [](const char *kernel) {
+    std::vector<LaunchCase> cases;
+    addAttention(cases, DType::BF16,
+                 AttentionCase{{8, 12}, {8, 12}, 1024, 1024, 64, 64}, true,
+                 true, nullptr, 0.0);
+    return cases[std::string(kernel) == "attention" ? 0 : 1];
+  };
+  uint64_t block = 96 * 64 * 1024, heads = 96 * 1024 * 64;
+  Entry e;
+  ASSERT_TRUE(gpt2("attention").decoded(e).isOk());
+  EXPECT_EQ(kernelScratchBytes(e, e.launches[0]), 4 * block + 2 * block);
+  ASSERT_TRUE(gpt2("attention_grad").decoded(e).isOk());
+  EXPECT_EQ(kernelScratchBytes(e, e.launches[0]),
+            4 * (2 * block + 96 * 1024 + 2 * heads) + 2 * 2 * block);
 }

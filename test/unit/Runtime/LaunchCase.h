@@ -372,6 +372,58 @@ public:
   }
 };
 
+/// attention and attention_grad's shapes: q [B..., S, D] over k [B'...,
+/// T, D] and v [B'..., T, Dv] (B' the key heads: B, or fewer for
+/// grouped-query).
+struct AttentionCase {
+  std::vector<int64_t> queries, keys;
+  int64_t s, t, d, dv;
+};
+
+/// Adds attention and attention_grad cases of operands of `dtype` (the
+/// logsumexp f32), with an optional bool mask [B0, 1..., 1, T] and dropout (a
+/// step input, its rate and seed); the gradient causal when `gradCausal`.
+inline void addAttention(std::vector<LaunchCase> &cases, DType dtype,
+                         const AttentionCase &a, bool causal, bool gradCausal,
+                         const std::vector<double> *mask, double dropout) {
+  auto shape = [](std::vector<int64_t> batch,
+                  std::initializer_list<int64_t> tail) {
+    batch.insert(batch.end(), tail);
+    return batch;
+  };
+  for (bool grad : {false, true}) {
+    cases.emplace_back(grad ? "attention_grad" : "attention");
+    LaunchCase &c = cases.back();
+    c.typedInput(dtype, shape(a.queries, {a.s, a.d}))
+        .typedInput(dtype, shape(a.keys, {a.t, a.d}))
+        .typedInput(dtype, shape(a.keys, {a.t, a.dv}));
+    if (grad)
+      c.typedInput(dtype, shape(a.queries, {a.s, a.dv}))
+          .input(shape(a.queries, {a.s}))
+          .typedInput(dtype, shape(a.queries, {a.s, a.dv}));
+    if (mask) { // [B0, 1..., 1, T]: per entry of the first batch dimension
+      std::vector<int64_t> maskShape(a.queries.size() + 2, 1);
+      maskShape[0] = a.queries[0];
+      maskShape.back() = a.t;
+      c.typedInput(DType::Bool, maskShape, *mask);
+    }
+    if (dropout > 0)
+      c.typedInput(DType::I64, {}, {3});
+    if (grad)
+      c.typedOutput(dtype, shape(a.queries, {a.s, a.d}))
+          .typedOutput(dtype, shape(a.keys, {a.t, a.d}))
+          .typedOutput(dtype, shape(a.keys, {a.t, a.dv}));
+    else
+      c.typedOutput(dtype, shape(a.queries, {a.s, a.dv}))
+          .output(shape(a.queries, {a.s}));
+    c.param(floatParam("scale", 0.5));
+    if (grad ? gradCausal : causal)
+      c.param(unitParam("causal"));
+    if (dropout > 0)
+      c.param(floatParam("dropout", dropout)).param(intParam("seed", 7));
+  }
+}
+
 /// The bf16 kernels (mixed precision): conversions both ways, products of
 /// bf16 operands into f32 and bf16 results, plain and transposed, batched,
 /// with a shared weight, and larger than the host's 256 x 256 x 512 blocks;
@@ -480,6 +532,49 @@ inline std::vector<LaunchCase> bf16Kernels() {
       .typedInput(DType::I64, {3}, {3, 0, 39})
       .input({}, {1})
       .typedOutput(bf, {3, 40});
+  // Normalizations of bf16 rows (f32 statistics and affine parameters);
+  // rows wide enough for several lanes of a GPU group.
+  add("layer_norm")
+      .typedInput(bf, {3, 300})
+      .input({300})
+      .input({300})
+      .typedOutput(bf, {3, 300})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm")
+      .typedInput(bf, {3, 300})
+      .input({300})
+      .typedOutput(bf, {3, 300})
+      .param(floatParam("epsilon", 1e-6));
+  add("layer_norm_grad")
+      .typedInput(bf, {5, 300})
+      .input({300})
+      .typedInput(bf, {5, 300})
+      .typedOutput(bf, {5, 300})
+      .output({300})
+      .output({300})
+      .param(floatParam("epsilon", 1e-5));
+  add("rms_norm_grad")
+      .typedInput(bf, {5, 300})
+      .input({300})
+      .typedInput(bf, {5, 300})
+      .typedOutput(bf, {5, 300})
+      .output({300})
+      .param(floatParam("epsilon", 1e-6));
+  // Attention over bf16 operands, in two blocks of query rows (the key and
+  // value gradients summed over them): causal; a padding mask (the second
+  // entry's last 30 keys hidden) with the gradient not causal; grouped-
+  // query; dropout.
+  std::vector<double> padding(2 * 90, 1.0), shortPadding(2 * 70, 1.0);
+  std::fill(padding.begin() + 150, padding.end(), 0.0);
+  std::fill(shortPadding.begin() + 120, shortPadding.end(), 0.0);
+  addAttention(cases, bf, AttentionCase{{2, 2}, {2, 2}, 70, 90, 16, 8}, true,
+               true, nullptr, 0.0);
+  addAttention(cases, bf, AttentionCase{{2, 2}, {2, 2}, 70, 90, 16, 8}, false,
+               false, &padding, 0.0);
+  addAttention(cases, bf, AttentionCase{{2, 4}, {2, 2}, 70, 70, 8, 8}, true,
+               true, nullptr, 0.0);
+  addAttention(cases, bf, AttentionCase{{2, 2}, {2, 2}, 70, 70, 8, 8}, true,
+               true, &shortPadding, 0.3);
   return cases;
 }
 
@@ -563,42 +658,11 @@ inline std::vector<LaunchCase> everyKernel() {
   for (const char *name : {"sum", "mean", "max"})
     add(name).input({2, 3, 4}).output({3}).param(intsParam("dims", {0, 2}));
   add("matmul").input({2, 3, 4}).input({4, 5}).output({2, 3, 5});
-  // attention and attention_grad: q [B..., 5, 3] over k [B'..., T, 3] and
-  // v [B'..., T, 2] (B' the key heads: B, or fewer for grouped-query), with
-  // an optional bool mask and dropout (a step input, its rate and seed).
   auto attention = [&](std::vector<int64_t> queries, std::vector<int64_t> keys,
                        int64_t t, bool causal, bool gradCausal,
                        const std::vector<double> *mask, double dropout) {
-    auto shape = [](std::vector<int64_t> batch,
-                    std::initializer_list<int64_t> tail) {
-      batch.insert(batch.end(), tail);
-      return batch;
-    };
-    for (bool grad : {false, true}) {
-      LaunchCase &c = add(grad ? "attention_grad" : "attention");
-      c.input(shape(queries, {5, 3}))
-          .input(shape(keys, {t, 3}))
-          .input(shape(keys, {t, 2}));
-      if (grad)
-        c.input(shape(queries, {5, 2}))
-            .input(shape(queries, {5}))
-            .input(shape(queries, {5, 2}));
-      if (mask)
-        c.typedInput(DType::Bool, {2, 1, t}, *mask);
-      if (dropout > 0)
-        c.typedInput(DType::I64, {}, {3});
-      if (grad)
-        c.output(shape(queries, {5, 3}))
-            .output(shape(keys, {t, 3}))
-            .output(shape(keys, {t, 2}));
-      else
-        c.output(shape(queries, {5, 2})).output(shape(queries, {5}));
-      c.param(floatParam("scale", 0.5));
-      if (grad ? gradCausal : causal)
-        c.param(unitParam("causal"));
-      if (dropout > 0)
-        c.param(floatParam("dropout", dropout)).param(intParam("seed", 7));
-    }
+    addAttention(cases, DType::F32, AttentionCase{queries, keys, 5, t, 3, 2},
+                 causal, gradCausal, mask, dropout);
   };
   attention({2}, {2}, 4, true, false, nullptr, 0.0);
   // A padding mask per batch entry, broadcast over queries: with causal,

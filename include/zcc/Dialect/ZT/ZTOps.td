@@ -262,7 +262,7 @@ def ZT_MatmulOp : ZT_Op<"matmul", [Pure,
 
 def ZT_AttentionOp : ZT_Op<"attention", [Pure, ZT_KernelRules,
     AttrSizedOperandSegments,
-    AllElementTypesMatch<["query", "key", "value", "result", "logsumexp"]>]> {
+    AllElementTypesMatch<["query", "key", "value", "result"]>]> {
   let summary = "fused scaled dot-product attention (flash-attention scheme)";
   let description = [{
     `query` is `[B..., S, D]`, `key` `[B..., T, D]`, `value` `[B..., T, Dv]`
@@ -279,6 +279,11 @@ def ZT_AttentionOp : ZT_Op<"attention", [Pure, ZT_KernelRules,
     `[B, 1, 1, T]`):
     `logsumexp[q] = log(sum_k exp(s[k]))`,
     `result[q, :] = sum_k exp(s[k] - logsumexp[q]) * value[k, :]`.
+
+    Operands and result are f32, or bf16 (mixed precision: the scores and
+    the softmax computed in f32, the probabilities rounded to bf16 for the
+    product with `value`, as FlashAttention and cuDNN do); `logsumexp` is
+    always f32.
 
     A query that sees no key has the result 0 and the logsumexp `-inf`
     (PyTorch's `scaled_dot_product_attention` gives 0 there too), and no
@@ -524,13 +529,15 @@ def ZT_BatchNormGradOp : ZT_Op<"batch_norm_grad", [Pure, ZT_BuiltByName]> {
 
 def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure, ZT_KernelRules,
     AllTypesMatch<["operand", "result"]>,
-    AllElementTypesMatch<["operand", "gamma", "beta"]>]> {
+    AllElementTypesMatch<["gamma", "beta"]>]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
     For each row `x` along the last dimension (size `D`):
     `mu = mean(x)`, `var = mean((x - mu)^2)` (biased),
     `result = (x - mu) / sqrt(var + epsilon) * gamma + beta`.
-    `gamma` and `beta` have shape `[D]`; `epsilon > 0`.
+    `gamma` and `beta` have shape `[D]`; `epsilon > 0`. The operand and
+    result are f32, or bf16 (mixed precision: the statistics computed in
+    f32); `gamma` and `beta` are f32.
 
     ```mlir
     %y = zt.layer_norm %x, %g, %b, eps = 1.0e-05 : (tensor<4x64x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<4x64x128xf32>
@@ -545,13 +552,13 @@ def ZT_LayerNormOp : ZT_Op<"layer_norm", [Pure, ZT_KernelRules,
 }
 
 def ZT_RmsNormOp : ZT_Op<"rms_norm", [Pure, ZT_KernelRules,
-    AllTypesMatch<["operand", "result"]>,
-    AllElementTypesMatch<["operand", "gamma"]>]> {
+    AllTypesMatch<["operand", "result"]>]> {
   let summary = "RMS normalisation over the last dimension";
   let description = [{
     For each row `x` along the last dimension (size `D`):
     `result = x / sqrt(mean(x^2) + epsilon) * gamma`, `gamma` of shape `[D]`,
-    `epsilon > 0`.
+    `epsilon > 0`. The operand and result are f32, or bf16 (mixed
+    precision, computed in f32); `gamma` is f32.
 
     ```mlir
     %y = zt.rms_norm %x, %g, eps = 1.0e-06 : (tensor<4x64x128xf32>, tensor<128xf32>) -> tensor<4x64x128xf32>
@@ -976,7 +983,10 @@ def ZT_AttentionGradOp : ZT_Op<"attention_grad", [Pure, ZT_KernelRules,
     and value gradients sum over the query heads reading each. With the
     forward's `dropout`, `step` and `seed`, the same mask is drawn again:
     `value_grad = p'^T dy` with the dropped probabilities `p'`, and `dp` is
-    dropped out the same way before `ds`.
+    dropped out the same way before `ds`. With bf16 operands (the
+    forward's), `p` and `ds` are computed in f32 and rounded to bf16 for the
+    products, and the key and value gradients are summed in f32 over the
+    blocks and rounded once.
 
     ```mlir
     %dq, %dk, %dv = zt.attention_grad %q, %k, %v, %y, %lse, %dy, scale = 1.250000e-01 causal : (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, tensor<4x16x8xf32>) -> (tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>)

@@ -95,6 +95,18 @@ AttentionShape attentionShape(const Entry &entry, const Launch &launch);
 int64_t conv2dColumns(const Entry &entry, const Launch &launch);
 /// Whether `kernel` runs matrix products (GEMM steps given the workspace).
 bool kernelRunsProducts(KernelId kernel);
+/// Where attention's and attention_grad's scratch keeps what, in elements
+/// of the executor's float type from its start: a block's scores (then
+/// probabilities) first; the gradient's their gradients (`grads`), rowsum(dy
+/// * y) per query row (`delta`) and, with bf16 operands, the key and value
+/// gradients summed over the blocks (`keySums`, `valueSums`); then, with
+/// bf16 operands, `roundedCount` bf16 elements at `rounded`: the
+/// probabilities (and the gradients) rounded for the products.
+struct AttentionScratch {
+  int64_t grads = 0, delta = 0, keySums = 0, valueSums = 0, rounded = 0;
+  int64_t roundedCount = 0;
+};
+AttentionScratch attentionScratch(const Entry &entry, const Launch &launch);
 
 //===----------------------------------------------------------------------===//
 // Device workspaces (Entry::workspace)

@@ -40,11 +40,11 @@ namespace zcc::runtime {
   X(Mean, "mean", kNoTraits)                                                   \
   X(Max, "max", kNoTraits)                                                     \
   X(Matmul, "matmul", kNoTraits)                                               \
-  X(Attention, "attention", kNoTraits)                                         \
+  X(Attention, "attention", kStoresBf16)                                       \
   X(Softmax, "softmax", kNoTraits)                                             \
   X(LogSoftmax, "log_softmax", kNoTraits)                                      \
-  X(LayerNorm, "layer_norm", kCheapToRecompute)                                \
-  X(RmsNorm, "rms_norm", kCheapToRecompute)                                    \
+  X(LayerNorm, "layer_norm", kCheapToRecompute | kStoresBf16 | kAffineF32)    \
+  X(RmsNorm, "rms_norm", kCheapToRecompute | kStoresBf16 | kAffineF32)        \
   X(Embedding, "embedding", kNoTraits)                                         \
   X(SoftmaxCrossEntropy, "softmax_cross_entropy", kReadsBf16)                  \
   X(Mse, "mse", kNoTraits)                                                     \

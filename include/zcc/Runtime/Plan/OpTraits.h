@@ -30,7 +30,9 @@ enum OpTrait : OpTraits {
   /// Cheaper to compute again in the backward than to keep from the
   /// forward (zt-autodiff's recompute of forward values).
   kCheapToRecompute = 1u << 3,
-  /// bf16 operands give a bf16 result, computed in f32 and rounded once;
+  /// bf16 operands give a bf16 result (the first; others keep their type:
+  /// attention's logsumexp), computed in f32 and rounded once (attention
+  /// also rounds its probabilities for the product with the values);
   /// without it mixed precision computes the op in f32.
   kStoresBf16 = 1u << 4,
   /// Reads bf16 operands as they are, its result type unchanged (the
@@ -49,6 +51,10 @@ enum OpTrait : OpTraits {
   /// An element row that also takes integer operands (i32, i64, of one
   /// type; its result of that type), wrapping as PyTorch's integers do.
   kIntegers = 1u << 10,
+  /// With kStoresBf16: only operand 0 (the activations) and the result
+  /// follow bf16; the other operands are affine parameters read in f32
+  /// (the normalizations' gamma and beta).
+  kAffineF32 = 1u << 11,
 };
 
 } // namespace zcc::runtime
