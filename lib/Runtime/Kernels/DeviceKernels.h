@@ -1334,7 +1334,7 @@ template <typename T, typename S = T> struct RmsNormGradRows : Functor {
   const S *x = nullptr, *dy = nullptr;
   const T *gamma = nullptr;
   S *dx = nullptr;
-  T *scales = nullptr; // 1 per row, in the workspace
+  T *stats = nullptr; // 1/rms per row, in the workspace
   int64_t width = 0;
   T epsilon = 0;
 
@@ -1353,7 +1353,7 @@ template <typename T, typename S = T> struct RmsNormGradRows : Functor {
       dxr[j] = storeAs<S>(scale * loadAs<T>(dyr[j]) * gamma[j] -
                           loadAs<T>(xr[j]) * correction);
     if (group.lane == 0)
-      scales[r] = scale;
+      stats[r] = scale;
   }
 };
 
@@ -1361,14 +1361,14 @@ template <typename T, typename S = T> struct RmsNormGradRows : Functor {
 template <typename T, typename S = T> struct RmsNormGradColumns : Functor {
   static constexpr bool kGrouped = true;
   const S *x = nullptr, *dy = nullptr;
-  const T *scales = nullptr;
+  const T *stats = nullptr; // 1/rms per row
   T *dgamma = nullptr;
   int64_t width = 0, rows = 0;
 
   static constexpr int kSums = 1;
   ZRT_HOST_DEVICE void addRow(int64_t r, int64_t j, T *sums) const {
     sums[0] += loadAs<T>(dy[r * width + j]) * loadAs<T>(x[r * width + j]) *
-               scales[r];
+               stats[r];
   }
   ZRT_HOST_DEVICE void store(int64_t j, const T *sums) const {
     dgamma[j] = sums[0];

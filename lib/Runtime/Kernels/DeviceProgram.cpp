@@ -958,12 +958,17 @@ public:
     });
   }
 
-  Status layerNormGrad() {
+  /// layer_norm_grad and rms_norm_grad: the row kernel (dx, and each row's
+  /// statistics into the workspace), then the column kernel (the affine
+  /// parameters' gradients).
+  template <template <typename, typename> class Rows,
+            template <typename, typename> class Columns>
+  Status normGrad() {
     T *stats = nullptr;
     ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), stats));
     byStorage(inType(0).dtype, [&](auto s) {
       using S = typename decltype(s)::type;
-      LayerNormGradRows<T, S> rows;
+      Rows<T, S> rows;
       rows.x = in<S>(0);
       rows.gamma = in(1);
       rows.dy = in<S>(2);
@@ -972,39 +977,13 @@ public:
       rows.epsilon = static_cast<T>(launch.params.epsilon);
       lastDimRows(inType(0), rows.count, rows.width);
       push(rows, rows.width);
-      LayerNormGradColumns<T, S> columns;
+      Columns<T, S> columns;
       columns.x = in<S>(0);
       columns.dy = in<S>(2);
       columns.stats = stats;
       columns.dgamma = result(1);
-      columns.dbeta = result(2);
-      columns.width = rows.width;
-      columns.rows = rows.count;
-      columns.count = rows.width;
-      push(columns, rows.count);
-    });
-    return Status::ok();
-  }
-
-  Status rmsNormGrad() {
-    T *scales = nullptr;
-    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), scales));
-    byStorage(inType(0).dtype, [&](auto s) {
-      using S = typename decltype(s)::type;
-      RmsNormGradRows<T, S> rows;
-      rows.x = in<S>(0);
-      rows.gamma = in(1);
-      rows.dy = in<S>(2);
-      rows.dx = result<S>(0);
-      rows.scales = scales;
-      rows.epsilon = static_cast<T>(launch.params.epsilon);
-      lastDimRows(inType(0), rows.count, rows.width);
-      push(rows, rows.width);
-      RmsNormGradColumns<T, S> columns;
-      columns.x = in<S>(0);
-      columns.dy = in<S>(2);
-      columns.scales = scales;
-      columns.dgamma = result(1);
+      if constexpr (Columns<T, S>::kSums == 2)
+        columns.dbeta = result(2);
       columns.width = rows.width;
       columns.rows = rows.count;
       columns.count = rows.width;
@@ -1348,9 +1327,9 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     rmsNorm();
     break;
   case KernelId::LayerNormGrad:
-    return layerNormGrad();
+    return normGrad<LayerNormGradRows, LayerNormGradColumns>();
   case KernelId::RmsNormGrad:
-    return rmsNormGrad();
+    return normGrad<RmsNormGradRows, RmsNormGradColumns>();
   case KernelId::Embedding:
     embedding();
     break;
