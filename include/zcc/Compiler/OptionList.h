@@ -31,9 +31,8 @@
 /* zt-mixed-precision */
 #define ZCC_MIXED_PRECISION_OPTIONS(X)                                         \
   X(Text, precision, precision, "f32", OneOf("f32|bf16"),                      \
-    "f32, or bf16: matrix products on bf16 operands summed in f32, their "    \
-    "saved operands stored in bf16, f32 parameters, optimizer, loss and "     \
-    "normalizations")
+    "f32, or bf16: activations stored in bf16 (products summed in f32, "      \
+    "the norms' statistics f32), f32 parameters, optimizer state and loss")
 
 /* zt-autodiff */
 #define ZCC_AUTODIFF_OPTIONS(X)                                                \
