@@ -929,28 +929,16 @@ public:
     rows = width ? type.numElements() / width : 0;
   }
 
-  /// The normalizations: activations stored as T, or bf16 (computed in T);
-  /// the affine parameters and their gradients T.
-  void layerNorm() {
+  /// layer_norm and rms_norm: activations stored as T, or bf16 (computed in
+  /// T); the affine parameters T.
+  template <template <typename, typename> class Kernel> void norm() {
     byStorage(inType(0).dtype, [&](auto s) {
       using S = typename decltype(s)::type;
-      LayerNorm<T, S> f;
+      Kernel<T, S> f;
       f.x = in<S>(0);
       f.gamma = in(1);
-      f.beta = in(2);
-      f.y = result<S>(0);
-      f.epsilon = static_cast<T>(launch.params.epsilon);
-      lastDimRows(inType(0), f.count, f.width);
-      push(f, f.width);
-    });
-  }
-
-  void rmsNorm() {
-    byStorage(inType(0).dtype, [&](auto s) {
-      using S = typename decltype(s)::type;
-      RmsNorm<T, S> f;
-      f.x = in<S>(0);
-      f.gamma = in(1);
+      if constexpr (std::is_same_v<Kernel<T, S>, LayerNorm<T, S>>)
+        f.beta = in(2);
       f.y = result<S>(0);
       f.epsilon = static_cast<T>(launch.params.epsilon);
       lastDimRows(inType(0), f.count, f.width);
@@ -1321,10 +1309,10 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     softmaxGrad(true);
     break;
   case KernelId::LayerNorm:
-    layerNorm();
+    norm<LayerNorm>();
     break;
   case KernelId::RmsNorm:
-    rmsNorm();
+    norm<RmsNorm>();
     break;
   case KernelId::LayerNormGrad:
     return normGrad<LayerNormGradRows, LayerNormGradColumns>();
