@@ -34,6 +34,8 @@ std::vector<Info> makeTable() {
     ZCC_LAYOUT_OPTIONS(ZCC_OPTION_ROW)
     pass = "zt-plan-memory";
     ZCC_PLAN_MEMORY_OPTIONS(ZCC_OPTION_ROW)
+    pass = "zcc-train-step";
+    ZCC_PIPELINE_OPTIONS(ZCC_OPTION_ROW)
     pass = "zcc";
     ZCC_EXPORT_OPTIONS(ZCC_OPTION_ROW)
   }

@@ -63,17 +63,22 @@ static bool isDataConstant(Operation *op) {
   return !dense || !dense.isSplat();
 }
 
-/// Runs as a kernel that may read its operands through broadcast strides
-/// (the element kernels: the rule the loader checks).
-static bool readsThroughStrides(Operation *op) {
-  return traitsOf(op) & runtime::kStridedReads;
+/// Operand `i` of `op` may be read through broadcast strides (operands 0
+/// and 1 of the element kernels, any of zt.fused's: the rule the loader
+/// checks).
+static bool readsThroughStrides(Operation *op, unsigned i) {
+  if (!isa<ZTDialect>(op->getDialect()))
+    return false;
+  std::optional<runtime::KernelId> kernel =
+      runtime::findKernel(op->getName().stripDialect());
+  return kernel && runtime::kernelReadsInputThroughStrides(*kernel, i);
 }
 
 /// A broadcast read through strides instead of materialized: it repeats
 /// elements (more result elements than operand elements; an equal count is
 /// a reshape and stays a copy), every use is operand 0 or 1 of an element
-/// kernel (where's third operand is read contiguously), and the step does
-/// not return it.
+/// kernel (where's third operand is read contiguously) or an operand of
+/// zt.fused, and the step does not return it (a return is no kernel).
 static bool repeatsForElementKernels(BroadcastInDimOp op) {
   auto from = cast<RankedTensorType>(op.getOperand().getType());
   auto to = cast<RankedTensorType>(op.getResult().getType());
@@ -81,8 +86,7 @@ static bool repeatsForElementKernels(BroadcastInDimOp op) {
     return false;
   return llvm::all_of(op->getUses(), [](OpOperand &use) {
     Operation *user = use.getOwner();
-    return !isa<func::ReturnOp>(user) && use.getOperandNumber() < 2 &&
-           readsThroughStrides(user);
+    return readsThroughStrides(user, use.getOperandNumber());
   });
 }
 
@@ -198,7 +202,9 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
                                : ArrayRef<Operation *>()) {
     if (isView(op) || !(traitsOf(op) & runtime::kInPlace))
       continue;
-    // Each result (batch_norm_grad's input gradient) over an operand.
+    // Each result (batch_norm_grad's input gradient, a fused program's
+    // results) over an operand, never two over the same one.
+    SmallVector<unsigned, 4> taken;
     for (Value value : op->getResults()) {
       unsigned r = live.bufferOf.lookup(value);
       LiveBuffer &result = live.buffers[r];
@@ -210,7 +216,8 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
         unsigned o = live.bufferOf.lookup(operand);
         LiveBuffer &source = live.buffers[o];
         if (o == r || source.kind != MemoryKind::Arena || merged[o] ||
-            returned.contains(o) || bucketValues.contains(o) ||
+            llvm::is_contained(taken, o) || returned.contains(o) ||
+            bucketValues.contains(o) ||
             (plantBug ? lastRead[o] < pos : lastRead[o] != pos) ||
             source.bytes != result.bytes || !sameElements(operand, value))
           continue;
@@ -225,6 +232,7 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
             isa<NameLoc>(result.root.getLoc()))
           source.root = result.root;
         merged[r] = true;
+        taken.push_back(o);
         break;
       }
     }

@@ -37,6 +37,8 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
   if (options.memoryBudget > 0)
     pm.addPass(createZTRemat(passOptions<ZTRematOptions>(
         [&](auto &pass) { ZCC_ZT_REMAT_PASS_OPTIONS(ZCC_COPY_OPTION) })));
+  if (options.fuseElementwise)
+    pm.addPass(createZTFuseElementwise());
   pm.addPass(createZTPlanMemory(passOptions<ZTPlanMemoryOptions>(
       [&](auto &pass) { ZCC_ZT_PLAN_MEMORY_PASS_OPTIONS(ZCC_COPY_OPTION) })));
 }
@@ -46,6 +48,7 @@ void zcc::registerTrainStepPipeline() {
       "zcc-train-step",
       "The whole training step: zt-mixed-precision (with bf16), "
       "zt-autodiff, zt-optimizer, zt-remat (with a memory budget), "
+      "zt-fuse-elementwise (with fuse-elementwise=true), "
       "zt-plan-memory; options: every compile option by its flag name "
       "(docs/generated/CompileOptions.md)",
       [](OpPassManager &pm, StringRef text,

@@ -112,10 +112,23 @@ std::vector<rt::Param> paramsFromPython(const std::string &name,
         params.push_back(
             rt::Param::list(param, nb::cast<std::vector<int64_t>>(value)));
         break;
+      case rt::ParamKind::Floats: {
+        rt::Param p{param, rt::ParamKind::Floats};
+        p.floats = nb::cast<std::vector<double>>(value);
+        params.push_back(std::move(p));
+        break;
+      }
+      case rt::ParamKind::Names: {
+        rt::Param p{param, rt::ParamKind::Names};
+        p.names = nb::cast<std::vector<std::string>>(value);
+        params.push_back(std::move(p));
+        break;
+      }
       }
     } catch (const nb::cast_error &) {
       static const char *const kinds[] = {"a bool", "an int", "a float",
-                                          "a list of ints"};
+                                          "a list of ints", "a list of floats",
+                                          "a list of names"};
       throw Error(name + ": parameter '" + param + "' must be " +
                   kinds[static_cast<int>(spec->kind)] + ", got " +
                   nb::cast<std::string>(nb::repr(value)));

@@ -37,10 +37,11 @@ BROADCAST = re.compile(
     r"memref<([^>]*)> to memref<([^>]*)>")
 LAUNCH = re.compile(r'zplan\.launch "(\w+)"\(([^)]*)\) -> \(([^)]*)\)')
 # Kernels whose element i is read before element i is written and nothing
-# else: elementwise ops, their gradients, and a few more.
+# else: elementwise ops, their gradients, a fused program of them, and a few
+# more.
 ELEMENT = set("""add sub mul div neg exp log tanh sigmoid relu gelu gelu_erf silu
     sqrt rsqrt relu_grad gelu_grad gelu_erf_grad silu_grad tanh_grad
-    sigmoid_grad sqrt_grad rsqrt_grad scale""".split())
+    sigmoid_grad sqrt_grad rsqrt_grad scale fused""".split())
 # BatchNorm's kernels take a channel at a time, reading its statistics and
 # each of its elements before writing that element.
 IN_PLACE = ELEMENT | set("""dropout mse_grad softmax_cross_entropy_grad sgd adamw

@@ -139,6 +139,14 @@
     "Tests of the random-program driver only: also write results over "      \
     "operands read again later, a wrong plan every plan check accepts")
 
+/* The zcc-train-step pipeline's own */
+#define ZCC_PIPELINE_OPTIONS(X)                                                \
+  X(Flag, fuseElementwise, fuse_elementwise, false, Any,                       \
+    "Run each chain of element ops (bias adds, activations, dropout, their "  \
+    "gradients, scales) as one kernel (zt-fuse-elementwise); the results "    \
+    "are bit-identical either way. Off by default: on the CPU its programs "  \
+    "are still slower than the separate kernels")
+
 /* The compile driver's own (the plan's export) */
 #define ZCC_EXPORT_OPTIONS(X)                                                  \
   X(Bytes, matmulWorkspace, matmul_workspace, -1, AtLeast(-1),                 \
@@ -153,6 +161,7 @@
   ZCC_REMAT_OPTIONS(X)                                                         \
   ZCC_LAYOUT_OPTIONS(X)                                                        \
   ZCC_PLAN_MEMORY_OPTIONS(X)                                                   \
+  ZCC_PIPELINE_OPTIONS(X)                                                      \
   ZCC_EXPORT_OPTIONS(X)
 
 /* Each pass's options: its groups. */

@@ -18,7 +18,7 @@ namespace zcc {
 #include "zcc/Transforms/Passes.h.inc"
 
 /// zt-autodiff, zt-optimizer, zt-remat (with a memory budget),
-/// zt-plan-memory: a forward + loss module in, a
+/// zt-fuse-elementwise (when asked), zt-plan-memory: a forward + loss module in, a
 /// zplan module out. The zcc tool runs it; `zt-opt -zcc-train-step` too.
 /// Each pass takes its rows of `options` (zcc/Compiler/OptionList.h).
 void buildTrainStepPipeline(mlir::OpPassManager &pm,

@@ -318,6 +318,42 @@ def ZTPrintLiveness : Pass<"zt-print-liveness", "::mlir::ModuleOp"> {
   }];
 }
 
+def ZTFuseElementwise : Pass<"zt-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Run chains of element ops as one kernel each (zt.fused)";
+  let description = [{
+    A float element op (a unary, binary or gradient row, `zt.scale` or
+    `zt.dropout`) that another such op reads is merged into that op, and so on up the
+    chain: the merged tree becomes one `zt.fused`, a program of at most 16
+    steps over at most 8 operands (broadcasts among them, read through
+    strides) with at most 4 results, computed per element in one pass. A
+    value other ops also read (after the program) is a further result; the
+    others get no buffer and are never written or read back. Each step's
+    value is rounded to the element type as the op stored it, so plans with
+    and without fusion give bit-identical results on every executor.
+
+    Left alone: a value read before the program would compute it; a
+    forward op with a backward op (its operands would live into the backward), a copy recomputed in
+    the backward with an op that is not; the learning rate's scale; and a
+    merge that would keep an operand alive past the op where it dies while
+    other ops run in between (so no peak grows). It runs after zt-remat and
+    before zt-plan-memory (zcc's `--fuse-elementwise`, off by default until
+    its host kernel is faster).
+
+    Before:
+
+    ```mlir
+    %a = zt.add %h, %bias : tensor<4x16xf32>
+    %g = zt.gelu %a : tensor<4x16xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %g = zt.fused(%h, %bias) {args = array<i64: 0, 1, 2>, numbers = array<f64>, ops = ["add", "gelu"], outputs = array<i64: 3>, seeds = array<i64>} : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+}
+
 def ZTPlanMemory : Pass<"zt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Plan every buffer's offset and lower entry points to zplan";
   let description = [{

@@ -563,6 +563,18 @@ static bool paramOf(NamedAttribute attr, zcc::runtime::Param &param) {
   } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(value)) {
     param.kind = zcc::runtime::ParamKind::Ints;
     param.ints.assign(ints.asArrayRef().begin(), ints.asArrayRef().end());
+  } else if (auto floats = dyn_cast<DenseF64ArrayAttr>(value)) {
+    param.kind = zcc::runtime::ParamKind::Floats;
+    param.floats.assign(floats.asArrayRef().begin(),
+                        floats.asArrayRef().end());
+  } else if (auto names = dyn_cast<ArrayAttr>(value)) {
+    param.kind = zcc::runtime::ParamKind::Names;
+    for (Attribute name : names) {
+      auto text = dyn_cast<StringAttr>(name);
+      if (!text)
+        return false;
+      param.names.push_back(text.str());
+    }
   } else if (auto splat = dyn_cast<SplatElementsAttr>(value)) {
     // A splat constant: its one value (an integer splat is exact in a
     // double up to 2^53, far beyond any index).
@@ -666,6 +678,14 @@ Operation *zcc::zt::buildKernelOp(OpBuilder &b, Location loc, StringRef name,
     case ParamKind::Ints:
       state.addAttribute(p.name, b.getDenseI64ArrayAttr(p.ints));
       break;
+    case ParamKind::Floats:
+      state.addAttribute(p.name, b.getDenseF64ArrayAttr(p.floats));
+      break;
+    case ParamKind::Names: {
+      SmallVector<StringRef> names(p.names.begin(), p.names.end());
+      state.addAttribute(p.name, b.getStrArrayAttr(names));
+      break;
+    }
     }
   }
   return b.create(state);

@@ -344,8 +344,9 @@ enum class ElementOp : int32_t {
 #define ZRT_ELEMENT_OP(id, name, arity, ...) id,
   ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_OP)
 #undef ZRT_ELEMENT_OP
-  Scale,  // x * factor
-  MseGrad // lossGrad * 2 / elements * (x - target)
+  Scale,   // x * factor
+  MseGrad, // lossGrad * 2 / elements * (x - target)
+  Dropout  // a fused program's dropout step (ElementProgram)
 };
 
 /// The row's arity of `op` (Unary for scale, Binary for mse_grad).
@@ -360,6 +361,8 @@ ZRT_HOST_DEVICE constexpr ElementArity elementArityOf(ElementOp op) {
     return ElementArity::Unary;
   case ElementOp::MseGrad:
     return ElementArity::Binary;
+  case ElementOp::Dropout:
+    return ElementArity::Unary;
   }
   return ElementArity::Unary;
 }
@@ -378,6 +381,23 @@ template <typename S, typename T> ZRT_HOST_DEVICE inline S storeAs(T v) {
     return floatToBf16(static_cast<float>(v));
   else
     return static_cast<S>(v);
+}
+
+/// A float row's Value (ElementKernels.h) in T: the only copy, run by the
+/// element kernels and the fused programs.
+template <ElementOp Op, typename T>
+ZRT_HOST_DEVICE inline T floatRowValue(T x, [[maybe_unused]] T bv,
+                                       [[maybe_unused]] T p0,
+                                       [[maybe_unused]] T p1) {
+#define ZRT_ELEMENT_FORMULA(id, name, arity, method, params, torch, traits,    \
+                            value, ...)                                        \
+  ZRT_IF_FLOAT_##arity(if constexpr (Op == ElementOp::id) { return value; } else)
+  ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_FORMULA)
+#undef ZRT_ELEMENT_FORMULA
+  {
+    static_assert(sizeof(T) == 0, "an ElementOp with no formula");
+    return x;
+  }
 }
 
 /// y = op(a) or op(a, b); an output may be an input's buffer (each element
@@ -411,19 +431,13 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   /// one): each float row's Value (ElementKernels.h), then scale and
   /// mse_grad.
   template <ElementOp Op> ZRT_HOST_DEVICE T compute(T x, T bv) const {
-    [[maybe_unused]] T p0 = param[0], p1 = param[1];
-#define ZRT_ELEMENT_FORMULA(id, name, arity, method, params, torch, traits,    \
-                            value, ...)                                        \
-  ZRT_IF_FLOAT_##arity(if constexpr (Op == ElementOp::id) { return value; } else)
-    ZRT_ELEMENT_KERNEL_LIST(ZRT_ELEMENT_FORMULA)
-#undef ZRT_ELEMENT_FORMULA
     if constexpr (Op == ElementOp::Scale) {
       return x * factor;
     } else if constexpr (Op == ElementOp::MseGrad) {
       T f = *lossGrad * T(2.0) / static_cast<T>(elements);
       return f * (x - bv);
     } else {
-      static_assert(sizeof(T) == 0, "an ElementOp with no formula");
+      return floatRowValue<Op>(x, bv, param[0], param[1]);
     }
   }
 
@@ -459,6 +473,96 @@ template <typename T, typename S = T> struct Elementwise : Functor {
         bv = loadAs<T>(b[bStrided ? bRead.offsetOf(i) : i]);
       y[i] = storeAs<S>(compute<Op>(x, bv));
     });
+  }
+};
+
+/// One step of a fused element program: a float row (or scale, its factor
+/// in p0; or dropout, its keep probability in p0, as the Dropout kernel
+/// draws it) on two earlier values (b unread by unary rows).
+template <typename T> struct ProgramStep {
+  ElementOp op = ElementOp::Neg;
+  int8_t a = 0, b = 0;
+  T p0 = T(0.0), p1 = T(0.0);
+  uint64_t seed = 0, threshold = 0; // dropout's
+};
+
+/// A fused element program (zt.fused): per element, the operands' values,
+/// then each step's row on earlier values, each result rounded to the
+/// storage (bf16, or T itself) as the unfused op would store it, so the
+/// result has the chain's bits on every executor. Operands may be read
+/// through strides; an output may be a contiguous operand's buffer (every
+/// operand element is read before any result element is written). Output
+/// `o` is value `out[o]`.
+template <typename T> struct ElementProgram : Functor {
+  static constexpr bool kGrouped = false;
+  int32_t inputs = 0, steps = 0, outputs = 0;
+  bool bf16 = false; // the storage: bf16, else T
+  const void *in[kMaxFusedInputs] = {};
+  bool strided[kMaxFusedInputs] = {};
+  StridedShape read[kMaxFusedInputs];
+  void *y[kMaxFusedOutputs] = {};
+  int8_t out[kMaxFusedOutputs] = {};
+  const int64_t *stepCounter = nullptr; // with a dropout step
+  ProgramStep<T> step[kMaxFusedSteps];
+
+  /// Dropout step `s` at element i: the Dropout kernel's draw and formula.
+  ZRT_HOST_DEVICE T dropout(const ProgramStep<T> &s, int64_t i, T x) const {
+    PhiloxBlock block = dropoutBlock(s.seed, static_cast<uint64_t>(i),
+                                     static_cast<uint64_t>(*stepCounter));
+    return block.words[i % 4] >= s.threshold ? x / s.p0 : T(0.0);
+  }
+
+  /// Step `s`'s value from x and bv (not dropout).
+  ZRT_HOST_DEVICE static T value(const ProgramStep<T> &s, T x, T bv) {
+    T r = x;
+    Elementwise<T>::dispatch(s.op, [&](auto constant) {
+      constexpr ElementOp Op = decltype(constant)::value;
+      if constexpr (Op == ElementOp::Scale)
+        r = x * s.p0;
+      else if constexpr (Op != ElementOp::MseGrad && Op != ElementOp::Dropout)
+        r = floatRowValue<Op>(x, bv, s.p0, s.p1);
+    });
+    return r;
+  }
+
+  template <typename S> ZRT_HOST_DEVICE void run(int64_t i) const {
+    T v[kMaxFusedInputs + kMaxFusedSteps];
+    for (int k = 0; k < inputs; ++k)
+      v[k] = loadAs<T>(static_cast<const S *>(
+          in[k])[strided[k] ? read[k].offsetOf(i) : i]);
+    for (int s = 0; s < steps; ++s) {
+      const ProgramStep<T> &st = step[s];
+      T r = st.op == ElementOp::Dropout ? dropout(st, i, v[st.a])
+                                        : value(st, v[st.a], v[st.b]);
+      v[inputs + s] = loadAs<T>(storeAs<S>(r));
+    }
+    for (int o = 0; o < outputs; ++o)
+      static_cast<S *>(y[o])[i] = storeAs<S>(v[out[o]]);
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    if (bf16)
+      run<BFloat16>(i);
+    else
+      run<T>(i);
+  }
+
+  template <typename B> static void build(B &b) {
+    ElementProgram f;
+    f.steps = b.programSteps(f.step, f.inputs);
+    for (int k = 0; k < f.inputs; ++k)
+      f.in[k] = b.template in<void>(k);
+    if (f.inputs < static_cast<int32_t>(b.launch.inputs.size()))
+      f.stepCounter = b.template in<int64_t>(f.inputs);
+    b.stridedReads(f.inputs, f.strided, f.read);
+    f.outputs = static_cast<int32_t>(b.launch.outputs.size());
+    for (int o = 0; o < f.outputs; ++o) {
+      f.y[o] = b.template result<void>(o);
+      f.out[o] = static_cast<int8_t>(b.launch.params.programOutputs[o]);
+    }
+    f.bf16 = b.resultIsBf16(0);
+    f.count = b.outType(0).numElements();
+    b.push(f);
   }
 };
 
@@ -2172,6 +2276,7 @@ template <typename T> struct BatchNormGrad : Functor {
   X(BatchNormStats, BatchNormStats)                                            \
   X(BatchNormStatsGrad, BatchNormStatsGrad)                                    \
   X(BatchNorm, BatchNorm)                                                      \
-  X(BatchNormGrad, BatchNormGrad)
+  X(BatchNormGrad, BatchNormGrad)                                              \
+  X(Fused, ElementProgram)
 
 #endif // ZCC_LIB_RUNTIME_DEVICE_DEVICEKERNELS_H

@@ -99,6 +99,76 @@ public:
   bool wideIndex(size_t input) const {
     return inType(input).dtype == DType::I64;
   }
+  bool resultIsBf16(size_t i) const { return outType(i).dtype == DType::BF16; }
+
+  /// A fused program's steps (zt.fused, validated at load), with the
+  /// executor's ElementOps and numbers in T, and its float operands;
+  /// returns how many steps.
+  int programSteps(ProgramStep<T> *steps, int32_t &operands) const {
+    FusedProgram decoded;
+    Status status = fusedProgram(launch.params, launch.inputs.size(),
+                                 launch.outputs.size(), decoded);
+    (void)status; // checkLaunch accepted the launch
+    operands = static_cast<int32_t>(decoded.operands);
+    for (size_t s = 0; s < decoded.steps.size(); ++s) {
+      const FusedStep &d = decoded.steps[s];
+      ProgramStep<T> &step = steps[s];
+      step.op = d.kernel == KernelId::Scale     ? ElementOp::Scale
+                : d.kernel == KernelId::Dropout ? ElementOp::Dropout
+                                                : static_cast<ElementOp>(d.kernel);
+      step.a = static_cast<int8_t>(d.args[0]);
+      step.b = static_cast<int8_t>(d.operands > 1 ? d.args[1] : d.args[0]);
+      step.p0 = static_cast<T>(d.numbers[0]);
+      step.p1 = static_cast<T>(d.numbers[1]);
+      if (d.kernel == KernelId::Dropout) { // as the Dropout kernel's build
+        step.p0 = static_cast<T>(1.0 - d.numbers[0]);
+        step.threshold = dropoutThreshold(d.numbers[0]);
+        step.seed = rankDropoutSeed(
+            d.seed, memory.communicator ? memory.communicator->rank() : 0);
+      }
+    }
+    return static_cast<int>(decoded.steps.size());
+  }
+
+  /// The reads of operands 0 .. n-1 that are broadcasts through strides:
+  /// over the result's dimensions, size-1 ones dropped and neighbours
+  /// merged where every strided operand's steps allow (all reads keep the
+  /// same dimensions, which the host's row loops need).
+  void stridedReads(int n, bool *strided, StridedShape *reads) const {
+    const TensorType &type = outType(0);
+    bool any = false;
+    for (int k = 0; k < n; ++k) {
+      strided[k] = entry.tensors[launch.inputs[k]].isStrided();
+      any = any || strided[k];
+    }
+    if (!any)
+      return;
+    for (size_t d = 0; d < type.shape.size(); ++d) {
+      if (type.shape[d] == 1)
+        continue;
+      bool merge = reads[0].rank > 0;
+      for (int k = 0; k < n; ++k)
+        if (strided[k]) {
+          const StridedShape &r = reads[k];
+          merge = merge &&
+                  r.stride[r.rank - 1] ==
+                      entry.tensors[launch.inputs[k]].strides[d] *
+                          type.shape[d];
+        }
+      for (int k = 0; k < n; ++k) {
+        StridedShape &r = reads[k];
+        int64_t step =
+            strided[k] ? entry.tensors[launch.inputs[k]].strides[d] : 0;
+        if (merge) {
+          r.size[r.rank - 1] *= type.shape[d];
+          r.stride[r.rank - 1] = step;
+        } else {
+          r.size[r.rank] = type.shape[d];
+          r.stride[r.rank++] = step;
+        }
+      }
+    }
+  }
 
   /// Adds a functor: the error guard when the launch writes persistent
   /// state, and the group width for group kernels from their rows' length.
@@ -452,42 +522,12 @@ public:
     return Status::ok();
   }
 
-  /// The reads of an element kernel's operands 0 and 1 that are broadcasts
-  /// through strides: over the result's dimensions, size-1 ones dropped and
-  /// neighbours merged where every strided operand's steps allow (both
-  /// reads keep the same dimensions, which the host's row loop needs).
+  /// An element kernel's operands 0 and 1 read through strides.
   template <typename F> void broadcastReads(F &f) const {
-    const TensorType &type = outType(0);
-    const Tensor *operands[2] = {
-        &entry.tensors[launch.inputs[0]],
-        launch.inputs.size() > 1 ? &entry.tensors[launch.inputs[1]] : nullptr};
-    bool strided[2] = {operands[0]->isStrided(),
-                       operands[1] && operands[1]->isStrided()};
-    if (!strided[0] && !strided[1])
-      return;
+    bool strided[2] = {};
     StridedShape reads[2];
-    for (size_t d = 0; d < type.shape.size(); ++d) {
-      if (type.shape[d] == 1)
-        continue;
-      bool merge = reads[0].rank > 0;
-      for (int k = 0; k < 2; ++k)
-        if (strided[k]) {
-          const StridedShape &r = reads[k];
-          merge = merge && r.stride[r.rank - 1] ==
-                               operands[k]->strides[d] * type.shape[d];
-        }
-      for (int k = 0; k < 2; ++k) {
-        StridedShape &r = reads[k];
-        int64_t step = strided[k] ? operands[k]->strides[d] : 0;
-        if (merge) {
-          r.size[r.rank - 1] *= type.shape[d];
-          r.stride[r.rank - 1] = step;
-        } else {
-          r.size[r.rank] = type.shape[d];
-          r.stride[r.rank++] = step;
-        }
-      }
-    }
+    stridedReads(std::min<int>(2, static_cast<int>(launch.inputs.size())),
+                 strided, reads);
     f.aStrided = strided[0];
     f.bStrided = strided[1];
     f.aRead = reads[0];

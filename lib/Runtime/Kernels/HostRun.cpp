@@ -114,6 +114,44 @@ void rangeOn(HostIsa isa, const Fn &fn, int64_t begin, int64_t end) {
   fn(begin, end);
 }
 
+/// One step of a fused program over a block of values: its own function
+/// per op and instruction set, so each loop vectorizes as the element
+/// kernel's does (inlined into one range function, fifty ops' loops
+/// would not).
+template <typename T, typename S, ElementOp Op>
+inline void programStepLoop(const T *__restrict a, const T *__restrict b,
+                            T *__restrict y, int64_t n, T p0, T p1) {
+  for (int64_t j = 0; j < n; ++j) {
+    T r;
+    if constexpr (Op == ElementOp::Scale)
+      r = a[j] * p0;
+    else if constexpr (Op == ElementOp::MseGrad || Op == ElementOp::Dropout)
+      r = a[j]; // never a program's step (fusedProgram), dropout apart
+    else
+      r = floatRowValue<Op>(a[j], b[j], p0, p1);
+    y[j] = loadAs<T>(storeAs<S>(r));
+  }
+}
+#ifdef ZRT_HOST_ISAS
+template <typename T, typename S, ElementOp Op>
+__attribute__((target("arch=x86-64-v4"), flatten)) void
+programStepV4(const T *a, const T *b, T *y, int64_t n, T p0, T p1) {
+  programStepLoop<T, S, Op>(a, b, y, n, p0, p1);
+}
+template <typename T, typename S, ElementOp Op>
+__attribute__((target("arch=x86-64-v3"), flatten)) void
+programStepV3(const T *a, const T *b, T *y, int64_t n, T p0, T p1) {
+  programStepLoop<T, S, Op>(a, b, y, n, p0, p1);
+}
+#endif
+template <typename T, typename S, ElementOp Op>
+__attribute__((flatten)) void programStepBase(const T *a, const T *b, T *y,
+                                              int64_t n, T p0, T p1) {
+  programStepLoop<T, S, Op>(a, b, y, n, p0, p1);
+}
+template <typename T>
+using ProgramStepFn = void (*)(const T *, const T *, T *, int64_t, T, T);
+
 /// Elements, or groups, worth a thread of their own.
 constexpr int64_t kElementGrain = 16384;
 constexpr int64_t kGroupGrain = 32;
@@ -265,6 +303,97 @@ struct HostLauncher {
           }
         }
       });
+    });
+  }
+
+  /// A fused program a block of elements at a time: each step one loop
+  /// over the block (specialized for its op, so it vectorizes) from and to
+  /// the block's values, which stay in cache; the same arithmetic and
+  /// rounding per element as ElementProgram::run.
+  /// The emulator runs the GPU's per-element path instead.
+  template <typename T> void run(const ElementProgram<T> &f) const {
+    if (gpuGroups)
+      return elements(f);
+    if (f.bf16)
+      programBlocks<T, BFloat16>(f);
+    else
+      programBlocks<T, T>(f);
+  }
+  template <typename T, typename S>
+  void programBlocks(const ElementProgram<T> &f) const {
+    constexpr int64_t kBlock = 256;
+    ProgramStepFn<T> loops[kMaxFusedSteps] = {};
+    for (int s = 0; s < f.steps; ++s)
+      Elementwise<T>::dispatch(f.step[s].op, [&](auto constant) {
+        constexpr ElementOp op = decltype(constant)::value;
+#ifdef ZRT_HOST_ISAS
+        if (isa == HostIsa::X86_64_V4)
+          loops[s] = &programStepV4<T, S, op>;
+        else if (isa == HostIsa::X86_64_V3)
+          loops[s] = &programStepV3<T, S, op>;
+        else
+#endif
+          loops[s] = &programStepBase<T, S, op>;
+      });
+    forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
+      T v[kMaxFusedInputs + kMaxFusedSteps][kBlock];
+      for (int64_t first = begin; first < end; first += kBlock) {
+        const int64_t n = std::min(kBlock, end - first);
+        for (int k = 0; k < f.inputs; ++k) {
+          const S *in = static_cast<const S *>(f.in[k]);
+          if (!f.strided[k]) {
+            for (int64_t j = 0; j < n; ++j)
+              v[k][j] = loadAs<T>(in[first + j]);
+            continue;
+          }
+          // An odometer over the read's dimensions from element `first`.
+          const StridedShape &r = f.read[k];
+          int64_t index[kMaxRank] = {}, offset = 0;
+          for (int64_t rest = first, d = r.rank - 1; d >= 0; --d) {
+            index[d] = rest % r.size[d];
+            offset += index[d] * r.stride[d];
+            rest /= r.size[d];
+          }
+          for (int64_t j = 0; j < n; ++j) {
+            v[k][j] = loadAs<T>(in[offset]);
+            for (int d = r.rank - 1; d >= 0; --d) {
+              offset += r.stride[d];
+              if (++index[d] < r.size[d])
+                break;
+              offset -= r.stride[d] * r.size[d];
+              index[d] = 0;
+            }
+          }
+        }
+        for (int s = 0; s < f.steps; ++s) {
+          const ProgramStep<T> &st = f.step[s];
+          const T *a = v[st.a], *b = v[st.b];
+          T *y = v[f.inputs + s];
+          const T p0 = st.p0;
+          if (st.op != ElementOp::Dropout) {
+            loops[s](a, b, y, n, p0, st.p1);
+            continue;
+          }
+          {
+            // One Philox block per four elements, as the Dropout kernel.
+            PhiloxBlock block{};
+            for (int64_t j = 0; j < n; ++j) {
+              const int64_t e = first + j;
+              if (j == 0 || e % 4 == 0)
+                block = dropoutBlock(st.seed, static_cast<uint64_t>(e),
+                                     static_cast<uint64_t>(*f.stepCounter));
+              T r = block.words[e % 4] >= st.threshold ? a[j] / p0 : T(0.0);
+              y[j] = loadAs<T>(storeAs<S>(r));
+            }
+          }
+        }
+        for (int o = 0; o < f.outputs; ++o) {
+          S *y = static_cast<S *>(f.y[o]) + first;
+          const T *value = v[f.out[o]];
+          for (int64_t j = 0; j < n; ++j)
+            y[j] = storeAs<S>(value[j]);
+        }
+      }
     });
   }
 

@@ -324,6 +324,33 @@ Status checkMixedElementwise(const LaunchRules &r, ElementArity arity) {
   }
 }
 
+/// zt.fused: a program fusedProgram accepts, its 1 to kMaxFusedInputs
+/// operands and 1 to kMaxFusedOutputs results of one float type and shape
+/// (operands may be strided views of that shape), then the step counter
+/// when it has a dropout.
+Status checkFused(const LaunchRules &r) {
+  if (r.numOutputs() < 1 ||
+      r.numOutputs() > static_cast<size_t>(kMaxFusedOutputs))
+    return r.fail("expected 1 to ", kMaxFusedOutputs, " outputs, got ",
+                  r.numOutputs());
+  FusedProgram program;
+  ZRT_RETURN_IF_ERROR(r.expectRule(
+      fusedProgram(r.params, r.numInputs(), r.numOutputs(), program)));
+  const TensorType &result = r.output(0);
+  ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("result", result));
+  for (size_t i = 0; i < program.operands + r.numOutputs(); ++i) {
+    bool input = i < program.operands;
+    size_t k = input ? i : i - program.operands;
+    std::string role = (input ? "operand #" : "result #") + std::to_string(k);
+    ZRT_RETURN_IF_ERROR(r.expectSameType(
+        role.c_str(), input ? r.input(k) : r.output(k), "result", result));
+  }
+  if (program.readsStep)
+    return r.expectStep("step (after the operands, for dropout)",
+                        r.input(program.operands));
+  return Status::ok();
+}
+
 Status checkConstant(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(r.expectCounts(0, 1));
   double value = r.params.value;
@@ -1095,6 +1122,8 @@ Status checkKernel(const LaunchRules &r) {
       return r.fail("converts ", typeString(from), " to its own element type");
     return r.expectShape("result", to, from.shape);
   }
+  case KernelId::Fused:
+    return checkFused(r);
   case KernelId::NumKernels:
     break;
   }
@@ -1102,6 +1131,115 @@ Status checkKernel(const LaunchRules &r) {
 }
 
 } // namespace
+
+Status zcc::runtime::fusedProgram(const LaunchParams &params,
+                                  size_t launchInputs, size_t outputs,
+                                  FusedProgram &program) {
+  const std::vector<std::string> &ops = params.programOps;
+  std::vector<FusedStep> &steps = program.steps;
+  steps.clear();
+  if (ops.empty() || ops.size() > static_cast<size_t>(kMaxFusedSteps))
+    return makeError(StatusCode::InvalidPlan, "a fused program has 1 to ",
+                     kMaxFusedSteps, " ops, got ", ops.size());
+  program.readsStep =
+      std::find(ops.begin(), ops.end(), "dropout") != ops.end();
+  if (launchInputs < (program.readsStep ? 2u : 1u) ||
+      launchInputs - (program.readsStep ? 1 : 0) >
+          static_cast<size_t>(kMaxFusedInputs))
+    return makeError(StatusCode::InvalidPlan, "a fused program reads 1 to ",
+                     kMaxFusedInputs, " operands",
+                     program.readsStep ? " and the step counter" : "",
+                     ", got ", launchInputs, " inputs");
+  const size_t inputs = launchInputs - (program.readsStep ? 1 : 0);
+  program.operands = inputs;
+  size_t arg = 0, number = 0, seed = 0;
+  std::vector<bool> read(inputs, false);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    FusedStep step;
+    int numbers = 1;
+    if (ops[k] == "scale") {
+      step.kernel = KernelId::Scale;
+    } else if (ops[k] == "dropout") {
+      step.kernel = KernelId::Dropout;
+      if (seed >= params.programSeeds.size())
+        return makeError(StatusCode::InvalidPlan, "op ", k,
+                         " 'dropout' has no seed in seeds (",
+                         params.programSeeds.size(), " given)");
+      step.seed = static_cast<uint64_t>(params.programSeeds[seed++]);
+    } else {
+      int row = findElementRow(ops[k].data(), ops[k].size());
+      if (row < 0 || !elementIsFloat(kElementRows[row].arity))
+        return makeError(StatusCode::InvalidPlan, "op ", k, " '", ops[k],
+                         "' is not a float element row, scale or dropout");
+      step.kernel = static_cast<KernelId>(row);
+      step.operands = elementOperandCount(kElementRows[row].arity);
+      numbers = kElementRows[row].paramCount;
+    }
+    for (int o = 0; o < step.operands; ++o, ++arg) {
+      if (arg >= params.programArgs.size())
+        return makeError(StatusCode::InvalidPlan, "op ", k, " '", ops[k],
+                         "' has no operand #", o, " in args (", 
+                         params.programArgs.size(), " given)");
+      int64_t value = params.programArgs[arg];
+      if (value < 0 || value >= static_cast<int64_t>(inputs + k))
+        return makeError(StatusCode::InvalidPlan, "op ", k, " '", ops[k],
+                         "' reads value ", value, ", not an operand (",
+                         inputs, ") or an earlier op's result");
+      if (static_cast<size_t>(value) < inputs)
+        read[value] = true;
+      step.args[o] = static_cast<int>(value);
+    }
+    for (int n = 0; n < numbers; ++n, ++number) {
+      if (number >= params.programNumbers.size())
+        return makeError(StatusCode::InvalidPlan, "op ", k, " '", ops[k],
+                         "' has no number #", n, " in numbers (",
+                         params.programNumbers.size(), " given)");
+      double value = params.programNumbers[number];
+      if (std::isnan(value) ||
+          (step.kernel == KernelId::Scale && !std::isfinite(value)) ||
+          (step.kernel == KernelId::Dropout && !(value >= 0 && value < 1)))
+        return makeError(StatusCode::InvalidPlan, "op ", k, " '", ops[k],
+                         "' has number ", value, ", not ",
+                         step.kernel == KernelId::Scale     ? "a finite factor"
+                         : step.kernel == KernelId::Dropout ? "a rate in [0, 1)"
+                                                            : "a number");
+      step.numbers[n] = value;
+    }
+    steps.push_back(step);
+  }
+  if (arg != params.programArgs.size() ||
+      number != params.programNumbers.size() ||
+      seed != params.programSeeds.size())
+    return makeError(StatusCode::InvalidPlan, "a fused program's ops read ",
+                     arg, " args, ", number, " numbers and ", seed,
+                     " seeds, but ", params.programArgs.size(), ", ",
+                     params.programNumbers.size(), " and ",
+                     params.programSeeds.size(), " are given");
+  for (size_t i = 0; i < inputs; ++i)
+    if (!read[i])
+      return makeError(StatusCode::InvalidPlan, "operand #", i,
+                       " is read by no op of the fused program");
+  const std::vector<int64_t> &out = params.programOutputs;
+  if (out.size() != outputs)
+    return makeError(StatusCode::InvalidPlan, "outputs names ", out.size(),
+                     " values for ", outputs, " results");
+  const int64_t last = static_cast<int64_t>(inputs + ops.size()) - 1;
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (out[k] < static_cast<int64_t>(inputs) || out[k] > last)
+      return makeError(StatusCode::InvalidPlan, "output #", k, " is value ",
+                       out[k], ", not an op's result (", inputs, " to ", last,
+                       ")");
+    for (size_t j = 0; j < k; ++j)
+      if (out[j] == out[k])
+        return makeError(StatusCode::InvalidPlan, "outputs #", j, " and #", k,
+                         " are both value ", out[k]);
+  }
+  if (std::find(out.begin(), out.end(), last) == out.end())
+    return makeError(StatusCode::InvalidPlan,
+                     "the last op's result (value ", last,
+                     ") is no output: the op would be dead");
+  return Status::ok();
+}
 
 uint64_t zcc::runtime::tensorReachBytes(const Tensor &tensor) {
   if (!tensor.isStrided())
@@ -1144,7 +1282,7 @@ Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
       // Strided tensors (broadcasts read through strides) are inputs 0 and
       // 1 of the kernels that read them so, and never outputs.
       if (tensor.isStrided() &&
-          (side == 1 || i > 1 || !kernelReadsThroughStrides(launch.kernel)))
+          (side == 1 || !kernelReadsInputThroughStrides(launch.kernel, i)))
         return makeError(
             StatusCode::InvalidPlan, prefix, what, " #", i,
             side == 1 ? " is a strided view, which no kernel writes"
@@ -1254,6 +1392,9 @@ double zcc::runtime::kernelFlops(KernelId kernel,
       outputs *= static_cast<double>(y[2] * y[3]);
     return outputs * perOutput;
   }
+  case KernelId::Fused: // one per step and element
+    return static_cast<double>(params.programOps.size()) *
+           static_cast<double>(outputs.empty() ? 0 : outputs[0].numElements());
   case KernelId::Attention:
   case KernelId::AttentionGrad: {
     // query [B..., S, D], key [B..., T, D], value [B..., T, Dv].

@@ -28,17 +28,30 @@ const char *kindName(ParamKind kind) {
     return "a float";
   case ParamKind::Ints:
     return "an int list";
+  case ParamKind::Floats:
+    return "a float list";
+  case ParamKind::Names:
+    return "a list of names";
   }
   return "an unknown kind";
 }
 
-// A parameter's value by its member's type: Float, Int or Ints.
+// A parameter's value by its member's type: Float, Int, Ints, Floats or
+// Names.
 void load(const Param &p, double &value) { value = p.floatValue; }
 void load(const Param &p, int64_t &value) { value = p.intValue; }
 void load(const Param &p, std::vector<int64_t> &value) { value = p.ints; }
+void load(const Param &p, std::vector<double> &value) { value = p.floats; }
+void load(const Param &p, std::vector<std::string> &value) {
+  value = p.names;
+}
 void store(double value, Param &p) { p.floatValue = value; }
 void store(int64_t value, Param &p) { p.intValue = value; }
 void store(const std::vector<int64_t> &value, Param &p) { p.ints = value; }
+void store(const std::vector<double> &value, Param &p) { p.floats = value; }
+void store(const std::vector<std::string> &value, Param &p) {
+  p.names = value;
+}
 
 /// The launch's parameters, each claimed at most once by a row of the
 /// kernel's table, so that whatever is left unclaimed is not the kernel's.

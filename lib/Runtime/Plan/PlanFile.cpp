@@ -52,7 +52,10 @@ flatbuffers::Offset<fb::Entry> writeEntry(flatbuffers::FlatBufferBuilder &b,
       params.push_back(fb::CreateParam(
           b, b.CreateString(param.name), param.kind,
           param.intValue, param.floatValue,
-          param.kind == ParamKind::Ints ? b.CreateVector(param.ints) : 0));
+          param.kind == ParamKind::Ints ? b.CreateVector(param.ints) : 0,
+          param.kind == ParamKind::Floats ? b.CreateVector(param.floats) : 0,
+          param.kind == ParamKind::Names ? b.CreateVectorOfStrings(param.names)
+                                         : 0));
     launches.push_back(fb::CreateLaunch(
         b, b.CreateString(launch.name()), b.CreateVector(launch.inputs),
         b.CreateVector(launch.outputs), b.CreateVector(params), launch.phase,
@@ -221,6 +224,11 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
           p.floatValue = param->float_value();
           if (param->ints())
             p.ints.assign(param->ints()->begin(), param->ints()->end());
+          if (param->floats())
+            p.floats.assign(param->floats()->begin(), param->floats()->end());
+          if (param->names())
+            for (const flatbuffers::String *name : *param->names())
+              p.names.push_back(str(name));
           params.push_back(std::move(p));
         }
       Launch l;

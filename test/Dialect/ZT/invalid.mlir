@@ -954,3 +954,19 @@ func.func @attention_dropout_rate(%q: tensor<2x8x4xf32>, %k: tensor<2x6x4xf32>, 
   %y, %l = zt.attention %q, %k, %v step %step, scale = 0.5 dropout = 1.5 seed = 2 : (tensor<2x8x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>, tensor<i64>) -> (tensor<2x8x3xf32>, tensor<2x8xf32>)
   return
 }
+
+// -----
+
+func.func @fused_bad_row(%x: tensor<4xf32>) {
+  // expected-error @+1 {{op 0 'softmax' is not a float element row, scale or dropout}}
+  %0 = zt.fused(%x) {ops = ["softmax"], args = array<i64: 0>, numbers = array<f64>, outputs = array<i64: 1>, seeds = array<i64>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_reads_ahead(%x: tensor<4xf32>) {
+  // expected-error @+1 {{op 0 'neg' reads value 1, not an operand (1) or an earlier op's result}}
+  %0 = zt.fused(%x) {ops = ["neg"], args = array<i64: 1>, numbers = array<f64>, outputs = array<i64: 1>, seeds = array<i64>} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}

@@ -375,3 +375,13 @@ func.func @integers(%ids: tensor<2x5xi32>, %m: tensor<2x5xi1>) -> tensor<2x5xi64
   %wide = zt.convert %shifted : tensor<2x5xi32> -> tensor<2x5xi64>
   return %wide : tensor<2x5xi64>
 }
+
+// zt-fuse-elementwise's programs: two results; a dropout with its step.
+// CHECK-LABEL: func.func @fused
+func.func @fused(%x: tensor<4x8xf32>, %b: tensor<4x8xf32>, %step: tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  // CHECK: %{{.+}}:2 = zt.fused(%{{.+}}, %{{.+}}) {args = array<i64: 0, 1, 2, 3, 1>, numbers = array<f64: 2.500000e-01, 5.000000e-01>, ops = ["add", "clamp", "sub"], outputs = array<i64: 4, 2>, seeds = array<i64>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:2 = zt.fused(%x, %b) {ops = ["add", "clamp", "sub"], args = array<i64: 0, 1, 2, 3, 1>, numbers = array<f64: 0.25, 0.5>, outputs = array<i64: 4, 2>, seeds = array<i64>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  // CHECK: zt.fused(%{{.+}}, %{{.+}}, %{{.+}}) {args = array<i64: 0, 2, 1>, numbers = array<f64: 1.000000e-01>, ops = ["dropout", "add"], outputs = array<i64: 3>, seeds = array<i64: 5>} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>
+  %1 = zt.fused(%x, %b, %step) {ops = ["dropout", "add"], args = array<i64: 0, 2, 1>, numbers = array<f64: 0.1>, outputs = array<i64: 3>, seeds = array<i64: 5>} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>
+  return %0#0, %0#1, %1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -1017,6 +1017,19 @@ void expectTamperingCaught(const std::shared_ptr<runtime::Plan> &plan,
   EXPECT_FALSE(result.ok()) << what << " passed";
 }
 
+/// Where a fused program (zt-fuse-elementwise) keeps leaky_relu_grad's
+/// slope among its numbers, or -1.
+int slopeOfLeakyReluGrad(const runtime::Launch &l) {
+  int number = 0;
+  for (const std::string &op : l.params.programOps) {
+    if (op == "leaky_relu_grad")
+      return number;
+    int row = runtime::findElementRow(op.data(), op.size());
+    number += row >= 0 ? runtime::kElementRows[row].paramCount : 1;
+  }
+  return -1;
+}
+
 TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
   int checked = 0;
   for (int row = 0; row < runtime::kElementRowCount; ++row) {
@@ -1063,9 +1076,16 @@ TEST(ElementRows, EveryRowCapturesAndPassesAGradientCheck) {
       expectTamperingCaught(
           plan,
           [](const runtime::Launch &l) {
-            return l.kernel == runtime::KernelId::LeakyReluGrad;
+            return l.kernel == runtime::KernelId::LeakyReluGrad ||
+                   (l.kernel == runtime::KernelId::Fused &&
+                    slopeOfLeakyReluGrad(l) >= 0);
           },
-          [](runtime::Launch &l) { l.params.elementParams[0] += 0.5; },
+          [](runtime::Launch &l) {
+            if (l.kernel == runtime::KernelId::Fused)
+              l.params.programNumbers[slopeOfLeakyReluGrad(l)] += 0.5;
+            else
+              l.params.elementParams[0] += 0.5;
+          },
           "a wrong slope in leaky_relu_grad");
   }
   EXPECT_GE(checked, 30);

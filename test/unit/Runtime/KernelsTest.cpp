@@ -3121,3 +3121,189 @@ TEST(AttentionKernels, Bf16WorkspaceAddsTheRoundedBlockAndF32Sums) {
   EXPECT_EQ(kernelScratchBytes(e, e.launches[0]),
             4 * (2 * block + 96 * 1024 + 2 * heads) + 2 * 2 * block);
 }
+
+//===----------------------------------------------------------------------===//
+// Fused element programs (zt.fused)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// (clamp(gelu(x + bias), -0.5, 0.75) - y) * 2 as one program; the bias a
+/// broadcast read through strides.
+LaunchCase fusedChain(std::vector<std::string> ops = {"add", "gelu", "clamp",
+                                                      "sub", "scale"},
+                      std::vector<int64_t> args = {0, 1, 3, 4, 5, 2, 6},
+                      std::vector<double> numbers = {-0.5, 0.75, 2.0},
+                      std::vector<int64_t> outputs = {}) {
+  if (outputs.empty())
+    outputs = {static_cast<int64_t>(3 + ops.size() - 1)};
+  LaunchCase c("fused");
+  c.input({5, 7}, randomValues(35, 3, -3, 3))
+      .stridedInput({5, 7}, {0, 1}, randomValues(7, 4))
+      .input({5, 7});
+  for (size_t o = 0; o < outputs.size(); ++o)
+    c.output({5, 7});
+  c.param(namesParam("ops", std::move(ops)))
+      .param(intsParam("args", std::move(args)))
+      .param(floatsParam("numbers", std::move(numbers)))
+      .param(intsParam("outputs", std::move(outputs)))
+      .param(intsParam("seeds", {}));
+  return c;
+}
+
+} // namespace
+
+TEST(KernelRules, FusedPrograms) {
+  expectAccepted(fusedChain());
+  expectRejected(fusedChain({"add", "softmax"}, {0, 1, 3}, {}),
+                 "op 1 'softmax' is not a float element row, scale or dropout");
+  expectRejected(fusedChain({"add", "eq"}, {0, 1, 3, 2}, {}),
+                 "op 1 'eq' is not a float element row, scale or dropout");
+  expectRejected(fusedChain({"add", "sub"}, {0, 1, 3, 2, 2}, {}),
+                 "ops read 4 args, 0 numbers and 0 seeds, but 5, 0 and 0 are given");
+  expectRejected(fusedChain({"add", "sub"}, {0, 4, 3, 2}, {}),
+                 "op 0 'add' reads value 4, not an operand (3) or an earlier "
+                 "op's result");
+  expectRejected(fusedChain({"add", "neg"}, {0, 1, 3}, {}),
+                 "operand #2 is read by no op of the fused program");
+  expectRejected(fusedChain({"add", "sub", "clamp"}, {0, 1, 3, 2, 4}, {0.5}),
+                 "op 2 'clamp' has no number #1 in numbers (1 given)");
+  expectRejected(fusedChain({"add", "sub", "scale"}, {0, 1, 3, 2, 4},
+                            {std::numeric_limits<double>::infinity()}),
+                 "not a finite factor");
+  expectRejected(fusedChain({}, {}, {}, {2}), "a fused program has 1 to 16 ops");
+  expectAccepted(fusedChain({"add", "gelu", "sub"}, {0, 1, 3, 4, 2}, {}, {5, 3}));
+  expectRejected(fusedChain({"add", "gelu", "sub"}, {0, 1, 3, 4, 2}, {}, {4, 3}),
+                 "the last op's result (value 5) is no output");
+  expectRejected(fusedChain({"add", "gelu", "sub"}, {0, 1, 3, 4, 2}, {}, {5, 5}),
+                 "outputs #0 and #1 are both value 5");
+  expectRejected(fusedChain({"add", "gelu", "sub"}, {0, 1, 3, 4, 2}, {}, {5, 1}),
+                 "output #1 is value 1, not an op's result (3 to 5)");
+  std::vector<std::string> many(17, "neg");
+  many[0] = "add";
+  many[1] = "sub";
+  std::vector<int64_t> chain = {0, 1, 3, 2};
+  for (int64_t k = 2; k < 17; ++k)
+    chain.push_back(2 + k);
+  expectRejected(fusedChain(many, chain, {}),
+                 "a fused program has 1 to 16 ops, got 17");
+  LaunchCase wrongType("fused");
+  wrongType.input({4}).input({5}).output({4});
+  wrongType.param(namesParam("ops", {"add"}))
+      .param(intsParam("args", {0, 1}))
+      .param(floatsParam("numbers", {}))
+      .param(intsParam("outputs", {2}))
+      .param(intsParam("seeds", {}));
+  expectRejected(wrongType, "operand #1 type 5xf32 must match result type 4xf32");
+  LaunchCase stated("fused");
+  stated.input({4}).output({4});
+  stated.param(namesParam("ops", {"neg"})).param(intsParam("args", {0}));
+  stated.param(intsParam("outputs", {1})).param(intsParam("seeds", {}));
+  expectRejected(stated, "missing parameter 'numbers' (a float list)");
+}
+
+/// Runs `c` in T and returns its first result.
+template <typename T> std::vector<double> resultOf(LaunchCase &c) {
+  EXPECT_TRUE(c.run<T>().isOk());
+  return c.result();
+}
+
+/// The program's results have the bits of the ops run one launch each (the
+/// host's blocks and its per-element path agree with the element kernels):
+/// f32 and the f64 reference; its second output is gelu's value.
+TEST(FusedKernel, GivesTheUnfusedChainsBits) {
+  LaunchCase fused = fusedChain({"add", "gelu", "clamp", "sub", "scale"},
+                                {0, 1, 3, 4, 5, 2, 6}, {-0.5, 0.75, 2.0},
+                                {7, 4});
+  std::vector<double> geluValues[2];
+  auto chain = [&](auto tag) -> std::vector<double> {
+    using T = decltype(tag);
+    auto step = [](LaunchCase c) { return resultOf<T>(c); };
+    LaunchCase add("add");
+    add.input({5, 7}, fused.values[0])
+        .stridedInput({5, 7}, {0, 1}, fused.values[1])
+        .output({5, 7});
+    std::vector<double> v = step(add);
+    LaunchCase gelu("gelu");
+    gelu.input({5, 7}, v).output({5, 7});
+    v = step(gelu);
+    geluValues[sizeof(T) == 8] = v;
+    LaunchCase clamp("clamp");
+    clamp.input({5, 7}, v).output({5, 7}).param(floatParam("min", -0.5)).param(
+        floatParam("max", 0.75));
+    v = step(clamp);
+    LaunchCase sub("sub");
+    sub.input({5, 7}, v).input({5, 7}, fused.values[2]).output({5, 7});
+    v = step(sub);
+    LaunchCase scale("scale");
+    scale.input({5, 7}, v).output({5, 7}).param(floatParam("factor", 2.0));
+    return step(scale);
+  };
+  std::vector<double> f32 = chain(float()), f64 = chain(double());
+  ASSERT_TRUE(fused.run<float>().isOk());
+  EXPECT_EQ(fused.result(0), f32);
+  EXPECT_EQ(fused.result(1), geluValues[0]);
+  ASSERT_TRUE(fused.run<double>().isOk());
+  EXPECT_EQ(fused.result(0), f64);
+  EXPECT_EQ(fused.result(1), geluValues[1]);
+  EXPECT_NE(f32, f64); // the two precisions really differ
+}
+
+/// A dropout step draws the Dropout kernel's mask (the same seed, step
+/// counter and element index) and scales as it does: residual dropout
+/// fused gives the bits of add, dropout, add; a missing step counter (the
+/// last operand is taken for it), a missing seed or a rate of 1 is
+/// refused.
+TEST(FusedKernel, DropoutDrawsTheDropoutKernelsMask) {
+  auto residual = [](std::vector<double> numbers, std::vector<int64_t> seeds,
+                     bool withStep) {
+    LaunchCase c("fused");
+    c.input({6, 11}, randomValues(66, 8))
+        .stridedInput({6, 11}, {0, 1}, randomValues(11, 9))
+        .input({6, 11}, randomValues(66, 10));
+    if (withStep)
+      c.typedInput(DType::I64, {}, {5});
+    c.output({6, 11})
+        .param(namesParam("ops", {"add", "dropout", "add"}))
+        .param(intsParam("args", {0, 1, 3, 2, 4}))
+        .param(floatsParam("numbers", std::move(numbers)))
+        .param(intsParam("outputs", {5}))
+        .param(intsParam("seeds", std::move(seeds)));
+    return c;
+  };
+  LaunchCase fused = residual({0.3}, {11}, true);
+  auto chain = [&](auto tag) -> std::vector<double> {
+    using T = decltype(tag);
+    auto step = [](LaunchCase c) { return resultOf<T>(c); };
+    LaunchCase add("add");
+    add.input({6, 11}, fused.values[0])
+        .stridedInput({6, 11}, {0, 1}, fused.values[1])
+        .output({6, 11});
+    LaunchCase dropout("dropout");
+    dropout.input({6, 11}, step(add))
+        .typedInput(DType::I64, {}, {5})
+        .output({6, 11})
+        .param(floatParam("rate", 0.3))
+        .param(intParam("seed", 11));
+    LaunchCase residualAdd("add");
+    residualAdd.input({6, 11}, step(dropout))
+        .input({6, 11}, fused.values[2])
+        .output({6, 11});
+    return step(residualAdd);
+  };
+  std::vector<double> f32 = chain(float()), f64 = chain(double());
+  ASSERT_TRUE(fused.run<float>().isOk());
+  EXPECT_EQ(fused.result(), f32);
+  ASSERT_TRUE(fused.run<double>().isOk());
+  EXPECT_EQ(fused.result(), f64);
+  // Some elements were dropped: the residual alone remains there.
+  int dropped = 0;
+  for (size_t i = 0; i < f64.size(); ++i)
+    dropped += f64[i] == fused.values[2][i];
+  EXPECT_GT(dropped, 5);
+  EXPECT_LT(dropped, 40);
+  expectRejected(residual({0.3}, {11}, false),
+                 "op 1 'dropout' reads value 3, not an operand (2)");
+  expectRejected(residual({0.3}, {}, true), "op 1 'dropout' has no seed");
+  expectRejected(residual({1.0}, {11}, true), "not a rate in [0, 1)");
+}

@@ -48,6 +48,17 @@ inline Param floatParam(const std::string &name, double value) {
 inline Param intsParam(const std::string &name, std::vector<int64_t> values) {
   return Param::list(name, std::move(values));
 }
+inline Param floatsParam(const std::string &name, std::vector<double> values) {
+  Param p{name, ParamKind::Floats};
+  p.floats = std::move(values);
+  return p;
+}
+inline Param namesParam(const std::string &name,
+                        std::vector<std::string> values) {
+  Param p{name, ParamKind::Names};
+  p.names = std::move(values);
+  return p;
+}
 
 /// Reproducible values in [lo, hi) from Philox, so tests need no seeded
 /// global generator.
@@ -874,6 +885,31 @@ inline std::vector<LaunchCase> everyKernel() {
       .output({3, 5})
       .param(intParam("dim", -1))
       .param(unitParam("reverse"));
+  // (clamp(gelu(x + bias), -0.5, 0.75) - y) * 2 and gelu's result: a
+  // strided operand (the bias), numbers, a second output.
+  add("fused")
+      .input({3, 4})
+      .stridedInput({3, 4}, {0, 1}, randomValues(4, 5))
+      .input({3, 4})
+      .output({3, 4})
+      .output({3, 4})
+      .param(namesParam("ops", {"add", "gelu", "clamp", "sub", "scale"}))
+      .param(intsParam("args", {0, 1, 3, 4, 5, 2, 6}))
+      .param(floatsParam("numbers", {-0.5, 0.75, 2.0}))
+      .param(intsParam("outputs", {7, 4}))
+      .param(intsParam("seeds", {}));
+  // Residual dropout: x + dropout(h + bias), the step counter last.
+  add("fused")
+      .input({3, 5})
+      .stridedInput({3, 5}, {0, 1}, randomValues(5, 6))
+      .input({3, 5})
+      .typedInput(DType::I64, {}, {3})
+      .output({3, 5})
+      .param(namesParam("ops", {"add", "dropout", "add"}))
+      .param(intsParam("args", {0, 1, 3, 2, 4}))
+      .param(floatsParam("numbers", {0.25}))
+      .param(intsParam("outputs", {5}))
+      .param(intsParam("seeds", {9}));
   return cases;
 }
 

@@ -443,11 +443,15 @@ TEST(Modes, PlantedOverlapIsRejectedAndWouldCorruptTraining) {
   REQUIRE_PLANS();
   std::shared_ptr<Plan> plan = loadExample("mlp");
   Entry &e = plan->entries[0];
-  // The first relu's result is saved for relu_grad near the end.
+  // The first relu's result is saved for relu_grad near the end (the
+  // bias add's and the relu's program, its result).
   int saved = -1, clobber = -1;
-  for (size_t i = 0; i < e.launches.size() && saved < 0; ++i)
-    if (e.launches[i].kernel == KernelId::Relu)
-      saved = static_cast<int>(e.tensors[e.launches[i].outputs[0]].buffer);
+  for (size_t i = 0; i < e.launches.size() && saved < 0; ++i) {
+    const Launch &l = e.launches[i];
+    if (l.kernel == KernelId::Relu ||
+        (l.kernel == KernelId::Fused && l.params.programOps.back() == "relu"))
+      saved = static_cast<int>(e.tensors[l.outputs[0]].buffer);
+  }
   ASSERT_GE(saved, 0);
   // A buffer no larger, written later in the forward pass, by no launch
   // that reads the saved value's bytes (moved there, a launch would then

@@ -722,6 +722,40 @@ def ZT_ScaleOp : ZT_Op<"scale", [Pure, ZT_KernelRules, SameOperandsAndResultType
   let assemblyFormat = "$operand `,` `factor` `=` $factor attr-dict `:` type($result)";
 }
 
+def ZT_FusedOp : ZT_Op<"fused", [Pure, ZT_KernelRules]> {
+  let summary = "a chain of element ops run as one kernel";
+  let description = [{
+    zt-fuse-elementwise's result: a short program of float element rows
+    (unary, binary and gradient rows, `scale` and `dropout`) computed per
+    element in one pass, so the values between the steps never reach
+    memory. Step `k` is the row `ops[k]`; its operands are the next entries
+    of `args` (one per operand of the row): `0 .. n-1` name the op's `n`
+    float operands, `n + j` the result of step `j < k`. Its numbers (the
+    row's, in its order; `scale`'s factor; `dropout`'s rate) are the next
+    entries of `numbers`; a dropout's seed is the next of `seeds`, and its
+    step counter the op's last operand (after the `n`), as `zt.dropout`
+    draws its mask. Result `r` is the
+    value `outputs[r]` names (a step's; the last step's among them): a
+    value the rest of the function also reads is written out as well.
+    Every operand and result has one float type and shape; operands may be
+    broadcasts read through strides. Each step's value is rounded to the
+    element type before the next reads it, as the unfused ops store it, so
+    the results have the bits of the chain.
+
+    ```mlir
+    // a = x + bias, also a result; gelu(a) - y
+    %a, %r = zt.fused(%x, %bias, %y) {ops = ["add", "gelu", "sub"], args = array<i64: 0, 1, 3, 4, 2>, numbers = array<f64>, outputs = array<i64: 3, 5>, seeds = array<i64>} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<ZT_AnyTensor>:$inputs, StrArrayAttr:$ops,
+                       DenseI64ArrayAttr:$args, DenseF64ArrayAttr:$numbers,
+                       DenseI64ArrayAttr:$outputs, DenseI64ArrayAttr:$seeds);
+  let results = (outs Variadic<ZT_FloatTensor>:$results);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 // `saved` is the forward value the derivative is computed from: the operand
 // `x` or the result `y` of the forward op, as the formula says.
 class ZT_UnaryGradOp<string forward, string savedName, string formula,

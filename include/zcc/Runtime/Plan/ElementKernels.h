@@ -312,6 +312,14 @@ enum Index : int {
 /// The most params an element op has.
 inline constexpr int kMaxElementParams = 2;
 
+/// A fused element program's limits (zt.fused): its operands, read through
+/// strides or not, its steps and its outputs. Each element keeps one value per operand
+/// and step in registers (a GPU thread) or in a block of scratch (a host
+/// thread).
+inline constexpr int kMaxFusedInputs = 8;
+inline constexpr int kMaxFusedSteps = 16;
+inline constexpr int kMaxFusedOutputs = 4;
+
 /// What the runtime and the bindings read of a row.
 struct ElementRow {
   const char *name;

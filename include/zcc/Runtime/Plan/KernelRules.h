@@ -65,6 +65,34 @@ double kernelFlops(KernelId kernel, const std::vector<TensorType> &inputs,
                    const std::vector<TensorType> &outputs,
                    const LaunchParams &params);
 
+/// One step of a fused element program (zt.fused), decoded: a float
+/// element row's kernel, Scale or Dropout, the values it reads (the
+/// launch's float operands, then the earlier steps' results), its numbers
+/// (scale's factor, dropout's rate first) and dropout's seed.
+struct FusedStep {
+  KernelId kernel = KernelId::Scale;
+  int operands = 1;
+  int args[2] = {0, 0};
+  double numbers[kMaxElementParams] = {};
+  uint64_t seed = 0;
+};
+struct FusedProgram {
+  std::vector<FusedStep> steps;
+  /// The float operands: the launch's inputs, but the step counter that
+  /// follows them when a step is a dropout.
+  size_t operands = 0;
+  bool readsStep = false;
+};
+
+/// The program of a zt.fused launch with `inputs` inputs and `outputs`
+/// results, or the rule its parameters break (unprefixed): at most
+/// kMaxFusedSteps steps of known float rows, `scale` or `dropout`, each
+/// reading earlier values only, every operand read, every number a number
+/// (scale's finite, a rate in [0, 1)), a seed per dropout, nothing left
+/// over; each output a distinct step's value, the last step's among them.
+Status fusedProgram(const LaunchParams &params, size_t inputs, size_t outputs,
+                    FusedProgram &program);
+
 /// Row-major element strides of `shape` into `strides` (shape.size()
 /// entries), for the executors' index arithmetic.
 void rowMajorStrides(const std::vector<int64_t> &shape, int64_t *strides);

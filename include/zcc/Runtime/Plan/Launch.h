@@ -81,7 +81,8 @@ namespace zcc::runtime {
   X(BatchNormStats, "batch_norm_stats", kNoTraits)                             \
   X(BatchNormStatsGrad, "batch_norm_stats_grad", kInPlace)                     \
   X(BatchNorm, "batch_norm", kInPlace | kCheapToRecompute)                     \
-  X(BatchNormGrad, "batch_norm_grad", kInPlace)
+  X(BatchNormGrad, "batch_norm_grad", kInPlace)                               \
+  X(Fused, "fused", kInPlace | kStridedReads)
 
 // X(Id, "name", ...): every kernel: the element kernels (ElementKernels.h,
 // whose rows also pass their arity), then the others.
@@ -121,10 +122,15 @@ constexpr bool kernelAllowsInPlace(KernelId id) {
   return kernelTraits(id) & kInPlace;
 }
 /// Whether `id` may read its first two inputs through broadcast strides
-/// (kStridedReads: the element kernels and scale). No other kernel reads a
-/// strided tensor, and no kernel writes one.
+/// (kStridedReads: the element kernels and scale; a fused element program
+/// any of its inputs). No other kernel reads a strided tensor, and no
+/// kernel writes one.
 constexpr bool kernelReadsThroughStrides(KernelId id) {
   return kernelTraits(id) & kStridedReads;
+}
+/// Whether input `i` of `id` may be a broadcast read through strides.
+constexpr bool kernelReadsInputThroughStrides(KernelId id, size_t i) {
+  return kernelReadsThroughStrides(id) && (i < 2 || id == KernelId::Fused);
 }
 /// Whether `id` communicates between the ranks of a data-parallel job.
 constexpr bool kernelCommunicates(KernelId id) {
@@ -237,7 +243,12 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(SoftmaxCrossEntropy, "label_smoothing", Float, labelSmoothing)             \
   X(SoftmaxCrossEntropyGrad, "label_smoothing", Float, labelSmoothing)         \
   X(BatchNorm, "epsilon", Float, epsilon)                                      \
-  X(BatchNormGrad, "epsilon", Float, epsilon)
+  X(BatchNormGrad, "epsilon", Float, epsilon)                                  \
+  X(Fused, "ops", Names, programOps)                                           \
+  X(Fused, "args", Ints, programArgs)                                          \
+  X(Fused, "numbers", Floats, programNumbers)                                  \
+  X(Fused, "outputs", Ints, programOutputs)                                    \
+  X(Fused, "seeds", Ints, programSeeds)
 
 /// A launch's parameters, typed. Each kernel uses the members its rows of
 /// ZRT_KERNEL_PARAM_LIST name; the others keep these zero values.
@@ -263,6 +274,14 @@ struct LaunchParams {
   int64_t groups = 0;
   /// An element kernel's params, in its row's order (ElementKernels.h).
   double elementParams[kMaxElementParams] = {};
+  /// A fused element program (zt.fused): its steps' rows by name, their
+  /// operands (the launch's float inputs, then the earlier steps' results),
+  /// their numbers, in order, and the value each output is.
+  std::vector<std::string> programOps;
+  std::vector<int64_t> programArgs;
+  std::vector<double> programNumbers;
+  std::vector<int64_t> programOutputs;
+  std::vector<int64_t> programSeeds; // its dropouts' seeds, in order
 
   /// Every member a row of ZRT_KERNEL_PARAM_LIST names is equal.
   bool operator==(const LaunchParams &other) const;
@@ -287,13 +306,16 @@ using ParamKind = fb::ParamKind;
 
 /// A parameter as a plan file (and the compiler) states it: a name and a
 /// value of one kind: `transpose_lhs` (unit), `axis = -1` (int),
-/// `eps = 1e-5` (float), `dims = [0, 1]` (ints).
+/// `eps = 1e-5` (float), `dims = [0, 1]` (ints), `numbers = [0.5]`
+/// (floats), `ops = ["add", "gelu"]` (names).
 struct Param {
   std::string name;
   ParamKind kind = ParamKind::Unit;
   int64_t intValue = 0;
   double floatValue = 0;
   std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<std::string> names;
 
   static Param flag(std::string name) { return {std::move(name)}; }
   static Param integer(std::string name, int64_t value) {

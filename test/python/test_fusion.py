@@ -1,0 +1,48 @@
+"""zt-fuse-elementwise (zcc --fuse-elementwise, off by default): chains of
+element ops run as one zt.fused launch each. A fused plan gives the unfused
+plan's bits (each step of a program is rounded as its op stored it) on the
+CPU, on the emulator and in every memory mode, in f32 and bf16, with fewer
+launches and an arena no larger."""
+
+import pytest
+
+from test_mixed_precision import compile_plan, zrun
+
+
+def trace(plan, *options):
+    run = zrun(plan, "--steps", "3", "--trace", *options)
+    assert run.returncode == 0, run.stderr
+    lines = [l for l in run.stdout.splitlines() if l.startswith("step ")]
+    assert len(lines) == 3, run.stdout
+    return lines
+
+
+def kernels(memory):
+    return [l["kernel"] for l in memory["entries"][0]["launches"]]
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_fused_plan_gives_the_unfused_bits(tmp_path, precision):
+    fused, fused_memory = compile_plan(tmp_path, "fused", "--precision",
+                                       precision, "--fuse-elementwise")
+    unfused, unfused_memory = compile_plan(tmp_path, "unfused", "--precision",
+                                           precision)
+    with_fusion, without = kernels(fused_memory), kernels(unfused_memory)
+    assert "fused" in with_fusion and "fused" not in without
+    assert len(with_fusion) < len(without), (len(with_fusion), len(without))
+    assert fused_memory["arena_bytes"] <= unfused_memory["arena_bytes"]
+    print(f"{precision}: {len(without)} -> {len(with_fusion)} launches, "
+          f"{with_fusion.count('fused')} fused; arena "
+          f"{unfused_memory['arena_bytes']} -> {fused_memory['arena_bytes']}")
+    expected = trace(unfused, "--threads", "2")
+    assert trace(fused, "--threads", "2") == expected
+    assert trace(fused, "--threads", "1") == expected
+    for mode in ("no-reuse", "poison"):
+        assert trace(fused, "--mode", mode) == expected
+    # The emulator runs the CUDA executor's steps on the host: the same
+    # bits with and without fusion.
+    assert trace(fused, "--device", "emulator") == \
+        trace(unfused, "--device", "emulator")
+    if precision == "f32":
+        assert trace(fused, "--precision", "f64") == \
+            trace(unfused, "--precision", "f64")
