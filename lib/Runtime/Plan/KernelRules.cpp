@@ -1280,14 +1280,16 @@ Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
                          entry.tensors.size());
       const Tensor &tensor = entry.tensors[list[i]];
       // Strided tensors (broadcasts read through strides) are inputs 0 and
-      // 1 of the kernels that read them so, and never outputs.
+      // 1 of the kernels that read them so (any input of zt.fused), and
+      // never outputs.
       if (tensor.isStrided() &&
           (side == 1 || !kernelReadsInputThroughStrides(launch.kernel, i)))
         return makeError(
             StatusCode::InvalidPlan, prefix, what, " #", i,
             side == 1 ? " is a strided view, which no kernel writes"
                       : " is a strided view, which only element kernels "
-                        "read (as one of their first two operands)");
+                        "read (as one of their first two operands; a fused "
+                        "program as any)");
       sides[side].push_back(&tensor.type);
     }
   }
