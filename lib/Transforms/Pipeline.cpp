@@ -48,7 +48,7 @@ void zcc::registerTrainStepPipeline() {
       "zcc-train-step",
       "The whole training step: zt-mixed-precision (with bf16), "
       "zt-autodiff, zt-optimizer, zt-remat (with a memory budget), "
-      "zt-fuse-elementwise (with fuse-elementwise=true), "
+      "zt-fuse-elementwise (unless fuse-elementwise=false), "
       "zt-plan-memory; options: every compile option by its flag name "
       "(docs/generated/CompileOptions.md)",
       [](OpPassManager &pm, StringRef text,

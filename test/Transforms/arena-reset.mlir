@@ -23,7 +23,7 @@
 // CHECK-NEXT: #{{[0-9]+}} arena [2, {{[0-9]+}}) 8192 bytes: zt.matmul at 2
 // CHECK-NEXT: #{{[0-9]+}} arena [4, {{[0-9]+}}) 8192 bytes: zt.exp at 4
 // Its last read, at END - 1, is in the backward.
-// (13 with --fuse-elementwise: two element ops run inside their readers'
+// (13 with zcc's default fusion: two element ops run inside their readers'
 // programs.)
 // CHECK: schedule:
 // CHECK: [[#END-1]] zt.{{[a-z_]+}} ({{.*}}#[[SAVED]]{{[,)]}}

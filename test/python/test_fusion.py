@@ -1,4 +1,4 @@
-"""zt-fuse-elementwise (zcc --fuse-elementwise, off by default): chains of
+"""zt-fuse-elementwise (on by default; zcc --fuse-elementwise=false): chains of
 element ops run as one zt.fused launch each. A fused plan gives the unfused
 plan's bits (each step of a program is rounded as its op stored it) on the
 CPU, on the emulator and in every memory mode, in f32 and bf16, with fewer
@@ -24,9 +24,9 @@ def kernels(memory):
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 def test_fused_plan_gives_the_unfused_bits(tmp_path, precision):
     fused, fused_memory = compile_plan(tmp_path, "fused", "--precision",
-                                       precision, "--fuse-elementwise")
+                                       precision)
     unfused, unfused_memory = compile_plan(tmp_path, "unfused", "--precision",
-                                           precision)
+                                           precision, "--fuse-elementwise=false")
     with_fusion, without = kernels(fused_memory), kernels(unfused_memory)
     assert "fused" in with_fusion and "fused" not in without
     assert len(with_fusion) < len(without), (len(with_fusion), len(without))

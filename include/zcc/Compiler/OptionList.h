@@ -141,11 +141,10 @@
 
 /* The zcc-train-step pipeline's own */
 #define ZCC_PIPELINE_OPTIONS(X)                                                \
-  X(Flag, fuseElementwise, fuse_elementwise, false, Any,                       \
+  X(Flag, fuseElementwise, fuse_elementwise, true, Any,                        \
     "Run each chain of element ops (bias adds, activations, dropout, their "  \
     "gradients, scales) as one kernel (zt-fuse-elementwise); the results "    \
-    "are bit-identical either way. Off by default: on the CPU its programs "  \
-    "are still slower than the separate kernels")
+    "are bit-identical either way (=false: each op its own kernel)")
 
 /* The compile driver's own (the plan's export) */
 #define ZCC_EXPORT_OPTIONS(X)                                                  \

@@ -336,8 +336,8 @@ def ZTFuseElementwise : Pass<"zt-fuse-elementwise", "::mlir::ModuleOp"> {
     the backward with an op that is not; the learning rate's scale; and a
     merge that would keep an operand alive past the op where it dies while
     other ops run in between (so no peak grows). It runs after zt-remat and
-    before zt-plan-memory (zcc's `--fuse-elementwise`, off by default until
-    its host kernel is faster).
+    before zt-plan-memory (on by default; zcc's `--fuse-elementwise=false`
+    leaves every op its own kernel).
 
     Before:
 

@@ -152,6 +152,59 @@ __attribute__((flatten)) void programStepBase(const T *a, const T *b, T *y,
 template <typename T>
 using ProgramStepFn = void (*)(const T *, const T *, T *, int64_t, T, T);
 
+/// Elements a fused program computes at a time on the host.
+constexpr int64_t kProgramBlock = 256;
+
+/// A fused program's dropout step over elements [first, first + n): the
+/// block's Philox draws word by word across the blocks (so the rounds
+/// vectorize, as the Dropout kernel's), then the elements: the words and
+/// formula of the Dropout kernel.
+template <typename T, typename S>
+inline void programDropoutLoop(const T *__restrict a, T *__restrict y,
+                               int64_t first, int64_t n, uint64_t seed,
+                               uint64_t step, uint64_t threshold, T keep) {
+  uint32_t words[kProgramBlock + 8]; // element first0 + i's is words[i]
+  const PhiloxKey key = philoxKeyFromSeed(seed);
+  const int64_t block0 = first / 4, blocks = (first + n + 3) / 4 - block0;
+  for (int64_t k = 0; k < blocks; ++k) {
+    PhiloxBlock block = philox4x32_10(
+        philoxCounter(static_cast<uint64_t>(block0 + k), step), key);
+    for (int j = 0; j < 4; ++j)
+      words[4 * k + j] = block.words[j];
+  }
+  const uint32_t *w = words + (first - 4 * block0);
+  if (threshold > 0xFFFFFFFFu) { // rate 1: none kept
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = T(0.0);
+    return;
+  }
+  const auto word = static_cast<uint32_t>(threshold);
+  for (int64_t j = 0; j < n; ++j) {
+    T scaled = a[j] / keep;
+    y[j] = loadAs<T>(storeAs<S>(w[j] >= word ? scaled : T(0.0)));
+  }
+}
+#ifdef ZRT_HOST_ISAS
+template <typename T, typename S>
+__attribute__((target("arch=x86-64-v4"), flatten)) void
+programDropoutV4(const T *a, T *y, int64_t first, int64_t n, uint64_t seed,
+                 uint64_t step, uint64_t threshold, T keep) {
+  programDropoutLoop<T, S>(a, y, first, n, seed, step, threshold, keep);
+}
+template <typename T, typename S>
+__attribute__((target("arch=x86-64-v3"), flatten)) void
+programDropoutV3(const T *a, T *y, int64_t first, int64_t n, uint64_t seed,
+                 uint64_t step, uint64_t threshold, T keep) {
+  programDropoutLoop<T, S>(a, y, first, n, seed, step, threshold, keep);
+}
+#endif
+template <typename T, typename S>
+__attribute__((flatten)) void
+programDropoutBase(const T *a, T *y, int64_t first, int64_t n, uint64_t seed,
+                   uint64_t step, uint64_t threshold, T keep) {
+  programDropoutLoop<T, S>(a, y, first, n, seed, step, threshold, keep);
+}
+
 /// Elements, or groups, worth a thread of their own.
 constexpr int64_t kElementGrain = 16384;
 constexpr int64_t kGroupGrain = 32;
@@ -321,8 +374,14 @@ struct HostLauncher {
   }
   template <typename T, typename S>
   void programBlocks(const ElementProgram<T> &f) const {
-    constexpr int64_t kBlock = 256;
     ProgramStepFn<T> loops[kMaxFusedSteps] = {};
+    auto dropoutLoop = &programDropoutBase<T, S>;
+#ifdef ZRT_HOST_ISAS
+    if (isa == HostIsa::X86_64_V4)
+      dropoutLoop = &programDropoutV4<T, S>;
+    else if (isa == HostIsa::X86_64_V3)
+      dropoutLoop = &programDropoutV3<T, S>;
+#endif
     for (int s = 0; s < f.steps; ++s)
       Elementwise<T>::dispatch(f.step[s].op, [&](auto constant) {
         constexpr ElementOp op = decltype(constant)::value;
@@ -335,33 +394,52 @@ struct HostLauncher {
 #endif
           loops[s] = &programStepBase<T, S, op>;
       });
+    const auto stepCounter =
+        f.stepCounter ? static_cast<uint64_t>(*f.stepCounter) : 0;
     forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
-      T v[kMaxFusedInputs + kMaxFusedSteps][kBlock];
-      for (int64_t first = begin; first < end; first += kBlock) {
-        const int64_t n = std::min(kBlock, end - first);
+      T v[kMaxFusedInputs + kMaxFusedSteps][kProgramBlock];
+      for (int64_t first = begin; first < end; first += kProgramBlock) {
+        const int64_t n = std::min(kProgramBlock, end - first);
         for (int k = 0; k < f.inputs; ++k) {
           const S *in = static_cast<const S *>(f.in[k]);
+          T *value = v[k];
           if (!f.strided[k]) {
             for (int64_t j = 0; j < n; ++j)
-              v[k][j] = loadAs<T>(in[first + j]);
+              value[j] = loadAs<T>(in[first + j]);
             continue;
           }
-          // An odometer over the read's dimensions from element `first`.
           const StridedShape &r = f.read[k];
+          if (r.rank == 0) {
+            for (int64_t j = 0; j < n; ++j)
+              value[j] = loadAs<T>(in[0]);
+            continue;
+          }
+          // An odometer over the read's dimensions from element `first`,
+          // a run along the innermost dimension at a time.
           int64_t index[kMaxRank] = {}, offset = 0;
           for (int64_t rest = first, d = r.rank - 1; d >= 0; --d) {
             index[d] = rest % r.size[d];
             offset += index[d] * r.stride[d];
             rest /= r.size[d];
           }
-          for (int64_t j = 0; j < n; ++j) {
-            v[k][j] = loadAs<T>(in[offset]);
-            for (int d = r.rank - 1; d >= 0; --d) {
-              offset += r.stride[d];
-              if (++index[d] < r.size[d])
-                break;
-              offset -= r.stride[d] * r.size[d];
+          const int inner = r.rank - 1;
+          const int64_t stride = r.stride[inner], extent = r.size[inner];
+          for (int64_t j = 0; j < n;) {
+            const int64_t run = std::min(extent - index[inner], n - j);
+            const S *from = in + offset;
+            if (stride == 1)
+              for (int64_t t = 0; t < run; ++t)
+                value[j + t] = loadAs<T>(from[t]);
+            else
+              for (int64_t t = 0; t < run; ++t)
+                value[j + t] = loadAs<T>(from[t * stride]);
+            j += run;
+            offset += run * stride;
+            index[inner] += run;
+            for (int d = inner; d > 0 && index[d] == r.size[d]; --d) {
+              offset += r.stride[d - 1] - r.stride[d] * r.size[d];
               index[d] = 0;
+              ++index[d - 1];
             }
           }
         }
@@ -369,23 +447,11 @@ struct HostLauncher {
           const ProgramStep<T> &st = f.step[s];
           const T *a = v[st.a], *b = v[st.b];
           T *y = v[f.inputs + s];
-          const T p0 = st.p0;
-          if (st.op != ElementOp::Dropout) {
-            loops[s](a, b, y, n, p0, st.p1);
-            continue;
-          }
-          {
-            // One Philox block per four elements, as the Dropout kernel.
-            PhiloxBlock block{};
-            for (int64_t j = 0; j < n; ++j) {
-              const int64_t e = first + j;
-              if (j == 0 || e % 4 == 0)
-                block = dropoutBlock(st.seed, static_cast<uint64_t>(e),
-                                     static_cast<uint64_t>(*f.stepCounter));
-              T r = block.words[e % 4] >= st.threshold ? a[j] / p0 : T(0.0);
-              y[j] = loadAs<T>(storeAs<S>(r));
-            }
-          }
+          if (st.op == ElementOp::Dropout)
+            dropoutLoop(a, y, first, n, st.seed, stepCounter, st.threshold,
+                        st.p0);
+          else
+            loops[s](a, b, y, n, st.p0, st.p1);
         }
         for (int o = 0; o < f.outputs; ++o) {
           S *y = static_cast<S *>(f.y[o]) + first;

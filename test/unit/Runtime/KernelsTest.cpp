@@ -3307,3 +3307,68 @@ TEST(FusedKernel, DropoutDrawsTheDropoutKernelsMask) {
   expectRejected(residual({0.3}, {}, true), "op 1 'dropout' has no seed");
   expectRejected(residual({1.0}, {11}, true), "not a rate in [0, 1)");
 }
+
+/// A program over more elements than a block of the host loop and a
+/// thread's share (so blocks and threads start at elements that are not a
+/// multiple of four, a dropout Philox block's width), its operands read
+/// through a transposing view (inner stride 3) and a rank-3 broadcast (the
+/// host loop's runs carry through every dimension), gives the chain's bits
+/// on the caller's thread and on two threads with every instruction set
+/// the CPU has.
+TEST(FusedKernel, LargeStridedProgramsGiveTheChainsBitsOnEveryThreadAndIsa) {
+  const std::vector<int64_t> shape = {3, 37, 301};
+  const int64_t n = elementCount(shape);
+  const std::vector<int64_t> transposed = {1, 3 * 301, 3}, bias = {0, 1, 0};
+  LaunchCase fused("fused");
+  fused.stridedInput(shape, transposed, randomValues(n, 21, -3, 3))
+      .stridedInput(shape, bias, randomValues(37, 22))
+      .input(shape, randomValues(n, 23))
+      .typedInput(DType::I64, {}, {7})
+      .output(shape)
+      .output(shape)
+      .param(namesParam("ops", {"add", "gelu", "dropout", "add"}))
+      .param(intsParam("args", {0, 1, 3, 4, 5, 2}))
+      .param(floatsParam("numbers", {0.25}))
+      .param(intsParam("outputs", {6, 4}))
+      .param(intsParam("seeds", {13}));
+  // The chain, kernel by kernel on the caller's thread.
+  LaunchCase add("add");
+  add.stridedInput(shape, transposed, fused.values[0])
+      .stridedInput(shape, bias, fused.values[1])
+      .output(shape);
+  LaunchCase gelu("gelu");
+  gelu.input(shape, resultOf<float>(add)).output(shape);
+  std::vector<double> geluValues = resultOf<float>(gelu);
+  LaunchCase dropout("dropout");
+  dropout.input(shape, geluValues)
+      .typedInput(DType::I64, {}, {7})
+      .output(shape)
+      .param(floatParam("rate", 0.25))
+      .param(intParam("seed", 13));
+  LaunchCase residual("add");
+  residual.input(shape, resultOf<float>(dropout))
+      .input(shape, fused.values[2])
+      .output(shape);
+  const std::vector<double> expected = resultOf<float>(residual);
+  int dropped = 0;
+  for (int64_t i = 0; i < n; ++i)
+    dropped += expected[i] ==
+               static_cast<double>(static_cast<float>(fused.values[2][i]));
+  EXPECT_GT(dropped, n / 5); // a quarter dropped
+  EXPECT_LT(dropped, n / 3);
+
+  ASSERT_TRUE(fused.run<float>().isOk());
+  EXPECT_EQ(fused.result(0), expected);
+  EXPECT_EQ(fused.result(1), geluValues);
+  for (device::HostIsa isa :
+       {device::HostIsa::Baseline, device::HostIsa::X86_64_V3,
+        device::HostIsa::X86_64_V4}) {
+    if (static_cast<int>(isa) > static_cast<int>(device::bestHostIsa()))
+      continue;
+    SCOPED_TRACE(device::hostIsaName(isa));
+    fused.isa = isa;
+    ASSERT_TRUE(fused.run<float>().isOk());
+    EXPECT_EQ(fused.result(0), expected);
+    EXPECT_EQ(fused.result(1), geluValues);
+  }
+}
