@@ -29,6 +29,9 @@ python3 "$root/bench/gpu/gpt_model.py" "$out/gpt2_small.mlir" --layers 12 --widt
   --heads 12 --seq 1024 --batch 8 --vocab 50304
 "$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid.zplan" --optimizer adamw --lr 0.001
 "$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small.zplan" --optimizer adamw --lr 0.001
+# f32 with TF32 products (issue 48: against PyTorch with allow_tf32).
+"$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_tf32.zplan" --optimizer adamw --lr 0.001 \
+  --matmul-precision tf32
 # The 4x256 GPT data parallel (NCCL captured in the graph, against PyTorch
 # DDP on NCCL), DDP's 25 MiB buckets.
 "$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid_dp.zplan" --optimizer adamw --lr 0.001 \

@@ -17,7 +17,11 @@ cross-entropy loss, backward, AdamW update -- two ways:
          peer of zcc's --data-parallel plans on one GPU;
   compile, compile-bf16  the loss under torch.compile (TorchInductor's
          fused forward and backward kernels; AdamW eager, fused=True), the
-         peer issue 48 names; the first warm-up step compiles.
+         peer issue 48 names; the first warm-up step compiles;
+  eager-tf32, graph-tf32, compile-tf32  f32 with TF32 matrix products
+         (torch.backends.cuda.matmul.allow_tf32, what
+         set_float32_matmul_precision("high") sets), the peer of zcc's
+         --matmul-precision tf32; every other mode runs with TF32 off.
 
 For each (model, batch, mode) it reports, over --steps timed steps each
 followed by torch.cuda.synchronize() (zcc also waits for every step):
@@ -245,6 +249,8 @@ def run_one(model, batch, mode, steps, warmup, device):
     pool = [make_batch() for _ in range(DATA_POOL)]
 
     precision = "f32"
+    if mode.endswith("-tf32"):  # main() set allow_tf32 for this mode
+        mode = mode[: -len("-tf32")]
     if mode.endswith("-bf16"):
         mode, precision = mode[: -len("-bf16")], "bf16"
         f32_loss = loss_fn
@@ -386,7 +392,7 @@ def use_gpt_sizes(text):
 
 
 MODES = ("eager", "graph", "eager-bf16", "graph-bf16", "ddp", "ddp-bf16",
-         "compile", "compile-bf16")
+         "compile", "compile-bf16", "eager-tf32", "graph-tf32", "compile-tf32")
 
 
 def parse_args(argv):
@@ -402,7 +408,9 @@ def parse_args(argv):
     ap.add_argument("--modes", default="eager,graph",
                     help="comma list of eager, graph, eager-bf16 and graph-bf16 "
                     "(autocast), ddp and ddp-bf16 (one-rank DDP on NCCL), "
-                    "compile and compile-bf16 (torch.compile); default eager,graph")
+                    "compile and compile-bf16 (torch.compile), eager-tf32, "
+                    "graph-tf32 and compile-tf32 (f32 with TF32 products); "
+                    "default eager,graph")
     ap.add_argument("--steps", type=int, default=1000, help="timed steps")
     ap.add_argument("--warmup", type=int, default=50, help="untimed steps first")
     ap.add_argument("--device-index", type=int, default=0)
@@ -442,7 +450,8 @@ def main(argv=None):
 
     torch.cuda.set_device(args.device_index)
     device = torch.device("cuda", args.device_index)
-    # zcc uses plain f32 cuBLAS; keep PyTorch off TF32 tensor-core paths.
+    # zcc's f32 plans use plain f32 cuBLAS; keep PyTorch off TF32 paths
+    # (the -tf32 modes turn it on for their own runs).
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
@@ -466,6 +475,8 @@ def main(argv=None):
     sys.stdout.flush()
 
     for model, batch, mode in configs:
+        # TF32 products only where the mode asks (zcc --matmul-precision tf32).
+        torch.backends.cuda.matmul.allow_tf32 = mode.endswith("-tf32")
         try:
             r = run_one(model, batch, mode, args.steps, args.warmup, device)
         except Exception as exc:  # noqa: BLE001 -- one failed peer, not the table

@@ -160,6 +160,12 @@ std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
       out += "  broadcasts   " + std::to_string(strided) +
              " read through strides, never materialized (as buffers: " +
              bytes(stridedBytes) + ")\n";
+    int64_t tf32 = 0;
+    for (const Launch &l : e.launches)
+      tf32 += l.kernel == KernelId::Matmul && l.params.tf32;
+    if (tf32)
+      out += "  tf32         " + std::to_string(tf32) +
+             " f32 products may round their operands to TF32 on the GPU\n";
     out += collectiveReport(e);
 
     // Each arena buffer: its size, the first launch writing it, its life.

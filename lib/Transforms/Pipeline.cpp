@@ -37,6 +37,8 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
   if (options.memoryBudget > 0)
     pm.addPass(createZTRemat(passOptions<ZTRematOptions>(
         [&](auto &pass) { ZCC_ZT_REMAT_PASS_OPTIONS(ZCC_COPY_OPTION) })));
+  if (options.matmulPrecision == "tf32")
+    pm.addPass(createZTAllowTF32());
   if (options.fuseElementwise)
     pm.addPass(createZTFuseElementwise());
   pm.addPass(createZTPlanMemory(passOptions<ZTPlanMemoryOptions>(
@@ -48,6 +50,7 @@ void zcc::registerTrainStepPipeline() {
       "zcc-train-step",
       "The whole training step: zt-mixed-precision (with bf16), "
       "zt-autodiff, zt-optimizer, zt-remat (with a memory budget), "
+      "zt-allow-tf32 (with matmul-precision=tf32), "
       "zt-fuse-elementwise (unless fuse-elementwise=false), "
       "zt-plan-memory; options: every compile option by its flag name "
       "(docs/generated/CompileOptions.md)",

@@ -144,7 +144,12 @@
   X(Flag, fuseElementwise, fuse_elementwise, true, Any,                        \
     "Run each chain of element ops (bias adds, activations, dropout, their "  \
     "gradients, scales) as one kernel (zt-fuse-elementwise); the results "    \
-    "are bit-identical either way (=false: each op its own kernel)")
+    "are bit-identical either way (=false: each op its own kernel)")         \
+  X(Text, matmulPrecision, matmul_precision, "highest",                        \
+    OneOf("highest|tf32"),                                                     \
+    "f32 matrix products: highest (f32), or tf32 (on the GPU, operands "      \
+    "rounded to TF32 on tensor cores, as PyTorch's "                          \
+    "set_float32_matmul_precision('high'); zt-allow-tf32)")
 
 /* The compile driver's own (the plan's export) */
 #define ZCC_EXPORT_OPTIONS(X)                                                  \

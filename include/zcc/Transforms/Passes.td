@@ -318,6 +318,26 @@ def ZTPrintLiveness : Pass<"zt-print-liveness", "::mlir::ModuleOp"> {
   }];
 }
 
+def ZTAllowTF32 : Pass<"zt-allow-tf32", "::mlir::ModuleOp"> {
+  let summary = "Let every f32 matrix product round its operands to TF32";
+  let description = [{
+    Marks every `zt.matmul` of f32 operands `tf32`: on the GPU the product
+    runs on tensor cores with its operands rounded to TF32 (10 mantissa
+    bits) and summed in f32, as PyTorch's
+    `torch.set_float32_matmul_precision("high")`; the CPU and the emulator,
+    the reference, compute the f32 product. Products of bf16 operands are
+    left alone (tensor cores already), and so are attention's own products.
+    zcc runs it after zt-optimizer (so the gradients' products are marked
+    too) with `--matmul-precision tf32`; off by default, as in PyTorch.
+
+    ```mlir
+    %y = zt.matmul %x, %w : (tensor<32x64xf32>, tensor<64x16xf32>) -> tensor<32x16xf32>
+    // becomes
+    %y = zt.matmul %x, %w {tf32} : (tensor<32x64xf32>, tensor<64x16xf32>) -> tensor<32x16xf32>
+    ```
+  }];
+}
+
 def ZTFuseElementwise : Pass<"zt-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Run chains of element ops as one kernel each (zt.fused)";
   let description = [{

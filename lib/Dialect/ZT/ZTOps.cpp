@@ -257,6 +257,9 @@ LogicalResult MatmulOp::verify() {
     return emitOpError() << "result element type " << result
                          << " must be the operands' (" << operand
                          << "), or f32 for bf16 operands";
+  if (getTf32() && !operand.isF32())
+    return emitOpError() << "tf32 applies to products of f32 operands, not "
+                         << operand;
   return verifyResultShape(*this, tensorTypeOf(getResult()), expected);
 }
 

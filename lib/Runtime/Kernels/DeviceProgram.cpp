@@ -925,9 +925,11 @@ public:
       g.cBf16 = outType(0).dtype == DType::BF16;
       out.push_back(g);
     } else {
-      out.push_back(product(in(0), ldl, transL, in(1), ldr, transposeRhs,
+      GemmOf<T> g = product(in(0), ldl, transL, in(1), ldr, transposeRhs,
                             result(0), n, rows, n, k, items, strideL, strideR,
-                            strideC, T(0)));
+                            strideC, T(0));
+      g.tf32 = launch.params.tf32;
+      out.push_back(g);
     }
     return Status::ok();
   }

@@ -34,6 +34,9 @@ struct GemmShape {
   int32_t lda = 1, ldb = 1, ldc = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0;
   int32_t batch = 1;
+  /// f32 operands may be rounded to TF32 (a matmul's `tf32`): the CUDA
+  /// executor asks cuBLAS for it; the host computes the f32 product.
+  bool tf32 = false;
   /// The entry's workspace, given to cuBLAS.
   void *workspace = nullptr;
   uint64_t workspaceBytes = 0;

@@ -462,6 +462,9 @@ Status checkMatmul(const LaunchRules &r) {
   if (lhs.dtype == DType::F32 && result.dtype != DType::F32)
     return r.fail("a product of f32 operands must have an f32 result, got ",
                   typeString(result));
+  if (r.params.tf32 && lhs.dtype != DType::F32)
+    return r.fail("tf32 applies to products of f32 operands, not ",
+                  typeString(lhs));
   Shape expected;
   ZRT_RETURN_IF_ERROR(r.expectRule(matmulShape(lhs.shape, rhs.shape,
                                                r.params.transposeLhs,

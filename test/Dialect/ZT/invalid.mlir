@@ -228,6 +228,13 @@ func.func @matmul_lhs_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
 }
 
 // -----
+func.func @matmul_tf32_bf16(%a: tensor<4x8xbf16>, %b: tensor<8x2xbf16>) {
+  // expected-error @+1 {{tf32 applies to products of f32 operands, not 'bf16'}}
+  %0 = zt.matmul %a, %b {tf32} : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
 func.func @matmul_rhs_rank(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
   // expected-error @+1 {{rhs must have rank >= 2, got [8]}}
   %0 = zt.matmul %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4xf32>

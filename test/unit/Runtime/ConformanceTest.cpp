@@ -409,6 +409,60 @@ TEST_P(Conformance, Bf16KernelsMatchTheCpuExecutor) {
   }
 }
 
+// f32 products marked tf32 (zcc --matmul-precision tf32): the host, the
+// reference, computes the f32 product, so the emulator (either way it runs
+// groups) gives the CPU's bits; a GPU rounds the operands to TF32 (10 mantissa bits: each operand
+// off by at most 2^-11 of itself rounded, 2^-10 truncated) and sums in f32,
+// so each element is within 2^-9 sum_k |a_ik| |b_kj| of the f64 product
+// (the vendor tier's tf32 rule, per element) plus the f32 rule; and some
+// element must be off by more than the f32 rule alone, or the products did
+// not run in TF32.
+TEST_P(Conformance, Tf32ProductsMatchTheCpuExecutorWithinTheTf32Tier) {
+  std::vector<LaunchCase> cases;
+  cases.emplace_back("matmul");
+  cases.back().input({256, 192}).input({192, 128}).output({256, 128});
+  cases.emplace_back("matmul");
+  cases.back()
+      .input({3, 64, 300})
+      .input({3, 80, 300})
+      .output({3, 64, 80})
+      .param(unitParam("transpose_rhs"));
+  for (LaunchCase &c : cases) {
+    c.param(unitParam("tf32"));
+    SCOPED_TRACE(GetParam().name + ": " + typeString(c.entry.tensors[0].type));
+    // sum_k |a_ik| |b_kj|: the same product of the magnitudes, in f64.
+    LaunchCase magnitudes = c;
+    for (std::vector<double> &v : magnitudes.values)
+      for (double &x : v)
+        x = std::fabs(x);
+    ASSERT_TRUE(magnitudes.run<double>().isOk());
+    ASSERT_TRUE(c.run<double>().isOk());
+    std::vector<double> ref = c.results[0];
+    ASSERT_TRUE(c.run<float>().isOk());
+    std::vector<std::vector<double>> device;
+    Status status = runOnDevice(GetParam(), c, device);
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    if (GetParam().options.device != DeviceKind::Cuda) { // host products
+      compare("product", device[0], c.results[0], ref, true, 0);
+      continue;
+    }
+    const int64_t k = reductionLength(c);
+    int bad = 0, beyondF32 = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      double f32Rule = 4 * std::fabs(c.results[0][i] - ref[i]) +
+                       (16 + 2 * k) * kUnit * std::max(1.0, std::fabs(ref[i]));
+      double error = std::fabs(device[0][i] - ref[i]);
+      beyondF32 += error > f32Rule;
+      if (error > f32Rule + std::ldexp(magnitudes.results[0][i], -9) &&
+          ++bad <= 3)
+        ADD_FAILURE() << "element " << i << ": device " << device[0][i]
+                      << ", f64 " << ref[i] << ", sum |a||b| "
+                      << magnitudes.results[0][i];
+    }
+    EXPECT_GT(beyondF32, 0) << "no element shows TF32's rounding";
+  }
+}
+
 TEST_P(Conformance, WideRowsNaNAndLargeProductsMatchTheCpuExecutor) {
   checkCases(GetParam(), wideCases());
 }

@@ -2861,6 +2861,13 @@ TEST(KernelRules, Bf16OnlyWhereMixedPrecisionUsesIt) {
   LaunchCase both("matmul");
   both.typedInput(bf, {8, 16}).typedInput(bf, {16, 5}).typedOutput(bf, {8, 5});
   expectAccepted(both);
+  // TF32 is a rounding of f32 operands: a bf16 product may not ask for it.
+  LaunchCase tf32 = both;
+  tf32.param(unitParam("tf32"));
+  expectRejected(tf32, "tf32 applies to products of f32 operands, not 8x16xbf16");
+  LaunchCase f32Tf32("matmul");
+  f32Tf32.input({8, 16}).input({16, 5}).output({8, 5}).param(unitParam("tf32"));
+  expectAccepted(f32Tf32);
   LaunchCase softmax("softmax");
   softmax.typedInput(bf, {2, 3})
       .typedOutput(bf, {2, 3})

@@ -248,13 +248,21 @@ def ZT_MatmulOp : ZT_Op<"matmul", [Pure,
     an f32 result (mixed precision: products are summed in f32 either way,
     and an f32 result is not rounded to bf16).
 
+    `tf32` (f32 operands only; set by zt-allow-tf32, zcc's `--matmul-precision
+    tf32`) lets the product round its operands to TF32 (10 mantissa bits) on
+    tensor cores and sum in f32, as PyTorch's
+    `torch.set_float32_matmul_precision("high")`: the CUDA executor asks
+    cuBLAS for `CUBLAS_COMPUTE_32F_FAST_TF32`; the CPU and the emulator, the
+    reference, compute the f32 product either way.
+
     ```mlir
     %y = zt.matmul %x, %w : (tensor<32x784xf32>, tensor<784x128xf32>) -> tensor<32x128xf32>
     %s = zt.matmul %q, %k {transpose_rhs} : (tensor<4x64x32xf32>, tensor<4x64x32xf32>) -> tensor<4x64x64xf32>
     ```
   }];
   let arguments = (ins ZT_FloatTensor:$lhs, ZT_FloatTensor:$rhs,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       UnitAttr:$tf32);
   let results = (outs ZT_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

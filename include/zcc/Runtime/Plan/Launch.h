@@ -175,6 +175,7 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(MaxGrad, "keep_dims", Unit, keepDims)                                      \
   X(Matmul, "transpose_lhs", Unit, transposeLhs)                               \
   X(Matmul, "transpose_rhs", Unit, transposeRhs)                               \
+  X(Matmul, "tf32", Unit, tf32)                                                \
   X(Attention, "scale", Float, scale)                                          \
   X(Attention, "causal", Unit, causal)                                         \
   X(Attention, "dropout", Float, dropout)                                      \
@@ -259,6 +260,7 @@ struct LaunchParams {
   int64_t dimension = 0, axis = 0, seed = 0, ranks = 0;
   int64_t warmupSteps = 0, decaySteps = 0;
   bool keepDims = false, transposeLhs = false, transposeRhs = false;
+  bool tf32 = false; // an f32 matmul may round its operands to TF32
   bool nesterov = false, causal = false, mean = false;
   bool cosine = false, linear = false, reverse = false;
   bool ceilMode = false; // max_pool2d's output size rounded up

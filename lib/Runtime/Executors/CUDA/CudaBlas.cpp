@@ -46,6 +46,13 @@ std::string CudaBlas::run(const Gemm &g) {
   const float one = 1.0f, beta = g.beta;
   cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (g.tf32) // f32 in and out, operands rounded to TF32 on tensor cores
+    return check(api->gemmStridedBatchedEx(
+                     handle, ta, tb, g.m, g.n, g.k, &one, g.a, CUDA_R_32F,
+                     g.lda, g.strideA, g.b, CUDA_R_32F, g.ldb, g.strideB,
+                     &beta, g.c, CUDA_R_32F, g.ldc, g.strideC, g.batch,
+                     CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmStridedBatchedEx (tf32)");
   if (g.batch == 1)
     return check(api->sgemm(handle, ta, tb, g.m, g.n, g.k, &one, g.a, g.lda,
                             g.b, g.ldb, &beta, g.c, g.ldc),
