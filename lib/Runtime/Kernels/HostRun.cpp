@@ -163,7 +163,9 @@ template <typename T, typename S>
 inline void programDropoutLoop(const T *__restrict a, T *__restrict y,
                                int64_t first, int64_t n, uint64_t seed,
                                uint64_t step, uint64_t threshold, T keep) {
-  uint32_t words[kProgramBlock + 8]; // element first0 + i's is words[i]
+  // Element 4 * (first / 4) + i's word is words[i]: a block starting
+  // mid-Philox-block draws that whole block.
+  uint32_t words[kProgramBlock + 8];
   const PhiloxKey key = philoxKeyFromSeed(seed);
   const int64_t block0 = first / 4, blocks = (first + n + 3) / 4 - block0;
   for (int64_t k = 0; k < blocks; ++k) {
@@ -173,7 +175,7 @@ inline void programDropoutLoop(const T *__restrict a, T *__restrict y,
       words[4 * k + j] = block.words[j];
   }
   const uint32_t *w = words + (first - 4 * block0);
-  if (threshold > 0xFFFFFFFFu) { // rate 1: none kept
+  if (threshold > 0xFFFFFFFFu) { // a rate within 2^-32 of 1: none kept
     for (int64_t j = 0; j < n; ++j)
       y[j] = T(0.0);
     return;

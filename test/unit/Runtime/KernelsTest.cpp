@@ -3309,6 +3309,13 @@ TEST(FusedKernel, DropoutDrawsTheDropoutKernelsMask) {
     dropped += f64[i] == fused.values[2][i];
   EXPECT_GT(dropped, 5);
   EXPECT_LT(dropped, 40);
+  // A rate within 2^-32 of 1 keeps no word (its threshold is 2^32), as
+  // the Dropout kernel: the residual alone remains everywhere.
+  LaunchCase none = residual({1.0 - 1e-12}, {11}, true);
+  ASSERT_TRUE(none.run<float>().isOk());
+  for (size_t i = 0; i < none.result().size(); ++i)
+    ASSERT_EQ(none.result()[i],
+              static_cast<double>(static_cast<float>(none.values[2][i])));
   expectRejected(residual({0.3}, {11}, false),
                  "op 1 'dropout' reads value 3, not an operand (2)");
   expectRejected(residual({0.3}, {}, true), "op 1 'dropout' has no seed");
