@@ -14,6 +14,7 @@
 #include "zcc/Reports/MemoryTimeline.h"
 #include "zcc/Reports/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
+#include "zcc/Runtime/Training/RunCheckpoints.h"
 #include "zcc/Runtime/Training/Trainer.h"
 #ifdef ZCC_HAVE_MPI
 #include "zcc/Runtime/Distributed/MpiCommunicator.h"
@@ -376,6 +377,27 @@ public:
     check(session_->saveCheckpoint(path));
   }
   void load(const std::string &path) { check(session_->loadCheckpoint(path)); }
+  /// A run's checkpoint in `dir` (RunCheckpoints.h): the file written.
+  std::string checkpoint(const std::string &dir, int64_t keep) {
+    std::unique_ptr<rt::RunCheckpoints> checkpoints;
+    check(rt::RunCheckpoints::open(dir, keep, checkpoints));
+    std::string path;
+    check(checkpoints->saveRun(*trainer_, rt::kFedData, &path));
+    return path;
+  }
+  /// Resumes the run in `dir`: (steps done, the file, why newer ones were
+  /// passed over).
+  std::tuple<int64_t, std::string, std::vector<std::string>>
+  resume(const std::string &dir) {
+    std::unique_ptr<rt::RunCheckpoints> checkpoints;
+    check(rt::RunCheckpoints::open(dir, 1, checkpoints));
+    int64_t done = 0;
+    std::vector<std::string> notes;
+    std::string path;
+    check(checkpoints->resumeRun(*trainer_, rt::kFedData, done, notes, &path));
+    return {done, path, notes};
+  }
+  int64_t stepsDone() const { return trainer_->stepsDone(); }
   void initialize(uint64_t seed) { session_->initialize(seed); }
 
   nb::dict stats() const {
@@ -872,6 +894,9 @@ NB_MODULE(_zcc, m) {
       .def("write", &PySession::write, "name"_a, "array"_a)
       .def("save", &PySession::save, "path"_a)
       .def("load", &PySession::load, "path"_a)
+      .def("checkpoint", &PySession::checkpoint, "directory"_a, "keep"_a)
+      .def("resume", &PySession::resume, "directory"_a)
+      .def_prop_ro("steps_done", &PySession::stepsDone)
       .def("initialize", &PySession::initialize, "seed"_a)
       .def("stats", &PySession::stats)
       .def_prop_ro("microbatches", &PySession::microbatches)

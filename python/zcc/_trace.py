@@ -923,6 +923,36 @@ class Session:
         unless every tensor matches."""
         self._native.load(os.fspath(path))
 
+    def checkpoint(self, directory, keep=3):
+        """A checkpoint of the run in `directory` (created if missing):
+        everything to continue it exactly (parameters, optimizer and other
+        state, step counters, hence dropout's random numbers and the
+        learning-rate schedule's position, and the number of steps done, the
+        data position of a script that feeds batch `steps_done`). Written
+        as step-N.safetensors, then manifest.json listing the newest `keep`
+        with their checksums, each atomically; older ones are removed.
+        Returns the file's path. In a data-parallel job every rank calls it
+        and rank 0 writes."""
+        return self._native.checkpoint(os.fspath(directory), int(keep))
+
+    def resume(self, directory):
+        """Continues the run checkpointed in `directory`: loads its newest
+        checkpoint whose bytes verify (warning about any newer one passed
+        over: truncated, corrupt) and returns its steps done, the number of
+        the step to run next minus one; 0, with nothing changed, when the
+        directory holds none yet. The same script with the same seed then
+        gives the uninterrupted run's bits."""
+        done, _, notes = self._native.resume(os.fspath(directory))
+        for note in notes:
+            warnings.warn(note, stacklevel=2)
+        return done
+
+    @property
+    def steps_done(self):
+        """Optimizer steps run by this session, counting those before a
+        resume."""
+        return self._native.steps_done
+
     def stats(self):
         return self._native.stats()
 

@@ -2,7 +2,8 @@
 //
 //   zrun MODEL.zplan [--steps N] [--device cpu|cuda|emulator] [--seed S]
 //        [--data synthetic|FILE.npz] [--mode planned|no-reuse|poison]
-//        [--eval-data synthetic|FILE.npz [--eval-every N]] ...
+//        [--eval-data synthetic|FILE.npz [--eval-every N]]
+//        [--checkpoint-dir D [--checkpoint-every N] [--keep K]] [--resume D]
 //   mpirun -np N zrun MODEL.zplan ...   (a plan compiled --data-parallel)
 //
 // Loads and verifies the plan, allocates its regions once, then runs steps:
@@ -11,6 +12,9 @@
 // load. Exit status: 0 ok, 1 a runtime error, 2 bad usage. Started by an
 // MPI launcher, each process is one rank of a data-parallel job: rank 0
 // prints and writes checkpoints, every rank reads its share of each batch.
+// With a checkpoint directory, SIGTERM and SIGINT end the run after the
+// step that is running, with a checkpoint (exit status 128 + the signal);
+// --resume continues it exactly (docs/runtime.md, "Checkpoints and resume").
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +24,7 @@
 #include "zcc/Reports/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Training/Evaluator.h"
+#include "zcc/Runtime/Training/RunCheckpoints.h"
 #include "zcc/Runtime/Training/Trainer.h"
 #include "zcc/Runtime/Training/TrainingLoop.h"
 
@@ -33,6 +38,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +62,14 @@ std::shared_ptr<MpiCommunicator> job;
 #endif
   std::fprintf(stderr, "zrun: error: %s\n", message.c_str());
   std::exit(code);
+}
+
+/// The signal that asked the run to stop (SIGTERM, SIGINT), or 0. A second
+/// one finds the default action restored and ends the process at once.
+volatile int stopSignal = 0;
+extern "C" void askToStop(int signal) {
+  stopSignal = signal;
+  std::signal(signal, SIG_DFL);
 }
 
 int usage(const std::string &message) {
@@ -140,6 +154,21 @@ int main(int argc, char **argv) {
                  "start from a safetensors checkpoint");
   app.add_option("--save-checkpoint", saveCheckpoint,
                  "write the parameters (safetensors) after the run");
+  std::string checkpointDir, resumeDir;
+  int64_t checkpointEvery = 0, keep = 3;
+  app.add_option("--checkpoint-dir", checkpointDir,
+                 "write the run's checkpoints here: every --checkpoint-every "
+                 "steps, after the last step, and when SIGTERM or SIGINT "
+                 "stops the run (default: the --resume directory)");
+  app.add_option("--checkpoint-every", checkpointEvery,
+                 "a checkpoint every N steps (needs --checkpoint-dir or "
+                 "--resume)");
+  app.add_option("--keep", keep,
+                 "checkpoints kept in the directory, the newest (default 3)");
+  app.add_option("--resume", resumeDir,
+                 "continue the run whose checkpoints are in this directory "
+                 "from its newest valid one (from the start when it has "
+                 "none yet), writing on there");
   app.add_flag("--report", report, "print the plan's memory report first");
   double collectiveTimeout = 300;
   int64_t globalBatch = 0;
@@ -205,10 +234,30 @@ int main(int argc, char **argv) {
   if (evalData.empty() &&
       (app.count("--eval-every") || app.count("--eval-batches")))
     return usage("--eval-every and --eval-batches need --eval-data");
+  if (app.count("--checkpoint-every") && checkpointEvery < 1)
+    return usage("--checkpoint-every needs a count >= 1");
+  if (app.count("--keep") && keep < 1)
+    return usage("--keep needs a count >= 1");
+  if (checkpointDir.empty())
+    checkpointDir = resumeDir;
+  if (checkpointDir.empty() &&
+      (app.count("--checkpoint-every") || app.count("--keep")))
+    return usage("--checkpoint-every and --keep need --checkpoint-dir (or "
+                 "--resume)");
+  if (!resumeDir.empty() && !loadCheckpoint.empty())
+    return usage("--resume continues a run from its checkpoint directory; "
+                 "--load-checkpoint starts a new one from weights: give one");
   if (!(collectiveTimeout > 0))
     return usage("--collective-timeout needs a number of seconds > 0");
   if (app.count("--global-batch") && globalBatch < 1)
     return usage("--global-batch needs a row count >= 1");
+  // With checkpoints, a stop comes at a step boundary, with a checkpoint,
+  // rather than losing the steps since the last one (asked for before the
+  // first step: after it).
+  if (!checkpointDir.empty()) {
+    std::signal(SIGTERM, askToStop);
+    std::signal(SIGINT, askToStop);
+  }
   int rank = 0, world = 1;
   std::shared_ptr<Communicator> communicator;
 #ifdef ZCC_HAVE_MPI
@@ -281,6 +330,36 @@ int main(int argc, char **argv) {
   int entry = trainer->entry();
   const Entry &e = plan->entries[entry];
 
+  // Resume: the session's state and the trainer's data position from the
+  // newest valid checkpoint of this run.
+  std::unique_ptr<RunCheckpoints> checkpoints;
+  int64_t firstStep = 1;
+  if (!resumeDir.empty()) {
+    std::unique_ptr<RunCheckpoints> from;
+    if (Status s = RunCheckpoints::open(resumeDir, keep, from); !s.isOk())
+      return fail(s);
+    int64_t done = 0;
+    std::vector<std::string> notes;
+    std::string path;
+    Status s = from->resumeRun(*trainer, data, done, notes, &path);
+    for (const std::string &note : notes)
+      std::fprintf(stderr, "zrun: warning: %s\n", note.c_str());
+    if (!s.isOk())
+      return fail(s);
+    firstStep = done + 1;
+    if (!path.empty())
+      std::printf("resumed from %s: %" PRId64 " steps done, next batch %" PRId64
+                  "\n",
+                  path.c_str(), done, trainer->nextBatchNumber());
+    else
+      std::printf("resume: no checkpoint in %s yet; starting at step 1\n",
+                  resumeDir.c_str());
+  }
+  if (!checkpointDir.empty())
+    if (Status s = RunCheckpoints::open(checkpointDir, keep, checkpoints);
+        !s.isOk())
+      return fail(s);
+
   if (globalBatch > 0) {
     int64_t rows = planBatchRows(e);
     if (globalBatch % world != 0)
@@ -318,6 +397,14 @@ int main(int argc, char **argv) {
   loop.steps = steps;
   loop.reportEvery = printEvery;
   loop.trace = trace;
+  loop.firstStep = firstStep;
+  if (checkpoints) {
+    loop.checkpointEvery = checkpointEvery;
+    loop.checkpoint = [&](int64_t) {
+      return checkpoints->saveRun(*trainer, data);
+    };
+    loop.stopRequested = &stopSignal;
+  }
   std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<DataSource> evalSource;
   if (!evalData.empty()) {
@@ -365,7 +452,7 @@ int main(int argc, char **argv) {
     } else {
       std::printf("step %" PRId64 "/%" PRId64 " loss %.6f%s  (%.1f steps/s)\n",
                   r.step, r.steps, r.loss, metrics.c_str(),
-                  r.step / std::max(r.seconds, 1e-9));
+                  (r.step - firstStep + 1) / std::max(r.seconds, 1e-9));
     }
   };
   LoopResult ran;
@@ -379,6 +466,7 @@ int main(int argc, char **argv) {
       return fail(s);
   const double seconds = ran.seconds;
   const double firstLoss = ran.firstLoss, lastLoss = ran.lastLoss;
+  const int64_t stepsRun = std::max<int64_t>(0, ran.stepsRun - firstStep + 1);
   // Every rank takes part (ZeRO-1's sharded state is gathered); rank 0
   // writes the file.
   if (!saveCheckpoint.empty())
@@ -386,10 +474,13 @@ int main(int argc, char **argv) {
       return fail(s);
 
   SessionStats s = session->stats();
-  if (steps > 0)
+  if (stepsRun > 0)
     std::printf("loss %.6f -> %.6f over %" PRId64 " steps (%.1f%% lower)\n",
-                firstLoss, lastLoss, steps,
+                firstLoss, lastLoss, stepsRun,
                 100.0 * (1.0 - lastLoss / firstLoss));
+  else if (firstStep > steps && steps > 0)
+    std::printf("the run had done its %" PRId64 " steps: nothing to run\n",
+                steps);
   std::printf("stats:\n");
   std::printf("  arena capacity          %" PRIu64 " bytes\n", s.arenaCapacity);
   std::printf("  arena (plan)            %" PRIu64 " bytes\n", s.arenaSize);
@@ -437,5 +528,15 @@ int main(int argc, char **argv) {
   if (!statsJson.empty() && rank == 0 &&
       !writeFile(statsJson, sessionStatsJson(s)))
     return 1;
+  if (ran.stoppedBy) {
+    int signal = ran.stoppedBy > 0 ? ran.stoppedBy : SIGTERM;
+    std::printf("stopped by %s after step %" PRId64
+                "; its checkpoint is in %s (--resume %s continues)\n",
+                ran.stoppedBy > 0 ? (signal == SIGINT ? "SIGINT" : "SIGTERM")
+                                  : "another rank's signal",
+                ran.stepsRun, checkpointDir.c_str(), checkpointDir.c_str());
+    std::fflush(stdout);
+    return 128 + signal;
+  }
   return 0;
 }

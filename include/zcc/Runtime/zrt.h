@@ -182,6 +182,23 @@ zrt_status zrt_session_save_checkpoint(const zrt_session *session,
                                        const char *path);
 zrt_status zrt_session_load_checkpoint(zrt_session *session, const char *path);
 
+/* A training run's checkpoints in a directory (docs/runtime.md,
+ * "Checkpoints and resume"): writes DIR/step-N.safetensors, N the
+ * trainer's steps so far (the session's persistent tensors and step
+ * counters, the trainer's data position), then DIR/manifest.json listing
+ * the newest `keep` with their CRC-32s, then removes older ones. Every rank
+ * of a data-parallel job calls it; rank 0 writes. */
+zrt_status zrt_trainer_save_checkpoint(const zrt_trainer *trainer,
+                                       const char *dir, int64_t keep);
+/* Continues the run in DIR: the newest checkpoint that verifies and loads
+ * (a newer one that does not is passed over, with a warning on stderr),
+ * which must be of the same seed, microbatches and ranks. *out_steps_done
+ * is its step: the next zrt_trainer_step is step *out_steps_done + 1, its
+ * feed's batch numbers continue the saved run's. 0 when DIR holds no
+ * checkpoint yet (nothing changes). */
+zrt_status zrt_trainer_resume(zrt_trainer *trainer, const char *dir,
+                              int64_t *out_steps_done);
+
 typedef struct {
   uint64_t arena_capacity;
   uint64_t arena_size;

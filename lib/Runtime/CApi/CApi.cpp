@@ -6,6 +6,7 @@
 #include "zcc/Runtime/Communicator.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Training/Evaluator.h"
+#include "zcc/Runtime/Training/RunCheckpoints.h"
 #include "zcc/Runtime/Training/Trainer.h"
 
 #include <algorithm>
@@ -405,6 +406,35 @@ zrt_status zrt_session_load_checkpoint(zrt_session *session, const char *path) {
   if (!session || !path)
     return invalidArgument("zrt_session_load_checkpoint: null argument");
   return wrap(session->session->loadCheckpoint(path));
+}
+
+zrt_status zrt_trainer_save_checkpoint(const zrt_trainer *trainer,
+                                       const char *dir, int64_t keep) {
+  if (!trainer || !dir)
+    return invalidArgument("zrt_trainer_save_checkpoint: null argument");
+  std::unique_ptr<RunCheckpoints> checkpoints;
+  if (zrt_status s = wrap(RunCheckpoints::open(dir, keep, checkpoints)))
+    return s;
+  return wrap(checkpoints->saveRun(*trainer->trainer, kFedData));
+}
+
+zrt_status zrt_trainer_resume(zrt_trainer *trainer, const char *dir,
+                              int64_t *out_steps_done) {
+  if (!trainer || !dir || !out_steps_done)
+    return invalidArgument("zrt_trainer_resume: null argument");
+  std::unique_ptr<RunCheckpoints> checkpoints;
+  if (zrt_status s = wrap(RunCheckpoints::open(dir, 1, checkpoints)))
+    return s;
+  std::vector<std::string> notes;
+  int64_t done = 0;
+  Status status =
+      checkpoints->resumeRun(*trainer->trainer, kFedData, done, notes);
+  for (const std::string &note : notes)
+    std::fprintf(stderr, "zrt: warning: %s\n", note.c_str());
+  if (zrt_status s = wrap(status))
+    return s;
+  *out_steps_done = done;
+  return nullptr;
 }
 
 zrt_status zrt_session_get_stats(const zrt_session *session,

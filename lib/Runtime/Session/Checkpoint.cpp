@@ -23,7 +23,8 @@ namespace {
 constexpr const char *kStepsKey = "zcc.steps";
 } // namespace
 
-Status Session::saveCheckpoint(const std::string &path) const {
+Status Session::saveCheckpoint(const std::string &path,
+                               const Metadata &metadata) const {
   const Plan &p = *impl->plan;
   impl->executor->beforeHostRead();
   std::vector<HostTensorView> views;
@@ -77,15 +78,16 @@ Status Session::saveCheckpoint(const std::string &path) const {
   for (size_t i = 0; i < p.entries.size(); ++i)
     steps += (i ? "," : "") + p.entries[i].name + "=" +
              std::to_string(impl->entries[i].steps);
-  return writeSafeTensors(
-      path, views,
-      {{"format", "pt"}, {"zcc.producer", p.producer}, {kStepsKey, steps}});
+  Metadata header = {
+      {"format", "pt"}, {"zcc.producer", p.producer}, {kStepsKey, steps}};
+  header.insert(header.end(), metadata.begin(), metadata.end());
+  return writeSafeTensors(path, views, header);
 }
 
-Status Session::loadCheckpoint(const std::string &path) {
+Status Session::loadCheckpoint(const std::string &path, Metadata *out) {
   const Plan &p = *impl->plan;
   std::vector<HostTensor> tensors;
-  std::vector<std::pair<std::string, std::string>> metadata;
+  Metadata metadata;
   ZRT_RETURN_IF_ERROR(readSafeTensors(path, tensors, &metadata));
   std::vector<const HostTensor *> byPersistent(p.persistent.size(), nullptr);
   // ZeRO-1: per sharded state, the file's tensor of each parameter.
@@ -190,5 +192,7 @@ Status Session::loadCheckpoint(const std::string &path) {
       pos = comma + 1;
     }
   }
+  if (out)
+    *out = std::move(metadata);
   return Status::ok();
 }

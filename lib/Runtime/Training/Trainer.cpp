@@ -37,22 +37,22 @@ Status Trainer::run(const Feed &feed, double &lossOut) {
   double sum = 0;
   for (int64_t m = 0; m < perStep; ++m) {
     ZRT_RETURN_IF_ERROR(feed(nextBatch++));
-    ZRT_RETURN_IF_ERROR(session.run(dataEntry));
+    ZRT_RETURN_IF_ERROR(owner.run(dataEntry));
     double value = 0;
-    ZRT_RETURN_IF_ERROR(session.readValues(loss, &value, 1));
+    ZRT_RETURN_IF_ERROR(owner.readValues(loss, &value, 1));
     sum += value;
   }
   if (apply >= 0)
-    ZRT_RETURN_IF_ERROR(session.run(apply));
+    ZRT_RETURN_IF_ERROR(owner.run(apply));
   lossOut = sum / static_cast<double>(perStep);
   return Status::ok();
 }
 
 Status Trainer::findTensor(std::string_view name, TensorInfo &out) const {
-  Status status = session.findTensor(dataEntry, name, out);
+  Status status = owner.findTensor(dataEntry, name, out);
   if (status.isOk() || apply < 0)
     return status;
-  if (session.findTensor(apply, name, out).isOk())
+  if (owner.findTensor(apply, name, out).isOk())
     return Status::ok();
   return status;
 }
@@ -60,7 +60,7 @@ Status Trainer::findTensor(std::string_view name, TensorInfo &out) const {
 Status Trainer::step(const DataSource &data, double &loss) {
   return run(
       [&](int64_t batch) {
-        data.fill(session, batch);
+        data.fill(owner, batch);
         return Status::ok();
       },
       loss);
@@ -69,5 +69,5 @@ Status Trainer::step(const DataSource &data, double &loss) {
 Status Trainer::step(FeedFn feed, void *user, double &loss) {
   if (!feed)
     return makeError(StatusCode::InvalidArgument, "no feed function");
-  return run([&](int64_t batch) { return feed(session, batch, user); }, loss);
+  return run([&](int64_t batch) { return feed(owner, batch, user); }, loss);
 }

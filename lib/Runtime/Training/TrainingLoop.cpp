@@ -47,15 +47,24 @@ Status zcc::runtime::runTrainingLoop(
                                          start)
         .count();
   };
-  for (int64_t step = 1; step <= steps; ++step) {
+  for (int64_t step = options.firstStep; step <= steps; ++step) {
     double loss = 0;
     if (communicator)
       communicator->setStep(step);
     ZRT_RETURN_IF_ERROR(trainer.step(data, loss));
-    // The job's loss: the mean of the ranks' (each its own share's mean).
-    if (communicator)
-      communicator->allReduce(&loss, 1, CollectiveType::F64, true);
-    if (step == 1)
+    // A stop asked for on any rank stops every rank after this step.
+    int stop = options.stopRequested ? *options.stopRequested : 0;
+    // The job's loss: the mean of the ranks' (each its own share's mean),
+    // with the stop request alongside (positive on any rank: positive).
+    if (communicator) {
+      double shared[2] = {loss, static_cast<double>(stop)};
+      communicator->allReduce(shared, options.stopRequested ? 2 : 1,
+                              CollectiveType::F64, true);
+      loss = shared[0];
+      if (shared[1] > 0 && !stop)
+        stop = -1; // asked of another rank
+    }
+    if (step == options.firstStep)
       result.firstLoss = loss;
     result.lastLoss = loss;
     result.stepsRun = step;
@@ -84,6 +93,14 @@ Status zcc::runtime::runTrainingLoop(
     if (options.evaluate && options.evalEvery > 0 &&
         (step % options.evalEvery == 0 || step == steps))
       ZRT_RETURN_IF_ERROR(options.evaluate(step));
+    if (options.checkpoint &&
+        ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) ||
+         step == steps || stop))
+      ZRT_RETURN_IF_ERROR(options.checkpoint(step));
+    if (stop && step < steps) {
+      result.stoppedBy = stop;
+      break;
+    }
   }
   if (communicator)
     communicator->setStep(-1);

@@ -1136,4 +1136,53 @@ TEST(CApi, TrainerStepsAndReportsFeedErrors) {
   zrt_session_free(byHand);
 }
 
+// A run's checkpoints through C: resumed in a new session, the trainer
+// continues at the saved step, its feed's batch numbers where they were,
+// with the uninterrupted run's losses; an empty directory changes nothing.
+TEST(CApi, TrainerResumesFromItsCheckpointDirectory) {
+  REQUIRE_PLANS();
+  std::string dir = ::testing::TempDir() + "/zrt-run-checkpoints";
+  std::remove((dir + "/manifest.json").c_str());
+  zrt_plan *plan = nullptr;
+  ASSERT_EQ(zrt_plan_load_file(planPath("mlp").c_str(), &plan), nullptr);
+  zrt_session_options options;
+  zrt_session_options_init(&options);
+  zrt_session *first = nullptr, *second = nullptr;
+  ASSERT_EQ(zrt_session_create(plan, &options, &first), nullptr);
+  ASSERT_EQ(zrt_session_create(plan, &options, &second), nullptr);
+  zrt_plan_free(plan);
+  zrt_trainer *a = nullptr, *b = nullptr;
+  ASSERT_EQ(zrt_trainer_create(first, 1, &a), nullptr);
+  ASSERT_EQ(zrt_trainer_create(second, 1, &b), nullptr);
+  int64_t done = -1;
+  ASSERT_EQ(zrt_trainer_resume(b, (dir + "/none").c_str(), &done), nullptr);
+  EXPECT_EQ(done, 0);
+  CFeed feedA, feedB;
+  std::vector<double> losses;
+  for (int i = 0; i < 5; ++i) {
+    double loss = 0;
+    ASSERT_EQ(zrt_trainer_step(a, CFeed::feed, &feedA, &loss), nullptr);
+    losses.push_back(loss);
+    if (i == 2)
+      ASSERT_EQ(zrt_trainer_save_checkpoint(a, dir.c_str(), 2), nullptr);
+  }
+  ASSERT_EQ(zrt_trainer_resume(b, dir.c_str(), &done), nullptr);
+  EXPECT_EQ(done, 3);
+  for (int i = 3; i < 5; ++i) {
+    double loss = 0;
+    ASSERT_EQ(zrt_trainer_step(b, CFeed::feed, &feedB, &loss), nullptr);
+    EXPECT_EQ(loss, losses[i]) << "step " << i + 1;
+  }
+  EXPECT_EQ(feedB.batches, (std::vector<int64_t>{3, 4}));
+  zrt_status s = zrt_trainer_save_checkpoint(b, dir.c_str(), 0);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(zrt_status_message(s)).find("at least 1"),
+            std::string::npos);
+  zrt_status_free(s);
+  zrt_trainer_free(a);
+  zrt_trainer_free(b);
+  zrt_session_free(first);
+  zrt_session_free(second);
+}
+
 } // namespace

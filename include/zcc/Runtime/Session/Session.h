@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace zcc::runtime {
@@ -116,11 +117,16 @@ public:
   /// precision.
   const void *persistentData(size_t index) const;
 
-  /// Persistent tensors in the plan's order, as f32 safetensors.
-  Status saveCheckpoint(const std::string &path) const;
+  /// Persistent tensors in the plan's order, as f32 safetensors, with the
+  /// entries' step counters and `metadata` (a run's position: keys must not
+  /// start with "zcc.steps") in the header's metadata.
+  using Metadata = std::vector<std::pair<std::string, std::string>>;
+  Status saveCheckpoint(const std::string &path,
+                        const Metadata &metadata = {}) const;
   /// Loads every persistent tensor by name; names, dtypes and shapes must
-  /// match the plan, and nothing is changed unless all of them do.
-  Status loadCheckpoint(const std::string &path);
+  /// match the plan, and nothing is changed unless all of them do. The
+  /// file's metadata goes to `metadata` when it is not null.
+  Status loadCheckpoint(const std::string &path, Metadata *metadata = nullptr);
 
   SessionStats stats() const;
 

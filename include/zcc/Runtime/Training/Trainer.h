@@ -34,18 +34,27 @@ public:
   using FeedFn = Status (*)(Session &session, int64_t batch, void *user);
   Status step(FeedFn feed, void *user, double &loss);
 
+  Session &session() const { return owner; }
   /// The entry that reads the data (train_step or microbatch).
   int entry() const { return dataEntry; }
+  /// Batches per step.
+  int64_t microbatches() const { return perStep; }
+  /// The batch number the next step's first microbatch reads: the data
+  /// position a run's checkpoint records, set again to resume it.
+  int64_t nextBatchNumber() const { return nextBatch; }
+  void setNextBatchNumber(int64_t batch) { nextBatch = batch; }
+  /// Optimizer steps run, counting those before a resume.
+  int64_t stepsDone() const { return nextBatch / perStep; }
 
   /// A tensor of the step by name: the data entry's, else the apply
   /// entry's (an output of the update, as `grad_norm` with clipping).
   Status findTensor(std::string_view name, TensorInfo &out) const;
 
 private:
-  Trainer(Session &session) : session(session) {}
+  Trainer(Session &session) : owner(session) {}
   template <typename Feed> Status run(const Feed &feed, double &loss);
 
-  Session &session;
+  Session &owner;
   int dataEntry = -1, apply = -1;
   int64_t perStep = 1, nextBatch = 0;
   TensorInfo loss;

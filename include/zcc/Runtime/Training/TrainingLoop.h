@@ -36,6 +36,17 @@ struct LoopOptions {
   /// validation loss, zrun --eval-every); its error ends the loop.
   int64_t evalEvery = 0;
   std::function<Status(int64_t step)> evaluate;
+  /// The first step's number: a resumed run continues at the step after
+  /// its checkpoint's (the trainer and session are already there).
+  int64_t firstStep = 1;
+  /// Called after every `checkpointEvery`th step, the last, and the step at
+  /// which a stop was asked for (zrun --checkpoint-every).
+  int64_t checkpointEvery = 0;
+  std::function<Status(int64_t step)> checkpoint;
+  /// Nonzero (a signal's number, set by its handler): stop at the end of
+  /// the step that is running, after its checkpoint. In a data-parallel
+  /// job any rank's request stops every rank after the same step.
+  const volatile int *stopRequested = nullptr;
 };
 
 /// One reported step.
@@ -54,7 +65,10 @@ struct StepReport {
 };
 
 struct LoopResult {
-  int64_t stepsRun = 0;
+  int64_t stepsRun = 0; // the last step's number
+  /// What stopped the run early (LoopOptions::stopRequested): the signal,
+  /// -1 for another rank's, 0 when it ran every step.
+  int stoppedBy = 0;
   double firstLoss = NAN, lastLoss = NAN;
   double seconds = 0;
 };
