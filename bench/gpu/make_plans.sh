@@ -36,6 +36,11 @@ python3 "$root/bench/gpu/gpt_model.py" "$out/gpt2_small.mlir" --layers 12 --widt
 # DDP on NCCL), DDP's 25 MiB buckets.
 "$zcc" "$out/gpt_mid.mlir" -o "$out/gpt_mid_dp.zplan" --optimizer adamw --lr 0.001 \
   --data-parallel
+# Kill and resume (issue 49): the GPT example with dropout, AdamW, a warmup +
+# cosine schedule, clipping and two microbatches per step.
+"$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block_resume.zplan" --optimizer adamw \
+  --lr 0.001 --lr-warmup-steps 5 --lr-decay cosine --lr-decay-steps 200 \
+  --min-lr 0.0001 --clip-grad-norm 1.0 --accumulate --grad-scale 0.5
 # bf16 mixed precision (issue 18): the GPT example, 4x256 and GPT-2 small.
 "$zcc" "$ex/gpt_block.mlir" -o "$out/gpt_block_bf16.zplan" --optimizer adamw --lr 0.001 \
   --precision bf16

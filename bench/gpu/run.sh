@@ -224,6 +224,15 @@ for plan in gpt_block gpt_block_bf16; do
   done
 done
 
+# A CUDA run SIGKILLed at random moments and resumed is the uninterrupted
+# run, bit for bit (test/tools/zrun/kill_resume.py; issue 49).
+if [ -f "$plans/gpt_block_resume.zplan" ]; then
+  step "kill and resume on CUDA: gpt_block, 200 steps, 20 stops" zrun.txt \
+    python3 "$root/test/tools/zrun/kill_resume.py" "$build/bin/zrun" \
+    "$plans/gpt_block_resume.zplan" --kills 20 --sigterm 2 -- --steps 200 \
+    --microbatches 2 --device cuda
+fi
+
 step "benchmark: graph replay against eager launch, 1000 steps" zcc.md \
   "$build/bin/zcc-gpu-bench" "$plans/mlp.zplan" "$plans/mlp_b512.zplan" \
   "$plans/gpt_block.zplan" "$plans/gpt_block_b32.zplan" --steps 1000

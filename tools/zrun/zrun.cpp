@@ -167,8 +167,9 @@ int main(int argc, char **argv) {
                  "checkpoints kept in the directory, the newest (default 3)");
   app.add_option("--resume", resumeDir,
                  "continue the run whose checkpoints are in this directory "
-                 "from its newest valid one (from the start when it has "
-                 "none yet), writing on there");
+                 "from its newest valid one (from the start, or from "
+                 "--load-checkpoint, when it has none yet), writing on "
+                 "there");
   app.add_flag("--report", report, "print the plan's memory report first");
   double collectiveTimeout = 300;
   int64_t globalBatch = 0;
@@ -244,9 +245,6 @@ int main(int argc, char **argv) {
       (app.count("--checkpoint-every") || app.count("--keep")))
     return usage("--checkpoint-every and --keep need --checkpoint-dir (or "
                  "--resume)");
-  if (!resumeDir.empty() && !loadCheckpoint.empty())
-    return usage("--resume continues a run from its checkpoint directory; "
-                 "--load-checkpoint starts a new one from weights: give one");
   if (!(collectiveTimeout > 0))
     return usage("--collective-timeout needs a number of seconds > 0");
   if (app.count("--global-batch") && globalBatch < 1)
