@@ -311,6 +311,26 @@ public:
     return loss;
   }
 
+  /// The same step checked launch by launch (Session::runChecked): its
+  /// loss, and the first op that wrote a NaN or an infinity in words
+  /// (empty when none did).
+  std::pair<double, std::string> checkedStep(nb::dict arrays) {
+    std::vector<Feed> plan;
+    std::vector<Array> held;
+    gather("step", feeds_, arrays, microbatches_, plan, held);
+    double loss = 0;
+    rt::NonFiniteFinding finding;
+    rt::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = runStep(plan, loss, &finding);
+    }
+    check(status);
+    if (!finding.found && finding.before.empty())
+      return {loss, ""};
+    return {loss, rt::describeNonFinite(*plan_, finding)};
+  }
+
   /// The eval entry's loss on one batch (no gradient, no update).
   double evaluate(nb::dict arrays) {
     int entry = entryOf("eval");
@@ -537,7 +557,8 @@ private:
   }
 
   template <typename FeedList>
-  rt::Status runStep(const FeedList &feeds, double &loss) {
+  rt::Status runStep(const FeedList &feeds, double &loss,
+                     rt::NonFiniteFinding *check = nullptr) {
     struct Context {
       const FeedList *feeds;
       int entry;
@@ -552,7 +573,7 @@ private:
       ++c->slice;
       return rt::Status::ok();
     };
-    return trainer_->step(feed, &context, loss);
+    return trainer_->step(feed, &context, loss, check);
   }
 
   rt::TensorInfo find(const std::string &name) const {
@@ -890,6 +911,7 @@ NB_MODULE(_zcc, m) {
       .def_prop_ro("world_size", &PySession::worldSize)
       .def("feeds", &PySession::feeds)
       .def("step", &PySession::step, "arrays"_a)
+      .def("checked_step", &PySession::checkedStep, "arrays"_a)
       .def("read", &PySession::read, "name"_a)
       .def("write", &PySession::write, "name"_a, "array"_a)
       .def("save", &PySession::save, "path"_a)

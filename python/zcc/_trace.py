@@ -861,6 +861,18 @@ class Session:
         [microbatches, ...] when the session accumulates)."""
         return self._native.step(_feeds("step", self._order, arrays, named))
 
+    def checked_step(self, *arrays, **named):
+        """step(), checking every launch's outputs for NaN and infinity as
+        it runs (slower; the CPU executor): returns (loss, report), the
+        report naming the first op that wrote a NaN (or, without one, an
+        infinity), its phase (forward, backward, update), its source line
+        (the traced function's line) and its inputs' ranges, or None when
+        every value stayed finite. To find where a run diverged, resume it
+        from its last checkpoint and step on its batches with this."""
+        loss, report = self._native.checked_step(
+            _feeds("step", self._order, arrays, named))
+        return loss, (report or None)
+
     def eval(self, *arrays, **named):
         """The eval entry's loss on one batch (Traced.add_eval, or
         from_torch): no gradient, no update, nothing persistent written, so

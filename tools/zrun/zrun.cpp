@@ -165,6 +165,12 @@ int main(int argc, char **argv) {
                  "--resume)");
   app.add_option("--keep", keep,
                  "checkpoints kept in the directory, the newest (default 3)");
+  std::string onNonFinite = "stop";
+  app.add_option("--on-nonfinite", onNonFinite,
+                 "a step whose loss or gradient norm is NaN or infinite is "
+                 "replayed, checked, to name the op that first wrote one; "
+                 "then stop (default), or skip-step: its update is not "
+                 "applied and training goes on");
   app.add_option("--resume", resumeDir,
                  "continue the run whose checkpoints are in this directory "
                  "from its newest valid one (from the start, or from "
@@ -239,6 +245,8 @@ int main(int argc, char **argv) {
     return usage("--checkpoint-every needs a count >= 1");
   if (app.count("--keep") && keep < 1)
     return usage("--keep needs a count >= 1");
+  if (onNonFinite != "stop" && onNonFinite != "skip-step")
+    return usage("--on-nonfinite must be stop or skip-step");
   if (checkpointDir.empty())
     checkpointDir = resumeDir;
   if (checkpointDir.empty() &&
@@ -403,6 +411,33 @@ int main(int argc, char **argv) {
     };
     loop.stopRequested = &stopSignal;
   }
+  // A non-finite step is replayed from the last good state: the newest
+  // checkpoint at or before it, or the start.
+  loop.onNonFinite = onNonFinite == "stop" ? OnNonFinite::Stop
+                                           : OnNonFinite::SkipStep;
+  loop.restore = [&](int64_t atMost, int64_t &at) -> Status {
+    at = 0;
+    std::vector<std::string> notes;
+    if (checkpoints)
+      ZRT_RETURN_IF_ERROR(
+          checkpoints->resumeRun(*trainer, data, at, notes, nullptr, atMost));
+    if (at == 0) {
+      session->initialize(static_cast<uint64_t>(seed));
+      if (!loadCheckpoint.empty())
+        ZRT_RETURN_IF_ERROR(session->loadCheckpoint(loadCheckpoint));
+      trainer->setNextBatchNumber(0);
+    }
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "zrun: replaying from step %" PRId64 " (%s) to check "
+                   "step %" PRId64 "\n",
+                   at, at ? "its checkpoint" : "the start", atMost + 1);
+    return Status::ok();
+  };
+  // Said by the rank whose op wrote the value.
+  loop.skipped = [&](int64_t, const std::string &text) {
+    std::fprintf(stderr, "zrun: warning: %s\n", text.c_str());
+  };
   std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<DataSource> evalSource;
   if (!evalData.empty()) {

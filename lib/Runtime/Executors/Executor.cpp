@@ -22,6 +22,12 @@ uint8_t *RegionBases::base(Region region) const {
   return nullptr;
 }
 
+Status Executor::runChecked(int, int64_t, NonFiniteFinding &) {
+  return makeError(StatusCode::Unsupported, "the ", deviceName(),
+                   " executor has no checked run (its steps are whole "
+                   "programs); the CPU executor's has");
+}
+
 SessionRegions zcc::runtime::sessionRegions(const Plan &plan,
                                             ExecutionMode mode, uint64_t align,
                                             uint64_t scale) {

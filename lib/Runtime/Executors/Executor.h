@@ -14,6 +14,7 @@
 
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Executors/Options.h"
+#include "zcc/Runtime/Executors/NonFinite.h"
 
 #include <cstring>
 #include <memory>
@@ -76,6 +77,10 @@ public:
   /// the step counter in its input). A data error (an index or label out of
   /// range) fails the step and changes no persistent tensor.
   virtual Status run(int entry, int64_t step) = 0;
+  /// The same, checking each launch's outputs for NaN and infinity
+  /// (Session::runChecked); Unimplemented where the executor cannot.
+  virtual Status runChecked(int entry, int64_t step,
+                            NonFiniteFinding &finding);
 
   /// Bytes holding arena buffers, allocations and their bytes, device bytes,
   /// host seconds spent issuing steps, the device in words.

@@ -228,7 +228,15 @@ Status Session::setInput(int entry, std::string_view name, const void *data,
   return Status::ok();
 }
 
-Status Session::run(int entry) {
+Status Session::run(int entry) { return runEntry(entry, nullptr); }
+
+Status Session::runChecked(int entry, NonFiniteFinding &finding) {
+  finding = NonFiniteFinding();
+  finding.entry = entry;
+  return runEntry(entry, &finding);
+}
+
+Status Session::runEntry(int entry, NonFiniteFinding *check) {
   if (entry < 0 || entry >= static_cast<int>(impl->entries.size()))
     return makeError(StatusCode::InvalidArgument, "no entry ", entry);
   const Entry &e = impl->plan->entries[entry];
@@ -250,7 +258,10 @@ Status Session::run(int entry) {
     const Tensor &t = e.tensors[state.stepTensor];
     std::memcpy(state.bufferAddress[t.buffer], &state.steps, sizeof(int64_t));
   }
-  ZRT_RETURN_IF_ERROR(impl->executor->run(entry, state.steps));
+  if (check)
+    ZRT_RETURN_IF_ERROR(impl->executor->runChecked(entry, state.steps, *check));
+  else
+    ZRT_RETURN_IF_ERROR(impl->executor->run(entry, state.steps));
   impl->launchesRun += e.launches.size();
   ++state.steps;
   ++state.runs;

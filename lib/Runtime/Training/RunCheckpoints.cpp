@@ -320,7 +320,7 @@ Status RunCheckpoints::save(const Session &session,
 
 Status RunCheckpoints::resume(Session &session, RunPosition &position,
                               bool &found, std::vector<std::string> &notes,
-                              std::string *path) {
+                              std::string *path, int64_t atMost) {
   found = false;
   std::string problem;
   std::vector<Listed> candidates = readManifest(dir, problem);
@@ -340,6 +340,11 @@ Status RunCheckpoints::resume(Session &session, RunPosition &position,
     }
     std::sort(candidates.begin(), candidates.end(),
               [](const Listed &a, const Listed &b) { return a.step < b.step; });
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const Listed &l) {
+                                      return l.step > atMost;
+                                    }),
+                     candidates.end());
     if (candidates.empty())
       return Status::ok(); // nothing yet: the run starts at its beginning
     notes.push_back(dir + "/" + kManifest + " is " + problem +
@@ -348,6 +353,8 @@ Status RunCheckpoints::resume(Session &session, RunPosition &position,
   }
   std::string tried;
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    if (it->step > atMost)
+      continue;
     std::string file = dir + "/" + it->file;
     std::string why;
     if (it->verified) {
@@ -387,6 +394,8 @@ Status RunCheckpoints::resume(Session &session, RunPosition &position,
     notes.push_back("passing over " + file + " (" + why + ")");
     tried += "\n  " + notes.back();
   }
+  if (tried.empty())
+    return Status::ok(); // none at or before `atMost`
   return makeError(StatusCode::InvalidArgument, "no checkpoint in '", dir,
                    "' can be resumed:", tried);
 }
@@ -414,11 +423,12 @@ Status RunCheckpoints::saveRun(const Trainer &trainer, const std::string &data,
 Status RunCheckpoints::resumeRun(Trainer &trainer, const std::string &data,
                                  int64_t &stepsDone,
                                  std::vector<std::string> &notes,
-                                 std::string *path) {
+                                 std::string *path, int64_t atMost) {
   RunPosition saved;
   bool found = false;
   std::string file;
-  ZRT_RETURN_IF_ERROR(resume(trainer.session(), saved, found, notes, &file));
+  ZRT_RETURN_IF_ERROR(
+      resume(trainer.session(), saved, found, notes, &file, atMost));
   stepsDone = 0;
   if (!found)
     return Status::ok();

@@ -32,18 +32,35 @@ Status Trainer::create(Session &session, int64_t microbatches,
   return Status::ok();
 }
 
+Status Trainer::runEntry(int entry, NonFiniteFinding *check) {
+  if (!check)
+    return owner.run(entry);
+  NonFiniteFinding found;
+  ZRT_RETURN_IF_ERROR(owner.runChecked(entry, found));
+  // The step's first: an entry that began non-finite, or its first launch.
+  bool first = !check->found && check->before.empty() &&
+               (found.found || !found.before.empty());
+  bool nanAfterInfinity = check->found && !check->nan && found.nan;
+  if (first || nanAfterInfinity)
+    *check = std::move(found);
+  return Status::ok();
+}
+
 template <typename Feed>
-Status Trainer::run(const Feed &feed, double &lossOut) {
+Status Trainer::run(const Feed &feed, double &lossOut,
+                    NonFiniteFinding *check) {
+  if (check)
+    *check = NonFiniteFinding();
   double sum = 0;
   for (int64_t m = 0; m < perStep; ++m) {
     ZRT_RETURN_IF_ERROR(feed(nextBatch++));
-    ZRT_RETURN_IF_ERROR(owner.run(dataEntry));
+    ZRT_RETURN_IF_ERROR(runEntry(dataEntry, check));
     double value = 0;
     ZRT_RETURN_IF_ERROR(owner.readValues(loss, &value, 1));
     sum += value;
   }
   if (apply >= 0)
-    ZRT_RETURN_IF_ERROR(owner.run(apply));
+    ZRT_RETURN_IF_ERROR(runEntry(apply, check));
   lossOut = sum / static_cast<double>(perStep);
   return Status::ok();
 }
@@ -57,17 +74,20 @@ Status Trainer::findTensor(std::string_view name, TensorInfo &out) const {
   return status;
 }
 
-Status Trainer::step(const DataSource &data, double &loss) {
+Status Trainer::step(const DataSource &data, double &loss,
+                     NonFiniteFinding *check) {
   return run(
       [&](int64_t batch) {
         data.fill(owner, batch);
         return Status::ok();
       },
-      loss);
+      loss, check);
 }
 
-Status Trainer::step(FeedFn feed, void *user, double &loss) {
+Status Trainer::step(FeedFn feed, void *user, double &loss,
+                     NonFiniteFinding *check) {
   if (!feed)
     return makeError(StatusCode::InvalidArgument, "no feed function");
-  return run([&](int64_t batch) { return feed(owner, batch, user); }, loss);
+  return run([&](int64_t batch) { return feed(owner, batch, user); }, loss,
+             check);
 }

@@ -39,12 +39,16 @@ struct Training {
   }
 };
 
-/// Every input NaN: the first step's loss is not finite.
+/// Every input NaN (in batch `only`, or every batch): that step's loss is
+/// not finite.
 class NanData final : public DataSource {
 public:
-  explicit NanData(const DataSource &inner) : inner(inner) {}
+  explicit NanData(const DataSource &inner, int64_t only = -1)
+      : inner(inner), only(only) {}
   void fill(Session &session, int64_t batch) const override {
     inner.fill(session, batch);
+    if (only >= 0 && batch != only)
+      return;
     const Entry &e = session.plan().entries[0];
     for (const Tensor &t : e.tensors) {
       TensorInfo info;
@@ -61,6 +65,7 @@ public:
 
 private:
   const DataSource &inner;
+  int64_t only;
 };
 
 } // namespace
@@ -135,8 +140,62 @@ TEST(TrainingLoop, ANonFiniteLossStopsNamingTheStep) {
       *run.session, *run.trainer, nan, nullptr, options,
       [&](const StepReport &) { ++reported; }, result);
   ASSERT_FALSE(ran.isOk());
-  EXPECT_NE(ran.message().find("the loss is nan at step 1"), std::string::npos)
+  EXPECT_NE(ran.message().find("the loss is NaN at step 1"), std::string::npos)
       << ran.message();
   EXPECT_EQ(reported, 1); // the step is reported, then the loop stops
   EXPECT_EQ(result.stepsRun, 1);
+}
+
+// With a way back to the last good state, the non-finite step is replayed
+// checked: it began with NaN inputs (the data's). Stop names them; skip-step
+// leaves the weights as they were before it and goes on.
+TEST(TrainingLoop, ANonFiniteStepIsReplayedCheckedAndSkipped) {
+  std::shared_ptr<Plan> plan = loadPlan("mlp");
+  ASSERT_TRUE(plan);
+  for (OnNonFinite mode : {OnNonFinite::Stop, OnNonFinite::SkipStep}) {
+    Training run(plan);
+    NanData nan(*run.data, 2); // step 3's batch
+    LoopOptions options;
+    options.steps = 5;
+    options.trace = true;
+    options.onNonFinite = mode;
+    int restores = 0;
+    options.restore = [&](int64_t atMost, int64_t &at) {
+      EXPECT_EQ(atMost, 2);
+      ++restores;
+      run.session->initialize(0);
+      run.trainer->setNextBatchNumber(0);
+      at = 0;
+      return Status::ok();
+    };
+    std::vector<std::string> skipped;
+    options.skipped = [&](int64_t step, const std::string &text) {
+      EXPECT_EQ(step, 3);
+      skipped.push_back(text);
+    };
+    std::vector<uint64_t> hashes;
+    LoopResult result;
+    Status ran = runTrainingLoop(
+        *run.session, *run.trainer, nan, nullptr, options,
+        [&](const StepReport &r) { hashes.push_back(r.persistentHash); },
+        result);
+    const char *named = "replayed, step 3: entry 'mlp_loss' began with "
+                        "non-finite values in 'images' 32x784xf32, 25088 NaN";
+    if (mode == OnNonFinite::Stop) {
+      ASSERT_FALSE(ran.isOk());
+      EXPECT_NE(ran.message().find(named), std::string::npos)
+          << ran.message();
+      EXPECT_EQ(restores, 1);
+      continue;
+    }
+    ASSERT_TRUE(ran.isOk()) << ran.message();
+    EXPECT_EQ(result.stepsSkipped, 1);
+    EXPECT_EQ(restores, 2); // to check it, then to undo it
+    ASSERT_EQ(skipped.size(), 1u);
+    EXPECT_NE(skipped[0].find(named), std::string::npos) << skipped[0];
+    ASSERT_EQ(hashes.size(), 5u);
+    EXPECT_EQ(hashes[2], hashes[1]); // step 3's update not applied
+    EXPECT_NE(hashes[3], hashes[2]); // training goes on
+    EXPECT_EQ(run.trainer->nextBatchNumber(), 5);
+  }
 }

@@ -12,6 +12,7 @@
 #ifndef ZCC_RUNTIME_SESSION_H
 #define ZCC_RUNTIME_SESSION_H
 
+#include "zcc/Runtime/Executors/NonFinite.h"
 #include "zcc/Runtime/Executors/Options.h"
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
@@ -98,6 +99,11 @@ public:
                   size_t bytes);
   /// Runs one step of `entry`: writes its step counter, then every launch.
   Status run(int entry);
+  /// The same step, checking every launch's outputs for NaN and infinity
+  /// as it goes: `finding` gets the first launch that wrote one (the step
+  /// still runs to its end, so the ranks of a job stay together). Slower;
+  /// the CPU executor only (others: Unimplemented).
+  Status runChecked(int entry, NonFiniteFinding &finding);
   /// How many times `entry` has run; the value its next step input gets.
   int64_t stepCount(int entry) const;
   /// Sets that count: to replay a step (gradient checks hold it fixed so a
@@ -134,6 +140,7 @@ public:
 
 private:
   explicit Session(std::unique_ptr<Impl> impl);
+  Status runEntry(int entry, NonFiniteFinding *check);
   template <typename From>
   Status writeAs(const TensorInfo &tensor, const From *in, size_t count);
   std::unique_ptr<Impl> impl;

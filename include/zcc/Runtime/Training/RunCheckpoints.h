@@ -68,7 +68,8 @@ public:
   /// false (and nothing changes) when the directory holds no checkpoint
   /// yet; an error when it holds some and none of them loads.
   Status resume(Session &session, RunPosition &position, bool &found,
-                std::vector<std::string> &notes, std::string *path = nullptr);
+                std::vector<std::string> &notes, std::string *path = nullptr,
+                int64_t atMost = INT64_MAX);
 
   /// The same for a trainer's run, after its steps so far: its session,
   /// its data position, and `data` naming its data.
@@ -78,9 +79,10 @@ public:
   /// from the newest valid checkpoint, which must be of the same run (the
   /// same `data`, seed, microbatches and ranks). `stepsDone` is its step,
   /// 0 when the directory holds none (nothing changed).
+  /// `atMost`: the newest at that step or before (a replay to it).
   Status resumeRun(Trainer &trainer, const std::string &data,
                    int64_t &stepsDone, std::vector<std::string> &notes,
-                   std::string *path = nullptr);
+                   std::string *path = nullptr, int64_t atMost = INT64_MAX);
 
   const std::string &directory() const { return dir; }
 

@@ -26,13 +26,18 @@ public:
 
   /// One optimizer step; each microbatch's inputs come from `data`, batch
   /// numbers counting on from the last step. `loss` is the step's loss.
-  Status step(const DataSource &data, double &loss);
+  /// With `check`, every entry runs checked (Session::runChecked) and
+  /// `check` gets the step's first launch that wrote a NaN or an infinity
+  /// (or the first entry that began with one).
+  Status step(const DataSource &data, double &loss,
+              NonFiniteFinding *check = nullptr);
 
   /// The same, each microbatch's inputs written by `feed(session, batch,
   /// user)` (the C API's callback); an error from it ends the step before
   /// that microbatch runs, and is returned.
   using FeedFn = Status (*)(Session &session, int64_t batch, void *user);
-  Status step(FeedFn feed, void *user, double &loss);
+  Status step(FeedFn feed, void *user, double &loss,
+              NonFiniteFinding *check = nullptr);
 
   Session &session() const { return owner; }
   /// The entry that reads the data (train_step or microbatch).
@@ -52,7 +57,9 @@ public:
 
 private:
   Trainer(Session &session) : owner(session) {}
-  template <typename Feed> Status run(const Feed &feed, double &loss);
+  template <typename Feed>
+  Status run(const Feed &feed, double &loss, NonFiniteFinding *check);
+  Status runEntry(int entry, NonFiniteFinding *check);
 
   Session &owner;
   int dataEntry = -1, apply = -1;

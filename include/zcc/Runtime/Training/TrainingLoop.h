@@ -24,6 +24,12 @@
 
 namespace zcc::runtime {
 
+/// What a step whose loss (or gradient norm) is not finite does.
+enum class OnNonFinite {
+  Stop,    // an error naming the step and, replayed, the op
+  SkipStep // its update undone (as GradScaler skips); training goes on
+};
+
 struct LoopOptions {
   int64_t steps = 0;
   /// Report every this many steps, and the last; 0: every step up to 1000
@@ -47,6 +53,18 @@ struct LoopOptions {
   /// the step that is running, after its checkpoint. In a data-parallel
   /// job any rank's request stops every rank after the same step.
   const volatile int *stopRequested = nullptr;
+  /// A step whose loss, or gradient norm where the plan computes one, is
+  /// not finite is replayed from the last good state, checked launch by
+  /// launch (Session::runChecked; on the CPU executor, or a CPU session of
+  /// the plan for the others), to name the first op writing a NaN or an
+  /// infinity. `restore` brings the session and the trainer back to the
+  /// newest good state at step `atMost` or before (a checkpoint, or the
+  /// start) and says its step; without it a non-finite step is an error
+  /// naming the step only.
+  OnNonFinite onNonFinite = OnNonFinite::Stop;
+  std::function<Status(int64_t atMost, int64_t &step)> restore;
+  /// Told of each skipped step, with the diagnosis.
+  std::function<void(int64_t step, const std::string &text)> skipped;
 };
 
 /// One reported step.
@@ -69,6 +87,7 @@ struct LoopResult {
   /// What stopped the run early (LoopOptions::stopRequested): the signal,
   /// -1 for another rank's, 0 when it ran every step.
   int stoppedBy = 0;
+  int64_t stepsSkipped = 0; // OnNonFinite::SkipStep
   double firstLoss = NAN, lastLoss = NAN;
   double seconds = 0;
 };
@@ -76,7 +95,8 @@ struct LoopResult {
 /// Runs `options.steps` steps of `trainer` on `data`, calling `report` for
 /// each reported step. With `communicator`, every rank runs it and the loss
 /// is the ranks' mean. A non-finite loss is an error naming the step (after
-/// its report); so is any step's failure.
+/// its report) and, with `options.restore`, the op; so is any step's
+/// failure.
 Status runTrainingLoop(Session &session, Trainer &trainer,
                        const DataSource &data, Communicator *communicator,
                        const LoopOptions &options,

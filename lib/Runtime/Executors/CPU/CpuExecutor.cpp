@@ -85,6 +85,7 @@ struct PreparedEntry {
   std::vector<uint64_t> tickets;    // per slot, while it runs
   std::vector<uint8_t> started;     // per slot: started, not yet finished
   std::vector<Span> poison;
+  std::vector<uint8_t *> buffers; // each buffer's address (checked runs)
 };
 
 /// ZCC_PROFILE=1: the time of every launch, summed per kernel and phase,
@@ -138,6 +139,11 @@ public:
   Status run(int entry, int64_t step) override {
     return wide() ? runEntry<double>(entry, step) : runEntry<float>(entry, step);
   }
+  Status runChecked(int entry, int64_t step,
+                    NonFiniteFinding &finding) override {
+    return wide() ? runEntry<double>(entry, step, &finding)
+                  : runEntry<float>(entry, step, &finding);
+  }
   uint64_t arenaCapacity() const override { return arenaBytes; }
   uint64_t allocations() const override { return allocator.count(); }
   uint64_t bytesAllocated() const override { return allocator.bytes(); }
@@ -148,7 +154,10 @@ private:
   Status allocateRegions();
   void fillConstants();
   Status prepareEntry(size_t index);
-  template <typename T> Status runEntry(int index, int64_t step);
+  template <typename T>
+  Status runEntry(int index, int64_t step, NonFiniteFinding *check = nullptr);
+  TensorRange rangeOfTensor(const Entry &e, const PreparedEntry &prepared,
+                            uint32_t tensor) const;
 
   std::shared_ptr<const Plan> plan;
   ExecutionMode mode = ExecutionMode::Planned;
@@ -302,6 +311,7 @@ Status CpuExecutor::prepareEntry(size_t index) {
       memory.buffers[b] = regions.address(buffer, scale);
     }
   }
+  prepared.buffers = memory.buffers;
   if (e.workspace >= 0) {
     memory.workspace = memory.buffers[e.workspace];
     memory.workspaceBytes = e.buffers[e.workspace].size * scale;
@@ -394,7 +404,20 @@ Status CpuExecutor::prepareEntry(size_t index) {
   return Status::ok();
 }
 
-template <typename T> Status CpuExecutor::runEntry(int index, int64_t step) {
+TensorRange CpuExecutor::rangeOfTensor(const Entry &e,
+                                       const PreparedEntry &prepared,
+                                       uint32_t tensor) const {
+  const Tensor &t = e.tensors[tensor];
+  // A broadcast view's every stored element.
+  uint64_t count = t.isStrided() ? e.buffers[t.buffer].size /
+                                       dtypeBytes(t.type.dtype)
+                                 : static_cast<uint64_t>(t.type.numElements());
+  return rangeOf(tensor, prepared.buffers[t.buffer], t.type.dtype, count,
+                 wide());
+}
+
+template <typename T>
+Status CpuExecutor::runEntry(int index, int64_t step, NonFiniteFinding *check) {
   const Entry &e = plan->entries[index];
   PreparedEntry &prepared = entries[index];
   if (mode == ExecutionMode::Poison)
@@ -406,14 +429,38 @@ template <typename T> Status CpuExecutor::runEntry(int index, int64_t step) {
     steps = &prepared.steps32;
   std::memset(error, 0, sizeof(*error));
   auto finish = [&](uint32_t slot) {
+    if (!prepared.started[slot])
+      return; // a checked run finishes every collective at once
     communicator->finish(prepared.tickets[slot]);
     prepared.started[slot] = 0;
   };
+  // A checked run: what the entry begins with that is not finite.
+  auto isFloatTensor = [&](const Tensor &t) {
+    return t.type.dtype == DType::F32 || t.type.dtype == DType::BF16;
+  };
+  if (check)
+    for (uint32_t t = 0; t < e.tensors.size(); ++t) {
+      const Tensor &tensor = e.tensors[t];
+      Region region = e.buffers[tensor.buffer].region;
+      if ((region == Region::Persistent || region == Region::Input) &&
+          isFloatTensor(tensor))
+        if (TensorRange r = rangeOfTensor(e, prepared, t); !r.finite())
+          check->before.push_back(r);
+    }
   size_t begin = 0;
   uint32_t slot = 0;
   for (const PreparedLaunch &p : prepared.launches) {
     for (size_t k = p.firstWait; k < p.endWait; ++k)
       finish(prepared.waits[k]);
+    // A checked run records the inputs' ranges until it finds a launch
+    // writing a NaN or an infinity; a launch may write over its inputs.
+    size_t launchIndex = static_cast<size_t>(&p - prepared.launches.data());
+    const Launch &launch = e.launches[launchIndex];
+    std::vector<TensorRange> inputRanges;
+    if (check && !check->nan)
+      for (uint32_t t : launch.inputs)
+        if (isFloatTensor(e.tensors[t]))
+          inputRanges.push_back(rangeOfTensor(e, prepared, t));
     auto started = profile ? std::chrono::steady_clock::now()
                            : std::chrono::steady_clock::time_point();
     const device::StepOf<T> *first = steps->data() + begin;
@@ -449,6 +496,29 @@ template <typename T> Status CpuExecutor::runEntry(int index, int64_t step) {
     }
     for (size_t k = p.endWait; k < p.endPoisonWait; ++k)
       finish(prepared.waits[k]);
+    if (check && !check->nan) {
+      for (uint32_t k = 0; k < prepared.started.size(); ++k)
+        finish(k); // the outputs are final
+      std::vector<TensorRange> outputs;
+      bool bad = false, nan = false;
+      for (uint32_t t : launch.outputs)
+        if (isFloatTensor(e.tensors[t])) {
+          outputs.push_back(rangeOfTensor(e, prepared, t));
+          bad |= !outputs.back().finite();
+          nan |= outputs.back().nans > 0;
+        }
+      // The first launch writing a NaN; until one does, the first writing
+      // an infinity.
+      if (nan || (bad && !check->found)) {
+        if (check->found && check->firstInfinite < 0)
+          check->firstInfinite = static_cast<int64_t>(check->launch);
+        check->found = true;
+        check->nan = nan;
+        check->launch = launchIndex;
+        check->inputs = std::move(inputRanges);
+        check->outputs = std::move(outputs);
+      }
+    }
     for (size_t k = p.firstPoison; k < p.endPoison; ++k)
       poisonBytes(prepared.poison[k].data, prepared.poison[k].bytes, wide());
   }
