@@ -22,6 +22,9 @@ packages=(
   python3-dev python3-venv
   # The memory page's test draws it in headless Chromium.
   chromium
+  # libFuzzer harnesses of the readers (scripts/fuzz.sh): clang and its
+  # runtime libraries (libFuzzer, ASan, UBSan).
+  clang libclang-rt-dev
 )
 
 missing=()

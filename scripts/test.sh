@@ -36,3 +36,7 @@ cd "$build"
 # One test per core: the suite takes about half the time of a serial run
 # on two (the tests never time themselves; each uses its own files).
 ctest --output-on-failure -j "$(nproc)" "$@"
+
+echo "== fuzz the readers of untrusted input, 30 s each (scripts/fuzz.sh)"
+# Built at -O0: half the build time; the table says the speed reached.
+ZCC_FUZZ_OPT=-O0 ZCC_FUZZ_BUILD_DIR=$build-fuzz "$root/scripts/fuzz.sh" 30

@@ -297,35 +297,14 @@ public:
   }
 
   /// One optimizer step on `arrays` (by feed name); the step's loss.
-  double step(nb::dict arrays) {
-    std::vector<Feed> plan;
-    std::vector<Array> held;
-    gather("step", feeds_, arrays, microbatches_, plan, held);
-    double loss = 0;
-    rt::Status status;
-    {
-      nb::gil_scoped_release release;
-      status = runStep(plan, loss);
-    }
-    check(status);
-    return loss;
-  }
+  double step(nb::dict arrays) { return stepOn(arrays, nullptr); }
 
   /// The same step checked launch by launch (Session::runChecked): its
   /// loss, and the first op that wrote a NaN or an infinity in words
   /// (empty when none did).
   std::pair<double, std::string> checkedStep(nb::dict arrays) {
-    std::vector<Feed> plan;
-    std::vector<Array> held;
-    gather("step", feeds_, arrays, microbatches_, plan, held);
-    double loss = 0;
     rt::NonFiniteFinding finding;
-    rt::Status status;
-    {
-      nb::gil_scoped_release release;
-      status = runStep(plan, loss, &finding);
-    }
-    check(status);
+    double loss = stepOn(arrays, &finding);
     if (!finding.found && finding.before.empty())
       return {loss, ""};
     return {loss, rt::describeNonFinite(*plan_, finding)};
@@ -574,6 +553,20 @@ private:
       return rt::Status::ok();
     };
     return trainer_->step(feed, &context, loss, check);
+  }
+
+  double stepOn(nb::dict arrays, rt::NonFiniteFinding *checked) {
+    std::vector<Feed> plan;
+    std::vector<Array> held;
+    gather("step", feeds_, arrays, microbatches_, plan, held);
+    double loss = 0;
+    rt::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = runStep(plan, loss, checked);
+    }
+    check(status);
+    return loss;
   }
 
   rt::TensorInfo find(const std::string &name) const {

@@ -19,16 +19,21 @@ def npy(descr, shape, payload):
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + payload
 
 
-rows, width, classes = 64, 784, 10
-rng = random.Random(1)
-patterns = [[rng.gauss(0, 0.1) for _ in range(width)] for _ in range(classes)]
-labels = [i % classes for i in range(rows)]
-images = []
-for label in labels:
-    images.extend(p + rng.gauss(0, 1) for p in patterns[label])
-with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as z:
-    z.writestr("images.npy", npy("<f4", (rows, width), struct.pack("<%df" % len(images), *images)))
-    if "--bad-dtype" in sys.argv:
-        z.writestr("labels.npy", npy("<f8", (rows,), struct.pack("<%dd" % rows, *labels)))
-    else:
-        z.writestr("labels.npy", npy("<i4", (rows,), struct.pack("<%di" % rows, *labels)))
+def main():
+    rows, width, classes = 64, 784, 10
+    rng = random.Random(1)
+    patterns = [[rng.gauss(0, 0.1) for _ in range(width)] for _ in range(classes)]
+    labels = [i % classes for i in range(rows)]
+    images = []
+    for label in labels:
+        images.extend(p + rng.gauss(0, 1) for p in patterns[label])
+    with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as z:
+        z.writestr("images.npy", npy("<f4", (rows, width), struct.pack("<%df" % len(images), *images)))
+        if "--bad-dtype" in sys.argv:
+            z.writestr("labels.npy", npy("<f8", (rows,), struct.pack("<%dd" % rows, *labels)))
+        else:
+            z.writestr("labels.npy", npy("<i4", (rows,), struct.pack("<%di" % rows, *labels)))
+
+
+if __name__ == "__main__":
+    main()

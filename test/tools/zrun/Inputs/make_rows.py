@@ -2,13 +2,14 @@
 """usage: make_rows.py OUT.npz ZERO_ROW: 40 rows of 8 positive float32
 features `x` and int32 `labels` (3 classes), as np.savez writes them, with
 row ZERO_ROW all zeros (a division by zero for normalized.mlir)."""
+import os
 import random
 import struct
 import sys
 import zipfile
 
-sys.path.insert(0, __import__("os").path.join(
-    __import__("os").path.dirname(__import__("os").path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
 from make_npz import npy  # noqa: E402
 
 rows, width = 40, 8
