@@ -2,8 +2,9 @@
 # Runs every test of zcc on a fresh Debian 12 machine: installs dependencies
 # (Debian packages; python/requirements-test.txt into .cache/py-venv), builds
 # with the Python package, checks the build is incremental and that the
-# MLIR-free configuration builds, then runs ctest (lit, GoogleTest, pytest).
-# Ends with ctest's summary line.
+# MLIR-free configuration builds, then runs ctest (lit, GoogleTest, pytest)
+# and 30 s of each libFuzzer harness (scripts/fuzz.sh). Ends with the
+# fuzzers' table.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${ZCC_BUILD_DIR:-$root/build}

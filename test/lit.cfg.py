@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.zcc_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "python", "Inputs", "expect_exit.py", "check_op_coverage.py", "check_zplan.py"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "python", "Inputs", "fuzz", "expect_exit.py", "check_op_coverage.py", "check_zplan.py"]
 
 # Project tools first, then FileCheck/not/count from LLVM 19.
 config.environment["PATH"] = os.pathsep.join(
