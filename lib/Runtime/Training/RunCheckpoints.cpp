@@ -340,21 +340,22 @@ Status RunCheckpoints::resume(Session &session, RunPosition &position,
     }
     std::sort(candidates.begin(), candidates.end(),
               [](const Listed &a, const Listed &b) { return a.step < b.step; });
-    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                    [&](const Listed &l) {
-                                      return l.step > atMost;
-                                    }),
-                     candidates.end());
-    if (candidates.empty())
-      return Status::ok(); // nothing yet: the run starts at its beginning
+  }
+  // A replay's restore takes the newest at or before its step.
+  candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                  [&](const Listed &l) {
+                                    return l.step > atMost;
+                                  }),
+                   candidates.end());
+  if (candidates.empty())
+    return Status::ok(); // nothing yet: the run starts at its beginning
+  if (!problem.empty()) {
     notes.push_back(dir + "/" + kManifest + " is " + problem +
                     ": trying the checkpoint files by name, newest first, "
                     "without checksums");
   }
   std::string tried;
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
-    if (it->step > atMost)
-      continue;
     std::string file = dir + "/" + it->file;
     std::string why;
     if (it->verified) {
@@ -394,8 +395,6 @@ Status RunCheckpoints::resume(Session &session, RunPosition &position,
     notes.push_back("passing over " + file + " (" + why + ")");
     tried += "\n  " + notes.back();
   }
-  if (tried.empty())
-    return Status::ok(); // none at or before `atMost`
   return makeError(StatusCode::InvalidArgument, "no checkpoint in '", dir,
                    "' can be resumed:", tried);
 }
