@@ -3,12 +3,40 @@
 per step by kernel, largest first.
 
     ncu_summary.py LOG.csv STEPS [--top N]
+
+Then the same by family (products, attention, element programs, ...):
+zcc's kernels by their functor's name, cuBLAS's by its kernels' prefixes.
 """
 import argparse
 import csv
 import io
 import re
 import sys
+
+
+# (family, pattern on the kernel's name), first match wins.
+FAMILIES = [
+    ("products (cuBLAS; attention's small ones included)",
+     r"nvjet|gemm|xmma|cutlass|cublas"),
+    ("attention rows and gradients", r"zcc::Attention"),
+    ("fused element programs", r"zcc::ElementProgram"),
+    ("element kernels and conversions",
+     r"zcc::(Elementwise|Convert|Dropout|Fill|Scale|Unary|Binary)"),
+    ("copies (head split/merge, concat, transpose)",
+     r"zcc::(StridedCopy|ConcatPart|Copy|Transpose|Slice)"),
+    ("reductions", r"zcc::(Reduce|MeanOf|Sum)"),
+    ("layer and RMS norms", r"zcc::(LayerNorm|RmsNorm)"),
+    ("loss", r"zcc::CrossEntropy"),
+    ("optimizer", r"zcc::(Adamw|Adam|Sgd|Clip)"),
+    ("embedding", r"zcc::Embedding"),
+]
+
+
+def family(name):
+    for label, pattern in FAMILIES:
+        if re.search(pattern, name, re.IGNORECASE):
+            return label
+    return "other"
 
 
 def main():
@@ -43,6 +71,16 @@ def main():
         short = name if len(name) <= 90 else name[:87] + "..."
         print(f"| `{short}` | {count[name] / args.steps:.1f} | "
               f"{us / args.steps:.1f} | {100 * us / args.steps / all_us:.1f}% |")
+    families, launches_of = {}, {}
+    for name, us in total.items():
+        f = family(name)
+        families[f] = families.get(f, 0.0) + us
+        launches_of[f] = launches_of.get(f, 0) + count[name]
+    print("\n| family | kernels per step | us per step | share |")
+    print("|---|---:|---:|---:|")
+    for f, us in sorted(families.items(), key=lambda kv: -kv[1]):
+        print(f"| {f} | {launches_of[f] / args.steps:.0f} | {us / args.steps:.1f} | "
+              f"{100 * us / args.steps / all_us:.1f}% |")
 
 
 if __name__ == "__main__":

@@ -10,13 +10,17 @@
 # zrun traces compared bit for bit (graph, eager, no-reuse, poison), the
 # graph/eager benchmark, the PyTorch comparison (where PyTorch is installed),
 # the same at real sizes (GPT-2 small) and zrun under compute-sanitizer
-# (where installed). Logs go to OUT_DIR
+# (where installed), the kill-and-resume test and the 4,096-microbatch soak.
+# Logs go to OUT_DIR
 # (default bench/gpu/out), the last lines printed are a table of the steps,
 # and the exit status is non-zero when any step failed.
 #
 # A GPU machine with no package manager: pack the libraries on a Debian
 # machine (bench/gpu/pack_deps.sh DIR), copy DIR over and set ZCC_GPU_DEPS=DIR.
 # ZCC_GPU_STEP_TIMEOUT (seconds, default 300) bounds each step.
+# ZCC_GPU_ONLY (an extended regular expression) runs only the steps whose
+# names match it; ZCC_GPU_SKIP_BUILD=1 uses the build already there (so
+# several instances can share it: bench/gpu/run_parallel.sh).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 plans=$(cd "${1:?usage: run.sh PLANS_DIR|PREPARED_DIR [OUT_DIR]}" && pwd) || exit 2
@@ -55,6 +59,9 @@ failed=0
 step() {
   local name=$1 log=$2
   shift 2
+  if [ -n "${ZCC_GPU_ONLY:-}" ] && ! [[ $name =~ $ZCC_GPU_ONLY ]]; then
+    return 0
+  fi
   echo "== $name" | tee -a "$out/$log"
   local start=$SECONDS
   if [ "$(type -t "$1")" = function ]; then
@@ -185,7 +192,9 @@ fi
 
 echo "== build the runtime alone in $build"
 start=$SECONDS
-if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+if [ -n "${ZCC_GPU_SKIP_BUILD:-}" ]; then
+  echo "ZCC_GPU_SKIP_BUILD: using the build in $build"
+elif ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
          -DZCC_BUILD_COMPILER=OFF -DZCC_ENABLE_CUDA=ON "${nccl_flags[@]}" \
          -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
        ninja -C "$build" zcc-cuda-info zcc-cuda-conformance-tests zcc-conformance-tests \
@@ -231,6 +240,28 @@ if [ -f "$plans/gpt_block_resume.zplan" ]; then
     python3 "$root/test/tools/zrun/kill_resume.py" "$build/bin/zrun" \
     "$plans/gpt_block_resume.zplan" --kills 20 --sigterm 2 -- --steps 200 \
     --microbatches 2 --device cuda
+fi
+
+# 4,096 microbatches a step (issue 48's carried line; the failure that
+# motivated zcc grew 164 MiB a microbatch): the device memory is what one
+# microbatch takes, and nothing is allocated after load.
+soak() {
+  local n one many
+  for n in 1 4096; do
+    "$build/bin/zrun" "$plans/gpt_block_resume.zplan" --device cuda --microbatches $n \
+      --steps 2 > "$build/soak-$n.txt" || { echo "zrun --microbatches $n failed"; return 1; }
+    grep -E 'device memory|allocations after load|^step' "$build/soak-$n.txt" | sed "s/^/$n: /"
+    grep -q 'allocations after load *0$' "$build/soak-$n.txt" ||
+      { echo "--microbatches $n allocated after load"; return 1; }
+  done
+  one=$(grep 'device memory' "$build/soak-1.txt")
+  many=$(grep 'device memory' "$build/soak-4096.txt")
+  [ -n "$one" ] && [ "$one" = "$many" ] ||
+    { echo "device memory differs: '$one' against '$many'"; return 1; }
+  echo "4096 microbatches: $many, as for one"
+}
+if [ -f "$plans/gpt_block_resume.zplan" ]; then
+  step "soak: gpt_block, 4096 microbatches a step, 2 steps" zrun.txt soak
 fi
 
 step "benchmark: graph replay against eager launch, 1000 steps" zcc.md \
