@@ -13,6 +13,10 @@ build=${ZCC_BUILD_DIR:-$root/build}
 
 echo "== Python environment for the zcc package (scripts/python-env.sh)"
 python=$("$root/scripts/python-env.sh")
+# cudnn-frontend's headers, for the CUDA executor's cuDNN attention (the
+# build goes on without them, running attention on its own kernels).
+"$root/scripts/cudnn-frontend.sh" "$python" ||
+  echo "warning: no cudnn-frontend headers: CUDA attention stays on the reference kernels" >&2
 
 echo "== build (compiler + runtime + Python package) in $build"
 ZCC_BUILD_DIR=$build "$root/scripts/build.sh" -DZCC_BUILD_PYTHON=ON \

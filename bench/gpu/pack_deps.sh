@@ -28,6 +28,13 @@ cp -L $inc/zlib.h $inc/zconf.h $inc/zip.h $inc/zipconf.h "$out/include/"
 # OpenBLAS's cblas.h (Debian keeps it behind an alternatives link).
 blas_inc=$(dirname "$(readlink -f $inc/$arch/cblas.h)")
 cp -L "$blas_inc"/cblas.h "$blas_inc"/openblas_config.h "$out/include/"
+# cudnn-frontend's headers (scripts/cudnn-frontend.sh) and cudnn.h, for
+# the CUDA executor's cuDNN attention; libcudnn comes from the GPU machine.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+if [ -f "$root/.cache/cudnn-frontend/include/cudnn_frontend.h" ]; then
+  mkdir -p "$out/cudnn-frontend"
+  cp -r "$root/.cache/cudnn-frontend/include" "$out/cudnn-frontend/"
+fi
 cp -L $lib/libgtest.a $lib/libgtest_main.a $lib/libgmock.a $lib/libgmock_main.a "$out/lib/"
 # Shared libraries under their sonames, with the link-time names beside them
 # (libzip's libcrypto.so.3 is on every machine with OpenSSL 3).

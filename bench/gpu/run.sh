@@ -190,6 +190,26 @@ else
   echo "== no NCCL found (NCCL_ROOT, or pip's nvidia-nccl): data-parallel steps run without it"
 fi
 
+# cuDNN for bf16 attention: cudnn.h at build time and libcudnn.so.9 at run
+# time (loaded, not linked), from CUDNN_ROOT or PyTorch's nvidia-cudnn wheel;
+# cudnn-frontend's headers from the prepared deps. The frontend loads the
+# CUDA runtime's shared library too, which the toolkit has.
+if [ -z "${CUDNN_ROOT:-}" ]; then
+  CUDNN_ROOT=$(python3 -c 'import nvidia.cudnn as n; print(list(n.__path__)[0])' 2>/dev/null) ||
+    CUDNN_ROOT=
+fi
+if [ -n "$CUDNN_ROOT" ] && [ -d "$CUDNN_ROOT/lib" ]; then
+  echo "== cuDNN from $CUDNN_ROOT"
+  nccl_flags+=(-DCUDNN_ROOT="$CUDNN_ROOT")
+  export LD_LIBRARY_PATH=$CUDNN_ROOT/lib:$LD_LIBRARY_PATH
+fi
+if [ -n "${ZCC_GPU_DEPS:-}" ] && [ -d "$deps/cudnn-frontend" ]; then
+  nccl_flags+=(-DCUDNN_FRONTEND_ROOT="$deps/cudnn-frontend")
+fi
+for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+  [ -d "$dir" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$dir
+done
+
 echo "== build the runtime alone in $build"
 start=$SECONDS
 if [ -n "${ZCC_GPU_SKIP_BUILD:-}" ]; then

@@ -684,6 +684,10 @@ inline std::vector<LaunchCase> everyKernel() {
   attention({2, 4}, {2, 2}, 6, true, true, nullptr, 0.0);
   // Dropout of the probabilities, with a padding mask.
   attention({2}, {2}, 4, true, true, &padding, 0.4);
+  // 70 causal queries: two blocks of query rows (64, then 6 seeing 70
+  // keys), which on the GPU bf16 failed at (2026-11-28, reference kernels).
+  addAttention(cases, DType::F32, AttentionCase{{2, 2}, {2, 2}, 70, 70, 8, 8},
+               true, true, nullptr, 0.0);
   // Convolutions: padded and strided; grouped and dilated; depthwise.
   struct Conv {
     std::vector<int64_t> x, w, y, stride, padding, dilation;

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Executors/CUDA/CudaBlas.h"
+#include "Executors/CUDA/CudaDnn.h"
 #include "Executors/CUDA/CudaNccl.h"
 #include "Executors/Device/DeviceExecutor.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
@@ -289,7 +290,23 @@ public:
     return Status::ok();
   }
 
-  std::string name() const override { return deviceName; }
+  /// The device, and where bf16 attention runs (cuDNN, or why not).
+  std::string name() const override {
+    std::string lowering = dnn.summary();
+    return lowering.empty() ? deviceName : deviceName + "; " + lowering;
+  }
+
+  Status lower(const Entry &entry, size_t index, const EntryMemory &memory,
+               std::vector<Step> &out) override {
+    bool lowered = false;
+    ZRT_RETURN_IF_ERROR(dnn.lowerAttention(
+        entry, index, memory,
+        [this](uint64_t bytes, uint8_t *&at) {
+          return allocateDevice(bytes, "cuDNN's workspace", at);
+        },
+        out, lowered));
+    return lowered ? Status::ok() : appendLaunch(entry, index, memory, out);
+  }
 
   Status memoryInfo(uint64_t &freeBytes, uint64_t &totalBytes) override {
     size_t f = 0, t = 0;
@@ -310,7 +327,13 @@ public:
                        deviceName, ": ", describe(status, "cudaMalloc"));
     }
     deviceBlocks.push_back(p);
-    ZRT_CUDA(cudaMemset(p, 0, std::max<uint64_t>(bytes, 256)), "cudaMemset");
+    // On the step's stream, and waited for: the legacy stream's cudaMemset
+    // and pageable cudaMemcpy are not ordered with a non-blocking stream
+    // (a copy to the device may return before its bytes land), so the
+    // first kernels could read what the memory held before.
+    ZRT_CUDA(cudaMemsetAsync(p, 0, std::max<uint64_t>(bytes, 256), stream),
+             "cudaMemsetAsync");
+    ZRT_CUDA(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     ++count;
     allocated += bytes;
     device += bytes;
@@ -337,16 +360,21 @@ public:
     return Status::ok();
   }
 
+  // Copies on the step's stream, waited for (see allocateDevice).
   Status copyToDevice(void *to, const void *from, uint64_t bytes) override {
-    if (bytes)
-      ZRT_CUDA(cudaMemcpy(to, from, bytes, cudaMemcpyHostToDevice),
-               "cudaMemcpy to the device");
+    if (bytes) {
+      ZRT_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream),
+               "cudaMemcpyAsync to the device");
+      ZRT_CUDA(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
     return Status::ok();
   }
   Status copyToHost(void *to, const void *from, uint64_t bytes) override {
-    if (bytes)
-      ZRT_CUDA(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToHost),
-               "cudaMemcpy to the host");
+    if (bytes) {
+      ZRT_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, stream),
+               "cudaMemcpyAsync to the host");
+      ZRT_CUDA(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
     return Status::ok();
   }
 
@@ -499,6 +527,7 @@ private:
   cudaStream_t stream = nullptr;
   std::vector<cudaStream_t> branches; // graph capture's other streams
   CudaBlas blas;
+  CudaDnn dnn;
   CudaNccl nccl;
   std::vector<EntryProgram> programs;
   std::vector<void *> deviceBlocks, hostBlocks;
