@@ -20,7 +20,7 @@ See docs/python.md.
 """
 
 from ._zcc import Error
-from . import init, ops
+from . import data, init, ops
 from ._torch_import import from_torch
 from ._trace import (
     Compiled,

@@ -1,8 +1,8 @@
 //===- zrun.cpp - train a compiled plan -----------------------------------===//
 //
 //   zrun MODEL.zplan [--steps N] [--device cpu|cuda|emulator] [--seed S]
-//        [--data synthetic|FILE.npz] [--mode planned|no-reuse|poison]
-//        [--eval-data synthetic|FILE.npz [--eval-every N]]
+//        [--data synthetic|FILE.npz|tokens:FILE] [--mode planned|...]
+//        [--eval-data synthetic|FILE.npz|tokens:FILE [--eval-every N]]
 //        [--checkpoint-dir D [--checkpoint-every N] [--keep K]] [--resume D]
 //   mpirun -np N zrun MODEL.zplan ...   (a plan compiled --data-parallel)
 //
@@ -140,7 +140,9 @@ int main(int argc, char **argv) {
                  "that the session may hold (default 0.75); a plan needing "
                  "more fails at load");
   app.add_option("--data", data,
-                 "synthetic (default) or FILE.npz, one array per input");
+                 "synthetic (default), FILE.npz (one array per input) or "
+                 "tokens:FILE[:uint16|uint32] (a token file: random windows "
+                 "of the plan's sequence, labels one token on)");
   app.add_option("--mode", mode, "planned (default), no-reuse or poison");
   app.add_option("--precision", precision,
                  "f32 (default) or f64 (float math in double)");
@@ -191,7 +193,8 @@ int main(int argc, char **argv) {
   int64_t evalEvery = 0, evalBatches = 0;
   app.add_option("--eval-data", evalData,
                  "a validation loss from the plan's eval entry on this data "
-                 "(synthetic or FILE.npz, one array per eval input), after "
+                 "(synthetic, FILE.npz, one array per eval input, or "
+                 "tokens:FILE[:uint16|uint32]), after "
                  "the last step (and every --eval-every steps)");
   app.add_option("--eval-every", evalEvery,
                  "evaluate every N steps as well as after the last (needs "

@@ -5,6 +5,7 @@
 #include "zcc/Runtime/IO/HostTensor.h"
 #include "zcc/Runtime/IO/Npz.h"
 #include "zcc/Runtime/Data/SyntheticData.h"
+#include "zcc/Runtime/Data/TokenData.h"
 
 #include <algorithm>
 #include <cstring>
@@ -183,6 +184,8 @@ Status zcc::runtime::makeDataSource(const Session &session, int entry,
                                             heldOut ? int64_t(1) << 40 : 0);
     return Status::ok();
   }
+  if (spec.rfind("tokens:", 0) == 0)
+    return makeTokenSource(session, entry, spec.substr(7), seed, out);
   return makeNpzSource(session, entry, spec, out);
 }
 

@@ -27,6 +27,7 @@ public:
 /// per input, named like the input, with the input's shape or a leading
 /// dimension of N examples (N >= the batch's rows); batch b takes rows
 /// [b * B, b * B + B) modulo N. Labels may be i32 or i64 in the file.
+/// "tokens:FILE[:uint16|uint32]" is a token file (TokenData.h).
 Status makeDataSource(const Session &session, int entry,
                       const std::string &spec, uint64_t seed,
                       std::unique_ptr<DataSource> &out);
