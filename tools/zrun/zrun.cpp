@@ -22,6 +22,7 @@
 #include "zcc/Reports/MemoryTimeline.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Reports/PlanReport.h"
+#include "zcc/Reports/Progress.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Training/Evaluator.h"
 #include "zcc/Runtime/Training/RunCheckpoints.h"
@@ -213,6 +214,16 @@ int main(int argc, char **argv) {
   app.add_option("--stats-json", statsJson,
                  "write the session's stats here after the run (JSON, "
                  "zcc.stats/v1: docs/runtime.md)");
+  std::string metricsJsonl;
+  double peakTflops = 0;
+  app.add_option("--metrics-jsonl", metricsJsonl,
+                 "write one JSON line per step here (step, loss, lr, "
+                 "grad_norm, seconds, tokens or examples per second, MFU); "
+                 "a resumed run appends");
+  app.add_option("--peak-tflops", peakTflops,
+                 "the device's peak TFLOP/s for MFU (default: known CUDA "
+                 "devices' dense peak for the plan's precision; none on the "
+                 "CPU)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {
@@ -402,9 +413,31 @@ int main(int argc, char **argv) {
                            : ", eager kernel launches")
                     : "");
   std::printf("data: %s\n", source->describe().c_str());
+  // What a step does, for the progress line and the metrics file: its
+  // tokens (or examples) over the job, its model FLOPs on this rank, the
+  // device's peak for MFU.
+  const StepWork work = stepWork(session->plan(), trainer->entry(),
+                                 trainer->applyEntry(), microbatches);
+  if (peakTflops <= 0 && options.device == DeviceKind::Cuda)
+    peakTflops = devicePeakTflops(session->stats().deviceName,
+                                  session->plan(), trainer->entry());
+  const int64_t jobItems = work.items * world;
+  const char *itemWord = work.tokens ? "tok" : "examples";
+  std::FILE *metricsFile = nullptr;
+  if (!metricsJsonl.empty() && rank == 0) {
+    metricsFile = std::fopen(metricsJsonl.c_str(), firstStep > 1 ? "a" : "w");
+    if (!metricsFile)
+      return fail(makeError(StatusCode::IoError, "cannot open --metrics-jsonl ",
+                            metricsJsonl, ": ", std::strerror(errno)));
+  }
+  // Lines are printed every `every` steps; with a metrics file every step
+  // is reported to the loop's callback, and written.
+  const int64_t every = printEvery > 0 ? printEvery
+                        : steps <= 1000 ? 1
+                                        : std::max<int64_t>(1, steps / 100);
   LoopOptions loop;
   loop.steps = steps;
-  loop.reportEvery = printEvery;
+  loop.reportEvery = metricsJsonl.empty() ? printEvery : 1;
   loop.trace = trace;
   loop.firstStep = firstStep;
   if (checkpoints) {
@@ -466,7 +499,35 @@ int main(int argc, char **argv) {
   }
   // One line per reported step: a bit-exact trace, the loss (and metrics)
   // of every step, or a progress line on long runs.
+  double lastSeconds = 0;
   auto print = [&](const StepReport &r) {
+    const double stepSeconds = r.seconds - lastSeconds;
+    lastSeconds = r.seconds;
+    const double rate = (r.step - firstStep + 1) / std::max(r.seconds, 1e-9);
+    const double mfu =
+        peakTflops > 0 ? work.flops * rate / (peakTflops * 1e12) : 0;
+    if (metricsFile) {
+      std::string line = "{\"step\": " + std::to_string(r.step);
+      char number[64];
+      auto field = [&](const char *name, double value) {
+        std::snprintf(number, sizeof number, ", \"%s\": %.9g", name, value);
+        line += number;
+      };
+      field("loss", r.loss);
+      for (const auto &[name, value] : r.metrics)
+        field(name.c_str(), value);
+      field("seconds", r.seconds);
+      field("step_seconds", stepSeconds);
+      field(work.tokens ? "tokens_per_second" : "examples_per_second",
+            static_cast<double>(jobItems) * rate);
+      if (peakTflops > 0)
+        field("mfu", mfu);
+      line += "}\n";
+      std::fputs(line.c_str(), metricsFile);
+      std::fflush(metricsFile);
+    }
+    if (!trace && r.step % every != 0 && r.step != r.steps)
+      return;
     std::string metrics;
     for (const auto &[name, value] : r.metrics) {
       char text[64];
@@ -482,20 +543,37 @@ int main(int argc, char **argv) {
       std::printf("step %" PRId64 " loss %.9g bits 0x%08x params 0x%016" PRIx64
                   "\n",
                   r.step, r.loss, bits, r.persistentHash);
-    } else if (r.everyStep) {
+    } else if (every == 1) {
       std::printf("step %" PRId64 " loss %.6f%s\n", r.step, r.loss,
                   metrics.c_str());
     } else {
-      std::printf("step %" PRId64 "/%" PRId64 " loss %.6f%s  (%.1f steps/s)\n",
-                  r.step, r.steps, r.loss, metrics.c_str(),
-                  (r.step - firstStep + 1) / std::max(r.seconds, 1e-9));
+      // A progress line: the rate so far, what the job reads, MFU, ETA.
+      std::string extra;
+      char text[96];
+      if (jobItems > 0) {
+        std::snprintf(text, sizeof text, ", %.0f %s/s",
+                      static_cast<double>(jobItems) * rate, itemWord);
+        extra += text;
+      }
+      if (peakTflops > 0) {
+        std::snprintf(text, sizeof text, ", MFU %.1f%%", 100 * mfu);
+        extra += text;
+      }
+      if (r.step < r.steps)
+        extra += ", ETA " + formatDuration((r.steps - r.step) / rate);
+      std::printf("step %" PRId64 "/%" PRId64 " loss %.6f%s  (%.1f steps/s%s)\n",
+                  r.step, r.steps, r.loss, metrics.c_str(), rate,
+                  extra.c_str());
     }
   };
   LoopResult ran;
-  if (Status s = runTrainingLoop(*session, *trainer, *source,
-                                 communicator.get(), loop, print, ran);
-      !s.isOk())
-    return fail(s);
+  Status looped = runTrainingLoop(*session, *trainer, *source,
+                                  communicator.get(), loop, print, ran);
+  if (metricsFile && std::fclose(metricsFile) != 0 && looped.isOk())
+    looped = makeError(StatusCode::IoError, "cannot write --metrics-jsonl ",
+                       metricsJsonl, ": ", std::strerror(errno));
+  if (!looped.isOk())
+    return fail(looped);
   // With no steps, the evaluation is of what was loaded.
   if (steps == 0 && loop.evaluate)
     if (Status s = loop.evaluate(0); !s.isOk())

@@ -42,6 +42,9 @@ public:
   Session &session() const { return owner; }
   /// The entry that reads the data (train_step or microbatch).
   int entry() const { return dataEntry; }
+  /// The entry that applies the accumulated update once a step, or -1
+  /// (the train_step entry does it).
+  int applyEntry() const { return apply; }
   /// Batches per step.
   int64_t microbatches() const { return perStep; }
   /// The batch number the next step's first microbatch reads: the data
