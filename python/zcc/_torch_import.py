@@ -1675,6 +1675,8 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
         timings["torch.export and zcc import (eval, predict)"] = \
             time.perf_counter() - imported_at
     traced.timings = timings
+    # A torch optimizer's parameters by object, for compile(optimizer=).
+    traced._torch_names = {id(p): n for n, p in module.named_parameters()}
     return traced
 
 

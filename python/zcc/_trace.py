@@ -451,7 +451,12 @@ class Traced:
     def compile(self, optimizer="default", lr_schedule=None, **options):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
-        gradients become outputs); the default is zcc.adamw().
+        gradients become outputs); the default is zcc.adamw(). For a step
+        from zcc.from_torch it may be the script's torch optimizer (AdamW,
+        Adam, SGD; parameter groups differing in weight decay), and
+        `lr_schedule` its scheduler (a LambdaLR of nanoGPT's shape,
+        CosineAnnealingLR, a LinearLR warmup, SequentialLR of those): read,
+        not restated; what zcc cannot express raises zcc.Error naming it.
         `lr_schedule` (zcc.lr_schedule(...)) changes the learning rate from
         step to step (warmup, then cosine or linear decay); the plan
         computes it from its step counter and returns it as `lr`.
@@ -467,6 +472,7 @@ class Traced:
         docs/distributed.md), `planner_node_limit`, `planner_time_limit`
         (docs/planner.md). An option's rule that is broken raises zcc.Error
         naming it."""
+        optimizer, lr_schedule = self._from_torch(optimizer, lr_schedule)
         compile_options = _compile_options(optimizer, lr_schedule, options)
         plan, _, warned = self.graph.compile(compile_options)
         _warn(warned)
@@ -475,6 +481,32 @@ class Traced:
                         accumulate=compile_options.accumulate, traced=self,
                         options=compile_options, values=self._values,
                         entries=self._entries)
+
+
+    def _from_torch(self, optimizer, lr_schedule):
+        """A torch optimizer and scheduler (from_torch's modules) as zcc's:
+        their hyperparameters read, not restated."""
+        is_torch = type(optimizer).__module__.startswith("torch.optim")
+        schedule_is_torch = type(lr_schedule).__module__.startswith("torch.optim")
+        if not is_torch and not schedule_is_torch:
+            return optimizer, lr_schedule
+        from . import _torch_optim
+        names = getattr(self, "_torch_names", None)
+        if names is None:
+            raise Error("compile: a torch optimizer or scheduler needs a step "
+                        "imported with zcc.from_torch (its parameters' names)")
+        lr = None
+        if is_torch:
+            lr = _torch_optim.base_lr(optimizer)
+            zcc_optimizer = _torch_optim.optimizer_from_torch(optimizer, names)
+        elif schedule_is_torch:
+            raise Error("compile: a torch scheduler needs its torch optimizer "
+                        "(optimizer=) too")
+        if schedule_is_torch:
+            if lr_schedule.optimizer is not optimizer:
+                raise Error("compile: the scheduler is another optimizer's")
+            lr_schedule = _torch_optim.schedule_from_torch(lr_schedule, lr)
+        return zcc_optimizer, lr_schedule
 
 
 def compile_options():
@@ -923,6 +955,23 @@ class Session:
     def load_state_dict(self, state):
         for name, array in state.items():
             self.write(name, array)
+
+    def sync_to(self, module, optimizer=None):
+        """Writes this session's state into a PyTorch `module` (its
+        parameters and buffers, by their names: a step from zcc.from_torch)
+        and, given, its torch `optimizer` (AdamW/Adam's exp_avg, exp_avg_sq
+        and step; SGD's momentum_buffer), in their dtypes, so PyTorch can
+        continue the run where zcc is (set a scheduler's position with
+        `scheduler.last_epoch` if the script has one)."""
+        from . import _torch_optim
+        _torch_optim.sync_to(self, module, optimizer)
+
+    def sync_from(self, module, optimizer=None):
+        """The reverse of sync_to: this session takes `module`'s parameters
+        and buffers and `optimizer`'s state (and its step count), so zcc can
+        continue a run PyTorch began."""
+        from . import _torch_optim
+        _torch_optim.sync_from(self, module, optimizer)
 
     def save(self, path):
         """Every persistent tensor (parameters, optimizer state) as f32
