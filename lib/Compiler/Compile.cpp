@@ -175,10 +175,51 @@ Status compileOnce(ModuleOp module, const CompileOptions &options,
 } // namespace
 } // namespace zcc
 
+uint64_t zcc::fixedDeviceBytes(const runtime::Plan &plan, int64_t reserve) {
+  uint64_t io = 0;
+  for (const runtime::Entry &e : plan.entries)
+    io = std::max<uint64_t>(io, e.inputSize + e.outputSize);
+  return plan.persistentSize + plan.constantSize + io +
+         static_cast<uint64_t>(reserve);
+}
+
 Status zcc::compileModule(ModuleOp module, const CompileOptions &options,
                           runtime::Plan &out, std::string *plannedIR,
                           std::string *warnings) {
   ZRT_RETURN_IF_ERROR(checkCompileOptions(options));
+  if (options.fit > 0) {
+    // The plan as it is, first: when it fits nothing is recomputed; else
+    // the arena's budget is what the other regions and the reserve leave.
+    CompileOptions plain = options;
+    plain.fit = 0;
+    OwningOpRef<ModuleOp> copy = module.clone();
+    runtime::Plan plan;
+    ZRT_RETURN_IF_ERROR(
+        compileOnce(*copy, plain, 0, plan, plannedIR, warnings));
+    const uint64_t fixed = fixedDeviceBytes(plan, options.fitReserve);
+    const uint64_t fit = static_cast<uint64_t>(options.fit);
+    if (fixed + plan.arenaSize <= fit) {
+      module.getBodyRegion().takeBody(copy->getBodyRegion());
+      module->setAttrs(copy.get()->getAttrDictionary());
+      out = std::move(plan);
+      return Status::ok();
+    }
+    if (fixed >= fit)
+      return makeError(StatusCode::OutOfMemory, "fit ", fit,
+                       " bytes: the parameters, optimizer state and other "
+                       "persistent tensors, the inputs, outputs and "
+                       "constants take ",
+                       fixed - options.fitReserve, " bytes and fit-reserve ",
+                       options.fitReserve, ": no arena fits beside them");
+    plain.memoryBudget = static_cast<int64_t>(fit - fixed);
+    Status fitted = compileModule(module, plain, out, plannedIR, warnings);
+    if (!fitted.isOk())
+      return makeError(fitted.code(), "fit ", fit, " bytes (an arena of at most ",
+                       fit - fixed, " beside ", fixed,
+                       " bytes of other regions and reserve): ",
+                       fitted.message());
+    return Status::ok();
+  }
   const int64_t budget = options.memoryBudget;
   if (budget == 0)
     return compileOnce(module, options, 0, out, plannedIR, warnings);

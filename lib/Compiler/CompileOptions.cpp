@@ -262,6 +262,9 @@ std::string check(const CompileOptions &o) {
                        valueText(o.minLr));
   if (o.optimizer == "sgd" && o.nesterov && o.momentum == 0)
     return "option 'nesterov' needs momentum > 0";
+  if (o.fit > 0 && o.memoryBudget > 0)
+    return "options 'fit' and 'memory-budget' both set the arena's budget: "
+           "give one";
   if (!o.rematProblem.empty() && o.memoryBudget == 0)
     return "option 'remat-problem' ('" + o.rematProblem +
            "') needs a memory budget: without one nothing is recomputed";

@@ -53,6 +53,12 @@ cl::opt<std::string> memoryTorchSnapshot(
     cl::desc("Write the plan as PyTorch's memory snapshot (a pickle for "
              "pytorch.org/memory_viz and torch.cuda._memory_viz) here"),
     cl::value_desc("file"), cl::cat(category));
+cl::opt<bool> fitReport(
+    "fit-report",
+    cl::desc("Print, for devices of 16, 24, 40, 80 and 141 GB, whether the "
+             "step fits as it is, with recomputation (and its share of the "
+             "step's FLOPs), or not at all (fit-reserve counted)"),
+    cl::cat(category));
 cl::opt<std::string> emitIR("emit-ir",
                             cl::desc("Also write the planned zplan IR here"),
                             cl::value_desc("file"), cl::cat(category));
@@ -138,7 +144,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "zcc: compiles a zt training step (forward + loss) into a .zplan: "
       "autodiff, optimizer, liveness, memory plan\n");
-  if (outputFile.empty() && !report && memoryJson.empty() &&
+  if (outputFile.empty() && !report && !fitReport && memoryJson.empty() &&
       memoryHtml.empty() && memoryTorchSnapshot.empty())
     return fail("no output: give -o FILE.zplan (or --report or a --memory-* "
                 "file alone)");
@@ -167,6 +173,79 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return fail("'" + inputFile + "' is not a valid zt program (see above)");
+
+  if (fitReport) {
+    // Each size compiled from the parsed program: as it is, or recomputing
+    // under the budget the size leaves, or not at all.
+    if (options.fit > 0 || options.memoryBudget > 0)
+      return fail("--fit-report chooses the budgets itself: give it without "
+                  "--fit or --memory-budget");
+    auto flops = [](const zcc::runtime::Plan &p, double &recomputed) {
+      double total = 0;
+      recomputed = 0;
+      for (const zcc::runtime::Entry &e : p.entries) {
+        zcc::runtime::EntryFlops f = zcc::runtime::entryFlops(e);
+        total += f.total;
+        recomputed += f.recomputed;
+      }
+      return total;
+    };
+    zcc::runtime::Plan plain;
+    {
+      OwningOpRef<ModuleOp> copy = module->clone();
+      if (zcc::runtime::Status s =
+              zcc::compileModule(*copy, options, plain, nullptr, nullptr);
+          !s.isOk())
+        return fail("'" + inputFile + "': " + s.message());
+    }
+    double plainRecomputed = 0;
+    const double plainTotal = flops(plain, plainRecomputed);
+    const uint64_t fixed = zcc::fixedDeviceBytes(plain, options.fitReserve);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "the step: arena %.1f MiB; persistent, inputs, outputs, "
+                  "constants and reserve %.1f MiB; %.4g GFLOP\n",
+                  plain.arenaSize / 1048576.0, fixed / 1048576.0,
+                  plainTotal / 1e9);
+    llvm::outs() << line
+                 << "device  fits                 arena (MiB)  extra FLOPs "
+                    "recomputed\n";
+    for (int gb : {16, 24, 40, 80, 141}) {
+      const uint64_t bytes = uint64_t(gb) * 1000 * 1000 * 1000;
+      if (fixed + plain.arenaSize <= bytes) {
+        std::snprintf(line, sizeof line, "%3d GB  as it is             %11.1f  0\n",
+                      gb, plain.arenaSize / 1048576.0);
+        llvm::outs() << line;
+        continue;
+      }
+      zcc::CompileOptions sized = options;
+      sized.fit = static_cast<int64_t>(bytes);
+      OwningOpRef<ModuleOp> copy = module->clone();
+      zcc::runtime::Plan candidate;
+      zcc::runtime::Status fitted =
+          zcc::compileModule(*copy, sized, candidate, nullptr, nullptr);
+      if (!fitted.isOk()) {
+        std::snprintf(line, sizeof line, "%3d GB  no: %s\n", gb,
+                      fixed >= bytes ? "the other regions alone do not fit"
+                                     : "not even recomputing all it can");
+        llvm::outs() << line;
+        continue;
+      }
+      double recomputed = 0;
+      flops(candidate, recomputed);
+      std::snprintf(line, sizeof line,
+                    "%3d GB  recomputing          %11.1f  %.1f%% of the "
+                    "step's\n",
+                    gb, candidate.arenaSize / 1048576.0,
+                    plainTotal > 0
+                        ? 100.0 * (recomputed - plainRecomputed) / plainTotal
+                        : 0.0);
+      llvm::outs() << line;
+    }
+    if (outputFile.empty() && !report && memoryJson.empty() &&
+        memoryHtml.empty() && memoryTorchSnapshot.empty())
+      return 0;
+  }
 
   zcc::runtime::Plan plan;
   std::string plannedIR, warnings;

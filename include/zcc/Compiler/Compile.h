@@ -28,6 +28,11 @@ runtime::Status checkCompileOptions(const CompileOptions &options);
 /// "zcc optimizer=adamw lr=0.001 ...": the plan's producer line.
 std::string producerLine(const CompileOptions &options);
 
+/// The device bytes a plan takes beside its arena: the persistent and
+/// constant regions, the largest entry's inputs and outputs, and `reserve`
+/// (what the CUDA context, graphs and libraries take).
+uint64_t fixedDeviceBytes(const runtime::Plan &plan, int64_t reserve);
+
 /// Compiles a verified forward + loss module in place (it ends in the planned
 /// zplan form) into a plan the runtime accepts. Every diagnostic the passes
 /// emit is collected, with its location, into the returned status; none is
@@ -35,7 +40,9 @@ std::string producerLine(const CompileOptions &options);
 /// `warnings`, the warnings of a successful compile ("file:line:col:
 /// warning: ..." lines, empty when none), which the caller shows.
 /// With a memory budget, a plan whose arena stays above it is an error
-/// naming the smallest arena recomputation reaches.
+/// naming the smallest arena recomputation reaches. With `fit`, the budget
+/// is what fit leaves beside fixedDeviceBytes, and only where the plan
+/// without one does not fit.
 runtime::Status compileModule(mlir::ModuleOp module,
                               const CompileOptions &options, runtime::Plan &out,
                               std::string *plannedIR = nullptr,

@@ -155,7 +155,15 @@
 #define ZCC_EXPORT_OPTIONS(X)                                                  \
   X(Bytes, matmulWorkspace, matmul_workspace, -1, AtLeast(-1),                 \
     "Bytes of each entry's workspace given to cuBLAS (-1: twice the largest " \
-    "matmul output, at most 32 MiB)")
+    "matmul output, at most 32 MiB)")                                          \
+  X(Bytes, fit, fit, 0, AtLeast(0),                                            \
+    "Device memory the step must fit in (0: no limit): the persistent, "      \
+    "input, output and constant regions and fit-reserve are counted, and "    \
+    "the arena gets the rest as its memory budget when it needs one "        \
+    "(forward values recomputed), else an error names the bytes")            \
+  X(Bytes, fitReserve, fit_reserve, 536870912, AtLeast(0),                     \
+    "With fit: bytes kept for what is not the plan's (the CUDA context, "     \
+    "graphs, libraries' workspaces; default 512 MiB)")
 
 /* Every option, each once, in this order (the C struct's). */
 #define ZCC_COMPILE_OPTIONS(X)                                                 \
