@@ -663,8 +663,25 @@ def _feeds(call, order, arrays, named):
         feeds[name] = value
     for name, value in feeds.items():
         if not isinstance(value, np.ndarray):
-            feeds[name] = np.asarray(value)
+            feeds[name] = _host_array(value)
     return feeds
+
+
+def _host_array(value):
+    """A feed as NumPy: torch tensors (and other DLPack producers) on the
+    CPU without a copy, CUDA tensors copied to the host (the executor then
+    copies them into their static slots)."""
+    if type(value).__module__.startswith("torch"):
+        value = value.detach()
+        if value.device.type != "cpu":
+            value = value.cpu()
+        return np.from_dlpack(value.contiguous())
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, RuntimeError, BufferError):
+            pass  # a device array NumPy cannot view: by its __array__
+    return np.asarray(value)
 
 
 class _TraceState:

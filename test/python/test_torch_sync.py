@@ -82,3 +82,23 @@ def test_pytorch_continues_from_zcc_and_zcc_from_pytorch(sgd):
     session.sync_to(bare)
     apart = [torch_step(bare, bare_opt, batch(k)) for k in range(SWITCH, STEPS)]
     assert np.max(np.abs(np.array(apart) - reference[SWITCH:])) > 1e-6
+
+
+def test_steps_take_torch_tensors():
+    # Feeds may be torch tensors (a DataLoader's): the CPU's are read in
+    # place through DLPack, with requires_grad or not; the losses are the
+    # NumPy feeds' bit for bit.
+    model, data = small_gpt()
+    x0, y0 = (torch.from_numpy(a) for a in data[0])
+    compiled = zcc.from_torch(copy.deepcopy(model), (x0,), (y0,),
+                              loss=nanogpt.lm_loss).compile()
+    by_numpy, by_torch = compiled.session(), compiled.session()
+    for k in range(3):
+        x, y = data[k]
+        a = by_numpy.step(x, y)
+        b = by_torch.step(torch.from_numpy(x), torch.from_numpy(y))
+        assert a == b
+    floats = zcc.trace(lambda x: zcc.ops.sum(x * zcc.param("w", (3,))),
+                       x=zcc.input((3,))).compile(optimizer=None).session()
+    t = torch.ones(3, requires_grad=True)
+    assert floats.step(t) == floats.step(np.ones(3, np.float32))
