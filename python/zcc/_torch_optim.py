@@ -272,8 +272,16 @@ def _module_tensors(session, module):
     return {name: t for name, t in tensors.items() if name in held}
 
 
-def _names_by_param(module):
-    return {id(p): n for n, p in module.named_parameters()}
+def _optimizer_params(optimizer, module, call):
+    """(parameter, its name in the module) for each of the optimizer's."""
+    names = {id(p): n for n, p in module.named_parameters()}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            name = names.get(id(p))
+            if name is None:
+                raise Error(f"{call}: the optimizer holds a parameter the "
+                            f"module does not")
+            yield p, name
 
 
 def sync_to(session, module, optimizer):
@@ -284,20 +292,14 @@ def sync_to(session, module, optimizer):
             tensor.copy_(value.reshape(tensor.shape).to(tensor.dtype))
     if optimizer is None:
         return
-    names = _names_by_param(module)
     steps = int(session.step_count)
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            name = names.get(id(p))
-            if name is None:
-                raise Error("sync_to: the optimizer holds a parameter the "
-                            "module does not")
-            state = optimizer.state[p]
-            for key, ours in _state_names(optimizer):
-                value = torch.from_numpy(session.read(f"{name}.{ours}"))
-                state[key] = value.reshape(p.shape).to(p.dtype).clone()
-            if "exp_avg" in state:
-                state["step"] = torch.tensor(float(steps), dtype=torch.float32)
+    for p, name in _optimizer_params(optimizer, module, "sync_to"):
+        state = optimizer.state[p]
+        for key, ours in _state_names(optimizer):
+            value = torch.from_numpy(session.read(f"{name}.{ours}"))
+            state[key] = value.reshape(p.shape).to(p.dtype).clone()
+        if "exp_avg" in state:
+            state["step"] = torch.tensor(float(steps), dtype=torch.float32)
 
 
 def sync_from(session, module, optimizer):
@@ -306,26 +308,20 @@ def sync_from(session, module, optimizer):
         session.write(name, tensor.detach().cpu().double().numpy())
     if optimizer is None:
         return
-    names = _names_by_param(module)
     steps = None
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            name = names.get(id(p))
-            if name is None:
-                raise Error("sync_from: the optimizer holds a parameter the "
-                            "module does not")
-            state = optimizer.state.get(p, {})
-            for key, ours in _state_names(optimizer):
-                value = state.get(key)
-                # No state yet (no step taken): zeros, as a fresh optimizer.
-                array = (value.detach().cpu().double().numpy() if value is not
-                         None else torch.zeros(p.shape, dtype=torch.float64).numpy())
-                session.write(f"{name}.{ours}", array)
-            if "step" in state:
-                n = int(float(state["step"]))
-                if steps is not None and n != steps:
-                    raise Error(f"sync_from: parameters at steps {steps} and "
-                                f"{n}: zcc keeps one step count")
-                steps = n
+    for p, name in _optimizer_params(optimizer, module, "sync_from"):
+        state = optimizer.state.get(p, {})
+        for key, ours in _state_names(optimizer):
+            value = state.get(key)
+            # No state yet (no step taken): zeros, as a fresh optimizer.
+            array = (value.detach().cpu().double().numpy() if value is not
+                     None else torch.zeros(p.shape, dtype=torch.float64).numpy())
+            session.write(f"{name}.{ours}", array)
+        if "step" in state:
+            n = int(float(state["step"]))
+            if steps is not None and n != steps:
+                raise Error(f"sync_from: parameters at steps {steps} and "
+                            f"{n}: zcc keeps one step count")
+            steps = n
     if steps is not None:
         session.step_count = steps

@@ -432,9 +432,8 @@ int main(int argc, char **argv) {
   }
   // Lines are printed every `every` steps; with a metrics file every step
   // is reported to the loop's callback, and written.
-  const int64_t every = printEvery > 0 ? printEvery
-                        : steps <= 1000 ? 1
-                                        : std::max<int64_t>(1, steps / 100);
+  const int64_t every =
+      printEvery > 0 ? printEvery : defaultReportEvery(steps);
   LoopOptions loop;
   loop.steps = steps;
   loop.reportEvery = metricsJsonl.empty() ? printEvery : 1;

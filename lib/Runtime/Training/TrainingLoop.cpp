@@ -213,7 +213,7 @@ Status zcc::runtime::runTrainingLoop(
   const int64_t steps = options.steps;
   int64_t every = options.reportEvery;
   if (every <= 0)
-    every = steps <= 1000 ? 1 : std::max<int64_t>(1, steps / 100);
+    every = defaultReportEvery(steps);
   // The scalar outputs a report carries, found once.
   std::vector<std::pair<std::string, TensorInfo>> metrics;
   for (const char *name : {"grad_norm", "lr"}) {

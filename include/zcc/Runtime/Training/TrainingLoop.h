@@ -67,6 +67,12 @@ struct LoopOptions {
   std::function<void(int64_t step, const std::string &text)> skipped;
 };
 
+/// LoopOptions::reportEvery's default for a run of `steps`: every step up
+/// to 1000 steps, else about a hundred reports.
+inline int64_t defaultReportEvery(int64_t steps) {
+  return steps <= 1000 ? 1 : (steps / 100 > 1 ? steps / 100 : 1);
+}
+
 /// One reported step.
 struct StepReport {
   int64_t step = 0, steps = 0;
