@@ -1,5 +1,7 @@
 //===- TrainingLoopTest.cpp - the training loop zrun runs -----------------===//
 
+#include "zcc/Reports/PlanReport.h"
+#include "zcc/Reports/Progress.h"
 #include "zcc/Runtime/Data/DataSource.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Runtime/Session/Session.h"
@@ -198,4 +200,45 @@ TEST(TrainingLoop, ANonFiniteStepIsReplayedCheckedAndSkipped) {
     EXPECT_NE(hashes[3], hashes[2]); // training goes on
     EXPECT_EQ(run.trainer->nextBatchNumber(), 5);
   }
+}
+
+// What a progress line reports beside the loss (Reports/Progress.h): the
+// tokens or examples a step reads, its model FLOPs, a device's peak by the
+// plan's precision, durations in words.
+TEST(Progress, StepWorkCountsTokensExamplesAndModelFlops) {
+  std::shared_ptr<Plan> gpt = loadPlan("gpt_block");
+  StepWork one = stepWork(*gpt, 0, -1, 1), two = stepWork(*gpt, 0, -1, 2);
+  EXPECT_TRUE(one.tokens);
+  EXPECT_EQ(one.items, 2 * 16); // [2, 16] tokens
+  EXPECT_EQ(two.items, 2 * one.items);
+  EntryFlops f = entryFlops(gpt->entries[0]);
+  EXPECT_GT(f.total, 0);
+  EXPECT_DOUBLE_EQ(one.flops, f.total - f.recomputed);
+  EXPECT_DOUBLE_EQ(two.flops, 2 * one.flops);
+  std::shared_ptr<Plan> mlp = loadPlan("mlp");
+  StepWork rows = stepWork(*mlp, 0, -1, 1);
+  EXPECT_FALSE(rows.tokens);
+  EXPECT_EQ(rows.items, 32); // the batch's rows
+}
+
+TEST(Progress, PeaksFollowTheDeviceAndThePlansPrecision) {
+  Plan plan = *loadPlan("mlp");
+  const std::string h200 = "NVIDIA H200 (device 0, sm_90)";
+  EXPECT_DOUBLE_EQ(devicePeakTflops(h200, plan, 0), 66.9);
+  EXPECT_DOUBLE_EQ(devicePeakTflops("NVIDIA A100-SXM4-80GB", plan, 0), 19.5);
+  EXPECT_EQ(devicePeakTflops("NVIDIA GeForce RTX 4090", plan, 0), 0);
+  EXPECT_EQ(devicePeakTflops("the CPU", plan, 0), 0);
+  for (Launch &l : plan.entries[0].launches)
+    if (l.kernel == KernelId::Matmul)
+      l.params.tf32 = true;
+  EXPECT_DOUBLE_EQ(devicePeakTflops(h200, plan, 0), 494.7);
+  plan.entries[0].tensors.back().type.dtype = DType::BF16;
+  EXPECT_DOUBLE_EQ(devicePeakTflops(h200, plan, 0), 989.4);
+}
+
+TEST(Progress, DurationsInWords) {
+  EXPECT_EQ(formatDuration(42), "42s");
+  EXPECT_EQ(formatDuration(501), "8m21s");
+  EXPECT_EQ(formatDuration(11220), "3h07m");
+  EXPECT_EQ(formatDuration(std::numeric_limits<double>::quiet_NaN()), "?");
 }
