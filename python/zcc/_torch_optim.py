@@ -195,11 +195,10 @@ def _fit_lambda(scheduler, kind):
     floor = values[samples[-1]]
     last_above = max((k for k in samples if not _close(values[k], floor)),
                      default=-1)
-    if last_above < 0 or last_above == samples[-1]:
+    if _close(floor, 1.0) or last_above == samples[-1]:
+        # No decay: the rate after the warmup (checked below), or factors
+        # that never settle (refused below, at the first that differs).
         decay, d = None, 0
-        if not all(_close(values[k], 1.0) for k in samples if k >= w):
-            raise Error(f"lr_schedule: {kind}'s factors do not settle by "
-                        f"step 2,000,000: not a schedule zcc computes")
     else:
         above = [k for k in samples if k > last_above]
         lo, hi = last_above, above[0]
@@ -245,7 +244,7 @@ def _fit_lambda(scheduler, kind):
                         f"zcc's schedule (warmup {w}, {decay or 'no'} decay"
                         f"{f' to step {d}' if d else ''}) gives {want}")
     return _trace.lr_schedule(warmup_steps=w, decay=decay, decay_steps=d,
-                              min_lr=floor * _base(scheduler))
+                              min_lr=floor * _base(scheduler) if decay else 0.0)
 
 
 def _base(scheduler):

@@ -115,6 +115,26 @@ def test_what_was_read():
                                 "min_lr": pytest.approx(3e-4, rel=1e-12)}
 
 
+def test_a_warmup_alone_and_a_linear_decay_are_read():
+    model, data = small_gpt()
+    x0, y0 = (torch.from_numpy(a) for a in data[0])
+    traced = zcc.from_torch(model, (x0,), (y0,), loss=nanogpt.lm_loss)
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=0.1)
+    warmup = S.LambdaLR(opt, lambda k: min(1.0, (k + 1) / 6))
+    _, schedule = traced._from_torch(opt, warmup)
+    assert schedule.values == {"lr_warmup_steps": 5, "lr_decay": "none",
+                               "lr_decay_steps": 0, "min_lr": 0.0}
+    opt = torch.optim.SGD(params, lr=0.1)
+    linear = S.LambdaLR(opt, lambda k: nanogpt.get_lr(
+        k, 0.1, warmup_steps=2, decay="linear", decay_steps=30000,
+        min_lr=0.01) / 0.1)
+    _, schedule = traced._from_torch(opt, linear)
+    assert schedule.values == {"lr_warmup_steps": 2, "lr_decay": "linear",
+                               "lr_decay_steps": 30000,
+                               "min_lr": pytest.approx(0.01, rel=1e-12)}
+
+
 def test_what_zcc_cannot_express_is_named():
     model, data = small_gpt()
     x0, y0 = (torch.from_numpy(a) for a in data[0])
