@@ -180,10 +180,10 @@ if [ -z "${NCCL_ROOT:-}" ]; then
   NCCL_ROOT=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null) ||
     NCCL_ROOT=
 fi
-nccl_flags=()
+library_flags=()
 if [ -n "$NCCL_ROOT" ] && [ -f "$NCCL_ROOT/include/nccl.h" ]; then
   echo "== NCCL from $NCCL_ROOT"
-  nccl_flags=(-DNCCL_ROOT="$NCCL_ROOT")
+  library_flags=(-DNCCL_ROOT="$NCCL_ROOT")
   export LD_LIBRARY_PATH=$NCCL_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export ZCC_REQUIRE_NCCL=1
 else
@@ -200,11 +200,11 @@ if [ -z "${CUDNN_ROOT:-}" ]; then
 fi
 if [ -n "$CUDNN_ROOT" ] && [ -d "$CUDNN_ROOT/lib" ]; then
   echo "== cuDNN from $CUDNN_ROOT"
-  nccl_flags+=(-DCUDNN_ROOT="$CUDNN_ROOT")
+  library_flags+=(-DCUDNN_ROOT="$CUDNN_ROOT")
   export LD_LIBRARY_PATH=$CUDNN_ROOT/lib:$LD_LIBRARY_PATH
 fi
 if [ -n "${ZCC_GPU_DEPS:-}" ] && [ -d "$deps/cudnn-frontend" ]; then
-  nccl_flags+=(-DCUDNN_FRONTEND_ROOT="$deps/cudnn-frontend")
+  library_flags+=(-DCUDNN_FRONTEND_ROOT="$deps/cudnn-frontend")
 fi
 for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
   [ -d "$dir" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$dir
@@ -215,7 +215,7 @@ start=$SECONDS
 if [ -n "${ZCC_GPU_SKIP_BUILD:-}" ]; then
   echo "ZCC_GPU_SKIP_BUILD: using the build in $build"
 elif ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-         -DZCC_BUILD_COMPILER=OFF -DZCC_ENABLE_CUDA=ON "${nccl_flags[@]}" \
+         -DZCC_BUILD_COMPILER=OFF -DZCC_ENABLE_CUDA=ON "${library_flags[@]}" \
          -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
        ninja -C "$build" zcc-cuda-info zcc-cuda-conformance-tests zcc-conformance-tests \
          zcc-gpu-bench zrun; } > "$out/build.log" 2>&1; then
