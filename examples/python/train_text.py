@@ -17,7 +17,6 @@ text with them::
 
 import argparse
 import glob
-import math
 import os
 import time
 
@@ -27,6 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import zcc
+from nanogpt import get_lr  # nanoGPT's warmup + cosine (beside this file)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VOCAB = 256  # bytes
@@ -60,16 +60,6 @@ def corpus(out):
     for path, parts in zip(files, (train, val)):
         zcc.data.write_tokens(path, np.concatenate(parts))
     return files
-
-
-def get_lr(step, lr, warmup, decay_steps, min_lr):
-    """nanoGPT's get_lr: linear warmup, cosine decay to min_lr."""
-    if step < warmup:
-        return lr * (step + 1) / (warmup + 1)
-    if step >= decay_steps:
-        return min_lr
-    ratio = (step - warmup) / (decay_steps - warmup)
-    return min_lr + 0.5 * (1 + math.cos(math.pi * ratio)) * (lr - min_lr)
 
 
 def main(argv=None):
@@ -113,8 +103,9 @@ def main(argv=None):
     optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95))
     warmup = max(1, args.steps // 20)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda k: get_lr(k, args.lr, warmup, args.steps,
-                                    args.lr / 10) / args.lr)
+        optimizer, lambda k: get_lr(k, args.lr, warmup_steps=warmup,
+                                    decay="cosine", decay_steps=args.steps,
+                                    min_lr=args.lr / 10) / args.lr)
 
     x, y = train.batch(0)
     started = time.perf_counter()
