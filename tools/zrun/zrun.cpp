@@ -425,7 +425,23 @@ int main(int argc, char **argv) {
   const char *itemWord = work.tokens ? "tok" : "examples";
   std::FILE *metricsFile = nullptr;
   if (!metricsJsonl.empty() && rank == 0) {
-    metricsFile = std::fopen(metricsJsonl.c_str(), firstStep > 1 ? "a" : "w");
+    // A resumed run keeps the lines of the steps before its checkpoint's
+    // (a killed run may have written later ones, which it runs again).
+    std::string kept;
+    if (firstStep > 1)
+      if (std::FILE *old = std::fopen(metricsJsonl.c_str(), "r")) {
+        char buffer[4096];
+        while (std::fgets(buffer, sizeof buffer, old)) {
+          long long step = 0;
+          if (std::sscanf(buffer, "{\"step\": %lld", &step) == 1 &&
+              step < firstStep)
+            kept += buffer;
+        }
+        std::fclose(old);
+      }
+    metricsFile = std::fopen(metricsJsonl.c_str(), "w");
+    if (metricsFile)
+      std::fputs(kept.c_str(), metricsFile);
     if (!metricsFile)
       return fail(makeError(StatusCode::IoError, "cannot open --metrics-jsonl ",
                             metricsJsonl, ": ", std::strerror(errno)));
