@@ -219,7 +219,7 @@ int main(int argc, char **argv) {
   app.add_option("--metrics-jsonl", metricsJsonl,
                  "write one JSON line per step here (step, loss, lr, "
                  "grad_norm, seconds, tokens or examples per second, MFU); "
-                 "a resumed run appends");
+                 "a resumed run keeps the steps before its checkpoint's");
   app.add_option("--peak-tflops", peakTflops,
                  "the device's peak TFLOP/s for MFU (default: known CUDA "
                  "devices' dense peak for the plan's precision; none on the "
