@@ -28,8 +28,8 @@ fi
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DZCC_FUZZ=ON \
     -DZCC_BUILD_TESTS=OFF -DZCC_ENABLE_CUDA=OFF -DZCC_ENABLE_MPI=OFF \
-    -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="${ZCC_FUZZ_OPT:--O1} -g" \
-    -DCMAKE_CXX_FLAGS="${ZCC_FUZZ_OPT:--O1} -g" > "$build.configure.log" 2>&1 ||
+    -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="${ZCC_FUZZ_OPT:--O1} -gline-tables-only" \
+    -DCMAKE_CXX_FLAGS="${ZCC_FUZZ_OPT:--O1} -gline-tables-only" > "$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; exit 1; }
 fi
 targets=()

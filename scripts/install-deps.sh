@@ -5,6 +5,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build lld git python3
+  # Compiles cached (scripts/build.sh): the test command's second build
+  # folder takes the first's objects.
+  ccache
   # MLIR/LLVM 19: libmlir-19-dev needs mlir-tblgen from mlir-19-tools; FileCheck,
   # not and lit.py come from llvm-19-tools.
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools

@@ -32,7 +32,10 @@ fi
 echo "ok: $(tail -n 1 <<<"$noop")"
 
 echo "== build with -DZCC_BUILD_COMPILER=OFF (runtime and planner alone, no MLIR)"
-ZCC_BUILD_DIR=$build-runtime-only "$root/scripts/build.sh" -DZCC_BUILD_COMPILER=OFF
+# Position-independent as the main build (the Python module needs it), so
+# its compiles are the main build's and ccache gives their objects back.
+ZCC_BUILD_DIR=$build-runtime-only "$root/scripts/build.sh" -DZCC_BUILD_COMPILER=OFF \
+  -DCMAKE_POSITION_INDEPENDENT_CODE=ON
 
 echo "== tests"
 # install-deps.sh installed Chromium: the memory page's test must not skip.

@@ -207,8 +207,16 @@ TEST(PlanFile, ResealedBodyMutationsAreCaughtOrSafe) {
                             file.begin() + offset + size);
   ASSERT_EQ(sealPlanBody(body.data(), body.size()), file);
   size_t rejected = 0, ran = 0;
+  // Under ASan (4x slower) each byte takes one of the two masks, in turn.
+#ifdef __SANITIZE_ADDRESS__
+  constexpr bool sanitized = true;
+#else
+  constexpr bool sanitized = false;
+#endif
   for (size_t at = 0; at < body.size(); ++at)
     for (uint8_t mask : {0x01, 0xff}) {
+      if (sanitized && (mask == 0x01) != (at % 2 == 0))
+        continue;
       std::vector<uint8_t> mutant = body;
       mutant[at] ^= mask;
       std::vector<uint8_t> bad = sealPlanBody(mutant.data(), mutant.size());
