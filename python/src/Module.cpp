@@ -47,10 +47,18 @@ namespace {
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+/// A plan or budget that does not fit its memory (zcc.OutOfMemoryError, a
+/// zcc.Error): compile(fit=...) tells a size that does not fit by it.
+struct OutOfMemory : Error {
+  using Error::Error;
+};
 
 void check(const rt::Status &status) {
-  if (!status.isOk())
-    throw Error(status.message());
+  if (status.isOk())
+    return;
+  if (status.code() == rt::StatusCode::OutOfMemory)
+    throw OutOfMemory(status.message());
+  throw Error(status.message());
 }
 
 /// An op's result, or its error raised.
@@ -173,6 +181,18 @@ nb::dict memoryAnalysis(const rt::Plan &plan) {
   }
   d["flops"] = flops;
   d["recomputed_flops"] = recomputed;
+  // Each entry's own, by kind (an optimizer step runs `microbatch` K
+  // times).
+  nb::dict entries;
+  for (const rt::Entry &e : plan.entries) {
+    rt::EntryFlops f = rt::entryFlops(e);
+    nb::dict one;
+    one["arena"] = e.arenaSize;
+    one["flops"] = f.total;
+    one["recomputed_flops"] = f.recomputed;
+    entries[nb::str(rt::entryKindName(e.kind))] = one;
+  }
+  d["entries"] = entries;
   return d;
 }
 
@@ -605,7 +625,9 @@ constexpr auto overload(Tensor (Graph::*method)(A...)) {
 
 NB_MODULE(_zcc, m) {
   m.doc() = "zcc's native part: capture, compile, sessions";
-  nb::exception<Error>(m, "Error", PyExc_ValueError);
+  nb::exception<Error> error(m, "Error", PyExc_ValueError);
+  // After Error's: the translator registered last is tried first.
+  nb::exception<OutOfMemory>(m, "OutOfMemoryError", error);
 
   nb::enum_<DType>(m, "DType")
       .value("f32", DType::F32)
@@ -859,6 +881,14 @@ NB_MODULE(_zcc, m) {
            })
       .def("memory_analysis",
            [](const PyPlan &p) { return memoryAnalysis(*p.plan); })
+      .def(
+          "fixed_device_bytes",
+          [](const PyPlan &p, int64_t reserve) {
+            return zcc::fixedDeviceBytes(*p.plan, reserve);
+          },
+          "reserve"_a,
+          "Device bytes beside the arena: the persistent, constant, input "
+          "and output regions and `reserve` (what compile(fit=) counts)")
       .def("save",
            [](const PyPlan &p, const std::string &path) {
              check(rt::savePlanFile(path, *p.plan));

@@ -19,7 +19,7 @@ plan), and train it in a session that allocates nothing after load::
 See docs/python.md.
 """
 
-from ._zcc import Error
+from ._zcc import Error, OutOfMemoryError
 from . import data, init, ops
 from ._torch_import import from_torch
 from ._trace import (
@@ -47,6 +47,7 @@ __all__ = [
     "Compiled",
     "CompileWarning",
     "Error",
+    "OutOfMemoryError",
     "Session",
     "Tensor",
     "Traced",

@@ -1677,6 +1677,15 @@ def from_torch(module, example_inputs, example_labels=(), loss=None,
     traced.timings = timings
     # A torch optimizer's parameters by object, for compile(optimizer=).
     traced._torch_names = {id(p): n for n, p in module.named_parameters()}
+
+    # compile(fit=...) imports the module again at each microbatch size.
+    def reimport(microbatch):
+        from ._fit import microbatch_of
+        sliced = microbatch_of(examples, microbatch)
+        return from_torch(module, sliced[:n_inputs], sliced[n_inputs:],
+                          loss=loss, name=name, evaluate=evaluate)
+    traced._reimport = reimport
+    traced._fit_examples = examples
     return traced
 
 

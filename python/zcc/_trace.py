@@ -34,8 +34,15 @@ def _warn(text):
             found[-1] += "\n" + line
         elif line.strip():
             found.append(line)
+    # The first frame outside this package: compile's caller, however
+    # many of the package's own calls lie between (compile(fit=...)'s).
+    package = os.path.dirname(os.path.abspath(__file__))
+    level, frame = 2, sys._getframe(1)  # 1 is this function
+    while frame is not None and \
+            os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == package:
+        level, frame = level + 1, frame.f_back
     for message in found:
-        warnings.warn(message, CompileWarning, stacklevel=3)
+        warnings.warn(message, CompileWarning, stacklevel=level)
 
 
 _state = threading.local()
@@ -448,7 +455,8 @@ class Traced:
         """Names of the state tensors the step reads or writes."""
         return list(self.graph.state_names())
 
-    def compile(self, optimizer="default", lr_schedule=None, **options):
+    def compile(self, optimizer="default", lr_schedule=None, microbatch=None,
+                **options):
         """Autodiff, the optimizer update, liveness and the memory plan, in
         process. `optimizer` is zcc.adamw(...), zcc.sgd(...) or None (the
         gradients become outputs); the default is zcc.adamw(). For a step
@@ -471,7 +479,45 @@ class Traced:
         `shard_optimizer_state=True, world_size=2` (ZeRO-1,
         docs/distributed.md), `planner_node_limit`, `planner_time_limit`
         (docs/planner.md). An option's rule that is broken raises zcc.Error
-        naming it."""
+        naming it.
+
+        `fit` (device memory: bytes or text such as "80GB") on a step from
+        zcc.from_torch chooses the microbatch too: the sizes dividing the
+        examples' batch (the global batch), each imported again, largest
+        first; the first that fits as it is, else the one recomputing the
+        fewest FLOPs under the budget the device leaves (fit_reserve kept
+        for the CUDA context and libraries). The result's `fit_report`
+        shows every size tried; its sessions take the global batch and run
+        it as that many microbatches (accumulate=True, grad_scale divided
+        by their number: the mean of a mean loss). A choice that does not
+        fit raises zcc.OutOfMemoryError with that table. `microbatch=N`
+        takes that size. On other steps `fit` is a memory budget alone."""
+        if microbatch is not None or (options.get("fit") and
+                                      hasattr(self, "_reimport")):
+            return self._compile_fitted(optimizer, lr_schedule, microbatch,
+                                        options)
+        return self._compile(optimizer, lr_schedule, options)
+
+    def _compile_fitted(self, optimizer, lr_schedule, microbatch, options):
+        from . import _fit
+        if not hasattr(self, "_reimport"):
+            raise Error("compile: microbatch= needs a step from "
+                        "zcc.from_torch (imported again at that size)")
+        if isinstance(microbatch, bool) or (
+                microbatch is not None and int(microbatch) != microbatch):
+            raise Error(f"compile: microbatch must be a whole number, got "
+                        f"{microbatch!r}")
+        sizes = _compile_options(None, None, {
+            "fit": options.get("fit"), "fit_reserve": options.get("fit_reserve")})
+        rest = {k: v for k, v in options.items()
+                if k not in ("fit", "fit_reserve")}
+        return _fit.choose(
+            self, sizes.fit, sizes.fit_reserve,
+            None if microbatch is None else int(microbatch),
+            lambda traced, opts: traced._compile(optimizer, lr_schedule, opts),
+            rest)
+
+    def _compile(self, optimizer, lr_schedule, options):
         optimizer, lr_schedule = self._from_torch(optimizer, lr_schedule)
         compile_options = _compile_options(optimizer, lr_schedule, options)
         plan, _, warned = self.graph.compile(compile_options)
@@ -866,8 +912,9 @@ class Compiled:
         not come. `device_ordinal` picks
         the CUDA device; by default device 0, or in a job the rank's place
         among the job's ranks on its host (one GPU per rank)."""
+        split = getattr(self, "_split", None)
         if microbatches is None:
-            microbatches = 1
+            microbatches = split[0] if split else 1
         if device_ordinal is not None and int(device_ordinal) < 0:
             raise Error(f"session: device_ordinal must be a device number "
                         f">= 0, got {device_ordinal}")
@@ -880,7 +927,8 @@ class Compiled:
                               -1 if device_ordinal is None
                               else int(device_ordinal))
         session = Session(native, self._feed_order, self._parameters,
-                          self._entries)
+                          self._entries,
+                          split if split and microbatches == split[0] else None)
         for name, value in self._values.items():
             session.write(name, value)
         return session
@@ -889,8 +937,12 @@ class Compiled:
 class Session:
     """A running plan: step(), parameters in and out, checkpoints."""
 
-    def __init__(self, native, feed_order, parameters, entries=None):
+    def __init__(self, native, feed_order, parameters, entries=None,
+                 split=None):
         self._native = native
+        # (microbatches, microbatch) of a compile(fit=...) choice: step()
+        # takes the global batch, eval() and predict() too.
+        self._split = split
         feeds = native.feeds()
         self._feed_info = {name: (shape, dtype, role)
                            for name, shape, dtype, role in feeds}
@@ -908,7 +960,8 @@ class Session:
         position (in the order they were declared) or by name; NumPy
         arrays of exactly the declared shape and dtype (stacked
         [microbatches, ...] when the session accumulates)."""
-        return self._native.step(_feeds("step", self._order, arrays, named))
+        return self._native.step(
+            self._stacked(_feeds("step", self._order, arrays, named)))
 
     def checked_step(self, *arrays, **named):
         """step(), checking every launch's outputs for NaN and infinity as
@@ -919,7 +972,7 @@ class Session:
         every value stayed finite. To find where a run diverged, resume it
         from its last checkpoint and step on its batches with this."""
         loss, report = self._native.checked_step(
-            _feeds("step", self._order, arrays, named))
+            self._stacked(_feeds("step", self._order, arrays, named)))
         return loss, (report or None)
 
     def eval(self, *arrays, **named):
@@ -929,14 +982,18 @@ class Session:
         for the eval function's arguments (one batch, never stacked). In a
         data-parallel job, the loss on this rank's batch."""
         order = self._entry_order("eval")
-        return self._native.evaluate(_feeds("eval", order, arrays, named))
+        parts = self._parts("eval", _feeds("eval", order, arrays, named))
+        return sum(self._native.evaluate(p) for p in parts) / len(parts)
 
     def predict(self, *arrays, **named):
         """The predict entry's outputs on one batch of inputs, in the form
         the predict function returned them (an array, a tuple or a dict;
         a dict by name for a plan loaded from a file)."""
         order = self._entry_order("predict")
-        out = self._native.predict(_feeds("predict", order, arrays, named))
+        parts = [self._native.predict(p) for p in self._parts(
+            "predict", _feeds("predict", order, arrays, named))]
+        out = parts[0] if len(parts) == 1 else {
+            n: np.concatenate([p[n] for p in parts]) for n in parts[0]}
         form = self._entries.get("predict", (None, None))[1]
         if form is None:
             return out
@@ -946,6 +1003,40 @@ class Session:
         if kind == "tuple":
             return tuple(out[n] for n in names)
         return {n: out[n] for n in names}
+
+    def _split_as(self, array, shape):
+        """How many microbatches `array` stacks when it is a fitted
+        session's global batch for a feed of `shape`, else 1."""
+        k = self._split[0] if self._split else 1
+        if k > 1 and array.ndim == len(shape) and array.ndim >= 1 and \
+                array.shape[0] == k * shape[0] and \
+                tuple(array.shape[1:]) == tuple(shape[1:]):
+            return k
+        return 1
+
+    def _stacked(self, feeds):
+        """A fitted session's global batch as its stacked microbatches
+        (a view); anything else as given."""
+        out = {}
+        for n, a in feeds.items():
+            shape = self._feed_info.get(n, ((),))[0]
+            k = self._split_as(a, shape)
+            out[n] = a.reshape((k, shape[0]) + a.shape[1:]) if k > 1 else a
+        return out
+
+    def _parts(self, kind, feeds):
+        """A fitted session's global batch as one feed per microbatch (the
+        eval and predict entries take one)."""
+        shapes = {n: s for n, s, *_ in self._native.entry_feeds(kind)}
+        split = {n: self._split_as(a, shapes[n]) for n, a in feeds.items()
+                 if n in shapes}
+        if not any(k > 1 for k in split.values()):
+            return [feeds]
+        k = self._split[0]
+        return [{n: np.ascontiguousarray(
+                     a[i * shapes[n][0]:(i + 1) * shapes[n][0]])
+                 if split.get(n, 1) > 1 else a for n, a in feeds.items()}
+                for i in range(k)]
 
     def _entry_order(self, kind):
         if kind in self._entries:
