@@ -196,3 +196,33 @@ Status Session::loadCheckpoint(const std::string &path, Metadata *out) {
     *out = std::move(metadata);
   return Status::ok();
 }
+
+Status Session::copyStateFrom(const Session &source) {
+  const Plan &p = *impl->plan;
+  const Plan &q = *source.impl->plan;
+  bool same = p.persistent.size() == q.persistent.size() &&
+              p.entries.size() == q.entries.size() &&
+              impl->wide() == source.impl->wide();
+  for (size_t i = 0; same && i < p.persistent.size(); ++i)
+    same = p.persistent[i].name == q.persistent[i].name &&
+           p.persistent[i].type.dtype == q.persistent[i].type.dtype &&
+           p.persistent[i].type.shape == q.persistent[i].type.shape;
+  if (!same)
+    return makeError(StatusCode::InvalidArgument,
+                     "copying a session's state: the source runs another "
+                     "plan, or another precision");
+  source.impl->executor->beforeHostRead();
+  impl->executor->beforeHostWrite();
+  for (size_t i = 0; i < p.persistent.size(); ++i) {
+    const PersistentTensor &t = p.persistent[i];
+    size_t bytes = static_cast<size_t>(t.type.bytes());
+    if (impl->wide() && t.type.dtype == DType::F32)
+      bytes *= 2; // stored as doubles
+    std::memcpy(impl->persistentData(t),
+                source.impl->persistentData(q.persistent[i]), bytes);
+    impl->markWritten(i);
+  }
+  for (size_t i = 0; i < p.entries.size(); ++i)
+    impl->entries[i].steps = source.impl->entries[i].steps;
+  return Status::ok();
+}

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <cstring>
 #include <vector>
 
 using namespace zcc::runtime;
@@ -241,4 +242,33 @@ TEST(Progress, DurationsInWords) {
   EXPECT_EQ(formatDuration(501), "8m21s");
   EXPECT_EQ(formatDuration(11220), "3h07m");
   EXPECT_EQ(formatDuration(std::numeric_limits<double>::quiet_NaN()), "?");
+}
+
+// A session made another's by copyStateFrom goes on with the same bits (the
+// device check's CPU session starts so); another plan's state is refused.
+TEST(TrainingLoop, CopiedStateGoesOnWithTheSameBits) {
+  std::shared_ptr<Plan> plan = loadPlan("gpt_block_clip");
+  ASSERT_TRUE(plan);
+  Training ahead(plan), copy(plan);
+  double loss = 0;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(ahead.trainer->step(*ahead.data, loss).isOk());
+  ASSERT_NE(persistentHash(*ahead.session), persistentHash(*copy.session));
+  ASSERT_TRUE(copy.session->copyStateFrom(*ahead.session).isOk());
+  EXPECT_EQ(persistentHash(*copy.session), persistentHash(*ahead.session));
+  copy.trainer->setNextBatchNumber(ahead.trainer->nextBatchNumber());
+  double next = 0, copied = 0;
+  ASSERT_TRUE(ahead.trainer->step(*ahead.data, next).isOk());
+  ASSERT_TRUE(copy.trainer->step(*copy.data, copied).isOk());
+  // The step counters came too: AdamW's bias correction, the schedule.
+  EXPECT_EQ(std::memcmp(&next, &copied, sizeof next), 0) << next << " " << copied;
+  EXPECT_EQ(persistentHash(*copy.session), persistentHash(*ahead.session));
+
+  std::shared_ptr<Plan> other = loadPlan("mlp");
+  ASSERT_TRUE(other);
+  Training mlp(other);
+  Status refused = mlp.session->copyStateFrom(*ahead.session);
+  EXPECT_EQ(refused.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(refused.message().find("another plan"), std::string::npos)
+      << refused.message();
 }

@@ -133,6 +133,11 @@ public:
   /// match the plan, and nothing is changed unless all of them do. The
   /// file's metadata goes to `metadata` when it is not null.
   Status loadCheckpoint(const std::string &path, Metadata *metadata = nullptr);
+  /// This session's persistent tensors and step counters made `source`'s:
+  /// a session of the same plan and precision (another executor's, or this
+  /// rank's of a data-parallel job: ZeRO-1 shards stay the rank's). No
+  /// file and no collective.
+  Status copyStateFrom(const Session &source);
 
   SessionStats stats() const;
 
