@@ -842,6 +842,39 @@ NB_MODULE(_zcc, m) {
       "name"_a, "text"_a,
       "Sets an option from text, as zcc's flag reads it (\"64MiB\").");
   // (name, kind, default as text, help, the pass that reads it) per option.
+  // compile(fit=...)'s rule and table, zcc --microbatch's: rows as
+  // (microbatch, microbatches, result, arena, other, extra_flops,
+  // extra_share, why), largest microbatch first.
+  m.def(
+      "fit_choice",
+      [](int64_t fit, int64_t reserve, int64_t batch,
+         const std::vector<std::tuple<int64_t, int64_t, std::string, uint64_t,
+                                      uint64_t, double, double, std::string>>
+             &rows) {
+        zcc::FitChoice choice;
+        choice.fit = fit;
+        choice.reserve = reserve;
+        choice.batch = batch;
+        for (const auto &[b, k, result, arena, other, extra, share, why] :
+             rows) {
+          zcc::FitRow r;
+          r.microbatch = b;
+          r.microbatches = k;
+          r.result = result == "as is"         ? zcc::FitRow::AsIs
+                     : result == "recomputing" ? zcc::FitRow::Recomputing
+                                               : zcc::FitRow::No;
+          r.arena = arena;
+          r.other = other;
+          r.extraFlops = extra;
+          r.extraShare = share;
+          r.why = why;
+          choice.rows.push_back(r);
+        }
+        choice.chosen = zcc::pickFitRow(choice.rows);
+        return std::make_pair(choice.chosen, zcc::formatFitChoice(choice));
+      },
+      "fit"_a, "reserve"_a, "batch"_a, "rows"_a);
+
   m.def("compile_option_table", [] {
     std::vector<std::tuple<std::string, std::string, std::string, std::string,
                            std::string>>

@@ -9,6 +9,7 @@ arena, and are kept when recomputation reaches it. Without a size that fits
 as it is, the choice is the one recomputing the fewest FLOPs per step (a
 tie: the larger size); without any, OutOfMemoryError with the table."""
 
+from . import _zcc
 from ._zcc import Error, OutOfMemoryError
 
 
@@ -56,29 +57,21 @@ class FitReport:
     """What compile(fit=...) tried and chose: `rows` (a dict per microbatch
     size tried: microbatch, microbatches, result "as is", "recomputing" or
     "no", arena, other (every other region and the reserve), extra_flops
-    (recomputation's FLOPs per step beyond the plan's own), why), `chosen`
-    (the row taken, or None) and str() as a table."""
+    (recomputation's FLOPs per step beyond the plan's own), extra_share (of
+    the step's), why), `chosen` (the row taken, or None) and str() as a
+    table. The rule and the table are zcc --microbatch's (C++)."""
 
-    def __init__(self, fit, reserve, batch, rows, chosen):
-        self.fit, self.reserve, self.batch = fit, reserve, batch
-        self.rows, self.chosen = rows, chosen
+    def __init__(self, fit, reserve, batch, rows):
+        self.fit, self.reserve, self.batch, self.rows = fit, reserve, batch, rows
+        index, self._text = _zcc.fit_choice(
+            fit, reserve, batch,
+            [(r["microbatch"], r["microbatches"], r["result"], r["arena"],
+              r["other"], r["extra_flops"], r["extra_share"], r["why"])
+             for r in rows])
+        self.chosen = rows[index] if index >= 0 else None
 
     def __str__(self):
-        mib = 1024.0 * 1024.0
-        lines = [f"fit {self.fit} bytes ({self.fit / mib:.1f} MiB, reserve "
-                 f"{self.reserve / mib:.1f} MiB), global batch {self.batch}",
-                 "  microbatch  x  result       arena MiB  other MiB  "
-                 "extra FLOPs"]
-        for r in self.rows:
-            mark = "*" if r is self.chosen else " "
-            arena = f"{r['arena'] / mib:9.1f}" if r["arena"] else "        -"
-            other = f"{r['other'] / mib:9.1f}" if r["other"] else "        -"
-            extra = (f"{r['extra_share'] * 100:.2f}% of the step"
-                     if r["result"] == "recomputing" else
-                     "0" if r["result"] == "as is" else r["why"])
-            lines.append(f"{mark} {r['microbatch']:9d}  {r['microbatches']:<2d} "
-                         f"{r['result']:<11s}  {arena}  {other}  {extra}")
-        return "\n".join(lines)
+        return self._text.rstrip("\n")
 
 
 def choose(traced, fit, reserve, microbatch, compile_one, options):
@@ -94,7 +87,7 @@ def choose(traced, fit, reserve, microbatch, compile_one, options):
                         f"the examples' batch {batch}")
         sizes = [microbatch]
     limit = fit if fit > 0 else float("inf")  # a microbatch, no device
-    rows, chosen, compiled_of = [], None, {}
+    rows, compiled_of = [], {}
     scale = options.get("grad_scale") or 1.0
     for b in sizes:
         k = batch // b
@@ -119,8 +112,7 @@ def choose(traced, fit, reserve, microbatch, compile_one, options):
         if other + arena <= limit:
             row["result"] = "as is"
             compiled_of[b] = plain
-            chosen = row
-            break
+            break  # nothing smaller is chosen over it
         if other >= limit:
             row["why"] = "the other regions alone do not fit"
             continue
@@ -138,11 +130,8 @@ def choose(traced, fit, reserve, microbatch, compile_one, options):
                    extra_share=(recomputed - plain_recomputed) / total
                    if total else 0.0)
         compiled_of[b] = budgeted
-        # Fewer FLOPs win; sizes come largest first, so a tie keeps the
-        # larger microbatch.
-        if chosen is None or row["extra_flops"] < chosen["extra_flops"]:
-            chosen = row
-    report = FitReport(fit, reserve, batch, rows, chosen)
+    report = FitReport(fit, reserve, batch, rows)
+    chosen = report.chosen
     if chosen is None:
         raise OutOfMemoryError(
             "compile(fit=...): no microbatch size fits:\n" + str(report))

@@ -173,3 +173,35 @@ def test_bad_microbatches_are_clear_errors():
                      x=zcc.input((2, 4)))
     with pytest.raises(zcc.Error, match="needs a step from zcc.from_torch"):
         spec.compile(microbatch=1)
+
+
+def test_zcc_divides_the_exported_program_as_compile_does(tmp_path):
+    # The same step written out (Traced.ir) and given to zcc --microbatch
+    # auto: rewritten at each size instead of imported again, chosen by the
+    # same rule, at the same sizes.
+    import re
+    import subprocess
+    from test_memory_timeline import tools_dir
+    model, data = small_gpt()
+    x, y = (torch.from_numpy(a) for a in data[0])
+    traced = zcc.from_torch(model, (x,), (y,), loss=nanogpt.lm_loss,
+                            evaluate=False)
+    program = tmp_path / "gpt.mlir"
+    program.write_text(traced.ir())
+    cands = candidates(model, x, y)
+    need = {b: c[3] + c[4] for b, c in cands.items()}
+    for fit in sorted({need[8], need[4], need[2], (need[8] + need[4]) // 2}):
+        ours = traced.compile(optimizer=zcc.adamw(lr=1e-3), fit=fit,
+                              fit_reserve=0)
+        run = subprocess.run(
+            [os.path.join(tools_dir(), "zcc"), str(program), "--optimizer",
+             "adamw", "--fit", str(fit), "--fit-reserve", "0", "--microbatch",
+             "auto", "-o", str(tmp_path / "gpt.zplan")],
+            capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        chosen = re.search(r"^\*\s+(\d+)\s+(\d+)\s+(as is|recomputing)",
+                           run.stdout, re.M)
+        assert chosen, run.stdout
+        assert int(chosen.group(1)) == ours.fit_report.chosen["microbatch"], \
+            (fit, run.stdout, str(ours.fit_report))
+        assert chosen.group(3) == ours.fit_report.chosen["result"]

@@ -15,6 +15,7 @@
 #include "zcc/Reports/MemoryTimeline.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 #include "zcc/Reports/PlanReport.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -59,6 +60,15 @@ cl::opt<bool> fitReport(
              "step fits as it is, with recomputation (and its share of the "
              "step's FLOPs), or not at all (fit-reserve counted)"),
     cl::cat(category));
+cl::opt<std::string> microbatchFlag(
+    "microbatch",
+    cl::desc("Divide the program's batch (its first input's leading size) "
+             "into microbatches that accumulate: 'auto' compiles each size "
+             "dividing it and keeps the largest that fits --fit as it is, "
+             "else the one recomputing the fewest FLOPs, and prints the "
+             "sizes tried; N takes that size. Run the plan with zrun "
+             "--microbatches (the number printed)"),
+    cl::value_desc("auto|n"), cl::cat(category));
 cl::opt<std::string> emitIR("emit-ir",
                             cl::desc("Also write the planned zplan IR here"),
                             cl::value_desc("file"), cl::cat(category));
@@ -249,10 +259,33 @@ int main(int argc, char **argv) {
 
   zcc::runtime::Plan plan;
   std::string plannedIR, warnings;
-  zcc::runtime::Status compiled = zcc::compileModule(
-      *module, options, plan, emitIR.empty() ? nullptr : &plannedIR, &warnings);
-  if (!compiled)
-    return fail("'" + inputFile + "': " + compiled.message());
+  if (microbatchFlag.getNumOccurrences()) {
+    int64_t size = 0;
+    if (microbatchFlag != "auto" &&
+        (!llvm::to_integer(llvm::StringRef(microbatchFlag), size, 10) ||
+         size < 1))
+      return fail("--microbatch takes 'auto' or a size >= 1, got '" +
+                  microbatchFlag + "'");
+    if (!emitIR.empty() || fitReport)
+      return fail("--microbatch compiles several programs: give it without "
+                  "--emit-ir or --fit-report");
+    zcc::FitChoice choice;
+    zcc::runtime::Status fitted =
+        zcc::compileFitted(*module, options, size, choice, plan, &warnings);
+    if (!fitted)
+      return fail("'" + inputFile + "': " + fitted.message());
+    const zcc::FitRow &chosen = choice.rows[choice.chosen];
+    llvm::outs() << zcc::formatFitChoice(choice) << "microbatch "
+                 << chosen.microbatch << " x " << chosen.microbatches
+                 << ": run the plan with zrun --microbatches "
+                 << chosen.microbatches << "\n";
+  } else {
+    zcc::runtime::Status compiled =
+        zcc::compileModule(*module, options, plan,
+                           emitIR.empty() ? nullptr : &plannedIR, &warnings);
+    if (!compiled)
+      return fail("'" + inputFile + "': " + compiled.message());
+  }
   llvm::errs() << warnings;
   if (!emitIR.empty()) {
     auto out = openOutputFile(emitIR, &error);

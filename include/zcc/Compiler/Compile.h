@@ -48,6 +48,48 @@ runtime::Status compileModule(mlir::ModuleOp module,
                               std::string *plannedIR = nullptr,
                               std::string *warnings = nullptr);
 
+/// The program's batch: its first input's leading size.
+runtime::Status programBatch(mlir::ModuleOp module, int64_t &batch);
+
+/// Rewrites a forward + loss module (before compiling) at `microbatch` rows
+/// of its batch: every value the inputs and labels flow into, batch-major
+/// (its leading size a multiple of the batch), gets that share of its
+/// leading size; broadcasts and splat constants beside them follow. An op
+/// that moves, splits or joins along the batch is an error naming it.
+runtime::Status rebatchModule(mlir::ModuleOp module, int64_t microbatch);
+
+/// One microbatch size compileFitted tried.
+struct FitRow {
+  enum Result { No, AsIs, Recomputing };
+  int64_t microbatch = 0, microbatches = 0;
+  Result result = No;
+  uint64_t arena = 0; // the plain plan's; the recomputing one's when kept
+  uint64_t other = 0; // fixedDeviceBytes with the reserve
+  double extraFlops = 0, extraShare = 0; // recomputation's, per step
+  std::string why;                       // of a size that does not fit
+};
+struct FitChoice {
+  int64_t fit = 0, reserve = 0, batch = 0;
+  std::vector<FitRow> rows;
+  int chosen = -1;
+};
+
+/// zcc --fit --microbatch: each size dividing the program's batch (largest
+/// first; only `microbatch` when > 0) at options.fit bytes: the first that
+/// fits as it is, else the one recomputing the fewest FLOPs per step,
+/// accumulating the batch's microbatches (grad_scale divided by their
+/// number). OutOfMemory with the table when none fits.
+runtime::Status compileFitted(mlir::ModuleOp module,
+                              const CompileOptions &options, int64_t microbatch,
+                              FitChoice &choice, runtime::Plan &out,
+                              std::string *warnings = nullptr);
+/// The choice among the sizes tried (largest first): the first that fits
+/// as it is, else the one recomputing the fewest FLOPs (a tie: the larger);
+/// -1 when none fits. compile(fit=...) in Python chooses by it too.
+int pickFitRow(const std::vector<FitRow> &rows);
+/// The table of sizes tried, `*` at the choice (Python's fit_report too).
+std::string formatFitChoice(const FitChoice &choice);
+
 /// Parses zt text (`bufferName` names it in messages) and compiles it.
 runtime::Status compileSource(std::string_view text,
                               std::string_view bufferName,
