@@ -15,6 +15,7 @@
 #include "zcc/Reports/PlanReport.h"
 #include "zcc/Runtime/Session/Session.h"
 #include "zcc/Runtime/Training/RunCheckpoints.h"
+#include "zcc/Runtime/Training/TrainingLoop.h"
 #include "zcc/Runtime/Training/Trainer.h"
 #ifdef ZCC_HAVE_MPI
 #include "zcc/Runtime/Distributed/MpiCommunicator.h"
@@ -28,6 +29,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <csignal>
 #include <memory>
 #include <stdexcept>
 #include <tuple>
@@ -415,6 +417,143 @@ public:
     std::string path;
     check(checkpoints->resumeRun(*trainer_, rt::kFedData, done, notes, &path));
     return {done, path, notes};
+  }
+  /// zrun's training loop over `batches(n)` (microbatch n's feeds by
+  /// name): resumed from and checkpointed to `dir` when given, stopped at
+  /// a step boundary by SIGTERM/SIGINT, non-finite steps named (replayed
+  /// from `dir`'s newest good checkpoint) and stopped at or skipped;
+  /// `report(step, loss, metrics)` every `reportEvery` steps.
+  nb::dict fit(nb::callable batches, int64_t steps, const std::string &dir,
+               int64_t every, int64_t keep, const std::string &onNonFinite,
+               nb::object report, int64_t reportEvery) {
+    /// The caller's batches; a Python error ends the step before its
+    /// entry runs, and is raised again after the loop.
+    class Batches final : public rt::DataSource {
+    public:
+      Batches(PySession &owner, nb::callable fn) : owner(owner), fn(fn) {}
+      void fill(rt::Session &, int64_t batch) const override {
+        failed = rt::Status::ok();
+        nb::gil_scoped_acquire gil;
+        try {
+          nb::dict arrays = nb::cast<nb::dict>(fn(batch));
+          std::vector<PySession::Feed> feeds;
+          std::vector<Array> held;
+          owner.gather("fit", owner.feeds_, arrays, 1, feeds, held);
+          for (const PySession::Feed &f : feeds) {
+            failed = owner.session_->setInput(owner.trainer_->entry(),
+                                              f.tensor->name, f.data, f.bytes);
+            if (!failed.isOk())
+              return;
+          }
+        } catch (nb::python_error &e) {
+          error = std::make_unique<nb::python_error>(std::move(e));
+          failed = rt::makeError(rt::StatusCode::InvalidArgument,
+                                 "fit: the batches function raised");
+        } catch (std::exception &e) {
+          failed = rt::makeError(rt::StatusCode::InvalidArgument, e.what());
+        }
+      }
+      rt::Status fillStatus() const override { return failed; }
+      std::string describe() const override { return "the caller's batches"; }
+      int64_t batches() const override { return 0; }
+      PySession &owner;
+      nb::callable fn;
+      mutable rt::Status failed;
+      mutable std::unique_ptr<nb::python_error> error;
+    } feed(*this, batches);
+
+
+    std::unique_ptr<rt::RunCheckpoints> checkpoints;
+    std::vector<std::string> notes;
+    int64_t done = 0;
+    if (!dir.empty()) {
+      check(rt::RunCheckpoints::open(dir, keep, checkpoints));
+      check(checkpoints->resumeRun(*trainer_, rt::kFedData, done, notes));
+      // The start, kept: a non-finite step replays from a checkpoint.
+      if (done == 0)
+        check(checkpoints->saveRun(*trainer_, rt::kFedData));
+    }
+    rt::LoopOptions loop;
+    loop.steps = steps;
+    loop.firstStep = done + 1;
+    loop.reportEvery = reportEvery;
+    static volatile int stop = 0;
+    stop = 0;
+    std::unique_ptr<nb::python_error> reportError;
+    if (checkpoints) {
+      loop.checkpointEvery = every;
+      loop.checkpoint = [&](int64_t) {
+        return checkpoints->saveRun(*trainer_, rt::kFedData);
+      };
+      loop.restore = [&](int64_t atMost, int64_t &at) {
+        return checkpoints->resumeRun(*trainer_, rt::kFedData, at, notes,
+                                      nullptr, atMost);
+      };
+    }
+    loop.stopRequested = &stop;
+    if (onNonFinite != "stop" && onNonFinite != "skip-step")
+      throw Error("fit: on_nonfinite must be 'stop' or 'skip-step', got '" +
+                  onNonFinite + "'");
+    loop.onNonFinite = onNonFinite == "stop" ? rt::OnNonFinite::Stop
+                                             : rt::OnNonFinite::SkipStep;
+    std::vector<std::string> skipped;
+    loop.skipped = [&](int64_t, const std::string &text) {
+      skipped.push_back(text);
+    };
+    auto reported = [&](const rt::StepReport &r) {
+      if (report.is_none() || reportError)
+        return;
+      nb::gil_scoped_acquire gil;
+      try {
+        nb::dict metrics;
+        for (const auto &[name, value] : r.metrics)
+          metrics[nb::str(name.c_str())] = value;
+        report(r.step, r.loss, metrics);
+      } catch (nb::python_error &e) {
+        reportError = std::make_unique<nb::python_error>(std::move(e));
+        stop = -1; // after this step (and its checkpoint)
+      }
+    };
+    rt::LoopResult result;
+    rt::Status status;
+    {
+      // Python's own handlers wait for the interpreter, which waits for
+      // the loop: these stop it at the next step boundary instead.
+      struct Handlers {
+        void (*term)(int), (*interrupt)(int);
+        Handlers()
+            : term(std::signal(SIGTERM, askToStop)),
+              interrupt(std::signal(SIGINT, askToStop)) {}
+        ~Handlers() {
+          std::signal(SIGTERM, term);
+          std::signal(SIGINT, interrupt);
+        }
+        static void askToStop(int signal) {
+          stop = signal;
+          std::signal(signal, SIG_DFL);
+        }
+      } handlers;
+      nb::gil_scoped_release release;
+      status = rt::runTrainingLoop(*session_, *trainer_, feed,
+                                   session_->options().communicator.get(),
+                                   loop, reported, result);
+    }
+    if (feed.error)
+      throw std::move(*feed.error);
+    if (reportError)
+      throw std::move(*reportError);
+    check(status);
+    nb::dict d;
+    d["steps_run"] = result.stepsRun;
+    d["first_step"] = loop.firstStep;
+    d["first_loss"] = result.firstLoss;
+    d["last_loss"] = result.lastLoss;
+    d["steps_skipped"] = result.stepsSkipped;
+    d["stopped_by"] = result.stoppedBy;
+    d["seconds"] = result.seconds;
+    d["notes"] = notes;
+    d["skipped"] = skipped;
+    return d;
   }
   int64_t stepsDone() const { return trainer_->stepsDone(); }
   void initialize(uint64_t seed) { session_->initialize(seed); }
@@ -974,6 +1113,9 @@ NB_MODULE(_zcc, m) {
       .def("load", &PySession::load, "path"_a)
       .def("checkpoint", &PySession::checkpoint, "directory"_a, "keep"_a)
       .def("resume", &PySession::resume, "directory"_a)
+      .def("fit", &PySession::fit, "batches"_a, "steps"_a, "directory"_a,
+           "every"_a, "keep"_a, "on_nonfinite"_a, "report"_a.none(),
+           "report_every"_a)
       .def_prop_ro("steps_done", &PySession::stepsDone)
       .def("initialize", &PySession::initialize, "seed"_a)
       .def("stats", &PySession::stats)

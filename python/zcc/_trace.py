@@ -1092,6 +1092,61 @@ class Session:
         unless every tensor matches."""
         self._native.load(os.fspath(path))
 
+    def fit(self, batches, steps, checkpoint_dir=None, checkpoint_every=0,
+            keep=3, on_nonfinite="stop", report=None, report_every=0):
+        """Trains to step `steps` in zrun's loop: `batches(k)` returns step
+        k's batch (k from 0; inputs then labels, a tuple or a dict by name,
+        as step() takes them: the global batch for a fitted session, the
+        microbatches stacked for one given microbatches=). With
+        `checkpoint_dir` the run resumes from its newest good checkpoint
+        (the step after it), writes one there every `checkpoint_every`
+        steps and at the last (keeping `keep`), and a non-finite loss or
+        gradient norm is replayed from it, checked, naming the op writing
+        it; `on_nonfinite="skip-step"` then goes on without that step's
+        update (a warning each), "stop" raises. SIGTERM or SIGINT stops at
+        the end of the running step, after its checkpoint. `report(step,
+        loss, metrics)` (metrics: grad_norm, lr where the plan has them) is
+        called every `report_every` steps (0: every step up to 1000, else
+        about a hundred times) and at the last; its error ends the run
+        after that step. An error of `batches` ends the step before it
+        runs, and is raised. Returns {steps_run, first_step, first_loss,
+        last_loss, steps_skipped, stopped_by (the signal, 0), seconds}."""
+        microbatches = self._native.microbatches
+        shapes = {n: info[0] for n, info in self._feed_info.items()}
+        held = {}
+
+        def microbatch(n):
+            step, part = divmod(n, microbatches)
+            if held.get("step") != step:
+                value = batches(step)
+                arrays, named = ((), value) if isinstance(value, dict) \
+                    else (tuple(value), {})
+                held["step"] = step
+                held["feeds"] = self._stacked(
+                    _feeds("fit", self._order, arrays, named))
+            feeds = held["feeds"]
+            if microbatches == 1:
+                return feeds
+            parts = {}
+            for n, a in feeds.items():
+                want = (microbatches,) + tuple(shapes.get(n, ()))
+                if tuple(a.shape) != want:
+                    raise Error(f"fit: '{n}' expects shape {want} (the "
+                                f"microbatches stacked), got {tuple(a.shape)}")
+                parts[n] = a[part]
+            return parts
+
+        result = self._native.fit(
+            microbatch, int(steps),
+            "" if checkpoint_dir is None else os.fspath(checkpoint_dir),
+            int(checkpoint_every), int(keep), str(on_nonfinite), report,
+            int(report_every))
+        for note in result.pop("notes"):
+            warnings.warn(note, stacklevel=2)
+        for text in result.pop("skipped"):
+            warnings.warn(text, stacklevel=2)
+        return result
+
     def checkpoint(self, directory, keep=3):
         """A checkpoint of the run in `directory` (created if missing):
         everything to continue it exactly (parameters, optimizer and other

@@ -96,3 +96,77 @@ def test_another_runs_checkpoint_is_refused(tmp_path):
         warnings.simplefilter("error")
         assert plan.session(microbatches=2, seed=1).resume(
             tmp_path / "new") == 0
+
+
+def stacked(step_number):
+    """Step `step_number`'s two microbatches, stacked (as step() takes)."""
+    pair = [batch(2 * step_number), batch(2 * step_number + 1)]
+    return (np.stack([p[0] for p in pair]), np.stack([p[1] for p in pair]))
+
+
+def test_fit_trains_as_steps_and_resumes_where_a_signal_stopped_it(tmp_path):
+    plan = compiled()
+    whole = plan.session(microbatches=2)
+    reference = [step(whole) for _ in range(10)]
+    # Session.fit: zrun's loop over the caller's batches, the same bits.
+    losses = {}
+    fitted = plan.session(microbatches=2)
+    result = fitted.fit(stacked, 10,
+                        report=lambda k, loss, metrics: losses.update({k: loss}))
+    assert result["steps_run"] == 10 and result["stopped_by"] == 0
+    assert [losses[k] for k in range(1, 11)] == reference
+    assert np.array_equal(fitted.read("w1"), whole.read("w1"))
+
+    # SIGTERM during step 4 (while its batch is read): the run stops after
+    # it, with a checkpoint; a new session's fit goes on from step 5.
+    import signal
+
+    def term_in_4(k):
+        if k == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return stacked(k)
+    losses.clear()
+    first = plan.session(microbatches=2)
+    result = first.fit(term_in_4, 10, checkpoint_dir=tmp_path,
+                       checkpoint_every=3,
+                       report=lambda k, loss, m: losses.update({k: loss}))
+    assert result["stopped_by"] == signal.SIGTERM and result["steps_run"] == 4
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # restored
+    second = plan.session(microbatches=2)
+    result = second.fit(stacked, 10, checkpoint_dir=tmp_path,
+                        checkpoint_every=3,
+                        report=lambda k, loss, m: losses.update({k: loss}))
+    assert result["first_step"] == 5 and result["steps_run"] == 10
+    assert [losses[k] for k in range(1, 11)] == reference
+    assert np.array_equal(second.read("w1"), whole.read("w1"))
+
+
+def test_fit_names_a_nonfinite_step_and_raises_the_batches_errors(tmp_path):
+    plan = compiled()
+
+    def poisoned(k):
+        x, labels = stacked(k)
+        if k == 2:  # step 3
+            x = x.copy()
+            x[0, 0, 0] = np.nan
+        return x, labels
+    session = plan.session(microbatches=2)
+    with pytest.warns(UserWarning, match=r"(?s)the loss is NaN at step 3: "
+                      r"skipped .*the first NaN is written by matmul"):
+        result = session.fit(poisoned, 5, checkpoint_dir=tmp_path,
+                             on_nonfinite="skip-step")
+    assert result["steps_skipped"] == 1 and result["steps_run"] == 5
+    stopped = plan.session(microbatches=2)
+    with pytest.raises(zcc.Error, match="step 3"):
+        stopped.fit(poisoned, 5, checkpoint_dir=tmp_path / "stop")
+
+    def broken(k):
+        if k == 3:
+            raise KeyError("no batch 3")
+        return stacked(k)
+    session = plan.session(microbatches=2)
+    with pytest.raises(KeyError, match="no batch 3"):
+        session.fit(broken, 6)
+    assert session.steps_done == 3  # step 4's update never ran
+    with pytest.raises(zcc.Error, match="expects shape"):
+        plan.session(microbatches=2).fit(lambda k: batch(k), 2)

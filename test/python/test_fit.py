@@ -205,3 +205,18 @@ def test_zcc_divides_the_exported_program_as_compile_does(tmp_path):
         assert int(chosen.group(1)) == ours.fit_report.chosen["microbatch"], \
             (fit, run.stdout, str(ours.fit_report))
         assert chosen.group(3) == ours.fit_report.chosen["result"]
+
+
+def test_a_fitted_sessions_fit_takes_the_global_batch():
+    model, data = small_gpt()
+    x, y = (torch.from_numpy(a) for a in data[0])
+    traced = zcc.from_torch(model, (x,), (y,), loss=nanogpt.lm_loss,
+                            evaluate=False)
+    compiled = traced.compile(optimizer=zcc.adamw(lr=1e-3), microbatch=2)
+    stepped = compiled.session()
+    reference = [stepped.step(*data[k % len(data)]) for k in range(5)]
+    losses = []
+    fitted = compiled.session()
+    fitted.fit(lambda k: data[k % len(data)], 5,
+               report=lambda k, loss, metrics: losses.append(loss))
+    assert losses == reference

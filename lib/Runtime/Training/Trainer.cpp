@@ -79,7 +79,7 @@ Status Trainer::step(const DataSource &data, double &loss,
   return run(
       [&](int64_t batch) {
         data.fill(owner, batch);
-        return Status::ok();
+        return data.fillStatus();
       },
       loss, check);
 }

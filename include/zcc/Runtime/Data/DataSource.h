@@ -15,6 +15,9 @@ public:
   virtual ~DataSource() = default;
   /// Writes batch `batch` into the entry's inputs. Never allocates.
   virtual void fill(Session &session, int64_t batch) const = 0;
+  /// Why the last fill wrote nothing, for sources that can fail (a
+  /// caller's function); the step then ends with it, its entry not run.
+  virtual Status fillStatus() const { return Status::ok(); }
   /// One line: where the data comes from.
   virtual std::string describe() const = 0;
   /// The whole batches the data holds (a file's examples / the batch's
