@@ -176,24 +176,6 @@ Status rebatchFunction(func::FuncOp fn, int64_t B, int64_t b) {
   return Status::ok();
 }
 
-/// (all, recomputed) FLOPs of one optimizer step of `microbatches`.
-std::pair<double, double> stepFlops(const zcc::runtime::Plan &plan,
-                                    int64_t microbatches) {
-  double all = 0, recomputed = 0;
-  for (const zcc::runtime::Entry &e : plan.entries) {
-    double weight = e.kind == zcc::runtime::EntryKind::Microbatch
-                        ? static_cast<double>(microbatches)
-                    : e.kind == zcc::runtime::EntryKind::TrainStep ||
-                            e.kind == zcc::runtime::EntryKind::Apply
-                        ? 1.0
-                        : 0.0;
-    zcc::runtime::EntryFlops f = zcc::runtime::entryFlops(e);
-    all += weight * f.total;
-    recomputed += weight * f.recomputed;
-  }
-  return {all, recomputed};
-}
-
 } // namespace
 
 Status zcc::programBatch(ModuleOp module, int64_t &batch) {
@@ -316,6 +298,23 @@ Status zcc::compileFitted(ModuleOp module, const CompileOptions &options,
                      formatFitChoice(choice));
   out = std::move(plans[choice.chosen]);
   return Status::ok();
+}
+
+std::pair<double, double> zcc::stepFlops(const runtime::Plan &plan,
+                                         int64_t microbatches) {
+  double all = 0, recomputed = 0;
+  for (const zcc::runtime::Entry &e : plan.entries) {
+    double weight = e.kind == zcc::runtime::EntryKind::Microbatch
+                        ? static_cast<double>(microbatches)
+                    : e.kind == zcc::runtime::EntryKind::TrainStep ||
+                            e.kind == zcc::runtime::EntryKind::Apply
+                        ? 1.0
+                        : 0.0;
+    zcc::runtime::EntryFlops f = zcc::runtime::entryFlops(e);
+    all += weight * f.total;
+    recomputed += weight * f.recomputed;
+  }
+  return {all, recomputed};
 }
 
 int zcc::pickFitRow(const std::vector<FitRow> &rows) {

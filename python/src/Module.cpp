@@ -1054,6 +1054,13 @@ NB_MODULE(_zcc, m) {
       .def("memory_analysis",
            [](const PyPlan &p) { return memoryAnalysis(*p.plan); })
       .def(
+          "step_flops",
+          [](const PyPlan &p, int64_t microbatches) {
+            return zcc::stepFlops(*p.plan, microbatches);
+          },
+          "microbatches"_a,
+          "(all, recomputed) FLOPs of one optimizer step of `microbatches`")
+      .def(
           "fixed_device_bytes",
           [](const PyPlan &p, int64_t reserve) {
             return zcc::fixedDeviceBytes(*p.plan, reserve);

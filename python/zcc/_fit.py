@@ -41,18 +41,6 @@ def microbatch_of(examples, microbatch):
     return tuple(t[:t.shape[0] // batch * microbatch] for t in examples)
 
 
-def _step_flops(compiled, microbatches):
-    """(FLOPs, recomputed FLOPs) of one optimizer step: the training
-    entry, or `microbatches` microbatch entries and one apply."""
-    total = recomputed = 0.0
-    for name, e in compiled.memory_analysis()["entries"].items():
-        weight = {"train_step": 1, "microbatch": microbatches,
-                  "apply": 1}.get(name, 0)
-        total += weight * e["flops"]
-        recomputed += weight * e["recomputed_flops"]
-    return total, recomputed
-
-
 class FitReport:
     """What compile(fit=...) tried and chose: `rows` (a dict per microbatch
     size tried: microbatch, microbatches, result "as is", "recomputing" or
@@ -122,8 +110,8 @@ def choose(traced, fit, reserve, microbatch, compile_one, options):
         except OutOfMemoryError:
             row["why"] = "not even recomputing all it can"
             continue
-        total, recomputed = _step_flops(budgeted, k)
-        _, plain_recomputed = _step_flops(plain, k)
+        total, recomputed = budgeted.plan.step_flops(k)
+        _, plain_recomputed = plain.plan.step_flops(k)
         row.update(result="recomputing",
                    arena=budgeted.memory_analysis()["arena"],
                    extra_flops=recomputed - plain_recomputed,

@@ -18,6 +18,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace zcc {
@@ -83,6 +84,10 @@ runtime::Status compileFitted(mlir::ModuleOp module,
                               const CompileOptions &options, int64_t microbatch,
                               FitChoice &choice, runtime::Plan &out,
                               std::string *warnings = nullptr);
+/// (all, recomputed) FLOPs of one optimizer step: the training entry, or
+/// `microbatches` runs of the microbatch entry and one apply.
+std::pair<double, double> stepFlops(const runtime::Plan &plan,
+                                    int64_t microbatches);
 /// The choice among the sizes tried (largest first): the first that fits
 /// as it is, else the one recomputing the fewest FLOPs (a tie: the larger);
 /// -1 when none fits. compile(fit=...) in Python chooses by it too.
