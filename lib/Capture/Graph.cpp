@@ -1199,6 +1199,19 @@ Status Graph::compile(const CompileOptions &options, runtime::Plan &out,
   return zcc::compileModule(*copy, options, out, plannedIR, warnings);
 }
 
+Status Graph::fitCandidate(const CompileOptions &options,
+                          int64_t microbatches, FitRow &row, runtime::Plan &out,
+                          std::string *warnings) const {
+  Impl &g = *impl_;
+  if (!g.status.isOk())
+    return g.status;
+  if (!g.finished)
+    return Status(StatusCode::InvalidArgument,
+                  "compile: the graph has no loss yet; call finish(loss)");
+  return zcc::fitCandidate(*g.module, options, microbatches, row, out,
+                           warnings);
+}
+
 namespace {
 std::vector<std::string> namesWithRole(const Graph::Impl &g,
                                        zt::ArgRole role) {

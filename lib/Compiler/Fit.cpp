@@ -236,67 +236,76 @@ Status zcc::compileFitted(ModuleOp module, const CompileOptions &options,
       if (batch % b == 0)
         sizes.push_back(b);
   }
-  const uint64_t limit = options.fit > 0
-                             ? static_cast<uint64_t>(options.fit)
-                             : std::numeric_limits<uint64_t>::max();
-  CompileOptions base = options;
-  base.fit = 0;
-  base.memoryBudget = 0;
   std::vector<runtime::Plan> plans; // per row: the plan it would keep
   for (int64_t b : sizes) {
-    const int64_t k = batch / b;
     FitRow row;
     row.microbatch = b;
-    row.microbatches = k;
+    row.microbatches = batch / b;
     OwningOpRef<ModuleOp> program = module.clone();
     ZRT_RETURN_IF_ERROR(rebatchModule(*program, b));
-    CompileOptions sized = base;
-    if (k > 1) {
-      // The mean of the microbatches' gradients: the whole batch's, for a
-      // loss that is a mean.
-      sized.accumulate = true;
-      sized.gradScale = options.gradScale / static_cast<double>(k);
-    }
-    runtime::Plan plain;
-    {
-      OwningOpRef<ModuleOp> copy = program->clone();
-      ZRT_RETURN_IF_ERROR(compileModule(*copy, sized, plain, nullptr, warnings));
-    }
-    row.other = fixedDeviceBytes(plain, options.fitReserve);
-    row.arena = plain.arenaSize;
-    choice.rows.push_back(row);
-    FitRow &r = choice.rows.back();
     plans.emplace_back();
-    if (r.other + r.arena <= limit) {
-      r.result = FitRow::AsIs;
-      plans.back() = std::move(plain);
+    ZRT_RETURN_IF_ERROR(fitCandidate(*program, options, row.microbatches, row,
+                                     plans.back(), warnings));
+    choice.rows.push_back(row);
+    if (row.result == FitRow::AsIs)
       break; // nothing smaller is chosen over it
-    }
-    if (r.other >= limit) {
-      r.why = "the other regions alone do not fit";
-      continue;
-    }
-    CompileOptions budgeted = sized;
-    budgeted.memoryBudget = static_cast<int64_t>(limit - r.other);
-    runtime::Plan recomputing;
-    Status s = compileModule(*program, budgeted, recomputing, nullptr, warnings);
-    if (s.code() == StatusCode::OutOfMemory) {
-      r.why = "not even recomputing all it can";
-      continue;
-    }
-    ZRT_RETURN_IF_ERROR(s);
-    auto [all, recomputed] = stepFlops(recomputing, k);
-    r.result = FitRow::Recomputing;
-    r.arena = recomputing.arenaSize;
-    r.extraFlops = recomputed - stepFlops(plain, k).second;
-    r.extraShare = all > 0 ? r.extraFlops / all : 0.0;
-    plans.back() = std::move(recomputing);
   }
   choice.chosen = pickFitRow(choice.rows);
   if (choice.chosen < 0)
     return makeError(StatusCode::OutOfMemory, "no microbatch size fits:\n",
                      formatFitChoice(choice));
   out = std::move(plans[choice.chosen]);
+  return Status::ok();
+}
+
+Status zcc::fitCandidate(ModuleOp program, const CompileOptions &options,
+                         int64_t microbatches, FitRow &row, runtime::Plan &out,
+                         std::string *warnings) {
+  const uint64_t limit = options.fit > 0
+                             ? static_cast<uint64_t>(options.fit)
+                             : std::numeric_limits<uint64_t>::max();
+  CompileOptions sized = options;
+  sized.fit = 0;
+  sized.memoryBudget = 0;
+  if (microbatches > 1) {
+    // The mean of the microbatches' gradients: the whole batch's, for a
+    // loss that is a mean.
+    sized.accumulate = true;
+    sized.gradScale = options.gradScale / static_cast<double>(microbatches);
+  }
+  row.result = FitRow::No;
+  runtime::Plan plain;
+  {
+    OwningOpRef<ModuleOp> copy = program.clone();
+    ZRT_RETURN_IF_ERROR(compileModule(*copy, sized, plain, nullptr, warnings));
+  }
+  row.other = fixedDeviceBytes(plain, options.fitReserve);
+  row.arena = plain.arenaSize;
+  if (row.other + row.arena <= limit) {
+    row.result = FitRow::AsIs;
+    out = std::move(plain);
+    return Status::ok();
+  }
+  if (row.other >= limit) {
+    row.why = "the other regions alone do not fit";
+    return Status::ok();
+  }
+  CompileOptions budgeted = sized;
+  budgeted.memoryBudget = static_cast<int64_t>(limit - row.other);
+  runtime::Plan recomputing;
+  OwningOpRef<ModuleOp> copy = program.clone();
+  Status s = compileModule(*copy, budgeted, recomputing, nullptr, warnings);
+  if (s.code() == StatusCode::OutOfMemory) {
+    row.why = "not even recomputing all it can";
+    return Status::ok();
+  }
+  ZRT_RETURN_IF_ERROR(s);
+  auto [all, recomputed] = stepFlops(recomputing, microbatches);
+  row.result = FitRow::Recomputing;
+  row.arena = recomputing.arenaSize;
+  row.extraFlops = recomputed - stepFlops(plain, microbatches).second;
+  row.extraShare = all > 0 ? row.extraFlops / all : 0.0;
+  out = std::move(recomputing);
   return Status::ok();
 }
 

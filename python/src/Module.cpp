@@ -198,6 +198,13 @@ nb::dict memoryAnalysis(const rt::Plan &plan) {
   return d;
 }
 
+/// A fit row's result as Python's fit_report writes it.
+const char *fitResultName(zcc::FitRow::Result result) {
+  return result == zcc::FitRow::AsIs          ? "as is"
+         : result == zcc::FitRow::Recomputing ? "recomputing"
+                                              : "no";
+}
+
 const char *numpyName(rt::DType dtype) {
   switch (dtype) {
   case rt::DType::F32:
@@ -958,7 +965,29 @@ NB_MODULE(_zcc, m) {
             }
             return std::make_tuple(plan, planned, warnings);
           },
-          "options"_a, "planned_ir"_a = false);
+          "options"_a, "planned_ir"_a = false)
+      .def(
+          "fit_candidate",
+          [](const Graph &g, const zcc::CompileOptions &options,
+             int64_t microbatches) {
+            PyPlan plan{std::make_shared<rt::Plan>()};
+            zcc::FitRow row;
+            std::string warnings;
+            {
+              nb::gil_scoped_release release;
+              check(g.fitCandidate(options, microbatches, row, *plan.plan,
+                                   &warnings));
+            }
+            nb::dict r;
+            r["result"] = fitResultName(row.result);
+            r["arena"] = row.arena;
+            r["other"] = row.other;
+            r["extra_flops"] = row.extraFlops;
+            r["extra_share"] = row.extraShare;
+            r["why"] = row.why;
+            return std::make_tuple(r, plan, warnings);
+          },
+          "options"_a, "microbatches"_a);
 
   // One attribute per row of zcc/Compiler/OptionList.h, by its name.
   nb::class_<zcc::CompileOptions> options(m, "CompileOptions");
@@ -999,9 +1028,10 @@ NB_MODULE(_zcc, m) {
           zcc::FitRow r;
           r.microbatch = b;
           r.microbatches = k;
-          r.result = result == "as is"         ? zcc::FitRow::AsIs
-                     : result == "recomputing" ? zcc::FitRow::Recomputing
-                                               : zcc::FitRow::No;
+          r.result = zcc::FitRow::No;
+          for (auto kind : {zcc::FitRow::AsIs, zcc::FitRow::Recomputing})
+            if (result == fitResultName(kind))
+              r.result = kind;
           r.arena = arena;
           r.other = other;
           r.extraFlops = extra;

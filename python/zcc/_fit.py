@@ -64,8 +64,8 @@ class FitReport:
 
 def choose(traced, fit, reserve, microbatch, compile_one, options):
     """The Compiled of the choice, with its report as `fit_report`.
-    compile_one(traced, options) compiles one candidate; `options` are the
-    caller's keywords (fit and fit_reserve taken out)."""
+    compile_one(traced, microbatches) judges one candidate: (its row, its
+    Compiled or None); `options` are the caller's keywords."""
     batch = batch_of(traced._fit_examples)
     if microbatch is None:
         sizes = [b for b in range(batch, 0, -1) if batch % b == 0]
@@ -74,50 +74,20 @@ def choose(traced, fit, reserve, microbatch, compile_one, options):
             raise Error(f"compile: microbatch {microbatch} does not divide "
                         f"the examples' batch {batch}")
         sizes = [microbatch]
-    limit = fit if fit > 0 else float("inf")  # a microbatch, no device
     rows, compiled_of = [], {}
-    scale = options.get("grad_scale") or 1.0
     for b in sizes:
         k = batch // b
-        row = {"microbatch": b, "microbatches": k, "result": "no",
-               "arena": 0, "other": 0, "extra_flops": 0.0,
-               "extra_share": 0.0, "why": ""}
-        rows.append(row)
+        if k > 1 and options.get("accumulate") is False:
+            raise Error("compile(fit=...): accumulate=False, but the batch "
+                        f"of {batch} needs microbatches")
         candidate = traced if b == batch else traced._reimport(b)
-        opts = dict(options)
-        if k > 1:
-            if options.get("accumulate") is False:
-                raise Error("compile(fit=...): accumulate=False, but the "
-                            f"batch of {batch} needs microbatches")
-            # The accumulated gradient is the mean of the microbatches',
-            # the global batch's for a loss that is a mean.
-            opts["accumulate"] = True
-            opts["grad_scale"] = scale / k
-        plain = compile_one(candidate, opts)
-        other = plain.plan.fixed_device_bytes(reserve)
-        arena = plain.memory_analysis()["arena"]
-        row.update(arena=arena, other=other)
-        if other + arena <= limit:
-            row["result"] = "as is"
-            compiled_of[b] = plain
+        # zcc --microbatch's judgement of one size (zcc::fitCandidate).
+        row, compiled = compile_one(candidate, k)
+        rows.append(dict(microbatch=b, microbatches=k, **row))
+        if compiled is not None:
+            compiled_of[b] = compiled
+        if row["result"] == "as is":
             break  # nothing smaller is chosen over it
-        if other >= limit:
-            row["why"] = "the other regions alone do not fit"
-            continue
-        try:
-            budgeted = compile_one(candidate,
-                                   dict(opts, memory_budget=fit - other))
-        except OutOfMemoryError:
-            row["why"] = "not even recomputing all it can"
-            continue
-        total, recomputed = budgeted.plan.step_flops(k)
-        _, plain_recomputed = plain.plan.step_flops(k)
-        row.update(result="recomputing",
-                   arena=budgeted.memory_analysis()["arena"],
-                   extra_flops=recomputed - plain_recomputed,
-                   extra_share=(recomputed - plain_recomputed) / total
-                   if total else 0.0)
-        compiled_of[b] = budgeted
     report = FitReport(fit, reserve, batch, rows)
     chosen = report.chosen
     if chosen is None:

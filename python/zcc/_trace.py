@@ -509,19 +509,38 @@ class Traced:
                         f"{microbatch!r}")
         sizes = _compile_options(None, None, {
             "fit": options.get("fit"), "fit_reserve": options.get("fit_reserve")})
-        rest = {k: v for k, v in options.items()
-                if k not in ("fit", "fit_reserve")}
         return _fit.choose(
             self, sizes.fit, sizes.fit_reserve,
             None if microbatch is None else int(microbatch),
-            lambda traced, opts: traced._compile(optimizer, lr_schedule, opts),
-            rest)
+            lambda traced, k: traced._compile(optimizer, lr_schedule, options,
+                                              microbatches=k),
+            options)
 
-    def _compile(self, optimizer, lr_schedule, options):
+    def _compile(self, optimizer, lr_schedule, options, microbatches=None):
+        """The plan, or with `microbatches` one size of compile(fit=...):
+        (its row, its Compiled or None when it does not fit)."""
         optimizer, lr_schedule = self._from_torch(optimizer, lr_schedule)
         compile_options = _compile_options(optimizer, lr_schedule, options)
+        if microbatches is not None:
+            row, plan, warned = self.graph.fit_candidate(compile_options,
+                                                         microbatches)
+            _warn(warned)
+            if row["result"] == "no":
+                return row, None
+            # The options fitCandidate compiled with (planned_ir's).
+            if microbatches > 1:
+                compile_options.accumulate = True
+                compile_options.grad_scale /= microbatches
+            if row["result"] == "recomputing":
+                compile_options.memory_budget = \
+                    compile_options.fit - row["other"]
+            compile_options.fit = 0
+            return row, self._compiled(plan, compile_options)
         plan, _, warned = self.graph.compile(compile_options)
         _warn(warned)
+        return self._compiled(plan, compile_options)
+
+    def _compiled(self, plan, compile_options):
         return Compiled(plan, self._inputs + self._labels,
                         self.parameters + self.state,
                         accumulate=compile_options.accumulate, traced=self,

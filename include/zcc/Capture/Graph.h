@@ -25,6 +25,7 @@
 #ifndef ZCC_CAPTURE_GRAPH_H
 #define ZCC_CAPTURE_GRAPH_H
 
+#include "zcc/Compiler/Fit.h"
 #include "zcc/Runtime/Plan/ElementKernels.h"
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
@@ -362,6 +363,12 @@ public:
   Status compile(const CompileOptions &options, runtime::Plan &out,
                  std::string *plannedIR = nullptr,
                  std::string *warnings = nullptr) const;
+
+  /// This program as one microbatch size of compile(fit=...)'s (Python):
+  /// zcc::fitCandidate (zcc/Compiler/Compile.h) on it.
+  Status fitCandidate(const CompileOptions &options, int64_t microbatches,
+                      FitRow &row, runtime::Plan &out,
+                      std::string *warnings = nullptr) const;
 
   /// Names of the arguments in declaration order, by role.
   std::vector<std::string> inputNames() const;

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "zcc/Compiler/CompileOptions.h"
+#include "zcc/Compiler/Fit.h"
 #include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/Plan.h"
 #include "zcc/Runtime/Status.h"
@@ -59,22 +60,6 @@ runtime::Status programBatch(mlir::ModuleOp module, int64_t &batch);
 /// that moves, splits or joins along the batch is an error naming it.
 runtime::Status rebatchModule(mlir::ModuleOp module, int64_t microbatch);
 
-/// One microbatch size compileFitted tried.
-struct FitRow {
-  enum Result { No, AsIs, Recomputing };
-  int64_t microbatch = 0, microbatches = 0;
-  Result result = No;
-  uint64_t arena = 0; // the plain plan's; the recomputing one's when kept
-  uint64_t other = 0; // fixedDeviceBytes with the reserve
-  double extraFlops = 0, extraShare = 0; // recomputation's, per step
-  std::string why;                       // of a size that does not fit
-};
-struct FitChoice {
-  int64_t fit = 0, reserve = 0, batch = 0;
-  std::vector<FitRow> rows;
-  int chosen = -1;
-};
-
 /// zcc --fit --microbatch: each size dividing the program's batch (largest
 /// first; only `microbatch` when > 0) at options.fit bytes: the first that
 /// fits as it is, else the one recomputing the fewest FLOPs per step,
@@ -84,16 +69,18 @@ runtime::Status compileFitted(mlir::ModuleOp module,
                               const CompileOptions &options, int64_t microbatch,
                               FitChoice &choice, runtime::Plan &out,
                               std::string *warnings = nullptr);
-/// (all, recomputed) FLOPs of one optimizer step: the training entry, or
-/// `microbatches` runs of the microbatch entry and one apply.
-std::pair<double, double> stepFlops(const runtime::Plan &plan,
-                                    int64_t microbatches);
-/// The choice among the sizes tried (largest first): the first that fits
-/// as it is, else the one recomputing the fewest FLOPs (a tie: the larger);
-/// -1 when none fits. compile(fit=...) in Python chooses by it too.
-int pickFitRow(const std::vector<FitRow> &rows);
-/// The table of sizes tried, `*` at the choice (Python's fit_report too).
-std::string formatFitChoice(const FitChoice &choice);
+/// One microbatch size's program (`program`, already at that size) at
+/// options.fit bytes, as compileFitted and Python's compile(fit=...) judge
+/// it: `microbatches` of them accumulating (grad_scale divided by their
+/// number), compiled as it is, and with the budget the device leaves its
+/// arena when that does not fit. `row` says how it went (its microbatch
+/// fields are the caller's); `out` gets the plan it would keep (none for
+/// a size that does not fit).
+runtime::Status fitCandidate(mlir::ModuleOp program,
+                             const CompileOptions &options,
+                             int64_t microbatches, FitRow &row,
+                             runtime::Plan &out,
+                             std::string *warnings = nullptr);
 
 /// Parses zt text (`bufferName` names it in messages) and compiles it.
 runtime::Status compileSource(std::string_view text,
