@@ -1187,14 +1187,22 @@ std::string Graph::str(bool locations) const {
   return text;
 }
 
-Status Graph::compile(const CompileOptions &options, runtime::Plan &out,
-                      std::string *plannedIR, std::string *warnings) const {
-  Impl &g = *impl_;
+namespace {
+/// Why the graph cannot be compiled yet, else ok.
+Status compilable(const Graph::Impl &g) {
   if (!g.status.isOk())
     return g.status;
   if (!g.finished)
     return Status(StatusCode::InvalidArgument,
                   "compile: the graph has no loss yet; call finish(loss)");
+  return Status::ok();
+}
+} // namespace
+
+Status Graph::compile(const CompileOptions &options, runtime::Plan &out,
+                      std::string *plannedIR, std::string *warnings) const {
+  Impl &g = *impl_;
+  ZRT_RETURN_IF_ERROR(compilable(g));
   OwningOpRef<ModuleOp> copy = g.module->clone();
   return zcc::compileModule(*copy, options, out, plannedIR, warnings);
 }
@@ -1203,11 +1211,7 @@ Status Graph::fitCandidate(const CompileOptions &options,
                           int64_t microbatches, FitRow &row, runtime::Plan &out,
                           std::string *warnings) const {
   Impl &g = *impl_;
-  if (!g.status.isOk())
-    return g.status;
-  if (!g.finished)
-    return Status(StatusCode::InvalidArgument,
-                  "compile: the graph has no loss yet; call finish(loss)");
+  ZRT_RETURN_IF_ERROR(compilable(g));
   return zcc::fitCandidate(*g.module, options, microbatches, row, out,
                            warnings);
 }
