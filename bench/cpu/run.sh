@@ -42,6 +42,11 @@ mid_arena=$("$build/bin/zcc" "$work/gpt_mid.mlir" --optimizer adamw --lr 0.001 -
 # Without zt-fuse-elementwise (the same bits, one launch per op).
 "$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_unfused.zplan" --optimizer adamw --lr 0.001 \
   --fuse-elementwise=false
+# With attention's heads copied (no views), and with neither views nor fusion.
+"$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_copies.zplan" --optimizer adamw --lr 0.001 \
+  --attention-views=false
+"$build/bin/zcc" "$work/gpt_mid.mlir" -o "$work/gpt_mid_plain.zplan" --optimizer adamw --lr 0.001 \
+  --attention-views=false --fuse-elementwise=false
 
 # model | plan | torch_cpu.py arguments
 models=(
@@ -51,6 +56,8 @@ models=(
   "the same, zcc with --memory-budget of half its arena|gpt_mid_half|--model gpt --gpt 4,256,4,128,512 --batch 8"
   "the same in bf16: zcc --precision bf16, PyTorch autocast bf16|gpt_mid_bf16|--model gpt --gpt 4,256,4,128,512 --batch 8 --autocast-bf16"
   "the same in f32, zcc --fuse-elementwise=false (each element op its own kernel)|gpt_mid_unfused|--model gpt --gpt 4,256,4,128,512 --batch 8"
+  "the same in f32, zcc --attention-views=false (attention's heads copied)|gpt_mid_copies|--model gpt --gpt 4,256,4,128,512 --batch 8"
+  "the same in f32, zcc --attention-views=false --fuse-elementwise=false|gpt_mid_plain|--model gpt --gpt 4,256,4,128,512 --batch 8"
   "the same in f32, gradients clipped: zcc --clip-grad-norm 1, PyTorch clip_grad_norm_(1)|gpt_mid_clip|--model gpt --gpt 4,256,4,128,512 --batch 8 --clip-grad-norm 1"
   "the same in f32, a learning-rate schedule (10 warmup steps, cosine to step 1000): zcc --lr-decay cosine ..., PyTorch LambdaLR|gpt_mid_lrs|--model gpt --gpt 4,256,4,128,512 --batch 8 --lr-schedule 10,1000,0.0001"
 )
@@ -101,4 +108,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   echo "Element-wise fusion (the default) takes the 4-layer GPT" \
     "$(awk -v a="${zcc_ms[gpt_mid]}" -v b="${zcc_ms[gpt_mid_unfused]}" 'BEGIN {printf "%.2f", a / b}')x its unfused step time" \
     "(the same bits; below 1 is faster)."
+  echo "Attention views (the default) take it" \
+    "$(awk -v a="${zcc_ms[gpt_mid]}" -v b="${zcc_ms[gpt_mid_copies]}" 'BEGIN {printf "%.2f", a / b}')x its step time with the heads copied;" \
+    "views and fusion together $(awk -v a="${zcc_ms[gpt_mid]}" -v b="${zcc_ms[gpt_mid_plain]}" 'BEGIN {printf "%.2f", a / b}')x its time with neither (the same bits)."
 } | tee "$root/bench/cpu/results.md"

@@ -48,6 +48,12 @@ python3 "$root/bench/gpu/gpt_model.py" "$out/gpt2_small.mlir" --layers 12 --widt
   --precision bf16
 "$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_bf16.zplan" --optimizer adamw \
   --lr 0.001 --precision bf16
+# Attention's heads copied out of the fused projection and back (issue 48:
+# the views' time against the copies', same run).
+"$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_bf16_copies.zplan" --optimizer adamw \
+  --lr 0.001 --precision bf16 --attention-views=false
+"$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_copies.zplan" --optimizer adamw \
+  --lr 0.001 --attention-views=false
 # GPT-2 small under memory budgets of 75% and 50% of its arena (issue 18:
 # recomputation's extra step time on the GPU).
 "$zcc" "$out/gpt2_small.mlir" -o /dev/null --optimizer adamw --lr 0.001 \

@@ -307,7 +307,9 @@ if [ -f "$plans/gpt2_small.zplan" ]; then
   step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), zcc; budgets 75%, 50%" \
     real-size.md "$build/bin/zcc-gpu-bench" "$plans/gpt2_small.zplan" \
     $(ls "$plans"/gpt2_small_m75.zplan "$plans"/gpt2_small_m50.zplan \
-         "$plans"/gpt2_small_bf16.zplan "$plans"/gpt2_small_tf32.zplan 2>/dev/null) \
+         "$plans"/gpt2_small_bf16.zplan "$plans"/gpt2_small_tf32.zplan \
+         "$plans"/gpt2_small_copies.zplan "$plans"/gpt2_small_bf16_copies.zplan \
+         2>/dev/null) \
     --steps 20 --warmup 3
   step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), PyTorch" real-size.md \
     python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 12,768,12,1024,50304 \

@@ -150,16 +150,31 @@ std::string zcc::runtime::formatPlanReport(const Plan &plan, int largest) {
     if (e.workspace >= 0)
       out += "  workspace    " + bytes(e.buffers[e.workspace].size) +
              " (device scratch and cuBLAS, in the arena)\n";
-    uint64_t strided = 0, stridedBytes = 0;
-    for (const Tensor &t : e.tensors)
-      if (t.isStrided()) {
-        ++strided;
-        stridedBytes += static_cast<uint64_t>(t.type.bytes());
+    // Strided tensors: attention's views (kernelTakesView), else
+    // broadcasts element kernels read.
+    std::vector<bool> view(e.tensors.size(), false);
+    for (const Launch &l : e.launches)
+      for (int side = 0; side < 2; ++side) {
+        const std::vector<uint32_t> &list = side ? l.outputs : l.inputs;
+        for (size_t i = 0; i < list.size(); ++i)
+          if (list[i] < view.size() && kernelTakesView(l.kernel, side, i))
+            view[list[i]] = true;
       }
-    if (strided)
-      out += "  broadcasts   " + std::to_string(strided) +
+    uint64_t counts[2] = {}, sizes[2] = {};
+    for (size_t t = 0; t < e.tensors.size(); ++t)
+      if (e.tensors[t].isStrided()) {
+        ++counts[view[t]];
+        sizes[view[t]] += static_cast<uint64_t>(e.tensors[t].type.bytes());
+      }
+    if (counts[0])
+      out += "  broadcasts   " + std::to_string(counts[0]) +
              " read through strides, never materialized (as buffers: " +
-             bytes(stridedBytes) + ")\n";
+             bytes(sizes[0]) + ")\n";
+    if (counts[1])
+      out += "  views        " + std::to_string(counts[1]) +
+             " attention operands read or written where they lie, never "
+             "copied (as copies: " +
+             bytes(sizes[1]) + ")\n";
     int64_t tf32 = 0;
     for (const Launch &l : e.launches)
       tf32 += l.kernel == KernelId::Matmul && l.params.tf32;

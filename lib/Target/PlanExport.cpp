@@ -221,6 +221,20 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
         entry.tensors.push_back(std::move(tensor));
         continue;
       }
+      if (auto view = dyn_cast<zplan::StridedViewOp>(op)) {
+        FailureOr<rt::TensorType> type = typeOf(view.getLoc(), view.getType());
+        if (failed(type))
+          return failure();
+        rt::Tensor tensor;
+        tensor.type = *type;
+        tensor.buffer = entry.tensors[tensorOf.at(view.getSource())].buffer;
+        tensor.strides.assign(view.getStrides().begin(),
+                              view.getStrides().end());
+        tensor.offset = view.getOffset();
+        tensorOf[view.getResult()] = entry.tensors.size();
+        entry.tensors.push_back(std::move(tensor));
+        continue;
+      }
       auto launchOp = dyn_cast<zplan::LaunchOp>(op);
       if (!launchOp)
         return op.emitOpError() << "unexpected in a zplan.entry";

@@ -9,6 +9,7 @@
 #include "zcc/Runtime/Plan/KernelRules.h"
 #include "zcc/Runtime/Plan/Launch.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
@@ -90,9 +91,198 @@ static bool repeatsForElementKernels(BroadcastInDimOp op) {
   });
 }
 
+static SmallVector<int64_t> rowMajorSteps(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> steps(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    steps[d] = steps[d + 1] * shape[d + 1];
+  return steps;
+}
+
+/// The steps that view a tensor of shape `from` (steps `steps`) as shape
+/// `to` without moving an element, if there are any: each run of `from`'s
+/// dimensions that step as one block is divided among `to`'s.
+static std::optional<SmallVector<int64_t>>
+reshapeSteps(ArrayRef<int64_t> from, ArrayRef<int64_t> steps,
+             ArrayRef<int64_t> to) {
+  if (from.empty() || to.empty())
+    return std::nullopt;
+  SmallVector<int64_t> out(to.size(), 0);
+  int64_t v = static_cast<int64_t>(to.size()) - 1;
+  int64_t base = steps.back(), fromCount = 1, toCount = 1;
+  for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
+    fromCount *= from[d];
+    bool runEnds =
+        d == 0 || (from[d - 1] != 1 && steps[d - 1] != fromCount * base);
+    if (!runEnds)
+      continue;
+    while (v >= 0 && (toCount < fromCount || to[v] == 1)) {
+      out[v] = toCount * base;
+      toCount *= to[v];
+      --v;
+    }
+    if (toCount != fromCount)
+      return std::nullopt;
+    if (d > 0) {
+      base = steps[d - 1];
+      fromCount = toCount = 1;
+    }
+  }
+  if (v >= 0)
+    return std::nullopt;
+  return out;
+}
+
+/// Whether `use` is an operand attention's kernels read through a view.
+static bool takesView(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (!isa<ZTDialect>(user->getDialect()))
+    return false;
+  std::optional<runtime::KernelId> kernel =
+      runtime::findKernel(user->getName().stripDialect());
+  return kernel &&
+         runtime::kernelTakesView(*kernel, false, use.getOperandNumber());
+}
+
+bool BufferLiveness::isView(Operation *op) const {
+  return isa<ReshapeOp>(op) || broadcastViews.contains(op) ||
+         stridedViews.contains(op);
+}
+
+void BufferLiveness::findAttentionViews() {
+  // Slices and transposes are views of their operand when every reader of
+  // the result takes a view (attention's operands, or another such slice,
+  // transpose or reshape); a reshape of a view is one when its steps allow.
+  // Each round drops the ops that cannot be views, until none is dropped.
+  llvm::SetVector<Operation *> candidates;
+  for (Operation *op : schedule)
+    if (traitsOf(op) & runtime::kView)
+      candidates.insert(op);
+  // The slice or transpose a view's layout starts at (through reshapes).
+  auto originOf = [](Value v) {
+    Operation *def = v.getDefiningOp();
+    while (def && isa<ReshapeOp>(def))
+      def = def->getOperand(0).getDefiningOp();
+    return def;
+  };
+  // Every view starts at a candidate; were one not to, none is kept (each
+  // round then ends).
+  auto drop = [&](Operation *origin) {
+    if (!candidates.remove(origin))
+      candidates.clear();
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    layouts.clear();
+    for (Operation *op : schedule) {
+      bool reshape = isa<ReshapeOp>(op);
+      if (!reshape && !candidates.contains(op))
+        continue;
+      Value in = op->getOperand(0);
+      ArrayRef<int64_t> inShape =
+          cast<RankedTensorType>(in.getType()).getShape();
+      ArrayRef<int64_t> outShape =
+          cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+      auto found = layouts.find(in);
+      if (reshape && found == layouts.end())
+        continue; // a reshape of a row-major value: the same bytes
+      ViewLayout layout = found != layouts.end()
+                              ? found->second
+                              : ViewLayout{0, rowMajorSteps(inShape)};
+      if (auto slice = dyn_cast<SliceOp>(op)) {
+        for (auto [d, start] : llvm::enumerate(slice.getStartIndices()))
+          layout.offset += start * layout.strides[d];
+        for (auto [d, step] : llvm::enumerate(slice.getStrides()))
+          layout.strides[d] *= step;
+      } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+        SmallVector<int64_t> steps;
+        for (int64_t d : transpose.getPermutation())
+          steps.push_back(layout.strides[d]);
+        layout.strides = std::move(steps);
+      } else if (!reshape) { // a view op this analysis cannot place
+        drop(op);
+        changed = true;
+        break;
+      } else {
+        std::optional<SmallVector<int64_t>> steps =
+            reshapeSteps(inShape, layout.strides, outShape);
+        if (!steps) {
+          drop(originOf(in));
+          changed = true;
+          break;
+        }
+        layout.strides = std::move(*steps);
+      }
+      layouts[op->getResult(0)] = std::move(layout);
+    }
+    if (changed)
+      continue;
+    for (Operation *op : schedule) {
+      if (op->getNumResults() != 1 || !layouts.count(op->getResult(0)))
+        continue;
+      Value result = op->getResult(0);
+      for (OpOperand &use : result.getUses()) {
+        Operation *user = use.getOwner();
+        if (takesView(use) || isa<ReshapeOp>(user) ||
+            candidates.contains(user))
+          continue;
+        drop(originOf(result));
+        changed = true;
+        break;
+      }
+    }
+  }
+  for (Operation *op : schedule)
+    if (op->getNumResults() == 1 && layouts.count(op->getResult(0)))
+      stridedViews.insert(op);
+
+  // A result attention writes through a view (kernelTakesView) whose
+  // readers are attention's operands and transposes of one permutation
+  // lives in the transposed value's bytes: the transposes are that buffer
+  // (no copy) and the result is written through the permuted steps.
+  for (Operation *op : schedule) {
+    if (!isa<ZTDialect>(op->getDialect()))
+      continue;
+    std::optional<runtime::KernelId> kernel =
+        runtime::findKernel(op->getName().stripDialect());
+    if (!kernel)
+      continue;
+    for (OpResult result : op->getResults()) {
+      if (!runtime::kernelTakesView(*kernel, true, result.getResultNumber()))
+        continue;
+      SmallVector<TransposeOp> transposes;
+      bool viewable = true;
+      for (OpOperand &use : result.getUses()) {
+        if (takesView(use))
+          continue;
+        auto transpose = dyn_cast<TransposeOp>(use.getOwner());
+        if (!transpose || stridedViews.contains(transpose) ||
+            (!transposes.empty() && transposes.front().getPermutation() !=
+                                        transpose.getPermutation())) {
+          viewable = false;
+          break;
+        }
+        transposes.push_back(transpose);
+      }
+      if (!viewable || transposes.empty())
+        continue;
+      ArrayRef<int64_t> perm = transposes.front().getPermutation();
+      SmallVector<int64_t> transposed = rowMajorSteps(
+          cast<RankedTensorType>(transposes.front().getType()).getShape());
+      ViewLayout layout;
+      layout.strides.assign(perm.size(), 0);
+      for (auto [d, from] : llvm::enumerate(perm))
+        layout.strides[from] = transposed[d];
+      layouts[result] = std::move(layout);
+      for (TransposeOp transpose : transposes)
+        stridedViews.insert(transpose);
+    }
+  }
+}
+
 FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
                                                   bool plantBug,
-                                                  int64_t alignment) {
+                                                  int64_t alignment,
+                                                  bool attentionViews) {
   BufferLiveness live;
   if (!fn.getBody().hasOneBlock())
     return fn.emitOpError() << "liveness needs a single-block function";
@@ -137,12 +327,12 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
     live.bufferOf[arg] = addBuffer(buffer);
   }
 
-  // Op results: a view (a reshape, or a broadcast read through strides)
-  // shares its source's buffer, anything else gets its own, in the arena
-  // unless a result claims it below.
-  auto isView = [&](Operation *op) {
-    return isa<ReshapeOp>(op) || live.broadcastViews.contains(op);
-  };
+  // Op results: a view (a reshape, a broadcast read through strides, or
+  // attention's operand where it lies) shares its source's buffer, anything
+  // else gets its own, in the arena unless a result claims it below.
+  if (attentionViews)
+    live.findAttentionViews();
+  auto isView = [&](Operation *op) { return live.isView(op); };
   for (Operation *op : live.schedule) {
     if (auto broadcast = dyn_cast<BroadcastInDimOp>(op))
       if (repeatsForElementKernels(broadcast))

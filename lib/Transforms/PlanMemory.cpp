@@ -109,7 +109,8 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
     std::vector<BufferLiveness> analyses;
     for (func::FuncOp fn : entries) {
       FailureOr<BufferLiveness> live =
-          BufferLiveness::compute(fn, inPlace, plantInPlaceBug, alignment);
+          BufferLiveness::compute(fn, inPlace, plantInPlaceBug, alignment,
+                                  attentionViews);
       if (failed(live))
         return signalPassFailure();
       analyses.push_back(std::move(*live));
@@ -332,15 +333,23 @@ struct ZTPlanMemoryPass : public zcc::impl::ZTPlanMemoryBase<ZTPlanMemoryPass> {
         return it->second;
       Value slot = slots[live.getBufferId(v)];
       Value result = slot;
-      if (slot.getType() != memrefOf(v.getType()))
+      if (const ViewLayout *layout = live.viewLayout(v))
+        result = b.create<zplan::StridedViewOp>(
+            fn.getLoc(), memrefOf(v.getType()), slot,
+            b.getI64IntegerAttr(layout->offset),
+            b.getDenseI64ArrayAttr(layout->strides));
+      else if (slot.getType() != memrefOf(v.getType()))
         result =
             b.create<zplan::ViewOp>(fn.getLoc(), memrefOf(v.getType()), slot);
       memrefs[v] = result;
       return result;
     };
     for (Operation *op : live.getSchedule()) {
-      if (isa<ReshapeOp>(op)) {
-        memrefFor(op->getResult(0));
+      if (isa<ReshapeOp>(op) || live.isStridedView(op)) {
+        // An attention view is made where a launch reads or writes it
+        // (the slices and reshapes on the way to it are none).
+        if (!live.viewLayout(op->getResult(0)))
+          memrefFor(op->getResult(0));
         continue;
       }
       if (live.isBroadcastView(op)) {

@@ -125,7 +125,7 @@ public:
     return it->second;
   }
   bool isView(Operation *op) const {
-    return isa<ReshapeOp>(op) || live.isBroadcastView(op);
+    return live.isView(op);
   }
   const LiveBuffer &bufferOf(Value v) const {
     return live.getBuffers()[live.getBufferId(v)];
@@ -577,7 +577,7 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
     };
     for (;;) {
       FailureOr<BufferLiveness> live =
-          BufferLiveness::compute(fn, true, false, alignment);
+          BufferLiveness::compute(fn, true, false, alignment, attentionViews);
       if (failed(live))
         return failure();
       Step step(std::move(*live), alignment, start.getInt());
@@ -605,7 +605,7 @@ struct ZTRematPass : public zcc::impl::ZTRematBase<ZTRematPass> {
       }
       Applied applied = apply(step, *best);
       FailureOr<BufferLiveness> after =
-          BufferLiveness::compute(fn, true, false, alignment);
+          BufferLiveness::compute(fn, true, false, alignment, attentionViews);
       if (failed(after))
         return failure();
       if (Step(std::move(*after), alignment, start.getInt()).peak().first >

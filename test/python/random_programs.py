@@ -19,8 +19,9 @@ padded); a cross-entropy (some with -100 labels left out by ignore_index)
 or mse loss. For each program the driver
 checks, on the compiled plan:
   1. planned, no-reuse and poison execution, and the plan compiled without
-     recomputation, bit-identical over 3 AdamW steps (losses and every
-     parameter);
+     recomputation, without fusion and (with attention) with attention's
+     operands copied instead of viewed, bit-identical over 3 AdamW steps
+     (losses and every parameter);
   2. the first f64 loss against the NumPy reference (1e-9 relative; not for
      programs with dropout, whose masks are zcc's own Philox stream);
   3. f32 against f64: one step's loss and every gradient (1e-3 relative to
@@ -564,6 +565,17 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     if (losses, [unfused.read(n).tobytes() for n in values]) != runs["planned"]:
         problems.append(f"fuse_elementwise=False differs: {losses} vs "
                         f"{runs['planned'][0]}")
+    # ... and with attention's operands copied instead of read and written
+    # through views (the same products: the same bits).
+    if any(op[0] == "attention" for op in prog["code"]):
+        copied = traced.compile(optimizer=zcc.adamw(lr=1e-2),
+                                algorithm="greedy-best",
+                                attention_views=False).session(threads=1)
+        losses = [copied.step(*feeds(prog, s)) for s in range(steps)]
+        if (losses, [copied.read(n).tobytes() for n in values]) != \
+                runs["planned"]:
+            problems.append(f"attention_views=False differs: {losses} vs "
+                            f"{runs['planned'][0]}")
     # ... and under a memory budget (zt-remat recomputes more, matmuls and
     # chains of ops included: the same bits again). Half the arena is often
     # below what recomputation reaches: then the error names the smallest

@@ -35,6 +35,11 @@ VIEW = re.compile(r"^\s*(%\S+) = zplan\.view (%\S+)")
 BROADCAST = re.compile(
     r"^\s*(%\S+) = zplan\.broadcast_view (%\S+) strides = \[([-0-9, ]*)\] : "
     r"memref<([^>]*)> to memref<([^>]*)>")
+STRIDED = re.compile(
+    r"^\s*(%\S+) = zplan\.strided_view (%\S+) offset = (\d+) strides = "
+    r"\[([-0-9, ]*)\] : memref<([^>]*)> to memref<([^>]*)>")
+# The kernels that read and write strided views (attention's operands).
+VIEWING = {"attention", "attention_grad"}
 LAUNCH = re.compile(r'zplan\.launch "(\w+)"\(([^)]*)\) -> \(([^)]*)\)')
 # Kernels whose element i is read before element i is written and nothing
 # else: elementwise ops, their gradients, a fused program of them, and a few
@@ -73,7 +78,17 @@ def check_module(text, saved, out):
             entries.append({"name": m.group(1), "arena": int(m.group(3)),
                             "lower": int(m.group(4)), "noreuse": int(m.group(5)),
                             "slots": [], "views": {}, "launches": [],
-                            "broadcasts": {}})
+                            "broadcasts": {}, "strided": {}})
+            continue
+        m = STRIDED.match(line)
+        if m and entries:
+            strides = [int(v) for v in m.group(4).split(",") if v.strip()]
+            shape, size = memref(m.group(6))
+            reach = 0 if 0 in shape else int(m.group(3)) + sum(
+                (n - 1) * st for n, st in zip(shape, strides)) + 1
+            entries[-1]["views"][m.group(1)] = m.group(2)
+            entries[-1]["strided"][m.group(1)] = (
+                reach * size, len(strides) != len(shape) or min(strides, default=0) < 0)
             continue
         m = BROADCAST.match(line)
         if m and entries:
@@ -148,7 +163,14 @@ def check_module(text, saved, out):
             if negative or reach > source or reach > size_of.get(slot_of(view), 0):
                 errors.append(f"{where}: broadcast view {view} reaches {reach} bytes "
                               f"of a {source}-byte source")
+        for view, (reach, negative) in e["strided"].items():
+            if negative or reach > size_of.get(slot_of(view), 0):
+                errors.append(f"{where}: strided view {view} reaches {reach} bytes "
+                              f"of a {size_of.get(slot_of(view), 0)}-byte slot")
         for position, (kernel, inputs, outputs) in enumerate(e["launches"]):
+            if kernel not in VIEWING and any(v in e["strided"] for v in inputs + outputs):
+                errors.append(f"{where}: launch {position} ({kernel}) reads or writes a "
+                              "strided view but is not attention")
             read = {slot_of(v) for v in inputs}
             through = {slot_of(v) for v in inputs if v in e["broadcasts"]}
             if through and kernel not in ELEMENT:

@@ -103,7 +103,11 @@
 /* zt-remat and zt-plan-memory */
 #define ZCC_LAYOUT_OPTIONS(X)                                                  \
   X(Int, alignment, alignment, 256, PowerOfTwo,                                \
-    "Byte alignment of every slot offset (a power of two)")
+    "Byte alignment of every slot offset (a power of two)")                   \
+  X(Flag, attentionViews, attention_views, true, Any,                          \
+    "Attention reads its heads where they are (slices and transposes of a "   \
+    "fused projection as strided views) and writes its results in the "       \
+    "layout their reader wants, instead of copying them; false copies")
 
 /* zt-remat */
 #define ZCC_REMAT_OPTIONS(X)                                                   \

@@ -83,6 +83,14 @@ struct ResultPlacement {
   std::optional<unsigned> copyFrom;
 };
 
+/// A value attention's kernels read or write where it lies in another
+/// value's buffer (runtime::kernelTakesView): its first element, in
+/// elements from the buffer's start, and its step along each dimension.
+struct ViewLayout {
+  int64_t offset = 0;
+  llvm::SmallVector<int64_t> strides;
+};
+
 class BufferLiveness {
 public:
   /// Analyses `fn`, an entry point whose body is one block of zt ops.
@@ -93,10 +101,15 @@ public:
   /// `plantBug` (tests of the differential driver only) also writes over
   /// operands that are read again later.
   /// `alignment`: where a bucket's parts start (the plan's alignment).
+  /// `attentionViews`: slices, reshapes and transposes that only feed
+  /// attention's operands are views of their source (no copy), and a
+  /// result of attention that is transposed is written in the transposed
+  /// value's buffer through strides.
   static mlir::FailureOr<BufferLiveness> compute(mlir::func::FuncOp fn,
                                                  bool inPlace = true,
                                                  bool plantBug = false,
-                                                 int64_t alignment = 1);
+                                                 int64_t alignment = 1,
+                                                 bool attentionViews = true);
 
   /// Buffers in a deterministic order: arguments, then op results in
   /// schedule order, then output slots filled by copies.
@@ -116,6 +129,18 @@ public:
   bool isBroadcastView(mlir::Operation *op) const {
     return broadcastViews.contains(op);
   }
+  /// A slice, transpose or reshape that has no launch: its result is its
+  /// operand's buffer (read through a view, or the very bytes).
+  bool isStridedView(mlir::Operation *op) const {
+    return stridedViews.contains(op);
+  }
+  /// Whether `op` has no launch and its result shares its operand's buffer.
+  bool isView(mlir::Operation *op) const;
+  /// How `value` lies in its buffer when not row-major from its start.
+  const ViewLayout *viewLayout(mlir::Value value) const {
+    auto found = layouts.find(value);
+    return found == layouts.end() ? nullptr : &found->second;
+  }
   /// Largest sum of live arena bytes at one position (no alignment): no
   /// arena can be smaller.
   int64_t getPeakArenaBytes() const;
@@ -127,6 +152,9 @@ private:
   llvm::DenseMap<mlir::Operation *, int64_t> positionOf;
   llvm::SmallVector<ResultPlacement> results;
   llvm::DenseSet<mlir::Operation *> broadcastViews;
+  llvm::DenseSet<mlir::Operation *> stridedViews;
+  llvm::DenseMap<mlir::Value, ViewLayout> layouts;
+  void findAttentionViews();
 };
 
 /// Bytes of a statically shaped tensor type.

@@ -125,6 +125,31 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
+LogicalResult StridedViewOp::verify() {
+  auto source = cast<MemRefType>(getSource().getType());
+  auto result = cast<MemRefType>(getResult().getType());
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "a view keeps the element type";
+  ArrayRef<int64_t> strides = getStrides();
+  if (static_cast<int64_t>(strides.size()) != result.getRank())
+    return emitOpError() << "needs one stride per result dimension, got "
+                         << strides.size() << " for rank " << result.getRank();
+  if (getOffset() < 0)
+    return emitOpError() << "the offset must not be negative";
+  // The last element the view reaches must lie within the source.
+  int64_t last = getOffset();
+  for (auto [size, stride] : llvm::zip(result.getShape(), strides)) {
+    if (stride < 0)
+      return emitOpError() << "strides must not be negative";
+    if (size > 0)
+      last += (size - 1) * stride;
+  }
+  if (result.getNumElements() > 0 && last >= source.getNumElements())
+    return emitOpError() << "reaches element " << last << " of a source of "
+                         << source.getNumElements();
+  return success();
+}
+
 LogicalResult BroadcastViewOp::verify() {
   auto source = cast<MemRefType>(getSource().getType());
   auto result = cast<MemRefType>(getResult().getType());

@@ -1923,6 +1923,36 @@ template <typename T> struct MaxPool2dGrad : Functor {
 // Attention (a block of query rows at a time; the products are GEMM steps)
 //===----------------------------------------------------------------------===//
 
+/// Attention's operand rows through its layout (HeadLayout, with the heads
+/// per run and the rows per head): row r of the [runs, heads, rows, width]
+/// operand starts at at(r). Row-major, at(r) = r * width.
+struct HeadRows {
+  int64_t outer = 0, head = 0, row = 0, heads = 1, rows = 1;
+  ZRT_HOST_DEVICE int64_t at(int64_t r) const {
+    int64_t item = r / rows;
+    return item / heads * outer + item % heads * head + r % rows * row;
+  }
+};
+
+/// attention_grad's key or value gradient written through its layout, a
+/// row at a time: row r of the [runs, heads, rows, width] sums in T (0 when
+/// `sums` is null: the start of a result the blocks add into), stored as S.
+template <typename T, typename S = T> struct HeadStore : Functor {
+  static constexpr bool kGrouped = true;
+  const T *sums = nullptr;
+  S *y = nullptr;
+  HeadRows to;
+  int64_t width = 1;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    S *row = y + to.at(r);
+    const T *from = sums ? sums + r * width : nullptr;
+    for (int64_t j = group.lane; j < width; j += group.lanes)
+      row[j] = storeAs<S>(from ? from[j] : T(0.0));
+  }
+};
+
 /// Where a block of attention rows is: row g of the block is query
 /// `first + g % rows` of head `g / rows`, `width` scores long (the keys the
 /// block sees); that query sees `seen(q)` of them, the rest are masked, and
@@ -2025,14 +2055,16 @@ template <typename T> struct AttentionRows : Functor {
 template <typename T, typename S = T> struct AttentionGradDelta : Functor {
   static constexpr bool kGrouped = true;
   const S *y = nullptr, *dy = nullptr;
+  HeadRows yRows, dyRows;
   T *delta = nullptr;
   int64_t width = 0;
 
   template <typename G>
   ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    const S *yr = y + yRows.at(r), *dyr = dy + dyRows.at(r);
     T sum = T(0.0);
     for (int64_t j = group.lane; j < width; j += group.lanes)
-      sum += loadAs<T>(dy[r * width + j]) * loadAs<T>(y[r * width + j]);
+      sum += loadAs<T>(dyr[j]) * loadAs<T>(yr[j]);
     sum = group.reduce(sum, Sum());
     if (group.lane == 0)
       delta[r] = sum;

@@ -66,6 +66,14 @@ int32_t groupThreadsFor(int64_t work) {
   return static_cast<int32_t>(warps * 32);
 }
 
+/// A product over attention's heads: `heads` items in each of `runs` runs;
+/// each operand's (L, R, C) step between items and between runs.
+struct HeadSteps {
+  int64_t runs = 1, heads = 1;
+  int64_t itemL = 0, itemR = 0, itemC = 0;
+  int64_t runL = 0, runR = 0, runC = 0;
+};
+
 template <typename T> class Builder {
 public:
   Builder(const Entry &entry, size_t index, const EntryMemory &memory,
@@ -88,7 +96,13 @@ public:
     return entry.tensors[launch.outputs[i]].type;
   }
   void *address(uint32_t tensor) const {
-    return memory.buffers[entry.tensors[tensor].buffer];
+    const Tensor &t = entry.tensors[tensor];
+    // A view's offset in elements as this executor stores them (f32 as T).
+    uint64_t element = t.type.dtype == DType::F32
+                           ? sizeof(T)
+                           : static_cast<uint64_t>(dtypeBytes(t.type.dtype));
+    return static_cast<uint8_t *>(memory.buffers[t.buffer]) +
+           t.offset * element;
   }
   template <typename U = T> const U *in(size_t i) const {
     return static_cast<const U *>(address(launch.inputs[i]));
@@ -278,23 +292,63 @@ public:
   }
 
   /// A product of attention's operands stored as S (T: GemmOf<T>; bf16:
-  /// GemmBf16, summed in f32) into C of type Q.
+  /// GemmBf16, summed in f32) into C of type Q, over `heads` items in each
+  /// of `runs` runs (HeadSteps: each operand's step between items and
+  /// between runs).
   template <typename S, typename Q>
   StepOf<T> attentionProduct(const S *l, int64_t ldl, bool transL, const S *r,
                              int64_t ldr, bool transR, Q *c, int64_t ldc,
-                             int64_t m, int64_t n, int64_t k, int64_t batch,
-                             int64_t strideL, int64_t strideR, int64_t strideC,
+                             int64_t m, int64_t n, int64_t k, HeadSteps steps,
                              T beta) const {
-    if constexpr (std::is_same_v<S, BFloat16>) {
-      GemmBf16 g =
-          product<GemmBf16>(l, ldl, transL, r, ldr, transR, c, ldc, m, n, k,
-                            batch, strideL, strideR, strideC, beta);
-      g.cBf16 = std::is_same_v<Q, BFloat16>;
+    auto over = [&](auto g) {
+      g.outer = static_cast<int32_t>(steps.runs);
+      g.outerA = steps.runR;
+      g.outerB = steps.runL;
+      g.outerC = steps.runC;
+      // Runs that continue the items' steps are one batch (row-major
+      // operands: one call on cuBLAS).
+      if (g.outer > 1 && g.outerA == g.batch * g.strideA &&
+          g.outerB == g.batch * g.strideB && g.outerC == g.batch * g.strideC) {
+        g.batch *= g.outer;
+        g.outer = 1;
+      }
       return g;
+    };
+    if constexpr (std::is_same_v<S, BFloat16>) {
+      GemmBf16 g = product<GemmBf16>(l, ldl, transL, r, ldr, transR, c, ldc, m,
+                                     n, k, steps.heads, steps.itemL,
+                                     steps.itemR, steps.itemC, beta);
+      g.cBf16 = std::is_same_v<Q, BFloat16>;
+      return over(g);
     } else {
-      return product(l, ldl, transL, r, ldr, transR, c, ldc, m, n, k, batch,
-                     strideL, strideR, strideC, beta);
+      return over(product(l, ldl, transL, r, ldr, transR, c, ldc, m, n, k,
+                          steps.heads, steps.itemL, steps.itemR, steps.itemC,
+                          beta));
     }
+  }
+
+  /// Attention's operand `tensor` (validated at load: headLayout).
+  HeadLayout layoutOf(uint32_t tensor) const {
+    HeadLayout layout;
+    (void)headLayout(entry.tensors[tensor], layout);
+    return layout;
+  }
+  /// Its rows, `heads` per run, `rows` per head.
+  HeadRows rowsOf(uint32_t tensor, int64_t heads, int64_t rows) const {
+    HeadLayout l = layoutOf(tensor);
+    HeadRows r;
+    r.outer = l.outer;
+    r.head = l.head;
+    r.row = l.row;
+    r.heads = heads;
+    r.rows = rows;
+    return r;
+  }
+
+  /// The query heads of one run (the last batch dimension; 1 below rank 3).
+  int64_t queryHeads() const {
+    const std::vector<int64_t> &q = inType(0).shape;
+    return q.size() >= 3 ? q[q.size() - 3] : 1;
   }
 
   /// A block's scores, Q[first:first+rows] K[:width]^T, into `scores`
@@ -306,10 +360,14 @@ public:
                             const AttentionBlock &block, T *scores,
                             int64_t group) const {
     int64_t d = a.head, g = a.groups, blockSize = block.rows * block.width;
+    int64_t h = queryHeads(), keyHeads = h / g;
+    HeadLayout q = layoutOf(launch.inputs[0]), k = layoutOf(launch.inputs[1]);
+    HeadSteps steps{a.batch / h, keyHeads, g * q.head, k.head,
+                    g * blockSize, q.outer, k.outer, h * blockSize};
     return attentionProduct(
-        in<S>(0) + (group * a.queries + block.first) * d, d, false, in<S>(1), d,
-        true, scores + group * blockSize, block.width, block.rows, block.width,
-        d, a.batch / g, g * a.queries * d, a.keys * d, g * blockSize, T(0));
+        in<S>(0) + group * q.head + block.first * q.row, q.row, false,
+        in<S>(1), k.row, true, scores + group * blockSize, block.width,
+        block.rows, block.width, d, steps, T(0));
   }
 
   /// conv2d, conv2d_input_grad and conv2d_weight_grad: per image, its
@@ -402,12 +460,15 @@ public:
       push(rows, block.width);
       // y[first:first+rows] = P V[:width]
       int64_t g = a.groups, blockSize = block.rows * block.width;
+      int64_t h = queryHeads();
+      HeadLayout v = layoutOf(launch.inputs[2]), y = layoutOf(launch.outputs[0]);
+      HeadSteps steps{a.batch / h,   h / g,   g * blockSize, v.head,
+                      g * y.head,    h * blockSize, v.outer, y.outer};
       for (int64_t group = 0; group < g; ++group)
         out.push_back(attentionProduct(
-            p + group * blockSize, block.width, false, in<S>(2), dv, false,
-            result<S>(0) + (group * a.queries + first) * dv, dv, block.rows, dv,
-            block.width, a.batch / g, g * blockSize, a.keys * dv,
-            g * a.queries * dv, T(0)));
+            p + group * blockSize, block.width, false, in<S>(2), v.row, false,
+            result<S>(0) + group * y.head + first * y.row, y.row, block.rows,
+            dv, block.width, steps, T(0)));
     }
     return Status::ok();
   }
@@ -427,30 +488,53 @@ public:
     int64_t blockSize = a.batch * a.blockRows * a.keys;
     const S *q = in<S>(0), *dy = in<S>(5), *pIn = nullptr, *dsIn = nullptr;
     S *dq = result<S>(0);
-    // dk and dv: the results themselves, or the sums in T.
+    int64_t d = a.head, dv = a.valueHead, g = a.groups;
+    int64_t h = queryHeads(), runs = a.batch / h, keyHeads = h / g;
+    HeadLayout lq = layoutOf(launch.inputs[0]), lk = layoutOf(launch.inputs[1]),
+               lv = layoutOf(launch.inputs[2]), ldy = layoutOf(launch.inputs[5]),
+               ldq = layoutOf(launch.outputs[0]);
+    // dk and dv: the results themselves (their layouts), or the sums in T
+    // (row-major).
     using Sum = std::conditional_t<bf16, T, S>;
     Sum *dk = nullptr, *dvalues = nullptr;
+    HeadLayout ldk, ldv;
     if constexpr (bf16) {
       pIn = rounded;
       dsIn = rounded + blockSize;
       dk = probs + room.keySums;
       dvalues = probs + room.valueSums;
+      ldk = {keyHeads * a.keys * d, a.keys * d, d};
+      ldv = {keyHeads * a.keys * dv, a.keys * dv, dv};
     } else {
       pIn = probs;
       dsIn = grads;
       dk = result(1);
       dvalues = result(2);
+      ldk = layoutOf(launch.outputs[1]);
+      ldv = layoutOf(launch.outputs[2]);
     }
-    int64_t d = a.head, dv = a.valueHead;
-    // dk and dv are sums over the blocks.
-    out.push_back(
-        Memset{dk, uint64_t(outType(1).numElements()) * sizeof(Sum), 0});
-    out.push_back(
-        Memset{dvalues, uint64_t(outType(2).numElements()) * sizeof(Sum), 0});
+    // dk and dv are sums over the blocks: zeros first (through a view's
+    // steps when a result is one).
+    for (int o : {1, 2}) {
+      Sum *sums = o == 1 ? dk : dvalues;
+      uint64_t count = outType(o).numElements();
+      if (bf16 || !entry.tensors[launch.outputs[o]].isStrided()) {
+        out.push_back(Memset{sums, count * sizeof(Sum), 0});
+        continue;
+      }
+      HeadStore<T> zero;
+      zero.y = reinterpret_cast<T *>(sums);
+      zero.width = o == 1 ? d : dv;
+      zero.to = rowsOf(launch.outputs[o], keyHeads, a.keys);
+      zero.count = static_cast<int64_t>(count) / std::max<int64_t>(zero.width, 1);
+      push(zero, zero.width);
+    }
     if (a.batch > 0) {
       AttentionGradDelta<T, S> rowsum;
       rowsum.y = in<S>(3);
       rowsum.dy = dy;
+      rowsum.yRows = rowsOf(launch.inputs[3], h, a.queries);
+      rowsum.dyRows = rowsOf(launch.inputs[5], h, a.queries);
       rowsum.delta = delta;
       rowsum.width = dv;
       rowsum.count = a.batch * a.queries;
@@ -461,20 +545,22 @@ public:
       AttentionBlock block =
           attentionBlock(a, first, std::min(a.blockRows, a.queries - first));
       int64_t rows = block.rows, width = block.width;
-      int64_t blockStride = rows * width, g = a.groups, heads = a.batch / g;
+      int64_t blockStride = rows * width;
       for (int64_t group = 0; group < g; ++group)
         out.push_back(attentionScores<S>(a, block, probs, group));
-      // Per group of query heads (one group unless grouped-query): the
-      // block's rows of these heads start at `qRow` (of rows d or dv long),
-      // their probabilities and gradients at `p`.
-      auto qRow = [&](int64_t group) { return group * a.queries + first; };
+      // Per group of query heads (one group unless grouped-query): their
+      // probabilities and gradients at `p`, [runs][key heads][g][rows]
+      // [width]; the block's rows of a query head `group` of each key head.
+      int64_t itemP = g * blockStride, runP = h * blockStride;
       for (int64_t group = 0; group < g; ++group) {
         int64_t p = group * blockStride;
         // dp = dy[first:first+rows] V[:width]^T
         out.push_back(attentionProduct(
-            dy + qRow(group) * dv, dv, false, in<S>(2), dv, true, grads + p,
-            width, rows, width, dv, heads, g * a.queries * dv, a.keys * dv,
-            g * blockStride, T(0)));
+            dy + group * ldy.head + first * ldy.row, ldy.row, false, in<S>(2),
+            lv.row, true, grads + p, width, rows, width, dv,
+            HeadSteps{runs, keyHeads, g * ldy.head, lv.head, itemP, ldy.outer,
+                      lv.outer, runP},
+            T(0)));
       }
       AttentionGradScores<T> scores;
       scores.scores = probs;
@@ -492,32 +578,38 @@ public:
       for (int64_t group = 0; group < g; ++group) {
         int64_t p = group * blockStride;
         // dq[first:first+rows] = ds K[:width]
-        out.push_back(attentionProduct(dsIn + p, width, false, in<S>(1), d,
-                                       false, dq + qRow(group) * d, d, rows, d,
-                                       width, heads, g * blockStride,
-                                       a.keys * d, g * a.queries * d, T(0)));
+        out.push_back(attentionProduct(
+            dsIn + p, width, false, in<S>(1), lk.row, false,
+            dq + group * ldq.head + first * ldq.row, ldq.row, rows, d, width,
+            HeadSteps{runs, keyHeads, itemP, lk.head, g * ldq.head, runP,
+                      lk.outer, ldq.outer},
+            T(0)));
         // dk[:width] += ds^T q[first:first+rows] (summed over the group's
         // query heads too)
-        out.push_back(attentionProduct(dsIn + p, width, true,
-                                       q + qRow(group) * d, d, false, dk, d,
-                                       width, d, rows, heads, g * blockStride,
-                                       g * a.queries * d, a.keys * d, T(1)));
+        out.push_back(attentionProduct(
+            dsIn + p, width, true, q + group * lq.head + first * lq.row,
+            lq.row, false, dk, ldk.row, width, d, rows,
+            HeadSteps{runs, keyHeads, itemP, g * lq.head, ldk.head, runP,
+                      lq.outer, ldk.outer},
+            T(1)));
         // dv[:width] += p^T dy[first:first+rows]
         out.push_back(attentionProduct(
-            pIn + p, width, true, dy + qRow(group) * dv, dv, false, dvalues, dv,
-            width, dv, rows, heads, g * blockStride, g * a.queries * dv,
-            a.keys * dv, T(1)));
+            pIn + p, width, true, dy + group * ldy.head + first * ldy.row,
+            ldy.row, false, dvalues, ldv.row, width, dv, rows,
+            HeadSteps{runs, keyHeads, itemP, g * ldy.head, ldv.head, runP,
+                      ldy.outer, ldv.outer},
+            T(1)));
       }
     }
     if constexpr (bf16) // the summed gradients, rounded once
       for (int o : {1, 2}) {
-        Convert<T> f;
-        f.x = o == 1 ? dk : dvalues;
-        f.y = result<void>(o);
-        f.from = MixedStorage::Compute;
-        f.to = MixedStorage::BF16;
-        f.count = outType(o).numElements();
-        push(f);
+        HeadStore<T, BFloat16> f;
+        f.sums = o == 1 ? dk : dvalues;
+        f.y = result<BFloat16>(o);
+        f.width = o == 1 ? d : dv;
+        f.to = rowsOf(launch.outputs[o], keyHeads, a.keys);
+        f.count = outType(o).numElements() / std::max<int64_t>(f.width, 1);
+        push(f, f.width);
       }
     return Status::ok();
   }

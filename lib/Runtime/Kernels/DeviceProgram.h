@@ -34,6 +34,21 @@ struct GemmShape {
   int32_t lda = 1, ldb = 1, ldc = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0;
   int32_t batch = 1;
+  /// `outer` runs of `batch` items, outerA, outerB and outerC apart
+  /// (attention's heads read through a view's steps: batch over the heads,
+  /// outer over the dimensions before them).
+  int32_t outer = 1;
+  int64_t outerA = 0, outerB = 0, outerC = 0;
+  int64_t items() const { return int64_t{outer} * batch; }
+  int64_t itemA(int64_t i) const {
+    return i / batch * outerA + i % batch * strideA;
+  }
+  int64_t itemB(int64_t i) const {
+    return i / batch * outerB + i % batch * strideB;
+  }
+  int64_t itemC(int64_t i) const {
+    return i / batch * outerC + i % batch * strideC;
+  }
   /// f32 operands may be rounded to TF32 (a matmul's `tf32`): the CUDA
   /// executor asks cuBLAS for it; the host computes the f32 product.
   bool tf32 = false;
@@ -131,6 +146,7 @@ using StepOf = std::variant<
     RmsNorm<T, BFloat16>, LayerNormGradRows<T, BFloat16>,
     LayerNormGradColumns<T, BFloat16>, RmsNormGradRows<T, BFloat16>,
     RmsNormGradColumns<T, BFloat16>, Collective, Im2col<T>, Col2im<T>,
+    HeadStore<T>, HeadStore<T, BFloat16>,
     BackendCall ZRT_SELF_BUILT_KERNELS(ZRT_SELF_BUILT_STEP)>;
 
 /// The product a step runs (either kind), or null.

@@ -727,20 +727,20 @@ struct HostLauncher {
   /// panel of C's columns (BLAS's k order is the same in every panel), so
   /// the bits do not depend on the number of threads.
   template <typename T> void run(const GemmOf<T> &g) const {
-    auto product = [&](int32_t i, int64_t column, int64_t columns) {
-      const T *b = g.b + i * g.strideB + column * (g.transB ? 1 : g.ldb);
+    auto product = [&](int64_t i, int64_t column, int64_t columns) {
+      const T *b = g.b + g.itemB(i) + column * (g.transB ? 1 : g.ldb);
       gemm(g.transA ? CblasTrans : CblasNoTrans,
            g.transB ? CblasTrans : CblasNoTrans, g.m, static_cast<int>(columns),
-           g.k, g.a + i * g.strideA, g.lda, b, g.ldb, g.beta,
-           g.c + i * g.strideC + column * g.ldc, g.ldc);
+           g.k, g.a + g.itemA(i), g.lda, b, g.ldb, g.beta,
+           g.c + g.itemC(i) + column * g.ldc, g.ldc);
     };
     double work = double(g.m) * g.n * g.k;
-    if (g.batch > 1 || work < kGemmPanelWork) {
+    if (g.items() > 1 || work < kGemmPanelWork) {
       int64_t grain = std::max<int64_t>(
           1, int64_t(kGemmPanelWork / std::max(work, 1.0)));
-      forRange(g.batch, grain, [&](int64_t begin, int64_t end) {
+      forRange(g.items(), grain, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i)
-          product(static_cast<int32_t>(i), 0, g.n);
+          product(i, 0, g.n);
       });
       return;
     }
@@ -757,7 +757,7 @@ struct HostLauncher {
   void run(const GemmBf16 &g) const {
     int64_t mBlocks = (g.m + kBlockM - 1) / kBlockM;
     int64_t nBlocks = (g.n + kBlockN - 1) / kBlockN;
-    int64_t blocks = int64_t{g.batch} * mBlocks * nBlocks;
+    int64_t blocks = g.items() * mBlocks * nBlocks;
     auto work = [&](int64_t first, int64_t every, float *scratch) {
       for (int64_t blk = first; blk < blocks; blk += every) {
         int64_t item = blk / (mBlocks * nBlocks);
@@ -787,8 +787,8 @@ struct HostLauncher {
     int64_t nb = std::min<int64_t>(kBlockN, g.n - j0);
     float *ab = scratch, *bb = ab + kBlockM * kBlockK,
           *cb = bb + kBlockK * kBlockN;
-    const BFloat16 *a = g.a + item * g.strideA;
-    const BFloat16 *b = g.b + item * g.strideB;
+    const BFloat16 *a = g.a + g.itemA(item);
+    const BFloat16 *b = g.b + g.itemB(item);
     for (int64_t p0 = 0; p0 < g.k; p0 += kBlockK) {
       int64_t kb = std::min<int64_t>(kBlockK, g.k - p0);
       // op(A)[i0 + i, p0 + p] and op(B)[p0 + p, j0 + j], column-major.
@@ -808,7 +808,7 @@ struct HostLauncher {
                   static_cast<int>(kb), p0 == 0 ? 0.0f : 1.0f, cb,
                   static_cast<int>(mb));
     }
-    int64_t c0 = item * g.strideC + i0 + j0 * g.ldc;
+    int64_t c0 = g.itemC(item) + i0 + j0 * g.ldc;
     for (int64_t j = 0; j < nb; ++j)
       for (int64_t i = 0; i < mb; ++i) {
         int64_t at = c0 + i + j * g.ldc;

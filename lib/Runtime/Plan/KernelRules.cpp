@@ -1244,6 +1244,25 @@ Status zcc::runtime::fusedProgram(const LaunchParams &params,
   return Status::ok();
 }
 
+/// Whether a strided tensor's elements lie at distinct places: with its
+/// dimensions in order of their steps, each step passes everything the
+/// smaller steps reach.
+static bool stepsAreOneToOne(const Tensor &tensor) {
+  std::vector<std::pair<int64_t, int64_t>> dims; // (step, size)
+  for (size_t d = 0; d < tensor.strides.size(); ++d)
+    if (tensor.type.shape[d] > 1)
+      dims.emplace_back(tensor.strides[d], tensor.type.shape[d]);
+  std::sort(dims.begin(), dims.end());
+  uint64_t reach = 0; // the farthest element the smaller steps reach
+  for (auto [step, size] : dims) {
+    uint64_t s = static_cast<uint64_t>(step), n = static_cast<uint64_t>(size);
+    if (step <= 0 || s <= reach || s > (UINT64_MAX - reach) / (n - 1))
+      return false;
+    reach += s * (n - 1);
+  }
+  return true;
+}
+
 uint64_t zcc::runtime::tensorReachBytes(const Tensor &tensor) {
   if (!tensor.isStrided())
     return static_cast<uint64_t>(tensor.type.bytes());
@@ -1251,7 +1270,9 @@ uint64_t zcc::runtime::tensorReachBytes(const Tensor &tensor) {
     return 0;
   // Saturating: a corrupt stride reaches past every buffer, never wraps.
   constexpr uint64_t kFar = uint64_t(1) << 62;
-  uint64_t last = 0;
+  if (tensor.offset < 0 || static_cast<uint64_t>(tensor.offset) > kFar)
+    return kFar;
+  uint64_t last = static_cast<uint64_t>(tensor.offset);
   for (size_t d = 0; d < tensor.strides.size() && d < tensor.type.shape.size();
        ++d) {
     uint64_t steps = static_cast<uint64_t>(tensor.type.shape[d] - 1);
@@ -1282,17 +1303,32 @@ Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
                          " names tensor ", list[i], " of ",
                          entry.tensors.size());
       const Tensor &tensor = entry.tensors[list[i]];
-      // Strided tensors (broadcasts read through strides) are inputs 0 and
-      // 1 of the kernels that read them so (any input of zt.fused), and
-      // never outputs.
-      if (tensor.isStrided() &&
-          (side == 1 || !kernelReadsInputThroughStrides(launch.kernel, i)))
+      // Strided tensors are broadcasts that element kernels read as inputs
+      // 0 and 1 (any input of zt.fused), or views of attention's operands
+      // (kernelTakesView), which alone have an offset.
+      if (kernelTakesView(launch.kernel, side == 1, i)) {
+        HeadLayout layout;
+        if (Status s = tensor.isStrided() ? headLayout(tensor, layout)
+                                          : Status::ok();
+            !s.isOk())
+          return makeError(StatusCode::InvalidPlan, prefix, what, " #", i,
+                           ": ", s.message());
+        // Written elements each have their own place (threads writing
+        // one would race).
+        if (side == 1 && tensor.isStrided() && !stepsAreOneToOne(tensor))
+          return makeError(StatusCode::InvalidPlan, prefix, what, " #", i,
+                           " is a view whose steps reach one element twice");
+      } else if (tensor.isStrided() &&
+                 (side == 1 || !kernelReadsInputThroughStrides(launch.kernel,
+                                                               i) ||
+                  tensor.offset != 0)) {
         return makeError(
             StatusCode::InvalidPlan, prefix, what, " #", i,
-            side == 1 ? " is a strided view, which no kernel writes"
+            side == 1 ? " is a strided view, which only attention writes"
                       : " is a strided view, which only element kernels "
                         "read (as one of their first two operands; a fused "
-                        "program as any)");
+                        "program as any) and attention");
+      }
       sides[side].push_back(&tensor.type);
     }
   }

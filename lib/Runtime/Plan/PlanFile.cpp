@@ -44,7 +44,8 @@ flatbuffers::Offset<fb::Entry> writeEntry(flatbuffers::FlatBufferBuilder &b,
     tensors.push_back(fb::CreateTensor(
         b, tensor.name.empty() ? 0 : b.CreateString(tensor.name),
         writeType(b, tensor.type), tensor.buffer, tensor.role,
-        tensor.strides.empty() ? 0 : b.CreateVector(tensor.strides)));
+        tensor.strides.empty() ? 0 : b.CreateVector(tensor.strides),
+        tensor.offset));
   std::vector<flatbuffers::Offset<fb::Launch>> launches;
   for (const Launch &launch : entry.launches) {
     std::vector<flatbuffers::Offset<fb::Param>> params;
@@ -204,6 +205,7 @@ Status readEntry(const fb::Entry *in, size_t index, Entry &out) {
       t.role = tensor->role();
       if (tensor->strides())
         t.strides.assign(tensor->strides()->begin(), tensor->strides()->end());
+      t.offset = tensor->offset();
       out.tensors.push_back(std::move(t));
     }
   if (in->launches())

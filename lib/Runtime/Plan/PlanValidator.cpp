@@ -342,6 +342,8 @@ private:
                            " out of range");
         if (!t.name.empty() || t.role != TensorRole::None)
           return invalid(what + ": a strided view has no name or role");
+      } else if (t.offset != 0) {
+        return invalid(what + ": an offset without strides");
       }
       if (tensorReachBytes(t) > b.size)
         return invalid(what + ": " + typeString(t.type) + " needs " +

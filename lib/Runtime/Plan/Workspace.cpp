@@ -53,6 +53,34 @@ AttentionShape zcc::runtime::attentionShape(const Entry &entry,
   return shape;
 }
 
+Status zcc::runtime::headLayout(const Tensor &tensor, HeadLayout &layout) {
+  const std::vector<int64_t> &shape = tensor.type.shape;
+  size_t rank = shape.size();
+  std::vector<int64_t> steps = tensor.strides;
+  if (steps.empty()) {
+    steps.resize(rank);
+    rowMajorStrides(shape, steps.data());
+  }
+  if (rank < 2 || steps.size() != rank)
+    return makeError(StatusCode::InvalidPlan, "attention reads rank >= 2");
+  if (shape[rank - 1] > 1 && steps[rank - 1] != 1)
+    return makeError(StatusCode::InvalidPlan,
+                     "a view whose last dimension steps by ", steps[rank - 1],
+                     "; attention reads rows of consecutive elements");
+  layout.row = steps[rank - 2];
+  layout.head = rank >= 3 ? steps[rank - 3] : 0;
+  layout.outer = rank >= 4 ? steps[rank - 4] : 0;
+  // The dimensions before the heads step as one: each is the next's run.
+  for (size_t d = 0; d + 4 < rank; ++d)
+    if (shape[d] > 1 && steps[d] != steps[d + 1] * shape[d + 1])
+      return makeError(StatusCode::InvalidPlan, "a view whose dimension ", d,
+                       " steps by ", steps[d], ", not ",
+                       steps[d + 1] * shape[d + 1],
+                       ": attention takes the dimensions before the heads as "
+                       "one");
+  return Status::ok();
+}
+
 AttentionScratch zcc::runtime::attentionScratch(const Entry &entry,
                                                 const Launch &launch) {
   AttentionShape a = attentionShape(entry, launch);

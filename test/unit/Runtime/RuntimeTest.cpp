@@ -386,6 +386,69 @@ TEST(PlanFile, ValidatorNamesTheBrokenRule) {
   }
 }
 
+// The GPT example's attention reads its heads from the fused projection
+// and writes its result where the transpose after it lived: views with an
+// offset, refused where they would reach past their buffer, step
+// sideways through a row, reach one written element twice, sit at an
+// operand no kernel reads so, or come with an offset and no steps.
+TEST(PlanFile, ValidatorChecksAttentionViews) {
+  REQUIRE_PLANS();
+  std::shared_ptr<Plan> good = loadExample("gpt_block");
+  const Entry &entry = good->entries[0];
+  int offsetView = -1, resultView = -1;
+  for (size_t l = 0; l < entry.launches.size(); ++l)
+    if (entry.launches[l].kernel == KernelId::Attention) {
+      for (uint32_t t : entry.launches[l].inputs) // the keys
+        if (entry.tensors[t].offset > 0 && offsetView < 0)
+          offsetView = static_cast<int>(t);
+      uint32_t y = entry.launches[l].outputs[0];
+      if (entry.tensors[y].isStrided())
+        resultView = static_cast<int>(y);
+      break;
+    }
+  ASSERT_GE(offsetView, 0) << "no attention operand at an offset";
+  ASSERT_GE(resultView, 0) << "attention's result is no view";
+  ASSERT_TRUE(validatePlan(*good).isOk());
+  auto refused = [&](auto &&change, const char *expected) {
+    Plan bad = *good;
+    change(bad.entries[0]);
+    Status s = validatePlan(bad);
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+  };
+  refused([&](Entry &e) { e.tensors[offsetView].offset += 1 << 20; },
+          "bytes, its buffer has");
+  refused([&](Entry &e) { e.tensors[offsetView].strides.back() = 2; },
+          "attention reads rows of consecutive elements");
+  refused(
+      [&](Entry &e) {
+        std::vector<int64_t> &steps = e.tensors[resultView].strides;
+        steps[steps.size() - 2] = 1; // rows overlap
+      },
+      "reach one element twice");
+  refused([&](Entry &e) { e.tensors[offsetView].strides.clear(); },
+          "an offset without strides");
+  refused(
+      [&](Entry &e) {
+        // A view where a kernel other than attention reads.
+        for (Launch &launch : e.launches)
+          if (launch.kernel == KernelId::Matmul) {
+            launch.inputs[0] = static_cast<uint32_t>(offsetView);
+            break;
+          }
+      },
+      "is a strided view, which only element kernels read");
+  {
+    // Round-tripped through the file, a view keeps its offset.
+    std::vector<uint8_t> bytes = serializePlan(*good);
+    Plan back;
+    ASSERT_TRUE(parsePlan(bytes.data(), bytes.size(), back).isOk());
+    EXPECT_EQ(back.entries[0].tensors[offsetView].offset,
+              entry.tensors[offsetView].offset);
+    EXPECT_EQ(back.entries[0].tensors[offsetView].strides,
+              entry.tensors[offsetView].strides);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Sessions
 //===----------------------------------------------------------------------===//

@@ -120,6 +120,26 @@ def ZPlan_ViewOp : ZPlan_Op<"view", [Pure]> {
   let hasVerifier = 1;
 }
 
+def ZPlan_StridedViewOp : ZPlan_Op<"strided_view", [Pure]> {
+  let summary = "attention's operand where it lies in another value's bytes";
+  let description = [{
+    The source's elements from `offset` on, `strides` giving each result
+    dimension's step in source elements: a slice or transpose that feeds
+    only attention (the heads of a fused projection, read in place), or an
+    attention result written where its transpose lives. Only attention's
+    kernels read or write such a view; it has no slot and no launch.
+
+    ```mlir
+    %6 = zplan.strided_view %5 offset = 64 strides = [3072, 16, 192, 1] : memref<2x16x192xf32> to memref<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeMemRef:$source, I64Attr:$offset,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$source `offset` `=` $offset `strides` `=` $strides attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
 def ZPlan_BroadcastViewOp : ZPlan_Op<"broadcast_view", [Pure]> {
   let summary = "a broadcast read through strides (zt.broadcast_in_dim)";
   let description = [{

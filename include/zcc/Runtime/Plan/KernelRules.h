@@ -118,6 +118,18 @@ struct AttentionShape {
 /// Of a launch that passed checkLaunch: at most 64 query rows per block,
 /// fewer where a block's probabilities would pass 2^24 elements.
 AttentionShape attentionShape(const Entry &entry, const Launch &launch);
+/// Where attention's kernels find an operand `[B..., H, S, D]` (rank 2:
+/// one head; rank 3: `[H, S, D]`): element (b, h, s, d) at
+/// `b * outer + h * head + s * row + d` from the tensor's first element,
+/// `b` running over the dimensions before `H` taken as one. Row-major, or a
+/// view's strides (kernelTakesView): the heads of a fused projection read
+/// in place, a result written in the layout the next product reads.
+struct HeadLayout {
+  int64_t outer = 0, head = 0, row = 0;
+};
+/// The layout of `tensor`, or why its strides cannot be read so (the last
+/// step must be 1 and the dimensions before `H` must be one run).
+Status headLayout(const Tensor &tensor, HeadLayout &layout);
 /// The elements of one image's im2col columns, [C KH KW, OH OW], of a
 /// conv2d launch (or its gradients') that passed checkLaunch.
 int64_t conv2dColumns(const Entry &entry, const Launch &launch);

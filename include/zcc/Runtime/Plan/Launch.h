@@ -33,8 +33,8 @@ namespace zcc::runtime {
   X(Constant, "constant", kNoTraits)                                           \
   X(CausalMask, "causal_mask", kNoTraits)                                      \
   X(BroadcastInDim, "broadcast_in_dim", kCheapToRecompute | kStoresBf16)       \
-  X(Transpose, "transpose", kCheapToRecompute | kStoresBf16)                   \
-  X(Slice, "slice", kCheapToRecompute | kStoresBf16)                           \
+  X(Transpose, "transpose", kCheapToRecompute | kStoresBf16 | kView)           \
+  X(Slice, "slice", kCheapToRecompute | kStoresBf16 | kView)                   \
   X(Concat, "concat", kStoresBf16)                                             \
   X(Sum, "sum", kNoTraits)                                                     \
   X(Mean, "mean", kNoTraits)                                                   \
@@ -131,6 +131,18 @@ constexpr bool kernelReadsThroughStrides(KernelId id) {
 /// Whether input `i` of `id` may be a broadcast read through strides.
 constexpr bool kernelReadsInputThroughStrides(KernelId id, size_t i) {
   return kernelReadsThroughStrides(id) && (i < 2 || id == KernelId::Fused);
+}
+/// Whether input `i` (output `i` when `output`) of `id` may be a view: any
+/// steps (headLayout's) from an offset into a buffer. Attention's queries,
+/// keys, values, result and result gradient, and the gradients it writes:
+/// heads read from a fused projection and written in the layout the next
+/// product reads, with no copies between.
+constexpr bool kernelTakesView(KernelId id, bool output, size_t i) {
+  if (id == KernelId::Attention)
+    return output ? i == 0 : i < 3;
+  if (id == KernelId::AttentionGrad)
+    return output ? i < 3 : i < 4 || i == 5;
+  return false;
 }
 /// Whether `id` communicates between the ranks of a data-parallel job.
 constexpr bool kernelCommunicates(KernelId id) {

@@ -55,6 +55,10 @@ enum OpTrait : OpTraits {
   /// follow bf16; the other operands are affine parameters read in f32
   /// (the normalizations' gamma and beta).
   kAffineF32 = 1u << 11,
+  /// Its result is operand 0's elements placed by steps (a slice, a
+  /// transpose): where every reader takes a view (kernelTakesView) it is
+  /// one, with no launch (zt-plan-memory's attention views).
+  kView = 1u << 12,
 };
 
 } // namespace zcc::runtime

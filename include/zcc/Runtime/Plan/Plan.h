@@ -87,9 +87,13 @@ struct Tensor {
   uint32_t buffer = 0;
   TensorRole role = TensorRole::None;
   /// Empty: row-major in its buffer. Else one step per dimension, in
-  /// elements (0 along a repeated dimension): a broadcast read through
-  /// strides, which only element kernels read.
+  /// elements: a broadcast read through strides (0 along a repeated
+  /// dimension), which element kernels read, or a view that attention's
+  /// kernels read and write (kernelTakesView: heads of a fused projection,
+  /// an output written in the layout its reader wants).
   std::vector<int64_t> strides;
+  /// A view's first element, in elements from its buffer's start.
+  int64_t offset = 0;
 
   bool isStrided() const { return !strides.empty(); }
 };

@@ -2,6 +2,8 @@
 
 #include "Executors/CUDA/CudaBlas.h"
 
+#include <type_traits>
+
 using namespace zcc::runtime;
 using namespace zcc::runtime::device;
 
@@ -42,7 +44,30 @@ std::string CudaBlas::setWorkspace(void *workspace, uint64_t bytes) {
                "cublasSetWorkspace");
 }
 
+namespace {
+/// Each of `g`'s outer runs of items as its own call (cuBLAS batches over
+/// one stride per operand).
+template <typename G, typename Fn> std::string byRun(const G &g, Fn &&call) {
+  for (int32_t o = 0; o < g.outer; ++o) {
+    G run = g;
+    run.outer = 1;
+    run.a = g.a + o * g.outerA;
+    run.b = g.b + o * g.outerB;
+    if constexpr (std::is_same_v<G, GemmBf16>)
+      run.c = static_cast<char *>(g.c) +
+              o * g.outerC * (g.cBf16 ? sizeof(BFloat16) : sizeof(float));
+    else
+      run.c = g.c + o * g.outerC;
+    if (std::string failed = call(run); !failed.empty())
+      return failed;
+  }
+  return {};
+}
+} // namespace
+
 std::string CudaBlas::run(const Gemm &g) {
+  if (g.outer != 1)
+    return byRun(g, [&](const Gemm &one) { return run(one); });
   const float one = 1.0f, beta = g.beta;
   cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -65,6 +90,8 @@ std::string CudaBlas::run(const Gemm &g) {
 }
 
 std::string CudaBlas::run(const GemmBf16 &g) {
+  if (g.outer != 1)
+    return byRun(g, [&](const GemmBf16 &one) { return run(one); });
   const float one = 1.0f, beta = g.beta;
   cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <exception>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 
@@ -44,10 +45,13 @@ struct SdpaKey {
   bool grad = false, causal = false;
   int64_t b = 0, hq = 0, hk = 0, s = 0, t = 0, d = 0, dv = 0;
   double scale = 0;
+  /// Each tensor's steps [b, h, s, d] by uid (the plan's views: heads read
+  /// from a fused projection, results written in the next product's layout).
+  std::map<int64_t, std::vector<int64_t>> steps;
   bool operator<(const SdpaKey &o) const {
-    return std::tie(grad, causal, b, hq, hk, s, t, d, dv, scale) <
+    return std::tie(grad, causal, b, hq, hk, s, t, d, dv, scale, steps) <
            std::tie(o.grad, o.causal, o.b, o.hq, o.hk, o.s, o.t, o.d, o.dv,
-                    o.scale);
+                    o.scale, o.steps);
   }
 };
 
@@ -170,9 +174,13 @@ struct CudaDnn::State {
     graph->set_io_data_type(fe::DataType_t::BFLOAT16)
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
         .set_compute_data_type(fe::DataType_t::FLOAT);
+    auto stepsOf = [&](int64_t uid, const std::vector<int64_t> &dim) {
+      auto found = k.steps.find(uid);
+      return found != k.steps.end() ? found->second : contiguous(dim);
+    };
     auto tensor = [&](const char *name, int64_t uid,
                       std::vector<int64_t> dim) {
-      std::vector<int64_t> stride = contiguous(dim);
+      std::vector<int64_t> stride = stepsOf(uid, dim);
       return graph->tensor(fe::graph::Tensor_attributes()
                                .set_name(name)
                                .set_uid(uid)
@@ -182,7 +190,7 @@ struct CudaDnn::State {
     auto output = [&](const std::shared_ptr<fe::graph::Tensor_attributes> &t,
                       int64_t uid, std::vector<int64_t> dim) {
       t->set_output(true).set_uid(uid).set_dim(dim).set_stride(
-          contiguous(dim));
+          stepsOf(uid, dim));
     };
     auto q = tensor("q", kQ, {k.b, k.hq, k.s, k.d});
     auto key = tensor("k", kK, {k.b, k.hk, k.t, k.d});
@@ -299,6 +307,30 @@ Status CudaDnn::lowerAttention(const Entry &entry, size_t index,
   if (key.d % 8 || key.dv % 8)
     return decline("a head size not a multiple of 8");
 
+  // Each tensor's steps, read from the plan (a view's, or row-major).
+  auto steps = [&](int64_t uid, uint32_t tensor, int64_t heads, int64_t rows) {
+    HeadLayout l;
+    (void)headLayout(entry.tensors[tensor], l); // checked at load
+    // A dimension of one takes the step row-major order would give it.
+    if (heads == 1)
+      l.head = rows * l.row;
+    if (key.b == 1)
+      l.outer = heads * l.head;
+    key.steps[uid] = {l.outer, l.head, l.row, 1};
+  };
+  steps(kQ, launch.inputs[0], key.hq, key.s);
+  steps(kK, launch.inputs[1], key.hk, key.t);
+  steps(kV, launch.inputs[2], key.hk, key.t);
+  if (!grad) {
+    steps(kO, launch.outputs[0], key.hq, key.s);
+  } else {
+    steps(kO, launch.inputs[3], key.hq, key.s);
+    steps(kDO, launch.inputs[5], key.hq, key.s);
+    steps(kDQ, launch.outputs[0], key.hq, key.s);
+    steps(kDK, launch.outputs[1], key.hk, key.t);
+    steps(kDV, launch.outputs[2], key.hk, key.t);
+  }
+
   const SdpaGraph &g = s.graphFor(key);
   if (!g.graph)
     return decline("no cuDNN engine for the shape: " + g.failure);
@@ -310,7 +342,9 @@ Status CudaDnn::lowerAttention(const Entry &entry, size_t index,
     s.workspaceBytes = need;
   }
   auto at = [&](uint32_t tensor) -> void * {
-    return memory.buffers[entry.tensors[tensor].buffer];
+    const Tensor &t = entry.tensors[tensor]; // bf16: 2 bytes an element
+    return static_cast<uint8_t *>(memory.buffers[t.buffer]) +
+           t.offset * dtypeBytes(t.type.dtype);
   };
   std::unordered_map<int64_t, void *> pack;
   pack[kQ] = at(launch.inputs[0]);

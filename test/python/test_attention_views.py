@@ -1,0 +1,71 @@
+"""Attention views (on by default; zcc --attention-views=false copies): the
+heads of the fused q/k/v projection are read where they lie (the slices and
+transposes before zt.attention are strided views, no launch), and attention's
+result and gradients are written in the layout their transposes had (the
+transposes after it are no launch). A plan with views gives the bits of the
+plan that copies, on the CPU (f32, bf16, the f64 reference), the emulator and
+in every memory mode, with fewer launches and an arena no larger."""
+
+import os
+import subprocess
+
+import pytest
+
+from test_memory_timeline import tools_dir
+from test_mixed_precision import EXAMPLE, compile_plan, zrun
+
+
+def trace(plan, *options):
+    run = zrun(plan, "--steps", "3", "--trace", *options)
+    assert run.returncode == 0, run.stderr
+    lines = [l for l in run.stdout.splitlines() if l.startswith("step ")]
+    assert len(lines) == 3, run.stdout
+    return lines
+
+
+def kernels(memory):
+    return [l["kernel"] for l in memory["entries"][0]["launches"]]
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_views_give_the_copies_bits(tmp_path, precision):
+    viewed, viewed_memory = compile_plan(tmp_path, "views", "--precision",
+                                         precision)
+    copied, copied_memory = compile_plan(tmp_path, "copies", "--precision",
+                                         precision, "--attention-views=false")
+    with_views, without = kernels(viewed_memory), kernels(copied_memory)
+    # The example's two blocks: forward 3 slices, 3 head transposes and the
+    # result's; backward the result gradient's, the three gradients' and
+    # the recomputed result's transpose. Only the gradients' concat stays.
+    for kernel, gone in (("slice", 6), ("transpose", 2 * 9)):
+        assert without.count(kernel) - with_views.count(kernel) == gone, \
+            (kernel, without.count(kernel), with_views.count(kernel))
+    assert with_views.count("transpose") == 0
+    assert with_views.count("concat") == without.count("concat") == 2
+    assert viewed_memory["arena_bytes"] <= copied_memory["arena_bytes"]
+    print(f"{precision}: {len(without)} -> {len(with_views)} launches; arena "
+          f"{copied_memory['arena_bytes']} -> {viewed_memory['arena_bytes']}")
+    expected = trace(copied, "--threads", "2")
+    assert trace(viewed, "--threads", "2") == expected
+    assert trace(viewed, "--threads", "1") == expected
+    for mode in ("no-reuse", "poison"):
+        assert trace(viewed, "--mode", mode) == expected
+    # The emulator runs the CUDA executor's steps (its products over the
+    # views' runs of heads) on the host: the same bits.
+    assert trace(viewed, "--device", "emulator") == \
+        trace(copied, "--device", "emulator")
+    if precision == "f32":
+        assert trace(viewed, "--precision", "f64") == \
+            trace(copied, "--precision", "f64")
+
+
+def test_report_counts_the_views(tmp_path):
+    plan = str(tmp_path / "views.zplan")
+    run = subprocess.run([os.path.join(tools_dir(), "zcc"), EXAMPLE, "-o",
+                          plan, "--optimizer", "adamw", "--report"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    # Per block: q, k, v and the result (which the backward reads too),
+    # the result's gradient and the three gradients.
+    line = next(l for l in run.stdout.splitlines() if "views" in l)
+    assert line.split()[1] == "16", line
