@@ -208,7 +208,9 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
         entry.tensors.push_back(std::move(tensor));
         continue;
       }
-      if (auto view = dyn_cast<zplan::BroadcastViewOp>(op)) {
+      // A view read through steps (a broadcast, or attention's from an
+      // offset): its source's buffer.
+      auto stridedView = [&](auto view, int64_t offset) -> LogicalResult {
         FailureOr<rt::TensorType> type = typeOf(view.getLoc(), view.getType());
         if (failed(type))
           return failure();
@@ -217,22 +219,19 @@ FailureOr<rt::Plan> zcc::exportPlan(ModuleOp module) {
         tensor.buffer = entry.tensors[tensorOf.at(view.getSource())].buffer;
         tensor.strides.assign(view.getStrides().begin(),
                               view.getStrides().end());
+        tensor.offset = offset;
         tensorOf[view.getResult()] = entry.tensors.size();
         entry.tensors.push_back(std::move(tensor));
+        return success();
+      };
+      if (auto view = dyn_cast<zplan::BroadcastViewOp>(op)) {
+        if (failed(stridedView(view, 0)))
+          return failure();
         continue;
       }
       if (auto view = dyn_cast<zplan::StridedViewOp>(op)) {
-        FailureOr<rt::TensorType> type = typeOf(view.getLoc(), view.getType());
-        if (failed(type))
+        if (failed(stridedView(view, view.getOffset())))
           return failure();
-        rt::Tensor tensor;
-        tensor.type = *type;
-        tensor.buffer = entry.tensors[tensorOf.at(view.getSource())].buffer;
-        tensor.strides.assign(view.getStrides().begin(),
-                              view.getStrides().end());
-        tensor.offset = view.getOffset();
-        tensorOf[view.getResult()] = entry.tensors.size();
-        entry.tensors.push_back(std::move(tensor));
         continue;
       }
       auto launchOp = dyn_cast<zplan::LaunchOp>(op);

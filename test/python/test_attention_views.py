@@ -11,20 +11,9 @@ import subprocess
 
 import pytest
 
+from test_fusion import kernels, trace
 from test_memory_timeline import tools_dir
-from test_mixed_precision import EXAMPLE, compile_plan, zrun
-
-
-def trace(plan, *options):
-    run = zrun(plan, "--steps", "3", "--trace", *options)
-    assert run.returncode == 0, run.stderr
-    lines = [l for l in run.stdout.splitlines() if l.startswith("step ")]
-    assert len(lines) == 3, run.stdout
-    return lines
-
-
-def kernels(memory):
-    return [l["kernel"] for l in memory["entries"][0]["launches"]]
+from test_mixed_precision import EXAMPLE, compile_plan
 
 
 @pytest.mark.parametrize("precision", ["f32", "bf16"])

@@ -125,52 +125,41 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
-LogicalResult StridedViewOp::verify() {
-  auto source = cast<MemRefType>(getSource().getType());
-  auto result = cast<MemRefType>(getResult().getType());
+/// A view through `strides` from `offset`: one step per result dimension,
+/// none negative, its last element within the source.
+static LogicalResult verifyStrided(Operation *op, Value sourceValue,
+                                   Value resultValue,
+                                   ArrayRef<int64_t> strides, int64_t offset) {
+  auto source = cast<MemRefType>(sourceValue.getType());
+  auto result = cast<MemRefType>(resultValue.getType());
   if (source.getElementType() != result.getElementType())
-    return emitOpError() << "a view keeps the element type";
-  ArrayRef<int64_t> strides = getStrides();
+    return op->emitOpError() << "a view keeps the element type";
   if (static_cast<int64_t>(strides.size()) != result.getRank())
-    return emitOpError() << "needs one stride per result dimension, got "
-                         << strides.size() << " for rank " << result.getRank();
-  if (getOffset() < 0)
-    return emitOpError() << "the offset must not be negative";
-  // The last element the view reaches must lie within the source.
-  int64_t last = getOffset();
+    return op->emitOpError()
+           << "needs one stride per result dimension, got " << strides.size()
+           << " for rank " << result.getRank();
+  if (offset < 0)
+    return op->emitOpError() << "the offset must not be negative";
+  int64_t last = offset;
   for (auto [size, stride] : llvm::zip(result.getShape(), strides)) {
     if (stride < 0)
-      return emitOpError() << "strides must not be negative";
+      return op->emitOpError() << "strides must not be negative";
     if (size > 0)
       last += (size - 1) * stride;
   }
   if (result.getNumElements() > 0 && last >= source.getNumElements())
-    return emitOpError() << "reaches element " << last << " of a source of "
-                         << source.getNumElements();
+    return op->emitOpError() << "reads element " << last
+                             << " of a source of " << source.getNumElements();
   return success();
 }
 
 LogicalResult BroadcastViewOp::verify() {
-  auto source = cast<MemRefType>(getSource().getType());
-  auto result = cast<MemRefType>(getResult().getType());
-  if (source.getElementType() != result.getElementType())
-    return emitOpError() << "a view keeps the element type";
-  ArrayRef<int64_t> strides = getStrides();
-  if (static_cast<int64_t>(strides.size()) != result.getRank())
-    return emitOpError() << "needs one stride per result dimension, got "
-                         << strides.size() << " for rank " << result.getRank();
-  // The last element the view reads must lie within the source.
-  int64_t last = 0;
-  for (auto [size, stride] : llvm::zip(result.getShape(), strides)) {
-    if (stride < 0)
-      return emitOpError() << "strides must not be negative";
-    if (size > 0)
-      last += (size - 1) * stride;
-  }
-  if (result.getNumElements() > 0 && last >= source.getNumElements())
-    return emitOpError() << "reads element " << last << " of a source of "
-                         << source.getNumElements();
-  return success();
+  return verifyStrided(*this, getSource(), getResult(), getStrides(), 0);
+}
+
+LogicalResult StridedViewOp::verify() {
+  return verifyStrided(*this, getSource(), getResult(), getStrides(),
+                       getOffset());
 }
 
 LogicalResult LaunchOp::verify() {

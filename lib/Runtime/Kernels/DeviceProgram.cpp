@@ -584,21 +584,19 @@ public:
             HeadSteps{runs, keyHeads, itemP, lk.head, g * ldq.head, runP,
                       lk.outer, ldq.outer},
             T(0)));
-        // dk[:width] += ds^T q[first:first+rows] (summed over the group's
-        // query heads too)
-        out.push_back(attentionProduct(
-            dsIn + p, width, true, q + group * lq.head + first * lq.row,
-            lq.row, false, dk, ldk.row, width, d, rows,
-            HeadSteps{runs, keyHeads, itemP, g * lq.head, ldk.head, runP,
-                      lq.outer, ldk.outer},
-            T(1)));
-        // dv[:width] += p^T dy[first:first+rows]
-        out.push_back(attentionProduct(
-            pIn + p, width, true, dy + group * ldy.head + first * ldy.row,
-            ldy.row, false, dvalues, ldv.row, width, dv, rows,
-            HeadSteps{runs, keyHeads, itemP, g * ldy.head, ldv.head, runP,
-                      ldy.outer, ldv.outer},
-            T(1)));
+        // sums[:width] += block^T x[first:first+rows] (summed over the
+        // group's query heads too): dk from ds and q, dv from p and dy.
+        auto addInto = [&](const S *block, const S *x, const HeadLayout &lx,
+                           Sum *sums, const HeadLayout &ls, int64_t cols) {
+          out.push_back(attentionProduct(
+              block + p, width, true, x + group * lx.head + first * lx.row,
+              lx.row, false, sums, ls.row, width, cols, rows,
+              HeadSteps{runs, keyHeads, itemP, g * lx.head, ls.head, runP,
+                        lx.outer, ls.outer},
+              T(1)));
+        };
+        addInto(dsIn, q, lq, dk, ldk, d);
+        addInto(pIn, dy, ldy, dvalues, ldv, dv);
       }
     }
     if constexpr (bf16) // the summed gradients, rounded once
