@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from test_fusion import kernels, trace
+from test_fusion import assert_same_bits, kernels
 from test_memory_timeline import tools_dir
 from test_mixed_precision import EXAMPLE, compile_plan
 
@@ -34,18 +34,7 @@ def test_views_give_the_copies_bits(tmp_path, precision):
     assert viewed_memory["arena_bytes"] <= copied_memory["arena_bytes"]
     print(f"{precision}: {len(without)} -> {len(with_views)} launches; arena "
           f"{copied_memory['arena_bytes']} -> {viewed_memory['arena_bytes']}")
-    expected = trace(copied, "--threads", "2")
-    assert trace(viewed, "--threads", "2") == expected
-    assert trace(viewed, "--threads", "1") == expected
-    for mode in ("no-reuse", "poison"):
-        assert trace(viewed, "--mode", mode) == expected
-    # The emulator runs the CUDA executor's steps (its products over the
-    # views' runs of heads) on the host: the same bits.
-    assert trace(viewed, "--device", "emulator") == \
-        trace(copied, "--device", "emulator")
-    if precision == "f32":
-        assert trace(viewed, "--precision", "f64") == \
-            trace(copied, "--precision", "f64")
+    assert_same_bits(viewed, copied, precision)
 
 
 def test_report_counts_the_views(tmp_path):

@@ -17,6 +17,22 @@ def trace(plan, *options):
     return lines
 
 
+def assert_same_bits(plan, reference, precision):
+    """`plan` trains to `reference`'s bits on the CPU (1 and 2 threads, every
+    memory mode, the f64 reference for f32 plans) and on the emulator (the
+    CUDA executor's steps run on the host)."""
+    expected = trace(reference, "--threads", "2")
+    assert trace(plan, "--threads", "2") == expected
+    assert trace(plan, "--threads", "1") == expected
+    for mode in ("no-reuse", "poison"):
+        assert trace(plan, "--mode", mode) == expected
+    assert trace(plan, "--device", "emulator") == \
+        trace(reference, "--device", "emulator")
+    if precision == "f32":
+        assert trace(plan, "--precision", "f64") == \
+            trace(reference, "--precision", "f64")
+
+
 def kernels(memory):
     return [l["kernel"] for l in memory["entries"][0]["launches"]]
 
@@ -34,15 +50,4 @@ def test_fused_plan_gives_the_unfused_bits(tmp_path, precision):
     print(f"{precision}: {len(without)} -> {len(with_fusion)} launches, "
           f"{with_fusion.count('fused')} fused; arena "
           f"{unfused_memory['arena_bytes']} -> {fused_memory['arena_bytes']}")
-    expected = trace(unfused, "--threads", "2")
-    assert trace(fused, "--threads", "2") == expected
-    assert trace(fused, "--threads", "1") == expected
-    for mode in ("no-reuse", "poison"):
-        assert trace(fused, "--mode", mode) == expected
-    # The emulator runs the CUDA executor's steps on the host: the same
-    # bits with and without fusion.
-    assert trace(fused, "--device", "emulator") == \
-        trace(unfused, "--device", "emulator")
-    if precision == "f32":
-        assert trace(fused, "--precision", "f64") == \
-            trace(unfused, "--precision", "f64")
+    assert_same_bits(fused, unfused, precision)
