@@ -54,6 +54,10 @@ python3 "$root/bench/gpu/gpt_model.py" "$out/gpt2_small.mlir" --layers 12 --widt
   --lr 0.001 --precision bf16 --attention-views=false
 "$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_copies.zplan" --optimizer adamw \
   --lr 0.001 --attention-views=false
+# The loss and the logits' gradient as two kernels (issue 48: the fused
+# classifier's time against theirs, same run).
+"$zcc" "$out/gpt2_small.mlir" -o "$out/gpt2_small_bf16_two_loss_kernels.zplan" \
+  --optimizer adamw --lr 0.001 --precision bf16 --fuse-classifier=false
 # GPT-2 small under memory budgets of 75% and 50% of its arena (issue 18:
 # recomputation's extra step time on the GPU).
 "$zcc" "$out/gpt2_small.mlir" -o /dev/null --optimizer adamw --lr 0.001 \

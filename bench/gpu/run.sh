@@ -309,6 +309,7 @@ if [ -f "$plans/gpt2_small.zplan" ]; then
     $(ls "$plans"/gpt2_small_m75.zplan "$plans"/gpt2_small_m50.zplan \
          "$plans"/gpt2_small_bf16.zplan "$plans"/gpt2_small_tf32.zplan \
          "$plans"/gpt2_small_copies.zplan "$plans"/gpt2_small_bf16_copies.zplan \
+         "$plans"/gpt2_small_bf16_two_loss_kernels.zplan \
          2>/dev/null) \
     --steps 20 --warmup 3
   step "benchmark at real size: GPT-2 small (batch 8, sequence 1024), PyTorch" real-size.md \

@@ -39,6 +39,8 @@ void zcc::buildTrainStepPipeline(OpPassManager &pm,
         [&](auto &pass) { ZCC_ZT_REMAT_PASS_OPTIONS(ZCC_COPY_OPTION) })));
   if (options.matmulPrecision == "tf32")
     pm.addPass(createZTAllowTF32());
+  if (options.fuseClassifier)
+    pm.addPass(createZTFuseClassifier());
   if (options.fuseElementwise)
     pm.addPass(createZTFuseElementwise());
   pm.addPass(createZTPlanMemory(passOptions<ZTPlanMemoryOptions>(
@@ -51,6 +53,7 @@ void zcc::registerTrainStepPipeline() {
       "The whole training step: zt-mixed-precision (with bf16), "
       "zt-autodiff, zt-optimizer, zt-remat (with a memory budget), "
       "zt-allow-tf32 (with matmul-precision=tf32), "
+      "zt-fuse-classifier (unless fuse-classifier=false), "
       "zt-fuse-elementwise (unless fuse-elementwise=false), "
       "zt-plan-memory; options: every compile option by its flag name "
       "(docs/generated/CompileOptions.md)",

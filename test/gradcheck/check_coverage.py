@@ -11,8 +11,9 @@ a gradient check run it. scale (emitted for mean), the optimizer updates
 (sgd, adamw, clipping's sum_squares and the learning-rate schedule's
 lr_schedule) and the data-parallel ops (all_reduce, and ZeRO-1's
 reduce_scatter, all_gather and shard) are not forward ops of a loss and are
-not required, nor is zt-fuse-elementwise's fused (made after zt-autodiff;
-the gradient checks run it, and its bits are the unfused ops'). Nor are the ops built by their kernel's rule
+not required, nor are zt-fuse-elementwise's fused and zt-fuse-classifier's
+softmax_cross_entropy_fused (made after zt-autodiff; the gradient checks
+run them, and their bits are the unfused ops'). Nor are the ops built by their kernel's rule
 (ZT_BuiltByName): zcc-capture-tests' InferredOps.EveryForwardOp...
 gradient-checks each on its kernel case.
 """
@@ -27,7 +28,8 @@ from built_by_name import built_by_name  # noqa: E402
 
 NOT_FORWARD = {"scale", "sgd", "adamw", "sum_squares", "lr_schedule",
                "all_reduce",
-               "reduce_scatter", "all_gather", "shard", "pack", "fused"}
+               "reduce_scatter", "all_gather", "shard", "pack", "fused",
+               "softmax_cross_entropy_fused"}
 # bf16 rounding has no finite-difference derivative: convert's rule (the
 # conversion back) is checked against the f32 program's gradients instead
 # (test/python/test_mixed_precision.py, random_programs.py --precision bf16).

@@ -556,15 +556,16 @@ def check(prog, plant_bug=False, steps=3, fd_points=3, stats=None):
     if (losses, [kept.read(n).tobytes() for n in values]) != runs["planned"]:
         problems.append(f"recompute=False differs: {losses} vs "
                         f"{runs['planned'][0]}")
-    # ... and without zt-fuse-elementwise (each step of a fused program is
-    # rounded as its op stored it: the same bits).
+    # ... and without zt-fuse-elementwise and zt-fuse-classifier (each step
+    # of a fused program is rounded as its op stored it, and the fused loss
+    # computes each row as the two kernels do: the same bits).
     unfused = traced.compile(optimizer=zcc.adamw(lr=1e-2),
-                             algorithm="greedy-best",
-                             fuse_elementwise=False).session(threads=1)
+                             algorithm="greedy-best", fuse_elementwise=False,
+                             fuse_classifier=False).session(threads=1)
     losses = [unfused.step(*feeds(prog, s)) for s in range(steps)]
     if (losses, [unfused.read(n).tobytes() for n in values]) != runs["planned"]:
-        problems.append(f"fuse_elementwise=False differs: {losses} vs "
-                        f"{runs['planned'][0]}")
+        problems.append(f"fuse_elementwise=False, fuse_classifier=False "
+                        f"differs: {losses} vs {runs['planned'][0]}")
     # ... and with attention's operands copied instead of read and written
     # through views (the same products: the same bits).
     if any(op[0] == "attention" for op in prog["code"]):

@@ -2,7 +2,8 @@
 element ops run as one zt.fused launch each. A fused plan gives the unfused
 plan's bits (each step of a program is rounded as its op stored it) on the
 CPU, on the emulator and in every memory mode, in f32 and bf16, with fewer
-launches and an arena no larger."""
+launches and an arena no larger. So for zt-fuse-classifier (zcc
+--fuse-classifier=false): the loss and the logits' gradient in one launch."""
 
 import pytest
 
@@ -51,3 +52,20 @@ def test_fused_plan_gives_the_unfused_bits(tmp_path, precision):
           f"{with_fusion.count('fused')} fused; arena "
           f"{unfused_memory['arena_bytes']} -> {fused_memory['arena_bytes']}")
     assert_same_bits(fused, unfused, precision)
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_fused_classifier_gives_the_two_kernels_bits(tmp_path, precision):
+    fused, fused_memory = compile_plan(tmp_path, "fused", "--precision",
+                                       precision)
+    apart, apart_memory = compile_plan(tmp_path, "apart", "--precision",
+                                       precision, "--fuse-classifier=false")
+    with_fusion, without = kernels(fused_memory), kernels(apart_memory)
+    assert with_fusion.count("softmax_cross_entropy_fused") == 1
+    assert "softmax_cross_entropy" not in with_fusion
+    assert "softmax_cross_entropy_grad" not in with_fusion
+    assert without.count("softmax_cross_entropy") == 1
+    assert without.count("softmax_cross_entropy_grad") == 1
+    assert len(with_fusion) == len(without) - 1
+    assert fused_memory["arena_bytes"] <= apart_memory["arena_bytes"]
+    assert_same_bits(fused, apart, precision)

@@ -49,7 +49,8 @@ ELEMENT = set("""add sub mul div neg exp log tanh sigmoid relu gelu gelu_erf sil
     sigmoid_grad sqrt_grad rsqrt_grad scale fused""".split())
 # BatchNorm's kernels take a channel at a time, reading its statistics and
 # each of its elements before writing that element.
-IN_PLACE = ELEMENT | set("""dropout mse_grad softmax_cross_entropy_grad sgd adamw
+IN_PLACE = ELEMENT | set("""dropout mse_grad softmax_cross_entropy_grad
+    softmax_cross_entropy_fused sgd adamw
     copy batch_norm batch_norm_grad batch_norm_stats_grad""".split())
 BYTES = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "bf16": 2}
 

@@ -149,6 +149,10 @@
     "Run each chain of element ops (bias adds, activations, dropout, their "  \
     "gradients, scales) as one kernel (zt-fuse-elementwise); the results "    \
     "are bit-identical either way (=false: each op its own kernel)")         \
+  X(Flag, fuseClassifier, fuse_classifier, true, Any,                          \
+    "Compute the cross-entropy loss and its gradient in one pass over the "   \
+    "logits, the gradient written over them (zt-fuse-classifier); the "       \
+    "results are bit-identical either way (=false: two kernels)")            \
   X(Text, matmulPrecision, matmul_precision, "highest",                        \
     OneOf("highest|tf32"),                                                     \
     "f32 matrix products: highest (f32), or tf32 (on the GPU, operands "      \

@@ -374,6 +374,34 @@ def ZTFuseElementwise : Pass<"zt-fuse-elementwise", "::mlir::ModuleOp"> {
   }];
 }
 
+def ZTFuseClassifier : Pass<"zt-fuse-classifier", "::mlir::ModuleOp"> {
+  let summary = "The loss and the logits' gradient in one kernel";
+  let description = [{
+    A `zt.softmax_cross_entropy` and the `zt.softmax_cross_entropy_grad`
+    of the same logits, labels and attributes become one
+    `zt.softmax_cross_entropy_fused` at the loss's place: each row's max
+    and exp-sum are computed once, and the row's loss and gradient written
+    from them (llm.c's fused classifier). The gradient's scale (the seed
+    zt-autodiff puts after the forward) is moved before the loss, with the
+    ops it is computed from; a scale computed from the loss itself leaves
+    the pair alone, as do logits some other op reads (they could not die
+    at the fused op). The logits then die where the loss is computed and
+    the gradient is written over them: the logits are read once in the
+    step instead of twice, and nothing else changes (the same bits on
+    every executor, the same arena). It runs after zt-remat; zcc's
+    `--fuse-classifier=false` keeps the two ops.
+
+    ```mlir
+    %loss = zt.softmax_cross_entropy %logits, %labels : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
+    %seed = zt.constant dense<1.0> : tensor<f32>
+    %dlogits = zt.softmax_cross_entropy_grad %logits, %labels, %seed : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
+    // becomes
+    %seed = zt.constant dense<1.0> : tensor<f32>
+    %loss, %dlogits = zt.softmax_cross_entropy_fused %logits, %labels, %seed : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> (tensor<f32>, tensor<32x10xf32>)
+    ```
+  }];
+}
+
 def ZTPlanMemory : Pass<"zt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Plan every buffer's offset and lower entry points to zplan";
   let description = [{

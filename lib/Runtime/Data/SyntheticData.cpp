@@ -86,7 +86,8 @@ Status SyntheticTask::create(const Session &session, int entry, uint64_t seed,
   int labelTensor = -1, tokenTensor = -1, targetTensor = -1;
   for (const Launch &launch : e.launches) {
     if (launch.kernel == KernelId::SoftmaxCrossEntropy ||
-        launch.kernel == KernelId::SoftmaxCrossEntropyGrad) {
+        launch.kernel == KernelId::SoftmaxCrossEntropyGrad ||
+        launch.kernel == KernelId::SoftmaxCrossEntropyFused) {
       int t = inputOf(launch.inputs[1]);
       if (t >= 0) {
         labelTensor = t;

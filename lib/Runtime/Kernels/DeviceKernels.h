@@ -1689,6 +1689,71 @@ template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
   }
 };
 
+/// softmax_cross_entropy_fused, rows: a row's loss (CrossEntropyRows's) and
+/// its gradient (CrossEntropyGradRows's) from one computation of the row's
+/// max and exp-sum, the same bits as the two kernels. The gradient may be
+/// written over the logits (dx == logits): the label's logit is read first,
+/// by the lane that owns its column, which also writes the row's loss.
+template <typename T, typename S = T> struct CrossEntropyFusedRows : Functor {
+  static constexpr bool kGrouped = true;
+  const S *logits = nullptr;
+  LossLabels labels;
+  const T *lossGrad = nullptr;
+  S *dx = nullptr;
+  T *losses = nullptr; // 1 per row, in the workspace
+  int64_t classes = 0;
+  T rowCount = T(1.0);
+  const T *keptRows = nullptr; // with ignored labels: the rows kept
+  T smoothing = T(0.0);
+  DeviceError *error = nullptr;
+  int32_t launch = 0;
+
+  template <typename G>
+  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
+    int64_t label = labels.at(r);
+    S *out = dx + r * classes;
+    if (labels.ignored(label)) {
+      if (group.lane == 0)
+        losses[r] = T(0.0);
+      for (int64_t c = group.lane; c < classes; c += group.lanes)
+        out[c] = storeAs<S>(T(0.0));
+      return;
+    }
+    bool bad = label < 0 || label >= classes;
+    // The lane that writes the loss: the label's column's, else lane 0.
+    bool owner = bad ? group.lane == 0 : label % group.lanes == group.lane;
+    const S *row = logits + r * classes;
+    T target = owner && !bad ? loadAs<T>(row[label]) : T(0.0);
+    T rows = keptRows ? *keptRows : rowCount;
+    T max, sum, total = T(0.0);
+    rowExpSum(row, classes, group, max, sum);
+    if (smoothing != T(0.0)) {
+      for (int64_t c = group.lane; c < classes; c += group.lanes)
+        total += loadAs<T>(row[c]);
+      total = group.reduce(total, Sum());
+    }
+    if (owner) {
+      if (bad) {
+        recordError(error, launch, 1, 1, r, label, classes);
+        losses[r] = NAN;
+      } else {
+        losses[r] = smoothing == T(0.0)
+                        ? max + fLog(sum) - target
+                        : max + fLog(sum) - (T(1.0) - smoothing) * target -
+                              smoothing * total / T(classes);
+      }
+    }
+    T g = *lossGrad;
+    for (int64_t c = group.lane; c < classes; c += group.lanes) {
+      T p = fExp(loadAs<T>(row[c]) - max) / sum;
+      T onehot = c == label ? T(1.0) : T(0.0);
+      if (smoothing != T(0.0))
+        onehot = (T(1.0) - smoothing) * onehot + smoothing / T(classes);
+      out[c] = storeAs<S>(g * (p - onehot) / rows);
+    }
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Convolutions (an image at a time: columns, then GEMM steps)
 //===----------------------------------------------------------------------===//

@@ -1217,6 +1217,50 @@ public:
     push(f, f.classes);
   }
 
+  /// The rows kept (with ignore_index), the rows' losses and gradients in
+  /// one pass over the logits, then the mean loss: the kernels of
+  /// crossEntropy and crossEntropyGrad with the row work done once.
+  Status crossEntropyFused() {
+    T *losses = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), losses));
+    byStorage(inType(0).dtype, [&](auto s) {
+      crossEntropyFusedOf<typename decltype(s)::type>(losses);
+    });
+    return Status::ok();
+  }
+  template <typename S> void crossEntropyFusedOf(T *losses) {
+    CrossEntropyFusedRows<T, S> f;
+    f.logits = in<S>(0);
+    f.labels = lossLabels();
+    f.smoothing = static_cast<T>(launch.params.labelSmoothing.value_or(0));
+    f.lossGrad = in(2);
+    f.dx = result<S>(1);
+    f.losses = losses;
+    f.classes = inType(0).shape.back();
+    f.count = inType(1).numElements();
+    f.rowCount = static_cast<T>(f.count);
+    if (f.labels.ignores) { // the rows kept, after the losses
+      MeanOf<T> rows;
+      rows.labels = f.labels;
+      rows.y = losses + f.count;
+      rows.elements = f.count;
+      rows.count = 1;
+      push(rows, f.count);
+      f.keptRows = rows.y;
+    }
+    f.error = memory.error;
+    f.launch = static_cast<int32_t>(index);
+    push(f, f.classes);
+    MeanOf<T> mean;
+    mean.a = losses;
+    mean.labels = f.labels;
+    mean.y = result(0);
+    mean.elements = f.count;
+    mean.divisor = static_cast<T>(f.count);
+    mean.count = 1;
+    push(mean, f.count);
+  }
+
   void mse() {
     MeanOf<T> f;
     f.a = in(0);
@@ -1460,6 +1504,8 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     return crossEntropy();
   case KernelId::SoftmaxCrossEntropyGrad:
     return crossEntropyGrad();
+  case KernelId::SoftmaxCrossEntropyFused:
+    return crossEntropyFused();
   case KernelId::Mse:
     mse();
     break;

@@ -1054,6 +1054,13 @@ Status checkKernel(const LaunchRules &r) {
     ZRT_RETURN_IF_ERROR(r.expectLogitsAndLabels(r.input(0), r.input(1)));
     ZRT_RETURN_IF_ERROR(r.expectFloatScalar("loss_grad", r.input(2)));
     return r.expectSameType("result", r.output(0), "logits", r.input(0));
+  case KernelId::SoftmaxCrossEntropyFused: // both of the above in one
+    ZRT_RETURN_IF_ERROR(r.expectCounts(3, 2));
+    ZRT_RETURN_IF_ERROR(checkLabelSmoothing(r));
+    ZRT_RETURN_IF_ERROR(r.expectLogitsAndLabels(r.input(0), r.input(1)));
+    ZRT_RETURN_IF_ERROR(r.expectFloatScalar("loss_grad", r.input(2)));
+    ZRT_RETURN_IF_ERROR(r.expectFloatScalar("loss", r.output(0)));
+    return r.expectSameType("logits_grad", r.output(1), "logits", r.input(0));
   case KernelId::Mse:
     ZRT_RETURN_IF_ERROR(r.expectCounts(2, 1));
     ZRT_RETURN_IF_ERROR(r.expectFloat("prediction", r.input(0)));

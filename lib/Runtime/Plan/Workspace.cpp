@@ -116,6 +116,11 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
                         entry.tensors[launch.inputs[1]].type.numElements());
   case KernelId::SoftmaxCrossEntropyGrad: // the rows kept, when some are not
     return launch.params.ignoreIndex ? kFloat : 0;
+  case KernelId::SoftmaxCrossEntropyFused: // both
+    return kFloat *
+           (static_cast<uint64_t>(
+                entry.tensors[launch.inputs[1]].type.numElements()) +
+            (launch.params.ignoreIndex ? 1 : 0));
   case KernelId::Conv2d:
   case KernelId::Conv2dInputGrad:
   case KernelId::Conv2dWeightGrad: // one image's columns (im2col)

@@ -398,6 +398,14 @@ func.func @cross_entropy_no_class_dim(%l: tensor<f32>, %y: tensor<i32>) {
 }
 
 // -----
+// zt-fuse-classifier's op, checked by the loader's rule.
+func.func @fused_cross_entropy_grad_type(%l: tensor<4x10xbf16>, %y: tensor<4xi32>, %s: tensor<f32>) {
+  // expected-error @+1 {{logits_grad type 4x10xf32 must match logits type 4x10xbf16}}
+  %0:2 = zt.softmax_cross_entropy_fused %l, %y, %s : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>)
+  return
+}
+
+// -----
 func.func @cross_entropy_not_scalar(%l: tensor<4x10xf32>, %y: tensor<4xi32>) {
   // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float or 16-bit float or bfloat16 type values}}
   %0 = zt.softmax_cross_entropy %l, %y : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<4xf32>

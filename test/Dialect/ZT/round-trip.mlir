@@ -346,6 +346,9 @@ func.func @bf16_loss(%l: tensor<4x10xbf16>, %y: tensor<4xi32>) -> (tensor<f32>, 
   %loss = zt.softmax_cross_entropy %l, %y : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<f32>
   // CHECK: zt.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xbf16>
   %g = zt.softmax_cross_entropy_grad %l, %y, %loss : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xbf16>
+  // zt-fuse-classifier's: both in one op, bf16 logits giving an f32 loss.
+  // CHECK: %{{.+}}, %{{.+}} = zt.softmax_cross_entropy_fused %{{.+}}, %{{.+}}, %{{.+}} {ignore_index = -100 : i64, label_smoothing = 1.000000e-01 : f64} : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> (tensor<f32>, tensor<4x10xbf16>)
+  %fused:2 = zt.softmax_cross_entropy_fused %l, %y, %loss {ignore_index = -100 : i64, label_smoothing = 0.1 : f64} : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> (tensor<f32>, tensor<4x10xbf16>)
   return %loss, %g : tensor<f32>, tensor<4x10xbf16>
 }
 

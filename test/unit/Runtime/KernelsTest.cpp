@@ -1956,6 +1956,78 @@ TEST(LossKernels, IgnoredLabelsAreLeftOut) {
   }
 }
 
+TEST(LossKernels, FusedCrossEntropyGivesTheTwoKernelsBits) {
+  // softmax_cross_entropy_fused (zt-fuse-classifier) against the loss and
+  // gradient kernels: the same loss and gradient bits for f32 and bf16
+  // logits (and the f64 reference), ignored rows and smoothed labels, the
+  // gradient beside the logits or over them, one lane per row and the GPU's
+  // lanes replayed (96 per row of 70: labels owned by lanes other than 0).
+  struct Variant {
+    bool ignore;
+    double smoothing;
+  };
+  const int64_t rows = 5, classes = 70;
+  std::vector<double> logits = randomValues(rows * classes, 31, -4, 4);
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (Variant v : {Variant{false, 0}, Variant{true, 0}, Variant{false, 0.1},
+                      Variant{true, 0.2}})
+      for (bool inPlace : {false, true})
+        for (bool groups : {false, true})
+          for (bool f64 : {false, true}) {
+            if (f64 && dtype == DType::BF16)
+              continue;
+            std::vector<double> labels = {69, v.ignore ? -100.0 : 3, 0, 33, 64};
+            auto params = [&](LaunchCase &c) {
+              if (v.ignore)
+                c.param(intParam("ignore_index", -100));
+              if (v.smoothing != 0)
+                c.param(floatParam("label_smoothing", v.smoothing));
+              c.gpuGroups = groups;
+            };
+            LaunchCase loss("softmax_cross_entropy");
+            loss.typedInput(dtype, {rows, classes}, logits)
+                .typedInput(DType::I64, {rows}, labels)
+                .output({});
+            LaunchCase grad("softmax_cross_entropy_grad");
+            grad.typedInput(dtype, {rows, classes}, logits)
+                .typedInput(DType::I64, {rows}, labels)
+                .input({}, {0.75})
+                .typedOutput(dtype, {rows, classes});
+            LaunchCase fused("softmax_cross_entropy_fused");
+            fused.typedInput(dtype, {rows, classes}, logits)
+                .typedInput(DType::I64, {rows}, labels)
+                .input({}, {0.75})
+                .output({});
+            if (inPlace)
+              fused.outputInPlace(0);
+            else
+              fused.typedOutput(dtype, {rows, classes});
+            for (LaunchCase *c : {&loss, &grad, &fused})
+              params(*c);
+            std::string what = std::string(dtypeName(dtype)) +
+                               (v.ignore ? " ignore" : "") +
+                               (v.smoothing != 0 ? " smoothing" : "") +
+                               (inPlace ? " in place" : "") +
+                               (groups ? " gpu groups" : "") +
+                               (f64 ? " f64" : "");
+            for (LaunchCase *c : {&loss, &grad, &fused})
+              ASSERT_TRUE((f64 ? c->run<double>() : c->run<float>()).isOk())
+                  << what;
+            EXPECT_EQ(fused.result(0), loss.result(0)) << what;
+            EXPECT_EQ(fused.result(1), grad.result(0)) << what;
+          }
+
+  // A label out of range: the loss kernel's error, under the fused name.
+  LaunchCase bad("softmax_cross_entropy_fused");
+  bad.input({2, 3}).typedInput(DType::I32, {2}, {0, 3}).input({}, {1});
+  bad.output({}).outputInPlace(0);
+  Status status = bad.run<float>();
+  EXPECT_EQ(status.code(), StatusCode::ExecutionError);
+  EXPECT_CONTAINS(status.message(),
+                  "softmax_cross_entropy_fused: label 3 at position [1] is "
+                  "out of range [0, 3)");
+}
+
 TEST(LossKernels, LabelSmoothingMixesInTheUniformTarget) {
   // PyTorch's label_smoothing e: the target is (1 - e) onehot + e / C, with
   // an ignored row beside; the gradient against finite differences.
@@ -3053,7 +3125,7 @@ TEST(Bf16Kernels, StorageKernelsMatchTheF32KernelOnTheWidenedValues) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 16);
+  EXPECT_EQ(checked, 17);
   // The moves really moved 2-byte elements: a transpose's corner.
   LaunchCase t = bf16Kernels()[15];
   ASSERT_EQ(t.kernel, "transpose");

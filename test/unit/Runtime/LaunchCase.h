@@ -241,7 +241,8 @@ public:
         status = device::runOnHost<T>(steps.data(), steps.data() + steps.size(),
                                       false, &threads);
       } else {
-        status = device::runOnHost<T>(steps.data(), steps.data() + steps.size());
+        status = device::runOnHost<T>(steps.data(), steps.data() + steps.size(),
+                                      gpuGroups);
       }
       if (record.flag)
         status = makeError(StatusCode::ExecutionError,
@@ -278,6 +279,9 @@ public:
   /// Set: run on two host threads with these loops; otherwise on the caller
   /// with the best the CPU has.
   std::optional<device::HostIsa> isa;
+  /// Group kernels with the GPU's lanes, replayed in its reduction order
+  /// (the emulator's), instead of one lane per group.
+  bool gpuGroups = false;
 
 private:
   uint32_t addTensor(DType dtype, std::vector<int64_t> shape,
@@ -543,6 +547,12 @@ inline std::vector<LaunchCase> bf16Kernels() {
       .typedInput(DType::I64, {3}, {3, 0, 39})
       .input({}, {1})
       .typedOutput(bf, {3, 40});
+  add("softmax_cross_entropy_fused") // the gradient over the logits
+      .typedInput(bf, {3, 40})
+      .typedInput(DType::I64, {3}, {3, 0, 39})
+      .input({}, {1})
+      .output({})
+      .outputInPlace(0);
   // Normalizations of bf16 rows (f32 statistics and affine parameters);
   // rows wide enough for several lanes of a GPU group.
   add("layer_norm")
@@ -830,6 +840,21 @@ inline std::vector<LaunchCase> everyKernel() {
       .typedInput(DType::I64, {3}, {3, 0, 1})
       .input({}, {1})
       .output({3, 4});
+  add("softmax_cross_entropy_fused")
+      .input({3, 4})
+      .typedInput(DType::I64, {3}, {3, 0, 1})
+      .input({}, {0.5})
+      .output({})
+      .output({3, 4});
+  // Ignored rows and smoothed labels, the gradient over the logits.
+  add("softmax_cross_entropy_fused")
+      .input({3, 5})
+      .typedInput(DType::I64, {3}, {4, -100, 1})
+      .input({}, {1})
+      .output({})
+      .outputInPlace(0)
+      .param(intParam("ignore_index", -100))
+      .param(floatParam("label_smoothing", 0.1));
   add("mse_grad").input({2, 3}).input({2, 3}).input({}, {1}).output({2, 3});
   // Clipped by the global norm (sqrt 16: a factor of about 1/4).
   add("sgd")

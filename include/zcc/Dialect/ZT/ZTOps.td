@@ -1075,6 +1075,34 @@ def ZT_SoftmaxCrossEntropyGradOp : ZT_Op<"softmax_cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
+def ZT_SoftmaxCrossEntropyFusedOp : ZT_Op<"softmax_cross_entropy_fused", [Pure,
+    ZT_KernelRules]> {
+  let summary = "the loss and the logits' gradient in one pass (zt-fuse-classifier)";
+  let description = [{
+    `zt.softmax_cross_entropy` and `zt.softmax_cross_entropy_grad` of the
+    same logits, labels and attributes as one kernel, made by
+    zt-fuse-classifier: each row's max and exp-sum are computed once, and
+    the row's loss and its gradient (scaled by `loss_grad`, known before
+    the loss) written from them, with the same bits as the two ops. The
+    logits die here, so the gradient is usually written over them: the full
+    softmax is never stored and the logits are read once in the step
+    instead of twice (llm.c's fused classifier). `loss` is the mean loss as
+    `zt.softmax_cross_entropy` gives it.
+
+    ```mlir
+    %loss, %dlogits = zt.softmax_cross_entropy_fused %logits, %labels, %dloss : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> (tensor<f32>, tensor<32x10xf32>)
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$logits, ZT_IndexTensor:$labels,
+                       ZT_FloatScalar:$loss_grad,
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<F64Attr>:$label_smoothing);
+  let results = (outs ZT_FloatScalar:$loss, ZT_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $loss_grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def ZT_MseGradOp : ZT_Op<"mse_grad", [Pure, ZT_KernelRules,
     AllTypesMatch<["prediction", "target", "result"]>,
     AllElementTypesMatch<["prediction", "loss_grad"]>]> {

@@ -82,7 +82,9 @@ namespace zcc::runtime {
   X(BatchNormStatsGrad, "batch_norm_stats_grad", kInPlace)                     \
   X(BatchNorm, "batch_norm", kInPlace | kCheapToRecompute)                     \
   X(BatchNormGrad, "batch_norm_grad", kInPlace)                               \
-  X(Fused, "fused", kInPlace | kStridedReads)
+  X(Fused, "fused", kInPlace | kStridedReads)                                  \
+  X(SoftmaxCrossEntropyFused, "softmax_cross_entropy_fused",                   \
+    kInPlace | kReadsBf16)
 
 // X(Id, "name", ...): every kernel: the element kernels (ElementKernels.h,
 // whose rows also pass their arity), then the others.
@@ -255,6 +257,8 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(SoftmaxCrossEntropyGrad, "ignore_index", Int, ignoreIndex)                 \
   X(SoftmaxCrossEntropy, "label_smoothing", Float, labelSmoothing)             \
   X(SoftmaxCrossEntropyGrad, "label_smoothing", Float, labelSmoothing)         \
+  X(SoftmaxCrossEntropyFused, "ignore_index", Int, ignoreIndex)                \
+  X(SoftmaxCrossEntropyFused, "label_smoothing", Float, labelSmoothing)        \
   X(BatchNorm, "epsilon", Float, epsilon)                                      \
   X(BatchNormGrad, "epsilon", Float, epsilon)                                  \
   X(Fused, "ops", Names, programOps)                                           \
