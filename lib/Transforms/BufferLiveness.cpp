@@ -279,6 +279,98 @@ void BufferLiveness::findAttentionViews() {
   }
 }
 
+void BufferLiveness::findConcatViews() {
+  // A concat whose operands are each a result of one attention op written
+  // through a view (transposed, then reshaped: q, k and v's gradients going
+  // back into the fused projection's) is no copy: the results are written
+  // straight into the concat's buffer, each at its place along the concat's
+  // dimension, and the transposes, reshapes and the concat are views.
+  for (Operation *op : schedule) {
+    auto concat = dyn_cast<ConcatOp>(op);
+    // A returned concat is the step's output, copied or not: left alone.
+    if (!concat || llvm::any_of(concat->getUsers(), [](Operation *user) {
+          return isa<func::ReturnOp>(user);
+        }))
+      continue;
+    auto type = cast<RankedTensorType>(concat.getType());
+    SmallVector<int64_t> whole = rowMajorSteps(type.getShape());
+    int64_t dim = concat.getDimension();
+    Operation *writer = nullptr;
+    // Per operand: the values from the concat's operand back to the
+    // result (reshapes, then the transpose), and the offset along `dim`.
+    SmallVector<SmallVector<Value, 4>, 3> chains;
+    SmallVector<int64_t> offsets;
+    int64_t along = 0;
+    bool viewable = true;
+    for (Value operand : concat->getOperands()) {
+      SmallVector<Value, 4> chain;
+      Value v = operand;
+      while (v.hasOneUse() && v.getDefiningOp<ReshapeOp>()) {
+        chain.push_back(v);
+        v = v.getDefiningOp()->getOperand(0);
+      }
+      auto transpose = v.getDefiningOp<TransposeOp>();
+      if (!v.hasOneUse() || !transpose || !stridedViews.contains(transpose) ||
+          !transpose.getOperand().hasOneUse() ||
+          !layouts.count(transpose.getOperand())) {
+        viewable = false;
+        break;
+      }
+      chain.push_back(v);
+      Value result = transpose.getOperand();
+      chain.push_back(result);
+      Operation *def = result.getDefiningOp();
+      if ((writer && def != writer) ||
+          llvm::any_of(chains, [&](auto &c) { return c.back() == result; })) {
+        viewable = false;
+        break;
+      }
+      writer = def;
+      chains.push_back(std::move(chain));
+      offsets.push_back(along * whole[dim]);
+      along += cast<RankedTensorType>(operand.getType()).getDimSize(dim);
+    }
+    if (!viewable || chains.empty())
+      continue;
+    // Each value's steps: the concat's, then back through the reshapes
+    // (the same elements, divided differently) and the transpose.
+    SmallVector<SmallVector<ViewLayout, 4>, 3> found;
+    for (auto [chain, offset] : llvm::zip(chains, offsets)) {
+      SmallVector<ViewLayout, 4> steps;
+      ViewLayout layout{offset, whole};
+      for (size_t i = 0; i + 1 < chain.size() && viewable; ++i) {
+        steps.push_back(layout);
+        Value to = chain[i + 1];
+        if (auto transpose = chain[i].getDefiningOp<TransposeOp>()) {
+          SmallVector<int64_t> strides(layout.strides.size(), 0);
+          for (auto [d, from] : llvm::enumerate(transpose.getPermutation()))
+            strides[from] = layout.strides[d];
+          layout.strides = std::move(strides);
+          continue;
+        }
+        std::optional<SmallVector<int64_t>> reshaped = reshapeSteps(
+            cast<RankedTensorType>(chain[i].getType()).getShape(),
+            layout.strides, cast<RankedTensorType>(to.getType()).getShape());
+        if (!reshaped)
+          viewable = false;
+        else
+          layout.strides = std::move(*reshaped);
+      }
+      steps.push_back(layout);
+      found.push_back(std::move(steps));
+    }
+    if (!viewable)
+      continue;
+    for (auto [chain, steps] : llvm::zip(chains, found)) {
+      // The concat's operand itself is row-major in its place: a view too.
+      for (auto [value, layout] : llvm::zip(chain, steps))
+        layouts[value] = layout;
+      concatOf[chain.back()] = concat.getResult();
+    }
+    stridedViews.insert(concat);
+  }
+}
+
 FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
                                                   bool plantBug,
                                                   int64_t alignment,
@@ -330,8 +422,10 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
   // Op results: a view (a reshape, a broadcast read through strides, or
   // attention's operand where it lies) shares its source's buffer, anything
   // else gets its own, in the arena unless a result claims it below.
-  if (attentionViews)
+  if (attentionViews) {
     live.findAttentionViews();
+    live.findConcatViews();
+  }
   auto isView = [&](Operation *op) { return live.isView(op); };
   for (Operation *op : live.schedule) {
     if (auto broadcast = dyn_cast<BroadcastInDimOp>(op))
@@ -342,14 +436,23 @@ FailureOr<BufferLiveness> BufferLiveness::compute(func::FuncOp fn, bool inPlace,
       continue;
     }
     for (Value result : op->getResults()) {
+      // Results written into their concat share its buffer, made by the
+      // first of them.
+      Value concat = live.concatOf.lookup(result);
+      if (concat && live.bufferOf.count(concat)) {
+        live.bufferOf[result] = live.bufferOf.lookup(concat);
+        continue;
+      }
       LiveBuffer buffer;
       buffer.kind =
           isDataConstant(op) ? MemoryKind::Constant : MemoryKind::Arena;
-      buffer.root = result;
-      buffer.bytes = tensorBytes(result.getType());
+      buffer.root = concat ? concat : result;
+      buffer.bytes = tensorBytes(buffer.root.getType());
       buffer.first = live.positionOf[op];
       buffer.last = buffer.first + 1;
       live.bufferOf[result] = addBuffer(buffer);
+      if (concat)
+        live.bufferOf[concat] = live.bufferOf[result];
     }
   }
 

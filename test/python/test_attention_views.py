@@ -25,12 +25,12 @@ def test_views_give_the_copies_bits(tmp_path, precision):
     with_views, without = kernels(viewed_memory), kernels(copied_memory)
     # The example's two blocks: forward 3 slices, 3 head transposes and the
     # result's; backward the result gradient's, the three gradients' and
-    # the recomputed result's transpose. Only the gradients' concat stays.
-    for kernel, gone in (("slice", 6), ("transpose", 2 * 9)):
+    # the recomputed result's transpose, and the gradients' concat (written
+    # where it puts them).
+    for kernel, gone in (("slice", 6), ("transpose", 2 * 9), ("concat", 2)):
         assert without.count(kernel) - with_views.count(kernel) == gone, \
             (kernel, without.count(kernel), with_views.count(kernel))
-    assert with_views.count("transpose") == 0
-    assert with_views.count("concat") == without.count("concat") == 2
+    assert with_views.count("transpose") == with_views.count("concat") == 0
     assert viewed_memory["arena_bytes"] <= copied_memory["arena_bytes"]
     print(f"{precision}: {len(without)} -> {len(with_views)} launches; arena "
           f"{copied_memory['arena_bytes']} -> {viewed_memory['arena_bytes']}")

@@ -65,6 +65,35 @@ def overlaps(a_lo, a_hi, b_lo, b_hi):
     return a_lo < b_hi and b_lo < a_hi
 
 
+def element_runs(offset, shape, strides):
+    """The elements a view reaches, as sorted [begin, end) runs: its
+    innermost dense block (the steps, smallest first, while each is the
+    block so far) is one run per combination of the other indices."""
+    dims = sorted((st, n) for n, st in zip(shape, strides) if n > 1)
+    block, i = 1, 0
+    while i < len(dims) and dims[i][0] == block:
+        block *= dims[i][1]
+        i += 1
+    starts = [offset]
+    for step, n in dims[i:]:
+        starts = [s + k * step for s in starts for k in range(n)]
+        if len(starts) > 1 << 21:
+            return None
+    return sorted((s, s + block) for s in starts)
+
+
+def runs_meet(a, b):
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if overlaps(*a[i], *b[j]):
+            return True
+        if a[i][1] <= b[j][0]:
+            i += 1
+        else:
+            j += 1
+    return False
+
+
 def check_module(text, saved, out):
     errors = []
     attrs = {}
@@ -79,7 +108,7 @@ def check_module(text, saved, out):
             entries.append({"name": m.group(1), "arena": int(m.group(3)),
                             "lower": int(m.group(4)), "noreuse": int(m.group(5)),
                             "slots": [], "views": {}, "launches": [],
-                            "broadcasts": {}, "strided": {}})
+                            "broadcasts": {}, "strided": {}, "layouts": {}})
             continue
         m = STRIDED.match(line)
         if m and entries:
@@ -90,6 +119,7 @@ def check_module(text, saved, out):
             entries[-1]["views"][m.group(1)] = m.group(2)
             entries[-1]["strided"][m.group(1)] = (
                 reach * size, len(strides) != len(shape) or min(strides, default=0) < 0)
+            entries[-1]["layouts"][m.group(1)] = (int(m.group(3)), shape, strides)
             continue
         m = BROADCAST.match(line)
         if m and entries:
@@ -169,6 +199,21 @@ def check_module(text, saved, out):
                 errors.append(f"{where}: strided view {view} reaches {reach} bytes "
                               f"of a {size_of.get(slot_of(view), 0)}-byte slot")
         for position, (kernel, inputs, outputs) in enumerate(e["launches"]):
+            # Outputs of one launch in one slot (attention's gradients written
+            # side by side into their concat's) must not share an element.
+            for i, a in enumerate(outputs):
+                for b in outputs[:i]:
+                    if slot_of(a) != slot_of(b):
+                        continue
+                    la, lb = (e["layouts"].get(v) for v in (a, b))
+                    if la is None or lb is None:
+                        errors.append(f"{where}: launch {position} ({kernel}) writes "
+                                      f"{a} and {b} into one slot, not both through views")
+                        continue
+                    ra, rb = element_runs(*la), element_runs(*lb)
+                    if ra is None or rb is None or runs_meet(ra, rb):
+                        errors.append(f"{where}: launch {position} ({kernel}) writes "
+                                      f"{a} and {b} over the same elements")
             if kernel not in VIEWING and any(v in e["strided"] for v in inputs + outputs):
                 errors.append(f"{where}: launch {position} ({kernel}) reads or writes a "
                               "strided view but is not attention")

@@ -102,9 +102,11 @@ public:
   /// operands that are read again later.
   /// `alignment`: where a bucket's parts start (the plan's alignment).
   /// `attentionViews`: slices, reshapes and transposes that only feed
-  /// attention's operands are views of their source (no copy), and a
-  /// result of attention that is transposed is written in the transposed
-  /// value's buffer through strides.
+  /// attention's operands are views of their source (no copy), a result
+  /// of attention that is transposed is written in the transposed value's
+  /// buffer through strides, and attention_grad's results concatenated
+  /// (the fused projection's gradient) are written where the concat puts
+  /// them (the concat is no copy).
   static mlir::FailureOr<BufferLiveness> compute(mlir::func::FuncOp fn,
                                                  bool inPlace = true,
                                                  bool plantBug = false,
@@ -154,7 +156,11 @@ private:
   llvm::DenseSet<mlir::Operation *> broadcastViews;
   llvm::DenseSet<mlir::Operation *> stridedViews;
   llvm::DenseMap<mlir::Value, ViewLayout> layouts;
+  /// Attention gradients written into their concat's buffer: each result
+  /// -> the concat's result, whose buffer they share.
+  llvm::DenseMap<mlir::Value, mlir::Value> concatOf;
   void findAttentionViews();
+  void findConcatViews();
 };
 
 /// Bytes of a statically shaped tensor type.

@@ -1521,6 +1521,48 @@ struct LossLabels {
   }
 };
 
+/// A row's max and exp-sum and, with label_smoothing, its sum (for the
+/// uniform part of the target): what a row's loss is computed from.
+template <typename T, typename S, typename G>
+ZRT_HOST_DEVICE inline void crossEntropyRowStats(const S *row, int64_t size,
+                                                 T smoothing, G &group, T &max,
+                                                 T &sum, T &total) {
+  rowExpSum(row, size, group, max, sum);
+  total = T(0.0);
+  if (smoothing != T(0.0)) {
+    for (int64_t c = group.lane; c < size; c += group.lanes)
+      total += loadAs<T>(row[c]);
+    total = group.reduce(total, Sum());
+  }
+}
+
+/// A row's cross-entropy from its max, exp-sum, label logit and (with
+/// label_smoothing e) sum: the loss kernels' one formula.
+template <typename T>
+ZRT_HOST_DEVICE inline T crossEntropyOfRow(T max, T sum, T target, T total,
+                                           T smoothing, int64_t classes) {
+  return smoothing == T(0.0)
+             ? max + fLog(sum) - target
+             : max + fLog(sum) - (T(1.0) - smoothing) * target -
+                   smoothing * total / T(classes);
+}
+
+/// A row's gradient, g (softmax - target) / rows, each lane its columns:
+/// the gradient kernels' one loop (out may be row: each element is read
+/// before it is written, by the same lane).
+template <typename T, typename S, typename G>
+ZRT_HOST_DEVICE inline void crossEntropyGradOfRow(
+    const S *row, S *out, int64_t classes, int64_t label, T max, T sum, T g,
+    T rows, T smoothing, G &group) {
+  for (int64_t c = group.lane; c < classes; c += group.lanes) {
+    T p = fExp(loadAs<T>(row[c]) - max) / sum;
+    T onehot = c == label ? T(1.0) : T(0.0);
+    if (smoothing != T(0.0))
+      onehot = (T(1.0) - smoothing) * onehot + smoothing / T(classes);
+    out[c] = storeAs<S>(g * (p - onehot) / rows);
+  }
+}
+
 /// softmax_cross_entropy, rows: each row's loss into the workspace (NaN for
 /// a bad label, which is recorded; 0 for an ignored one). Logits stored as
 /// S (T, or bf16).
@@ -1544,13 +1586,8 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
     }
     bool bad = label < 0 || label >= classes;
     const S *row = logits + r * classes;
-    T max, sum, total = T(0.0);
-    rowExpSum(row, classes, group, max, sum);
-    if (smoothing != T(0.0)) { // the row's sum, for the uniform part
-      for (int64_t c = group.lane; c < classes; c += group.lanes)
-        total += loadAs<T>(row[c]);
-      total = group.reduce(total, Sum());
-    }
+    T max, sum, total;
+    crossEntropyRowStats(row, classes, smoothing, group, max, sum, total);
     if (group.lane != 0)
       return;
     if (bad) {
@@ -1558,11 +1595,8 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
       losses[r] = NAN;
       return;
     }
-    T target = loadAs<T>(row[label]);
-    losses[r] = smoothing == T(0.0)
-                    ? max + fLog(sum) - target
-                    : max + fLog(sum) - (T(1.0) - smoothing) * target -
-                          smoothing * total / T(classes);
+    losses[r] = crossEntropyOfRow(max, sum, loadAs<T>(row[label]), total,
+                                  smoothing, classes);
   }
 };
 
@@ -1678,14 +1712,8 @@ template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
     T rows = keptRows ? *keptRows : rowCount;
     T max, sum;
     rowExpSum(row, classes, group, max, sum);
-    T g = *lossGrad;
-    for (int64_t c = group.lane; c < classes; c += group.lanes) {
-      T p = fExp(loadAs<T>(row[c]) - max) / sum;
-      T onehot = c == label ? T(1.0) : T(0.0);
-      if (smoothing != T(0.0))
-        onehot = (T(1.0) - smoothing) * onehot + smoothing / T(classes);
-      out[c] = storeAs<S>(g * (p - onehot) / rows);
-    }
+    crossEntropyGradOfRow(row, out, classes, label, max, sum, *lossGrad, rows,
+                          smoothing, group);
   }
 };
 
@@ -1725,32 +1753,17 @@ template <typename T, typename S = T> struct CrossEntropyFusedRows : Functor {
     const S *row = logits + r * classes;
     T target = owner && !bad ? loadAs<T>(row[label]) : T(0.0);
     T rows = keptRows ? *keptRows : rowCount;
-    T max, sum, total = T(0.0);
-    rowExpSum(row, classes, group, max, sum);
-    if (smoothing != T(0.0)) {
-      for (int64_t c = group.lane; c < classes; c += group.lanes)
-        total += loadAs<T>(row[c]);
-      total = group.reduce(total, Sum());
-    }
+    T max, sum, total;
+    crossEntropyRowStats(row, classes, smoothing, group, max, sum, total);
     if (owner) {
-      if (bad) {
+      if (bad)
         recordError(error, launch, 1, 1, r, label, classes);
-        losses[r] = NAN;
-      } else {
-        losses[r] = smoothing == T(0.0)
-                        ? max + fLog(sum) - target
-                        : max + fLog(sum) - (T(1.0) - smoothing) * target -
-                              smoothing * total / T(classes);
-      }
+      losses[r] = bad ? T(NAN)
+                      : crossEntropyOfRow(max, sum, target, total, smoothing,
+                                          classes);
     }
-    T g = *lossGrad;
-    for (int64_t c = group.lane; c < classes; c += group.lanes) {
-      T p = fExp(loadAs<T>(row[c]) - max) / sum;
-      T onehot = c == label ? T(1.0) : T(0.0);
-      if (smoothing != T(0.0))
-        onehot = (T(1.0) - smoothing) * onehot + smoothing / T(classes);
-      out[c] = storeAs<S>(g * (p - onehot) / rows);
-    }
+    crossEntropyGradOfRow(row, out, classes, label, max, sum, *lossGrad, rows,
+                          smoothing, group);
   }
 };
 

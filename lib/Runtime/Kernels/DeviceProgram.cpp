@@ -1146,33 +1146,76 @@ public:
     push(f);
   }
 
-  Status crossEntropy() {
-    T *losses = nullptr;
-    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), losses));
+  /// softmax_cross_entropy (the rows' losses, then their mean),
+  /// softmax_cross_entropy_grad (with ignore_index the rows kept first,
+  /// then the rows' gradients) and softmax_cross_entropy_fused (both, each
+  /// row's work done once), over the workspace's scratch: the losses, then
+  /// the rows kept.
+  Status crossEntropy(KernelId kind) {
+    T *at = nullptr;
+    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), at));
     byStorage(inType(0).dtype, [&](auto s) {
-      crossEntropyOf<typename decltype(s)::type>(losses);
+      crossEntropyOf<typename decltype(s)::type>(kind, at);
     });
     return Status::ok();
   }
-  template <typename S> void crossEntropyOf(T *losses) {
-    CrossEntropyRows<T, S> rows;
-    rows.logits = in<S>(0);
-    rows.labels = lossLabels();
-    rows.losses = losses;
-    rows.smoothing = static_cast<T>(launch.params.labelSmoothing.value_or(0));
-    rows.classes = inType(0).shape.back();
-    rows.count = inType(1).numElements();
-    rows.error = memory.error;
-    rows.launch = static_cast<int32_t>(index);
-    push(rows, rows.classes);
-    MeanOf<T> mean;
-    mean.a = losses;
-    mean.labels = rows.labels;
-    mean.y = result(0);
-    mean.elements = rows.count;
-    mean.divisor = static_cast<T>(rows.count);
-    mean.count = 1;
-    push(mean, rows.count);
+  template <typename S> void crossEntropyOf(KernelId kind, T *at) {
+    bool loss = kind != KernelId::SoftmaxCrossEntropyGrad;
+    bool grad = kind != KernelId::SoftmaxCrossEntropy;
+    LossLabels labels = lossLabels();
+    int64_t rows = inType(1).numElements(), classes = inType(0).shape.back();
+    T *losses = loss ? at : nullptr;
+    T *kept = nullptr;
+    if (grad && labels.ignores) { // the rows kept, counted first
+      MeanOf<T> counted;
+      counted.labels = labels;
+      counted.y = kept = loss ? at + rows : at;
+      counted.elements = rows;
+      counted.count = 1;
+      push(counted, rows);
+    }
+    auto common = [&](auto &f) {
+      f.logits = in<S>(0);
+      f.labels = labels;
+      f.smoothing = static_cast<T>(launch.params.labelSmoothing.value_or(0));
+      f.classes = classes;
+      f.count = rows;
+      f.error = memory.error;
+      f.launch = static_cast<int32_t>(index);
+    };
+    auto gradOf = [&](auto &f, size_t output) {
+      f.lossGrad = in(2);
+      f.dx = result<S>(output);
+      f.rowCount = static_cast<T>(rows);
+      f.keptRows = kept;
+    };
+    if (!grad) {
+      CrossEntropyRows<T, S> f;
+      common(f);
+      f.losses = losses;
+      push(f, classes);
+    } else if (!loss) {
+      CrossEntropyGradRows<T, S> f;
+      common(f);
+      gradOf(f, 0);
+      push(f, classes);
+    } else {
+      CrossEntropyFusedRows<T, S> f;
+      common(f);
+      gradOf(f, 1);
+      f.losses = losses;
+      push(f, classes);
+    }
+    if (loss) {
+      MeanOf<T> mean;
+      mean.a = losses;
+      mean.labels = labels;
+      mean.y = result(0);
+      mean.elements = rows;
+      mean.divisor = static_cast<T>(rows);
+      mean.count = 1;
+      push(mean, rows);
+    }
   }
 
   /// A loss's labels (input 1) and the value its launch ignores, if any.
@@ -1183,82 +1226,6 @@ public:
     labels.ignores = launch.params.ignoreIndex.has_value();
     labels.ignoreIndex = launch.params.ignoreIndex.value_or(0);
     return labels;
-  }
-
-  Status crossEntropyGrad() {
-    T *kept = nullptr;
-    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), kept));
-    byStorage(inType(0).dtype, [&](auto s) {
-      crossEntropyGradOf<typename decltype(s)::type>(kept);
-    });
-    return Status::ok();
-  }
-  template <typename S> void crossEntropyGradOf(T *kept) {
-    CrossEntropyGradRows<T, S> f;
-    f.logits = in<S>(0);
-    f.labels = lossLabels();
-    f.smoothing = static_cast<T>(launch.params.labelSmoothing.value_or(0));
-    f.lossGrad = in(2);
-    f.dx = result<S>(0);
-    f.classes = inType(0).shape.back();
-    f.count = inType(1).numElements();
-    f.rowCount = static_cast<T>(f.count);
-    if (f.labels.ignores) { // the rows kept, counted first
-      MeanOf<T> rows;
-      rows.labels = f.labels;
-      rows.y = kept;
-      rows.elements = f.count;
-      rows.count = 1;
-      push(rows, f.count);
-      f.keptRows = kept;
-    }
-    f.error = memory.error;
-    f.launch = static_cast<int32_t>(index);
-    push(f, f.classes);
-  }
-
-  /// The rows kept (with ignore_index), the rows' losses and gradients in
-  /// one pass over the logits, then the mean loss: the kernels of
-  /// crossEntropy and crossEntropyGrad with the row work done once.
-  Status crossEntropyFused() {
-    T *losses = nullptr;
-    ZRT_RETURN_IF_ERROR(scratch(kernelScratchBytes(entry, launch), losses));
-    byStorage(inType(0).dtype, [&](auto s) {
-      crossEntropyFusedOf<typename decltype(s)::type>(losses);
-    });
-    return Status::ok();
-  }
-  template <typename S> void crossEntropyFusedOf(T *losses) {
-    CrossEntropyFusedRows<T, S> f;
-    f.logits = in<S>(0);
-    f.labels = lossLabels();
-    f.smoothing = static_cast<T>(launch.params.labelSmoothing.value_or(0));
-    f.lossGrad = in(2);
-    f.dx = result<S>(1);
-    f.losses = losses;
-    f.classes = inType(0).shape.back();
-    f.count = inType(1).numElements();
-    f.rowCount = static_cast<T>(f.count);
-    if (f.labels.ignores) { // the rows kept, after the losses
-      MeanOf<T> rows;
-      rows.labels = f.labels;
-      rows.y = losses + f.count;
-      rows.elements = f.count;
-      rows.count = 1;
-      push(rows, f.count);
-      f.keptRows = rows.y;
-    }
-    f.error = memory.error;
-    f.launch = static_cast<int32_t>(index);
-    push(f, f.classes);
-    MeanOf<T> mean;
-    mean.a = losses;
-    mean.labels = f.labels;
-    mean.y = result(0);
-    mean.elements = f.count;
-    mean.divisor = static_cast<T>(f.count);
-    mean.count = 1;
-    push(mean, f.count);
   }
 
   void mse() {
@@ -1501,11 +1468,9 @@ template <typename T> Status Builder<T>::build(KernelId id) {
     embeddingGrad();
     break;
   case KernelId::SoftmaxCrossEntropy:
-    return crossEntropy();
   case KernelId::SoftmaxCrossEntropyGrad:
-    return crossEntropyGrad();
   case KernelId::SoftmaxCrossEntropyFused:
-    return crossEntropyFused();
+    return crossEntropy(launch.kernel);
   case KernelId::Mse:
     mse();
     break;

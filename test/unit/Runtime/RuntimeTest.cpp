@@ -427,6 +427,26 @@ TEST(PlanFile, ValidatorChecksAttentionViews) {
       "reach one element twice");
   refused([&](Entry &e) { e.tensors[offsetView].strides.clear(); },
           "an offset without strides");
+  // attention_grad writes q, k and v's gradients side by side into their
+  // concat's buffer (the fused projection's gradient): disjoint views of
+  // one buffer; moved to meet, refused.
+  int gradLaunch = -1;
+  for (size_t l = 0; l < entry.launches.size() && gradLaunch < 0; ++l)
+    if (entry.launches[l].kernel == KernelId::AttentionGrad)
+      gradLaunch = static_cast<int>(l);
+  ASSERT_GE(gradLaunch, 0);
+  const std::vector<uint32_t> &grads = entry.launches[gradLaunch].outputs;
+  ASSERT_EQ(grads.size(), 3u);
+  for (uint32_t t : grads) {
+    EXPECT_EQ(entry.tensors[t].buffer, entry.tensors[grads[0]].buffer);
+    EXPECT_TRUE(entry.tensors[t].isStrided());
+  }
+  refused(
+      [&](Entry &e) {
+        const std::vector<uint32_t> &out = e.launches[gradLaunch].outputs;
+        e.tensors[out[1]].offset = e.tensors[out[0]].offset + 1;
+      },
+      "outputs 0 and 1 overlap");
   refused(
       [&](Entry &e) {
         // A view where a kernel other than attention reads.
