@@ -1682,14 +1682,20 @@ template <typename T> struct MeanOf : Functor {
   }
 };
 
-/// Logits and their gradient stored as S (T, or bf16); the loss's gradient
-/// is a T.
+/// softmax_cross_entropy_grad, rows: a row's gradient; with `losses` also
+/// its loss (softmax_cross_entropy_fused: CrossEntropyRows's loss from the
+/// same max and exp-sum, so one pass over the logits serves both, with the
+/// two kernels' bits). The gradient may be written over the logits (dx ==
+/// logits): the label's logit is read first, by the lane that owns its
+/// column, which also writes the row's loss. Logits and their gradient
+/// stored as S (T, or bf16); the loss's gradient is a T.
 template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
   static constexpr bool kGrouped = true;
   const S *logits = nullptr;
   LossLabels labels;
   const T *lossGrad = nullptr;
   S *dx = nullptr;
+  T *losses = nullptr; // fused: 1 per row, in the workspace
   int64_t classes = 0;
   T rowCount = T(1.0);
   const T *keptRows = nullptr; // with ignored labels: the rows kept
@@ -1702,66 +1708,28 @@ template <typename T, typename S = T> struct CrossEntropyGradRows : Functor {
     int64_t label = labels.at(r);
     S *out = dx + r * classes;
     if (labels.ignored(label)) {
-      for (int64_t c = group.lane; c < classes; c += group.lanes)
-        out[c] = storeAs<S>(T(0.0));
-      return;
-    }
-    if ((label < 0 || label >= classes) && group.lane == 0)
-      recordError(error, launch, 1, 1, r, label, classes);
-    const S *row = logits + r * classes;
-    T rows = keptRows ? *keptRows : rowCount;
-    T max, sum;
-    rowExpSum(row, classes, group, max, sum);
-    crossEntropyGradOfRow(row, out, classes, label, max, sum, *lossGrad, rows,
-                          smoothing, group);
-  }
-};
-
-/// softmax_cross_entropy_fused, rows: a row's loss (CrossEntropyRows's) and
-/// its gradient (CrossEntropyGradRows's) from one computation of the row's
-/// max and exp-sum, the same bits as the two kernels. The gradient may be
-/// written over the logits (dx == logits): the label's logit is read first,
-/// by the lane that owns its column, which also writes the row's loss.
-template <typename T, typename S = T> struct CrossEntropyFusedRows : Functor {
-  static constexpr bool kGrouped = true;
-  const S *logits = nullptr;
-  LossLabels labels;
-  const T *lossGrad = nullptr;
-  S *dx = nullptr;
-  T *losses = nullptr; // 1 per row, in the workspace
-  int64_t classes = 0;
-  T rowCount = T(1.0);
-  const T *keptRows = nullptr; // with ignored labels: the rows kept
-  T smoothing = T(0.0);
-  DeviceError *error = nullptr;
-  int32_t launch = 0;
-
-  template <typename G>
-  ZRT_HOST_DEVICE void operator()(int64_t r, G &group) const {
-    int64_t label = labels.at(r);
-    S *out = dx + r * classes;
-    if (labels.ignored(label)) {
-      if (group.lane == 0)
+      if (losses && group.lane == 0)
         losses[r] = T(0.0);
       for (int64_t c = group.lane; c < classes; c += group.lanes)
         out[c] = storeAs<S>(T(0.0));
       return;
     }
     bool bad = label < 0 || label >= classes;
+    if (bad && group.lane == 0)
+      recordError(error, launch, 1, 1, r, label, classes);
     // The lane that writes the loss: the label's column's, else lane 0.
-    bool owner = bad ? group.lane == 0 : label % group.lanes == group.lane;
+    bool owner =
+        losses && (bad ? group.lane == 0 : label % group.lanes == group.lane);
     const S *row = logits + r * classes;
     T target = owner && !bad ? loadAs<T>(row[label]) : T(0.0);
     T rows = keptRows ? *keptRows : rowCount;
     T max, sum, total;
-    crossEntropyRowStats(row, classes, smoothing, group, max, sum, total);
-    if (owner) {
-      if (bad)
-        recordError(error, launch, 1, 1, r, label, classes);
+    crossEntropyRowStats(row, classes, losses ? smoothing : T(0.0), group, max,
+                         sum, total);
+    if (owner)
       losses[r] = bad ? T(NAN)
                       : crossEntropyOfRow(max, sum, target, total, smoothing,
                                           classes);
-    }
     crossEntropyGradOfRow(row, out, classes, label, max, sum, *lossGrad, rows,
                           smoothing, group);
   }

@@ -1183,27 +1183,19 @@ public:
       f.error = memory.error;
       f.launch = static_cast<int32_t>(index);
     };
-    auto gradOf = [&](auto &f, size_t output) {
-      f.lossGrad = in(2);
-      f.dx = result<S>(output);
-      f.rowCount = static_cast<T>(rows);
-      f.keptRows = kept;
-    };
     if (!grad) {
       CrossEntropyRows<T, S> f;
       common(f);
       f.losses = losses;
       push(f, classes);
-    } else if (!loss) {
+    } else { // the fused kernel's rows write their losses too
       CrossEntropyGradRows<T, S> f;
       common(f);
-      gradOf(f, 0);
-      push(f, classes);
-    } else {
-      CrossEntropyFusedRows<T, S> f;
-      common(f);
-      gradOf(f, 1);
+      f.lossGrad = in(2);
+      f.dx = result<S>(loss ? 1 : 0);
       f.losses = losses;
+      f.rowCount = static_cast<T>(rows);
+      f.keptRows = kept;
       push(f, classes);
     }
     if (loss) {

@@ -146,8 +146,7 @@ using StepOf = std::variant<
     RmsNorm<T, BFloat16>, LayerNormGradRows<T, BFloat16>,
     LayerNormGradColumns<T, BFloat16>, RmsNormGradRows<T, BFloat16>,
     RmsNormGradColumns<T, BFloat16>, Collective, Im2col<T>, Col2im<T>,
-    HeadStore<T>, HeadStore<T, BFloat16>, CrossEntropyFusedRows<T>,
-    CrossEntropyFusedRows<T, BFloat16>,
+    HeadStore<T>, HeadStore<T, BFloat16>,
     BackendCall ZRT_SELF_BUILT_KERNELS(ZRT_SELF_BUILT_STEP)>;
 
 /// The product a step runs (either kind), or null.
