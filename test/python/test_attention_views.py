@@ -11,17 +11,15 @@ import subprocess
 
 import pytest
 
-from test_fusion import assert_same_bits, kernels
+from test_fusion import assert_same_bits, kernels, plans_with_and_without
 from test_memory_timeline import tools_dir
-from test_mixed_precision import EXAMPLE, compile_plan
+from test_mixed_precision import EXAMPLE
 
 
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 def test_views_give_the_copies_bits(tmp_path, precision):
-    viewed, viewed_memory = compile_plan(tmp_path, "views", "--precision",
-                                         precision)
-    copied, copied_memory = compile_plan(tmp_path, "copies", "--precision",
-                                         precision, "--attention-views=false")
+    (viewed, viewed_memory), (copied, copied_memory) = plans_with_and_without(
+        tmp_path, precision, "--attention-views=false")
     with_views, without = kernels(viewed_memory), kernels(copied_memory)
     # The example's two blocks: forward 3 slices, 3 head transposes and the
     # result's; backward the result gradient's, the three gradients' and

@@ -38,12 +38,17 @@ def kernels(memory):
     return [l["kernel"] for l in memory["entries"][0]["launches"]]
 
 
+def plans_with_and_without(tmp_path, precision, off):
+    """The GPT example compiled as zcc compiles it and with the option `off`
+    (`--x=false`): (plan, memory JSON) of each."""
+    on = compile_plan(tmp_path, "on", "--precision", precision)
+    return on, compile_plan(tmp_path, "off", "--precision", precision, off)
+
+
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 def test_fused_plan_gives_the_unfused_bits(tmp_path, precision):
-    fused, fused_memory = compile_plan(tmp_path, "fused", "--precision",
-                                       precision)
-    unfused, unfused_memory = compile_plan(tmp_path, "unfused", "--precision",
-                                           precision, "--fuse-elementwise=false")
+    (fused, fused_memory), (unfused, unfused_memory) = plans_with_and_without(
+        tmp_path, precision, "--fuse-elementwise=false")
     with_fusion, without = kernels(fused_memory), kernels(unfused_memory)
     assert "fused" in with_fusion and "fused" not in without
     assert len(with_fusion) < len(without), (len(with_fusion), len(without))
@@ -56,10 +61,8 @@ def test_fused_plan_gives_the_unfused_bits(tmp_path, precision):
 
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 def test_fused_classifier_gives_the_two_kernels_bits(tmp_path, precision):
-    fused, fused_memory = compile_plan(tmp_path, "fused", "--precision",
-                                       precision)
-    apart, apart_memory = compile_plan(tmp_path, "apart", "--precision",
-                                       precision, "--fuse-classifier=false")
+    (fused, fused_memory), (apart, apart_memory) = plans_with_and_without(
+        tmp_path, precision, "--fuse-classifier=false")
     with_fusion, without = kernels(fused_memory), kernels(apart_memory)
     assert with_fusion.count("softmax_cross_entropy_fused") == 1
     assert "softmax_cross_entropy" not in with_fusion
