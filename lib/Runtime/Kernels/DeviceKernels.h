@@ -2080,10 +2080,10 @@ template <typename T> struct AttentionRows : Functor {
     for (int64_t c = group.lane; c < n && !none; c += group.lanes)
       sum += fExp(scale * row[c] - m);
     sum = group.reduce(sum, Sum());
-    for (int64_t c = group.lane; c < n; c += group.lanes)
-      row[c] = none ? T(0.0) : fExp(scale * row[c] - m) / sum;
-    for (int64_t c = n + group.lane; c < block.width; c += group.lanes)
-      row[c] = T(0.0);
+    // Every element by the lane that rounds it below: nothing orders two
+    // lanes between reductions.
+    for (int64_t c = group.lane; c < block.width; c += group.lanes)
+      row[c] = none || c >= n ? T(0.0) : fExp(scale * row[c] - m) / sum;
     if (group.lane == 0)
       logsumexp[block.rowOf(g)] = none ? T(-INFINITY) : m + fLog(sum);
     AttentionBlock::Draw draw;

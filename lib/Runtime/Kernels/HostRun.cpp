@@ -45,17 +45,21 @@ struct HostGroup {
 
 /// The GPU's group of `lanes` threads, emulated by replay: every lane runs
 /// the functor up to its next reduction, where it stops (an exception);
-/// once the last lane gets there, the lanes' values are combined in the
+/// once every lane has got there, the lanes' values are combined in the
 /// GPU's order (a butterfly within each warp of 32, then the warps in
 /// order, as CudaBackend.cu's blockReduce), and the round starts again with
 /// one more result known. Group kernels write only after their reductions,
-/// so the final round, which runs through, writes every result.
+/// so the final round, which runs through, writes every result. The lanes
+/// run in a shuffled order (HostLauncher::replay): on a GPU nothing orders
+/// them between two reductions, so a lane that reads what another wrote
+/// there gets the emulator's results wrong too, as it would the GPU's.
 struct ReplayGroup {
   struct Stop {};
   int64_t lane = 0;
   int64_t lanes = 32;
   std::vector<uint64_t> *known = nullptr;    // combined results so far
   std::vector<uint64_t> *captured = nullptr; // this round, per lane
+  int64_t *arrived = nullptr;                // lanes captured this round
   size_t next = 0;
 
   template <typename T, typename Op> T reduce(T value, Op op) {
@@ -66,7 +70,7 @@ struct ReplayGroup {
       return result;
     }
     std::memcpy(&(*captured)[lane], &value, sizeof(T));
-    if (lane + 1 == lanes) {
+    if (++*arrived == lanes) {
       std::vector<T> v(static_cast<size_t>(lanes));
       for (int64_t i = 0; i < lanes; ++i)
         std::memcpy(&v[i], &(*captured)[i], sizeof(T));
@@ -225,6 +229,23 @@ int64_t gemmPanelWidth(int64_t n) {
 /// kBlockK * kBlockN + kBlockM * kBlockN floats per thread).
 constexpr int64_t kBlockM = 256, kBlockN = 256, kBlockK = 512;
 
+/// 0 .. count - 1 in a fixed order drawn from `seed` (Fisher-Yates driven
+/// by splitmix64): the emulator's stand-in for the GPU's lack of one, the
+/// same every run, so its results are too.
+std::vector<int64_t> shuffled(int64_t count, uint64_t seed) {
+  std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int64_t>(i);
+  uint64_t state = seed;
+  for (size_t i = order.size(); i > 1; --i) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    std::swap(order[i - 1], order[(z ^ (z >> 31)) % i]);
+  }
+  return order;
+}
+
 struct HostLauncher {
   bool gpuGroups = false;
   HostThreads *threads = nullptr;
@@ -264,16 +285,30 @@ struct HostLauncher {
       elements(f);
   }
 
-  /// An element kernel's operator() over its elements, split by range.
+  /// An element kernel's operator() over its elements, split by range; in
+  /// the emulator's GPU mode from the last element down (a kernel whose
+  /// element reads another's result would see it unwritten, as a GPU's
+  /// thread may).
   template <typename F> void elements(const F &f) const {
+    if (gpuGroups) {
+      if constexpr (HasPrepare<F>::value) {
+        auto prepared = f.prepare();
+        for (int64_t i = f.count - 1; i >= 0; --i)
+          f(i, prepared);
+      } else {
+        for (int64_t i = f.count - 1; i >= 0; --i)
+          f(i);
+      }
+      return;
+    }
     forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
       runElements(f, begin, end, 1);
     });
   }
 
   template <typename F> void groups(const F &f) const {
-    if (gpuGroups) {
-      for (int64_t g = 0; g < f.count; ++g)
+    if (gpuGroups) { // the GPU's blocks run in no order either
+      for (int64_t g : shuffled(f.count, ~uint64_t(0)))
         replay(f, g);
       return;
     }
@@ -286,10 +321,14 @@ struct HostLauncher {
 
   template <typename F> void replay(const F &f, int64_t g) const {
     std::vector<uint64_t> known, captured(static_cast<size_t>(f.groupThreads));
+    // A lane runs before some lanes and after others, in another order for
+    // each group.
+    std::vector<int64_t> order = shuffled(f.groupThreads, g);
     while (true) {
       bool finished = true;
-      for (int64_t lane = 0; lane < f.groupThreads; ++lane) {
-        ReplayGroup group{lane, f.groupThreads, &known, &captured};
+      int64_t arrived = 0;
+      for (int64_t lane : order) {
+        ReplayGroup group{lane, f.groupThreads, &known, &captured, &arrived};
         try {
           f(g, group);
         } catch (const ReplayGroup::Stop &) {
@@ -300,6 +339,7 @@ struct HostLauncher {
         return;
     }
   }
+
 
   /// One loop per op: the switch outside, so the loop can vectorize.
   template <typename T, typename S> void run(const Elementwise<T, S> &f) const {
