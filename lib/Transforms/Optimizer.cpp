@@ -74,6 +74,7 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
         return signalPassFailure();
     if (failed(updates->checkPatternsUsed(getOperation())))
       return signalPassFailure();
+    readBf16Gradients();
     if (!shardedStates.empty())
       getOperation()->setAttr(ZTDialect::kShardedStatesAttrName,
                               ArrayAttr::get(&getContext(), shardedStates));
@@ -93,6 +94,35 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
       return getOperation().emitError() << "zt-optimizer " << broken;
     updates.emplace(std::move(options));
     return updates->readPatterns(getOperation());
+  }
+
+  /// Mixed precision's parameter gradients come in bf16 and are converted
+  /// to f32 for the update: where the update is the conversion's only
+  /// reader, it reads the bf16 gradient itself. Widening is exact, so the
+  /// bits are the same, with one launch and an f32 copy of the gradient
+  /// fewer. (Clipping, accumulation and data parallelism read the f32
+  /// gradient too, and keep the conversion.)
+  void readBf16Gradients() {
+    SmallVector<ConvertOp> unread;
+    auto fold = [&](auto update) {
+      auto convert = update.getGrad().template getDefiningOp<ConvertOp>();
+      if (!convert || !convert->hasOneUse())
+        return;
+      auto from = cast<RankedTensorType>(convert.getOperand().getType());
+      auto param = cast<RankedTensorType>(update.getParam().getType());
+      if (!from.getElementType().isBF16() || !param.getElementType().isF32())
+        return;
+      update.getGradMutable().assign(convert.getOperand());
+      unread.push_back(convert);
+    };
+    getOperation().walk([&](Operation *op) {
+      if (auto adamw = dyn_cast<AdamwOp>(op))
+        fold(adamw);
+      else if (auto sgd = dyn_cast<SgdOp>(op))
+        fold(sgd);
+    });
+    for (ConvertOp convert : unread)
+      convert->erase();
   }
 
   /// The updates, as the options ask (made by checkOptions).

@@ -3,7 +3,9 @@ element ops run as one zt.fused launch each. A fused plan gives the unfused
 plan's bits (each step of a program is rounded as its op stored it) on the
 CPU, on the emulator and in every memory mode, in f32 and bf16, with fewer
 launches and an arena no larger. So for zt-fuse-classifier (zcc
---fuse-classifier=false): the loss and the logits' gradient in one launch."""
+--fuse-classifier=false): the loss and the logits' gradient in one launch.
+And for the updates that read mixed precision's bf16 gradients themselves
+(zt-optimizer drops their conversions to f32)."""
 
 import pytest
 
@@ -72,3 +74,29 @@ def test_fused_classifier_gives_the_two_kernels_bits(tmp_path, precision):
     assert len(with_fusion) == len(without) - 1
     assert fused_memory["arena_bytes"] <= apart_memory["arena_bytes"]
     assert_same_bits(fused, apart, precision)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
+def test_updates_reading_bf16_gradients_give_the_converted_bits(tmp_path,
+                                                                optimizer):
+    # Clipping reads the f32 gradients, so it keeps their conversions; at a
+    # norm no gradient reaches its factor is exactly 1, and its updates are
+    # the conversions' bits.
+    extra = ["--optimizer", optimizer] + (
+        ["--momentum", "0.9"] if optimizer == "sgd" else [])
+    direct, direct_memory = compile_plan(
+        tmp_path, "direct", "--precision", "bf16", *extra)
+    converted, converted_memory = compile_plan(
+        tmp_path, "converted", "--precision", "bf16", *extra,
+        "--clip-grad-norm", "1e30")
+    updates = kernels(direct_memory).count(optimizer)
+    assert updates > 0
+    assert kernels(converted_memory).count(optimizer) == updates
+    # A conversion fewer per bf16 gradient (the products' and the biases';
+    # the norms' and the embedding's gradients are f32 already).
+    dropped = (kernels(converted_memory).count("convert") -
+               kernels(direct_memory).count("convert"))
+    print(f"{optimizer}: {updates} updates, {dropped} conversions dropped")
+    assert 0 < dropped < updates, (dropped, updates)
+    assert direct_memory["arena_bytes"] <= converted_memory["arena_bytes"]
+    assert_same_bits(direct, converted, "bf16")

@@ -79,6 +79,17 @@ static LogicalResult verifyTypeMatches(Operation *op, StringRef name,
                            << refName << " type " << expected;
 }
 
+/// An update's gradient: the parameter's type, or for an f32 parameter
+/// bf16 of its shape (mixed precision's gradient, widened exactly as it is
+/// read).
+static LogicalResult verifyGradient(Operation *op, Type grad, Type param) {
+  auto g = cast<RankedTensorType>(grad), p = cast<RankedTensorType>(param);
+  if (p.getElementType().isF32() && g.getElementType().isBF16() &&
+      g.getShape() == p.getShape())
+    return success();
+  return verifyTypeMatches(op, "grad", grad, "param", param);
+}
+
 /// Range check for a floating-point hyperparameter: lo <= value (< hi).
 static LogicalResult verifyHyperparameter(Operation *op, StringRef name,
                                           double value, double lo,
@@ -335,8 +346,7 @@ LogicalResult SgdOp::verify() {
       failed(verifyHyperparameter(*this, "weight_decay",
                                   getWeightDecay().convertToDouble(), 0.0, true,
                                   std::nullopt)) ||
-      failed(verifyTypeMatches(*this, "grad", getGrad().getType(), "param",
-                               paramType)) ||
+      failed(verifyGradient(*this, getGrad().getType(), paramType)) ||
       failed(verifyTypeMatches(*this, "new_param", getNewParam().getType(),
                                "param", paramType)))
     return failure();
@@ -464,8 +474,9 @@ LogicalResult ShardOp::verify() {
 
 LogicalResult AdamwOp::verify() {
   Type paramType = getParam().getType();
+  if (failed(verifyGradient(*this, getGrad().getType(), paramType)))
+    return failure();
   std::pair<StringRef, Value> sameAsParam[] = {
-      {"grad", getGrad()},
       {"exp_avg", getExpAvg()},
       {"exp_avg_sq", getExpAvgSq()},
       {"new_param", getNewParam()},

@@ -1025,6 +1025,7 @@ ZRT_HOST_DEVICE inline T scheduledLr(T lr, const T *factor) {
 template <typename T> struct Sgd : Functor {
   static constexpr bool kGrouped = false;
   const T *param = nullptr, *grad = nullptr, *buffer = nullptr;
+  const BFloat16 *gradBf16 = nullptr; // instead of grad: mixed precision's
   const T *gradSumSquares = nullptr; // clipping, else null
   const T *lrFactor = nullptr;       // a schedule, else null
   T *newParam = nullptr, *newBuffer = nullptr;
@@ -1041,7 +1042,8 @@ template <typename T> struct Sgd : Functor {
 
   ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
     T p = param[i];
-    T g = grad[i] * c.clip + weightDecay * p;
+    T g = (gradBf16 ? loadAs<T>(gradBf16[i]) : grad[i]) * c.clip +
+          weightDecay * p;
     if (!buffer) {
       newParam[i] = p - c.lr * g;
       return;
@@ -1056,6 +1058,7 @@ template <typename T> struct Adamw : Functor {
   static constexpr bool kGrouped = false;
   const T *param = nullptr, *grad = nullptr, *expAvg = nullptr,
           *expAvgSq = nullptr;
+  const BFloat16 *gradBf16 = nullptr; // instead of grad: mixed precision's
   const int64_t *step = nullptr;
   const T *gradSumSquares = nullptr; // clipping, else null
   const T *lrFactor = nullptr;       // a schedule, else null
@@ -1092,7 +1095,7 @@ template <typename T> struct Adamw : Functor {
 
   ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
     T p = param[i], m = expAvg[i], v = expAvgSq[i];
-    update(p, grad[i], m, v, c);
+    update(p, gradBf16 ? loadAs<T>(gradBf16[i]) : grad[i], m, v, c);
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
     newParam[i] = p;

@@ -1259,7 +1259,7 @@ public:
     f.weightDecay = static_cast<T>(launch.params.weightDecay);
     f.nesterov = launch.params.nesterov;
     f.param = in(0);
-    f.grad = in(1);
+    gradient(f);
     f.newParam = result(0);
     if (launch.params.momentum != 0) {
       f.buffer = in(2);
@@ -1268,6 +1268,14 @@ public:
     updateInputs(f, launch.params.momentum != 0 ? 3 : 2);
     f.count = inType(0).numElements();
     push(f);
+  }
+
+  /// An update's gradient (input 1): the parameter's type, or bf16.
+  template <typename F> void gradient(F &f) const {
+    if (inType(1).dtype == DType::BF16)
+      f.gradBf16 = in<BFloat16>(1);
+    else
+      f.grad = in(1);
   }
 
   /// An optimizer update's inputs after its `state` ones (KernelRules'
@@ -1333,7 +1341,7 @@ public:
     f.eps = static_cast<T>(launch.params.eps);
     f.weightDecay = static_cast<T>(launch.params.weightDecay);
     f.param = in(0);
-    f.grad = in(1);
+    gradient(f);
     f.expAvg = in(2);
     f.expAvgSq = in(3);
     f.step = in<int64_t>(4);

@@ -701,15 +701,22 @@ struct HostLauncher {
     if (f.newParam != f.param || f.newExpAvg != f.expAvg ||
         f.newExpAvgSq != f.expAvgSq || f.grad == f.param)
       return elements(f);
+    if (f.gradBf16)
+      adamwLoop(f, f.gradBf16);
+    else
+      adamwLoop(f, f.grad);
+  }
+  template <typename T, typename G>
+  void adamwLoop(const Adamw<T> &f, const G *grad) const {
     typename Adamw<T>::Prepared c = f.prepare();
     forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
       T *__restrict p = f.newParam;
       T *__restrict m = f.newExpAvg;
       T *__restrict v = f.newExpAvgSq;
-      const T *__restrict g = f.grad;
+      const G *__restrict g = grad;
       const Adamw<T> k = f; // its constants in locals, not reloaded per store
       for (int64_t i = begin; i < end; ++i)
-        k.update(p[i], g[i], m[i], v[i], c);
+        k.update(p[i], loadAs<T>(g[i]), m[i], v[i], c);
     });
   }
 

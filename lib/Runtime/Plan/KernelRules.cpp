@@ -643,6 +643,17 @@ Status checkLrSchedule(const LaunchRules &r) {
   return Status::ok();
 }
 
+/// An update's gradient (input 1): the parameter's type, or for an f32
+/// parameter bf16 of its shape (mixed precision's gradient, widened exactly
+/// as it is read).
+Status expectGradient(const LaunchRules &r, const TensorType &param) {
+  const TensorType &grad = r.input(1);
+  if (param.dtype == DType::F32 && grad.dtype == DType::BF16 &&
+      grad.shape == param.shape)
+    return Status::ok();
+  return r.expectSameType("grad", grad, "param", param);
+}
+
 Status checkSgd(const LaunchRules &r) {
   double lr = r.params.lr, momentum = r.params.momentum,
          weightDecay = r.params.weightDecay;
@@ -659,7 +670,7 @@ Status checkSgd(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(updateInputs(r, hasBuffer ? 3 : 2, hasBuffer ? 2 : 1));
   const TensorType &param = r.input(0);
   ZRT_RETURN_IF_ERROR(r.expectFloat("param", param));
-  ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(1), "param", param));
+  ZRT_RETURN_IF_ERROR(expectGradient(r, param));
   ZRT_RETURN_IF_ERROR(
       r.expectSameType("new_param", r.output(0), "param", param));
   if (hasBuffer) {
@@ -675,7 +686,7 @@ Status checkAdamw(const LaunchRules &r) {
   ZRT_RETURN_IF_ERROR(updateInputs(r, 5, 3));
   const TensorType &param = r.input(0);
   ZRT_RETURN_IF_ERROR(r.expectFloat("param", param));
-  ZRT_RETURN_IF_ERROR(r.expectSameType("grad", r.input(1), "param", param));
+  ZRT_RETURN_IF_ERROR(expectGradient(r, param));
   ZRT_RETURN_IF_ERROR(r.expectSameType("exp_avg", r.input(2), "param", param));
   ZRT_RETURN_IF_ERROR(
       r.expectSameType("exp_avg_sq", r.input(3), "param", param));

@@ -462,6 +462,21 @@ func.func @sgd_grad_type(%p: tensor<4xf32>, %g: tensor<2x2xf32>) {
 }
 
 // -----
+// A bf16 gradient is for an f32 parameter of its shape only.
+func.func @sgd_bf16_grad_shape(%p: tensor<4xf32>, %g: tensor<2x2xbf16>) {
+  // expected-error @+1 {{grad type 'tensor<2x2xbf16>' must match param type 'tensor<4xf32>'}}
+  %0 = zt.sgd %p, %g {lr = 0.1 : f64} : (tensor<4xf32>, tensor<2x2xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @adamw_bf16_grad_of_f16(%p: tensor<4xf16>, %g: tensor<4xbf16>, %m: tensor<4xf16>, %v: tensor<4xf16>, %s: tensor<i64>) {
+  // expected-error @+1 {{grad type 'tensor<4xbf16>' must match param type 'tensor<4xf16>'}}
+  %0, %1, %2 = zt.adamw %p, %g, %m, %v, %s {lr = 1.0e-3 : f64} : (tensor<4xf16>, tensor<4xbf16>, tensor<4xf16>, tensor<4xf16>, tensor<i64>) -> (tensor<4xf16>, tensor<4xf16>, tensor<4xf16>)
+  return
+}
+
+// -----
 func.func @sgd_momentum_without_buffer(%p: tensor<4xf32>, %g: tensor<4xf32>) {
   // expected-error @+1 {{momentum = 0.9 needs a momentum_buffer operand}}
   %0 = zt.sgd %p, %g {lr = 0.1 : f64, momentum = 0.9 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>

@@ -158,6 +158,16 @@ func.func @dropout(%x: tensor<4x16xf32>, %step: tensor<i64>) -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
 
+// An f32 parameter's update may read a bf16 gradient (mixed precision's).
+// CHECK-LABEL: func.func @bf16_gradients
+func.func @bf16_gradients(%p: tensor<10xf32>, %g: tensor<10xbf16>, %m: tensor<10xf32>, %v: tensor<10xf32>, %step: tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>) {
+  // CHECK: zt.sgd %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64} : (tensor<10xf32>, tensor<10xbf16>) -> tensor<10xf32>
+  %0 = zt.sgd %p, %g {lr = 0.1 : f64} : (tensor<10xf32>, tensor<10xbf16>) -> tensor<10xf32>
+  // CHECK: zt.adamw {{.+}} : (tensor<10xf32>, tensor<10xbf16>, tensor<10xf32>, tensor<10xf32>, tensor<i64>)
+  %1, %2, %3 = zt.adamw %p, %g, %m, %v, %step {lr = 1.0e-3 : f64} : (tensor<10xf32>, tensor<10xbf16>, tensor<10xf32>, tensor<10xf32>, tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  return %0, %1 : tensor<10xf32>, tensor<10xf32>
+}
+
 // CHECK-LABEL: func.func @optimizers
 func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %buf: tensor<10xf32>, %m: tensor<10xf32>, %v: tensor<10xf32>, %step: tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) {
   // CHECK: zt.sgd %{{.+}}, %{{.+}} {lr = 1.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>

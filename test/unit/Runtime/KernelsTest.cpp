@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -2310,6 +2311,70 @@ TEST(OptimizerKernels, SgdPlainMomentumAndNesterov) {
     expectNear(c.result(0), newP, 1e-12);
     expectNear(c.result(1), newBuf, 1e-12);
   }
+}
+
+// Mixed precision's updates read the bf16 gradient itself (zt-optimizer
+// drops its conversion to f32): widening is exact, so each update gives
+// the bits it gives the same values in f32, on one lane and on the
+// emulator's GPU path (its element kernels in another order), with a
+// schedule's and clipping's inputs too. A bf16 gradient is for an f32
+// parameter of its shape only.
+TEST(OptimizerKernels, Bf16GradientsGiveTheWidenedGradientsBits) {
+  const int64_t n = 1000;
+  std::vector<double> p = randomValues(n, 41, -1, 1),
+                      g = randomValues(n, 42, -3, 3),
+                      m = randomValues(n, 43, -0.5, 0.5),
+                      v = randomValues(n, 44, 0, 0.5);
+  for (double &x : g) // values bf16 holds exactly
+    x = bf16ToFloat(floatToBf16(static_cast<float>(x)));
+  auto adamw = [&](DType grad, bool clipped) {
+    LaunchCase c("adamw");
+    c.input({n}, p).typedInput(grad, {n}, g).input({n}, m).input({n}, v);
+    c.typedInput(DType::I64, {}, {3});
+    if (clipped)
+      c.input({}, {1e4}).input({}, {0.5});
+    c.outputInPlace(0).outputInPlace(2).outputInPlace(3);
+    c.param(floatParam("lr", 1e-2)).param(floatParam("weight_decay", 0.1));
+    if (clipped)
+      c.param(floatParam("max_grad_norm", 1.0));
+    return c;
+  };
+  auto sgd = [&](DType grad, bool clipped) {
+    LaunchCase c("sgd");
+    c.input({n}, p).typedInput(grad, {n}, g).input({n}, m);
+    if (clipped)
+      c.input({}, {1e4}).input({}, {0.5});
+    c.outputInPlace(0).outputInPlace(2);
+    c.param(floatParam("lr", 0.1))
+        .param(floatParam("momentum", 0.9))
+        .param(floatParam("weight_decay", 0.01))
+        .param(unitParam("nesterov"));
+    if (clipped)
+      c.param(floatParam("max_grad_norm", 1.0));
+    return c;
+  };
+  for (auto make : {std::function<LaunchCase(DType, bool)>(adamw),
+                    std::function<LaunchCase(DType, bool)>(sgd)})
+    for (bool clipped : {false, true})
+      for (bool groups : {false, true}) {
+        LaunchCase narrow = make(DType::BF16, clipped);
+        LaunchCase wide = make(DType::F32, clipped);
+        SCOPED_TRACE(narrow.kernel + (clipped ? " clipped" : "") +
+                     (groups ? " gpu groups" : ""));
+        narrow.stateOptimizerParams();
+        wide.stateOptimizerParams();
+        narrow.gpuGroups = wide.gpuGroups = groups;
+        ASSERT_TRUE(narrow.run<float>().isOk());
+        ASSERT_TRUE(wide.run<float>().isOk());
+        ASSERT_EQ(narrow.results.size(), wide.results.size());
+        for (size_t o = 0; o < narrow.results.size(); ++o)
+          EXPECT_EQ(narrow.results[o], wide.results[o]) << "output " << o;
+        EXPECT_NE(narrow.results[0], p); // it did update
+      }
+  LaunchCase shape = adamw(DType::BF16, false);
+  shape.entry.tensors[1].type.shape = {n / 2, 2};
+  expectRejected(shape.stateOptimizerParams(),
+                 "grad type 500x2xbf16 must match param type 1000xf32");
 }
 
 //===----------------------------------------------------------------------===//

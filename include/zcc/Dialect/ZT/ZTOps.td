@@ -1150,6 +1150,10 @@ def ZT_SgdOp : ZT_Op<"sgd", [Pure, AttrSizedOperandSegments]> {
     With an `lr_factor` operand (a learning-rate schedule, `zt.lr_schedule`),
     the step uses `lr * lr_factor` wherever it says `lr`.
 
+    An f32 parameter's `grad` may be bf16 (mixed precision's gradient,
+    widened exactly as it is read: `zt-optimizer` drops a conversion only
+    the update reads).
+
     ```mlir
     %p1 = zt.sgd %p, %g {lr = 1.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
     %p2, %b2 = zt.sgd %p, %g, %b {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> (tensor<10xf32>, tensor<10xf32>)
@@ -1185,7 +1189,9 @@ def ZT_AdamwOp : ZT_Op<"adamw", [Pure, AttrSizedOperandSegments]> {
     With `max_grad_norm > 0`, `grad` is first clipped by the global norm
     from `grad_sum_squares`, as in `zt.sgd`. With an `lr_factor` operand
     (`zt.lr_schedule`), `lr * lr_factor` replaces `lr`, in the weight decay
-    too (as a PyTorch scheduler sets the group's lr).
+    too (as a PyTorch scheduler sets the group's lr). An f32 parameter's
+    `grad` may be bf16 (mixed precision's gradient, widened exactly as it is
+    read: `zt-optimizer` drops a conversion only the update reads).
 
     ```mlir
     %p1, %m1, %v1 = zt.adamw %p, %g, %m, %v, %step {lr = 1.000000e-03 : f64} : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
