@@ -111,6 +111,23 @@ compare_traces() {
   done
 }
 
+# Two plans that must train to the same bits on CUDA (graph launch).
+compare_plans() {
+  local a=$1 b=$2 steps=$3 dir=$build/traces
+  mkdir -p "$dir"
+  for plan in "$a" "$b"; do
+    "$build/bin/zrun" "$plan" --device cuda --steps "$steps" --trace |
+      grep '^step ' > "$dir/$(basename "$plan" .zplan).pair" ||
+      { echo "zrun $plan failed"; return 1; }
+  done
+  if cmp -s "$dir/$(basename "$a" .zplan).pair" "$dir/$(basename "$b" .zplan).pair"; then
+    echo "$(basename "$a") and $(basename "$b"): $steps steps bit-identical"
+  else
+    diff "$dir/$(basename "$a" .zplan).pair" "$dir/$(basename "$b" .zplan).pair" | head -n 6
+    return 1
+  fi
+}
+
 # Data parallel at world size 1 (issue 20): each bucket's all_reduce (and
 # ZeRO-1's reduce_scatter and all_gather) through a one-rank NCCL
 # communicator captured in the graph is the identity, so the steps are the
@@ -234,6 +251,11 @@ for model in mlp gpt_block gpt_block_bf16; do
   step "traces: $model graph/eager/no-reuse/poison, 50 steps" zrun.txt \
     compare_traces "$plans/$model.zplan" 50
 done
+if [ -f "$plans/gpt_block_bf16_converted.zplan" ]; then
+  step "updates reading bf16 gradients: gpt_block_bf16 against its converting plan, 50 steps" \
+    zrun.txt compare_plans "$plans/gpt_block_bf16.zplan" \
+    "$plans/gpt_block_bf16_converted.zplan" 50
+fi
 # Imported models (bench/gpu/model_plans.py): convolutions, pooling and
 # BatchNorm state; grouped-query attention, rotary embeddings, RMSNorm.
 for model in cnn llama_tiny; do

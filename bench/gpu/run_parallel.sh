@@ -26,7 +26,7 @@ tail -n 3 "$out/build.log"
 export ZCC_GPU_SKIP_BUILD=1
 group checks '^conformance|^traces: (mlp|gpt)' & a=$!
 group sanitizers '^compute-sanitizer' & b=$!
-group runs '^traces: (cnn|llama)|^eval entry|^data parallel, world|^zrun |^kill|^soak' & c=$!
+group runs '^traces: (cnn|llama)|^eval entry|^data parallel, world|^zrun |^kill|^soak|^updates reading' & c=$!
 for pid in $a $b $c; do wait $pid || failed=1; done
 echo "checks done at $((SECONDS - start)) s"
 group bench '^benchmark|^PyTorch' || failed=1
