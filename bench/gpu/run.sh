@@ -252,7 +252,7 @@ for model in mlp gpt_block gpt_block_bf16; do
     compare_traces "$plans/$model.zplan" 50
 done
 if [ -f "$plans/gpt_block_bf16_converted.zplan" ]; then
-  step "updates reading bf16 gradients: gpt_block_bf16 against its converting plan, 50 steps" \
+  step "updates reading bf16 gradients: gpt_block_bf16 against its converting plan (data parallel, NCCL at world size 1), 50 steps" \
     zrun.txt compare_plans "$plans/gpt_block_bf16.zplan" \
     "$plans/gpt_block_bf16_converted.zplan" 50
 fi

@@ -97,32 +97,37 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
   }
 
   /// Mixed precision's parameter gradients come in bf16 and are converted
-  /// to f32 for the update: where the update is the conversion's only
-  /// reader, it reads the bf16 gradient itself. Widening is exact, so the
-  /// bits are the same, with one launch and an f32 copy of the gradient
-  /// fewer. (Clipping, accumulation and data parallelism read the f32
-  /// gradient too, and keep the conversion.)
+  /// to f32 for the update: where the conversion's only readers are the
+  /// update and clipping's sum of squares, they read the bf16 gradient
+  /// itself. Widening is exact, so the bits are the same, with one launch
+  /// and an f32 copy of the gradient fewer. (Accumulation and data
+  /// parallelism add or reduce the f32 gradient, and keep the conversion.)
   void readBf16Gradients() {
     SmallVector<ConvertOp> unread;
-    auto fold = [&](auto update) {
-      auto convert = update.getGrad().template getDefiningOp<ConvertOp>();
-      if (!convert || !convert->hasOneUse())
-        return;
+    getOperation().walk([&](ConvertOp convert) {
       auto from = cast<RankedTensorType>(convert.getOperand().getType());
-      auto param = cast<RankedTensorType>(update.getParam().getType());
-      if (!from.getElementType().isBF16() || !param.getElementType().isF32())
+      auto to = cast<RankedTensorType>(convert.getType());
+      if (!from.getElementType().isBF16() || !to.getElementType().isF32() ||
+          convert->use_empty())
         return;
-      update.getGradMutable().assign(convert.getOperand());
+      for (OpOperand &use : convert->getUses())
+        if (!readsWidened(use))
+          return;
+      convert.getResult().replaceAllUsesWith(convert.getOperand());
       unread.push_back(convert);
-    };
-    getOperation().walk([&](Operation *op) {
-      if (auto adamw = dyn_cast<AdamwOp>(op))
-        fold(adamw);
-      else if (auto sgd = dyn_cast<SgdOp>(op))
-        fold(sgd);
     });
     for (ConvertOp convert : unread)
       convert->erase();
+  }
+  /// Whether `use` reads a gradient the same widened from bf16: an
+  /// update's gradient, or a sum of squares' operand.
+  static bool readsWidened(OpOperand &use) {
+    Operation *op = use.getOwner();
+    if (auto adamw = dyn_cast<AdamwOp>(op))
+      return use.get() == adamw.getGrad() && use.getOperandNumber() == 1;
+    if (auto sgd = dyn_cast<SgdOp>(op))
+      return use.get() == sgd.getGrad() && use.getOperandNumber() == 1;
+    return isa<SumSquaresOp>(op) && use.getOperandNumber() == 0;
   }
 
   /// The updates, as the options ask (made by checkOptions).

@@ -76,19 +76,22 @@ def test_fused_classifier_gives_the_two_kernels_bits(tmp_path, precision):
     assert_same_bits(fused, apart, precision)
 
 
-@pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
+@pytest.mark.parametrize("optimizer,clip", [("adamw", False), ("sgd", False),
+                                             ("adamw", True)])
 def test_updates_reading_bf16_gradients_give_the_converted_bits(tmp_path,
-                                                                optimizer):
-    # Clipping reads the f32 gradients, so it keeps their conversions; at a
-    # norm no gradient reaches its factor is exactly 1, and its updates are
-    # the conversions' bits.
+                                                                optimizer,
+                                                                clip):
+    # Data parallelism reduces the f32 gradients, so it keeps their
+    # conversions; at world size 1 its mean is the identity, and its
+    # updates (and clipping's norm) are the conversions' bits.
     extra = ["--optimizer", optimizer] + (
-        ["--momentum", "0.9"] if optimizer == "sgd" else [])
+        ["--momentum", "0.9"] if optimizer == "sgd" else []) + (
+        ["--clip-grad-norm", "1"] if clip else [])
     direct, direct_memory = compile_plan(
         tmp_path, "direct", "--precision", "bf16", *extra)
     converted, converted_memory = compile_plan(
         tmp_path, "converted", "--precision", "bf16", *extra,
-        "--clip-grad-norm", "1e30")
+        "--data-parallel")
     updates = kernels(direct_memory).count(optimizer)
     assert updates > 0
     assert kernels(converted_memory).count(optimizer) == updates
@@ -96,7 +99,8 @@ def test_updates_reading_bf16_gradients_give_the_converted_bits(tmp_path,
     # the norms' and the embedding's gradients are f32 already).
     dropped = (kernels(converted_memory).count("convert") -
                kernels(direct_memory).count("convert"))
-    print(f"{optimizer}: {updates} updates, {dropped} conversions dropped")
+    print(f"{optimizer}{' clipped' if clip else ''}: {updates} updates, "
+          f"{dropped} conversions dropped")
     assert 0 < dropped < updates, (dropped, updates)
     assert direct_memory["arena_bytes"] <= converted_memory["arena_bytes"]
     assert_same_bits(direct, converted, "bf16")

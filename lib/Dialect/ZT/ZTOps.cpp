@@ -505,6 +505,12 @@ LogicalResult AdamwOp::verify() {
 }
 
 LogicalResult SumSquaresOp::verify() {
+  Type operand = tensorTypeOf(getOperand()).getElementType();
+  Type result = tensorTypeOf(getResult()).getElementType();
+  if (operand != result && !(operand.isBF16() && result.isF32()))
+    return emitOpError() << "result element type " << result
+                         << " must be the operand's (" << operand
+                         << "), or f32 for a bf16 operand";
   if (getPartial() && getPartial().getType() != getResult().getType())
     return emitOpError() << "partial must have the result's type ("
                          << getResult().getType() << "), got "

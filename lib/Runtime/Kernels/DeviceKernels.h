@@ -1609,6 +1609,7 @@ template <typename T, typename S = T> struct CrossEntropyRows : Functor {
 template <typename T> struct SumSquaresChunks : Functor {
   static constexpr bool kGrouped = true;
   const T *x = nullptr;
+  const BFloat16 *xBf16 = nullptr; // instead of x: a bf16 gradient
   double *sums = nullptr;
   const T *partial = nullptr; // one chunk: the running total, or null
   T *y = nullptr;             // one chunk: the result
@@ -1620,7 +1621,8 @@ template <typename T> struct SumSquaresChunks : Functor {
     int64_t end = elements - begin < chunk ? elements : begin + chunk;
     double total = 0.0;
     for (int64_t i = begin + group.lane; i < end; i += group.lanes) {
-      double v = static_cast<double>(x[i]);
+      double v = xBf16 ? static_cast<double>(bf16ToFloat(xBf16[i]))
+                       : static_cast<double>(x[i]);
       total += v * v;
     }
     total = group.reduce(total, Sum());

@@ -1309,7 +1309,10 @@ public:
   Status sumSquares() {
     const T *partial = launch.inputs.size() == 2 ? in(1) : nullptr;
     SumSquaresChunks<T> chunks;
-    chunks.x = in(0);
+    if (inType(0).dtype == DType::BF16)
+      chunks.xBf16 = in<BFloat16>(0);
+    else
+      chunks.x = in(0);
     chunks.elements = inType(0).numElements();
     chunks.chunk = kSumSquaresChunk;
     chunks.count = sumSquaresChunks(chunks.elements);

@@ -1096,7 +1096,8 @@ Status checkKernel(const LaunchRules &r) {
   case KernelId::SumSquares:
     // The operand, and the running total when it continues one.
     ZRT_RETURN_IF_ERROR(r.expectCounts(r.numInputs() == 1 ? 1 : 2, 1));
-    ZRT_RETURN_IF_ERROR(r.expectFloat("operand", r.input(0)));
+    // bf16: mixed precision's gradients, read widened (the sum is f32).
+    ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("operand", r.input(0)));
     if (r.numInputs() == 2)
       ZRT_RETURN_IF_ERROR(r.expectFloatScalar("partial", r.input(1)));
     return r.expectFloatScalar("result", r.output(0));

@@ -561,6 +561,13 @@ func.func @lr_schedule_result(%step: tensor<i64>) {
 }
 
 // -----
+func.func @sum_squares_result_type(%g: tensor<4xbf16>) {
+  // expected-error @+1 {{result element type 'f16' must be the operand's ('bf16'), or f32 for a bf16 operand}}
+  %0 = zt.sum_squares %g : (tensor<4xbf16>) -> tensor<f16>
+  return
+}
+
+// -----
 func.func @sum_squares_partial_type(%g: tensor<4xf32>, %s: tensor<bf16>) {
   // expected-error @+1 {{partial must have the result's type ('tensor<f32>'), got 'tensor<bf16>'}}
   %0 = zt.sum_squares %g, %s : (tensor<4xf32>, tensor<bf16>) -> tensor<f32>

@@ -165,6 +165,8 @@ func.func @bf16_gradients(%p: tensor<10xf32>, %g: tensor<10xbf16>, %m: tensor<10
   %0 = zt.sgd %p, %g {lr = 0.1 : f64} : (tensor<10xf32>, tensor<10xbf16>) -> tensor<10xf32>
   // CHECK: zt.adamw {{.+}} : (tensor<10xf32>, tensor<10xbf16>, tensor<10xf32>, tensor<10xf32>, tensor<i64>)
   %1, %2, %3 = zt.adamw %p, %g, %m, %v, %step {lr = 1.0e-3 : f64} : (tensor<10xf32>, tensor<10xbf16>, tensor<10xf32>, tensor<10xf32>, tensor<i64>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  // CHECK: zt.sum_squares %{{.+}} : (tensor<10xbf16>) -> tensor<f32>
+  %4 = zt.sum_squares %g : (tensor<10xbf16>) -> tensor<f32>
   return %0, %1 : tensor<10xf32>, tensor<10xf32>
 }
 

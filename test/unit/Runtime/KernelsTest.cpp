@@ -2317,8 +2317,8 @@ TEST(OptimizerKernels, SgdPlainMomentumAndNesterov) {
 // drops its conversion to f32): widening is exact, so each update gives
 // the bits it gives the same values in f32, on one lane and on the
 // emulator's GPU path (its element kernels in another order), with a
-// schedule's and clipping's inputs too. A bf16 gradient is for an f32
-// parameter of its shape only.
+// schedule's and clipping's inputs too; so does clipping's sum of squares.
+// A bf16 gradient is for an f32 parameter of its shape only.
 TEST(OptimizerKernels, Bf16GradientsGiveTheWidenedGradientsBits) {
   const int64_t n = 1000;
   std::vector<double> p = randomValues(n, 41, -1, 1),
@@ -2371,6 +2371,21 @@ TEST(OptimizerKernels, Bf16GradientsGiveTheWidenedGradientsBits) {
           EXPECT_EQ(narrow.results[o], wide.results[o]) << "output " << o;
         EXPECT_NE(narrow.results[0], p); // it did update
       }
+  // Clipping's sum of squares of a bf16 gradient, one chunk and several.
+  for (int64_t size : {n, 3 * kSumSquaresChunk + 5}) {
+    std::vector<double> x = randomValues(size, 45, -3, 3);
+    for (double &e : x)
+      e = bf16ToFloat(floatToBf16(static_cast<float>(e)));
+    LaunchCase narrow("sum_squares"), wide("sum_squares");
+    narrow.typedInput(DType::BF16, {size}, x).input({}, {0.5}).output({});
+    wide.input({size}, x).input({}, {0.5}).output({});
+    for (bool groups : {false, true}) {
+      narrow.gpuGroups = wide.gpuGroups = groups;
+      ASSERT_TRUE(narrow.run<float>().isOk());
+      ASSERT_TRUE(wide.run<float>().isOk());
+      EXPECT_EQ(narrow.result(), wide.result()) << size;
+    }
+  }
   LaunchCase shape = adamw(DType::BF16, false);
   shape.entry.tensors[1].type.shape = {n / 2, 2};
   expectRejected(shape.stateOptimizerParams(),

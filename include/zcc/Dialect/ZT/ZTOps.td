@@ -1216,12 +1216,12 @@ def ZT_AdamwOp : ZT_Op<"adamw", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def ZT_SumSquaresOp : ZT_Op<"sum_squares", [Pure,
-    AllElementTypesMatch<["operand", "result"]>]> {
+def ZT_SumSquaresOp : ZT_Op<"sum_squares", [Pure]> {
   let summary = "sum of the squares of every element, plus a running total";
   let description = [{
     `result = partial + sum_i operand[i]^2` (`partial` 0 when absent), a
-    rank-0 tensor, summed in f64 and rounded once to the element type.
+    rank-0 tensor, summed in f64 and rounded once to the element type (f32
+    for a bf16 operand: mixed precision's gradients, widened exactly).
     `zt-optimizer` chains one per gradient, in a fixed order, for clipping
     by the global norm (`max_grad_norm` of `zt.sgd` and `zt.adamw`).
 
