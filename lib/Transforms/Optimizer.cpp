@@ -124,10 +124,12 @@ struct ZTOptimizerPass : public zcc::impl::ZTOptimizerBase<ZTOptimizerPass> {
   static bool readsWidened(OpOperand &use) {
     Operation *op = use.getOwner();
     if (auto adamw = dyn_cast<AdamwOp>(op))
-      return use.get() == adamw.getGrad() && use.getOperandNumber() == 1;
+      return &use == &adamw.getGradMutable();
     if (auto sgd = dyn_cast<SgdOp>(op))
-      return use.get() == sgd.getGrad() && use.getOperandNumber() == 1;
-    return isa<SumSquaresOp>(op) && use.getOperandNumber() == 0;
+      return &use == &sgd.getGradMutable();
+    if (auto sum = dyn_cast<SumSquaresOp>(op))
+      return &use == &sum.getOperandMutable();
+    return false;
   }
 
   /// The updates, as the options ask (made by checkOptions).

@@ -1259,7 +1259,7 @@ public:
     f.weightDecay = static_cast<T>(launch.params.weightDecay);
     f.nesterov = launch.params.nesterov;
     f.param = in(0);
-    gradient(f);
+    widenedInput(1, f.grad, f.gradBf16);
     f.newParam = result(0);
     if (launch.params.momentum != 0) {
       f.buffer = in(2);
@@ -1270,12 +1270,13 @@ public:
     push(f);
   }
 
-  /// An update's gradient (input 1): the parameter's type, or bf16.
-  template <typename F> void gradient(F &f) const {
-    if (inType(1).dtype == DType::BF16)
-      f.gradBf16 = in<BFloat16>(1);
+  /// Input i as T, or as bf16 (mixed precision's gradients, which the
+  /// updates and clipping's sums widen as they read them).
+  void widenedInput(size_t i, const T *&wide, const BFloat16 *&narrow) const {
+    if (inType(i).dtype == DType::BF16)
+      narrow = in<BFloat16>(i);
     else
-      f.grad = in(1);
+      wide = in(i);
   }
 
   /// An optimizer update's inputs after its `state` ones (KernelRules'
@@ -1309,10 +1310,7 @@ public:
   Status sumSquares() {
     const T *partial = launch.inputs.size() == 2 ? in(1) : nullptr;
     SumSquaresChunks<T> chunks;
-    if (inType(0).dtype == DType::BF16)
-      chunks.xBf16 = in<BFloat16>(0);
-    else
-      chunks.x = in(0);
+    widenedInput(0, chunks.x, chunks.xBf16);
     chunks.elements = inType(0).numElements();
     chunks.chunk = kSumSquaresChunk;
     chunks.count = sumSquaresChunks(chunks.elements);
@@ -1344,7 +1342,7 @@ public:
     f.eps = static_cast<T>(launch.params.eps);
     f.weightDecay = static_cast<T>(launch.params.weightDecay);
     f.param = in(0);
-    gradient(f);
+    widenedInput(1, f.grad, f.gradBf16);
     f.expAvg = in(2);
     f.expAvgSq = in(3);
     f.step = in<int64_t>(4);
