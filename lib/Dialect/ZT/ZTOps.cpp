@@ -79,6 +79,18 @@ static LogicalResult verifyTypeMatches(Operation *op, StringRef name,
                            << refName << " type " << expected;
 }
 
+/// A sum's result element type: its operands', or f32 summing bf16 ones
+/// (products, and clipping's sums of squares of bf16 gradients).
+static LogicalResult verifySumType(Operation *op, Type operand, Value result,
+                                   StringRef whose, StringRef bf16Operands) {
+  Type element = tensorTypeOf(result).getElementType();
+  if (element == operand || (operand.isBF16() && element.isF32()))
+    return success();
+  return op->emitOpError() << "result element type " << element
+                           << " must be the " << whose << " (" << operand
+                           << "), or f32 for " << bf16Operands;
+}
+
 /// An update's gradient: the parameter's type, or for an f32 parameter
 /// bf16 of its shape (mixed precision's gradient, widened exactly as it is
 /// read).
@@ -263,11 +275,9 @@ LogicalResult MatmulOp::verify() {
                                   expected))))
     return failure();
   Type operand = tensorTypeOf(getLhs()).getElementType();
-  Type result = tensorTypeOf(getResult()).getElementType();
-  if (result != operand && !(operand.isBF16() && result.isF32()))
-    return emitOpError() << "result element type " << result
-                         << " must be the operands' (" << operand
-                         << "), or f32 for bf16 operands";
+  if (failed(verifySumType(*this, operand, getResult(), "operands'",
+                           "bf16 operands")))
+    return failure();
   if (getTf32() && !operand.isF32())
     return emitOpError() << "tf32 applies to products of f32 operands, not "
                          << operand;
@@ -505,12 +515,9 @@ LogicalResult AdamwOp::verify() {
 }
 
 LogicalResult SumSquaresOp::verify() {
-  Type operand = tensorTypeOf(getOperand()).getElementType();
-  Type result = tensorTypeOf(getResult()).getElementType();
-  if (operand != result && !(operand.isBF16() && result.isF32()))
-    return emitOpError() << "result element type " << result
-                         << " must be the operand's (" << operand
-                         << "), or f32 for a bf16 operand";
+  if (failed(verifySumType(*this, tensorTypeOf(getOperand()).getElementType(),
+                           getResult(), "operand's", "a bf16 operand")))
+    return failure();
   if (getPartial() && getPartial().getType() != getResult().getType())
     return emitOpError() << "partial must have the result's type ("
                          << getResult().getType() << "), got "
