@@ -18,6 +18,8 @@ import sys
 FAMILIES = [
     ("products (cuBLAS; attention's small ones included)",
      r"nvjet|gemm|xmma|cutlass|cublas"),
+    ("column sums (bias and norm-weight gradients)",
+     r"ChunkedColumns|NormGradColumns"),
     ("attention rows and gradients", r"zcc::Attention"),
     ("fused element programs", r"zcc::ElementProgram"),
     ("element kernels and conversions",

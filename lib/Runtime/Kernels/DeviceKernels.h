@@ -1400,6 +1400,7 @@ template <typename T, typename S = T> struct LayerNormGradRows : Functor {
 /// rows, one group per column (one lane: row order, as the CPU).
 template <typename T, typename S = T> struct LayerNormGradColumns : Functor {
   static constexpr bool kGrouped = true;
+  using Acc = T;
   const S *x = nullptr, *dy = nullptr;
   const T *stats = nullptr;
   T *dgamma = nullptr, *dbeta = nullptr;
@@ -1467,6 +1468,7 @@ template <typename T, typename S = T> struct RmsNormGradRows : Functor {
 /// rms_norm_grad, columns: dgamma, one group per column.
 template <typename T, typename S = T> struct RmsNormGradColumns : Functor {
   static constexpr bool kGrouped = true;
+  using Acc = T;
   const S *x = nullptr, *dy = nullptr;
   const T *stats = nullptr; // 1/rms per row
   T *dgamma = nullptr;
@@ -1490,6 +1492,67 @@ template <typename T, typename S = T> struct RmsNormGradColumns : Functor {
     sums[0] = group.reduce(sums[0], Sum());
     if (group.lane == 0)
       store(j, sums);
+  }
+};
+
+/// sum or mean over the leading dimensions of a [rows, width] operand (bias
+/// gradients) as a column sum's terms (ChunkedColumns): summed in T, stored
+/// as S.
+template <typename T, typename S = T> struct ColumnValues {
+  using Acc = T;
+  static constexpr int kSums = 1;
+  const S *x = nullptr;
+  S *y = nullptr;
+  int64_t width = 0, rows = 0;
+  bool mean = false;
+
+  ZRT_HOST_DEVICE void addRow(int64_t r, int64_t j, T *sums) const {
+    sums[0] += loadAs<T>(x[r * width + j]);
+  }
+  ZRT_HOST_DEVICE void store(int64_t j, const T *sums) const {
+    y[j] = storeAs<S>(mean ? sums[0] / static_cast<T>(rows) : sums[0]);
+  }
+};
+
+/// A column sum (columnSumShape; C: ColumnValues, LayerNormGradColumns or
+/// RmsNormGradColumns) as the GPU runs it: element kernels, adjacent
+/// threads on adjacent columns. The chunks pass: element i sums column
+/// i % width over chunk i / width's rows, in row order, and with one chunk
+/// stores the result (the CPU's order and bits), else its partial sums.
+/// The totals pass (`totals`, one element per column) adds a column's
+/// partials in chunk order and stores the result.
+template <typename C> struct ChunkedColumns : Functor {
+  static constexpr bool kGrouped = false;
+  using T = typename C::Acc;
+  C columns;
+  T *partials = nullptr; // [chunks][C::kSums][width]
+  int64_t chunks = 1, chunkRows = 0;
+  bool totals = false;
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t width = columns.width;
+    T sums[C::kSums];
+    for (int k = 0; k < C::kSums; ++k)
+      sums[k] = T(0.0);
+    if (totals) {
+      for (int64_t c = 0; c < chunks; ++c)
+        for (int k = 0; k < C::kSums; ++k)
+          sums[k] += partials[(c * C::kSums + k) * width + i];
+      columns.store(i, sums);
+      return;
+    }
+    int64_t j = i % width, c = i / width;
+    int64_t first = c * chunkRows;
+    int64_t end = first + chunkRows < columns.rows ? first + chunkRows
+                                                   : columns.rows;
+    for (int64_t r = first; r < end; ++r)
+      columns.addRow(r, j, sums);
+    if (chunks == 1) {
+      columns.store(j, sums);
+      return;
+    }
+    for (int k = 0; k < C::kSums; ++k)
+      partials[(c * C::kSums + k) * width + j] = sums[k];
   }
 };
 

@@ -956,6 +956,24 @@ public:
               [&](auto s) { reduceOf<typename decltype(s)::type>(kind); });
   }
   template <typename S> void reduceOf(ReduceKind kind) {
+    ColumnSumShape shape;
+    if (memory.forGpu && kind != ReduceKind::Max &&
+        columnSumShape(entry, launch, shape)) {
+      // The partials take the workspace's pinned end; a plan written before
+      // it had room keeps a group per column.
+      T *partials = nullptr;
+      uint64_t bytes = columnSumPartialBytes(entry, launch);
+      if (bytes == 0 || pinnedScratch(bytes, partials).isOk()) {
+        ColumnValues<T, S> values;
+        values.x = in<S>(0);
+        values.y = result<S>(0);
+        values.width = shape.columns;
+        values.rows = shape.rows;
+        values.mean = kind == ReduceKind::Mean;
+        chunkedColumns(values, partials);
+        return;
+      }
+    }
     Reduce<T, S> f;
     f.kind = kind;
     f.x = in<S>(0);
@@ -1107,9 +1125,32 @@ public:
       columns.width = rows.width;
       columns.rows = rows.count;
       columns.count = rows.width;
-      push(columns, rows.count);
+      ColumnSumShape shape;
+      if (memory.forGpu && columnSumShape(entry, launch, shape))
+        // The partials follow the statistics (kernelScratchBytes).
+        chunkedColumns(columns, stats + (Columns<T, S>::kSums == 2 ? 2 : 1) *
+                                            rows.count);
+      else
+        push(columns, rows.count);
     });
     return Status::ok();
+  }
+
+  /// A column sum as the GPU runs it (ChunkedColumns): the chunks pass, and
+  /// with more than one chunk the totals pass over `partials`.
+  template <typename C> void chunkedColumns(const C &columns, T *partials) {
+    ChunkedColumns<C> f;
+    f.columns = columns;
+    f.chunks = columnSumChunks(columns.rows, columns.width);
+    f.chunkRows = (columns.rows + f.chunks - 1) / f.chunks;
+    f.partials = partials;
+    f.count = f.chunks * columns.width;
+    push(f);
+    if (f.chunks == 1)
+      return;
+    f.totals = true;
+    f.count = columns.width;
+    push(f);
   }
 
   void embedding() {

@@ -146,8 +146,12 @@ using StepOf = std::variant<
     RmsNorm<T, BFloat16>, LayerNormGradRows<T, BFloat16>,
     LayerNormGradColumns<T, BFloat16>, RmsNormGradRows<T, BFloat16>,
     RmsNormGradColumns<T, BFloat16>, Collective, Im2col<T>, Col2im<T>,
-    HeadStore<T>, HeadStore<T, BFloat16>,
-    BackendCall ZRT_SELF_BUILT_KERNELS(ZRT_SELF_BUILT_STEP)>;
+    HeadStore<T>, HeadStore<T, BFloat16>, ChunkedColumns<ColumnValues<T>>,
+    ChunkedColumns<ColumnValues<T, BFloat16>>,
+    ChunkedColumns<LayerNormGradColumns<T>>,
+    ChunkedColumns<LayerNormGradColumns<T, BFloat16>>,
+    ChunkedColumns<RmsNormGradColumns<T>>,
+    ChunkedColumns<RmsNormGradColumns<T, BFloat16>>, BackendCall ZRT_SELF_BUILT_KERNELS(ZRT_SELF_BUILT_STEP)>;
 
 /// The product a step runs (either kind), or null.
 template <typename T> const GemmShape *productOf(const StepOf<T> &step) {
@@ -172,6 +176,10 @@ struct EntryMemory {
   DeviceError *error = nullptr;
   /// The data-parallel job's ranks (all_reduce), or null for one rank.
   Communicator *communicator = nullptr;
+  /// Lowered for a GPU's threads (CUDA, and the emulator's GPU mode): column
+  /// sums as ChunkedColumns, reading coalesced, instead of a group per
+  /// column.
+  bool forGpu = false;
 };
 
 /// Appends the steps of launch `index` of `entry` (already validated).

@@ -107,6 +107,62 @@ AttentionScratch zcc::runtime::attentionScratch(const Entry &entry,
   return room;
 }
 
+bool zcc::runtime::columnSumShape(const Entry &entry, const Launch &launch,
+                                  ColumnSumShape &shape) {
+  shape = ColumnSumShape();
+  switch (launch.kernel) {
+  case KernelId::LayerNormGrad:
+  case KernelId::RmsNormGrad: {
+    const TensorType &x = entry.tensors[launch.inputs[0]].type;
+    shape.columns = x.shape.empty() ? 1 : x.shape.back();
+    shape.rows = static_cast<int64_t>(rowsOf(entry, launch));
+    shape.sums = launch.kernel == KernelId::LayerNormGrad ? 2 : 1;
+    break;
+  }
+  case KernelId::Sum:
+  case KernelId::Mean: {
+    // The reduced dimensions (those of extent 1 aside) must all come before
+    // the kept ones: then each result is a column of a row-major matrix.
+    const TensorType &x = entry.tensors[launch.inputs[0]].type;
+    const std::vector<int64_t> &dims = launch.params.dims;
+    shape.rows = shape.columns = 1;
+    bool kept = false;
+    for (size_t d = 0; d < x.shape.size(); ++d) {
+      if (x.shape[d] == 1)
+        continue;
+      bool reduced = std::find(dims.begin(), dims.end(),
+                               static_cast<int64_t>(d)) != dims.end();
+      if (reduced && kept)
+        return false;
+      kept |= !reduced;
+      (reduced ? shape.rows : shape.columns) *= x.shape[d];
+    }
+    break;
+  }
+  default:
+    return false;
+  }
+  return shape.columns >= kMinSumColumns;
+}
+
+int64_t zcc::runtime::columnSumChunks(int64_t rows, int64_t columns) {
+  int64_t wanted =
+      (kColumnSumThreads + std::max<int64_t>(columns, 1) - 1) /
+      std::max<int64_t>(columns, 1);
+  return std::max<int64_t>(1, std::min(wanted, rows / kMinChunkRows));
+}
+
+uint64_t zcc::runtime::columnSumPartialBytes(const Entry &entry,
+                                             const Launch &launch) {
+  ColumnSumShape shape;
+  if (!columnSumShape(entry, launch, shape))
+    return 0;
+  int64_t chunks = columnSumChunks(shape.rows, shape.columns);
+  return chunks > 1 ? 4 * static_cast<uint64_t>(chunks * shape.sums *
+                                                shape.columns)
+                    : 0;
+}
+
 uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
                                           const Launch &launch) {
   constexpr uint64_t kFloat = 4;
@@ -125,10 +181,12 @@ uint64_t zcc::runtime::kernelScratchBytes(const Entry &entry,
   case KernelId::Conv2dInputGrad:
   case KernelId::Conv2dWeightGrad: // one image's columns (im2col)
     return kFloat * static_cast<uint64_t>(conv2dColumns(entry, launch));
-  case KernelId::LayerNormGrad: // mean and 1/std per row
-    return 2 * kFloat * rowsOf(entry, launch);
-  case KernelId::RmsNormGrad: // 1/rms per row
-    return kFloat * rowsOf(entry, launch);
+  case KernelId::LayerNormGrad: // mean and 1/std per row, then partials
+    return 2 * kFloat * rowsOf(entry, launch) +
+           columnSumPartialBytes(entry, launch);
+  case KernelId::RmsNormGrad: // 1/rms per row, then partials
+    return kFloat * rowsOf(entry, launch) +
+           columnSumPartialBytes(entry, launch);
   case KernelId::SumSquares: { // one f64 sum per chunk, when several
     int64_t chunks =
         sumSquaresChunks(entry.tensors[launch.inputs[0]].type.numElements());
@@ -154,9 +212,12 @@ uint64_t zcc::runtime::entryScratchBytes(const Entry &entry) {
 
 uint64_t zcc::runtime::pinnedScratchBytes(const Entry &entry) {
   uint64_t bytes = 0;
-  for (const Launch &launch : entry.launches)
+  for (const Launch &launch : entry.launches) {
     if (kernelRunsProducts(launch.kernel) && launch.kernel != KernelId::Matmul)
       bytes = std::max(bytes, kernelScratchBytes(entry, launch));
+    if (launch.kernel == KernelId::Sum || launch.kernel == KernelId::Mean)
+      bytes = std::max(bytes, columnSumPartialBytes(entry, launch));
+  }
   return bytes;
 }
 

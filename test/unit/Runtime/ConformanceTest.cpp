@@ -157,6 +157,7 @@ Status runOnDevice(const Target &target, const LaunchCase &c,
   memory.workspace = scratch;
   memory.workspaceBytes = scratchBytes;
   memory.pinnedBytes = pinnedScratchBytes(entry);
+  memory.forGpu = backend->forGpu();
   memory.error = reinterpret_cast<DeviceError *>(error);
   std::vector<Step> steps;
   // Through the backend's lowering hook, as the executor does: on CUDA,
@@ -241,6 +242,12 @@ std::vector<LaunchCase> wideCases() {
   for (const char *name : {"sum", "mean", "max"}) {
     add(name).input({5, 600}).output({5}).param(intsParam("dims", {1}));
     add(name).input({7, 40, 9}).output({40}).param(intsParam("dims", {0, 2}));
+    // Column sums (bias gradients): on a GPU in chunks of rows, then totals.
+    add(name).input({300, 40}).output({40}).param(intsParam("dims", {0}));
+    add(name)
+        .input({3, 70, 1, 40})
+        .output({1, 40})
+        .param(intsParam("dims", {0, 1}));
   }
   std::vector<double> withNaN = randomValues(2 * 500, 5);
   withNaN[700] = std::nan("");
@@ -733,6 +740,7 @@ public:
     return Status::ok();
   }
   std::string name() const override { return "lowering test"; }
+  bool forGpu() const override { return inner->forGpu(); }
   Status memoryInfo(uint64_t &free, uint64_t &total) override {
     return inner->memoryInfo(free, total);
   }

@@ -230,6 +230,7 @@ public:
     memory.workspace = reinterpret_cast<uint8_t *>(scratch.data());
     memory.workspaceBytes = scratch.size() * sizeof(T);
     memory.pinnedBytes = pinnedScratchBytes(e) / 4 * sizeof(T);
+    memory.forGpu = gpuGroups;
     device::DeviceError record{};
     memory.error = &record;
     memory.communicator = communicator;
@@ -538,6 +539,10 @@ inline std::vector<LaunchCase> bf16Kernels() {
       .typedInput(bf, {2, 3, 4})
       .typedOutput(bf, {3})
       .param(intsParam("dims", {0, 2}));
+  add("sum") // a GPU's column sum in 6 chunks of 35 rows
+      .typedInput(bf, {3, 70, 40})
+      .typedOutput(bf, {40})
+      .param(intsParam("dims", {0, 1}));
   add("softmax_cross_entropy")
       .typedInput(bf, {3, 40})
       .typedInput(DType::I64, {3}, {3, 0, 39})
@@ -581,6 +586,15 @@ inline std::vector<LaunchCase> bf16Kernels() {
       .typedOutput(bf, {5, 300})
       .output({300})
       .param(floatParam("epsilon", 1e-6));
+  // Enough rows for a GPU's column sums in chunks (3 of 34 rows).
+  add("layer_norm_grad")
+      .typedInput(bf, {100, 64})
+      .input({64})
+      .typedInput(bf, {100, 64})
+      .typedOutput(bf, {100, 64})
+      .output({64})
+      .output({64})
+      .param(floatParam("epsilon", 1e-5));
   // Attention over bf16 operands, in two blocks of query rows (the key and
   // value gradients summed over them): causal; a padding mask (the second
   // entry's last 30 keys hidden) with the gradient not causal; grouped-

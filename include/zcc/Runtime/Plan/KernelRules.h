@@ -153,7 +153,8 @@ AttentionScratch attentionScratch(const Entry &entry, const Launch &launch);
 //===----------------------------------------------------------------------===//
 
 /// Bytes of scratch the device executors' version of a launch needs from the
-/// entry's workspace: per-row statistics (layer_norm_grad, rms_norm_grad)
+/// entry's workspace: per-row statistics (layer_norm_grad, rms_norm_grad,
+/// then their column sums' partials on a GPU)
 /// and per-row losses (softmax_cross_entropy), so that their column sums run
 /// in a fixed order without atomics; one f64 sum per chunk (sum_squares of
 /// more than one chunk); a block of attention probabilities (attention;
@@ -165,9 +166,36 @@ uint64_t kernelScratchBytes(const Entry &entry, const Launch &launch);
 uint64_t entryScratchBytes(const Entry &entry);
 
 /// The largest scratch of the entry's launches whose products run while the
-/// scratch holds data (attention, attention_grad): it takes the workspace's
-/// last bytes, which cuBLAS is never given.
+/// scratch holds data (attention, attention_grad), and of the column sums'
+/// partials on a GPU (columnSumPartialBytes of sum and mean): it takes the
+/// workspace's last bytes, which cuBLAS is never given, so a bias gradient
+/// may run beside the weight gradient's product.
 uint64_t pinnedScratchBytes(const Entry &entry);
+
+/// Column sums: sum and mean over a [rows, columns] operand's leading
+/// dimensions (bias gradients), and layer_norm_grad's and rms_norm_grad's
+/// affine gradients. On a GPU one block per column would read one element
+/// per 32-byte sector; instead adjacent threads read adjacent columns, and
+/// for enough threads each sums one chunk of a column's rows in order,
+/// then one thread per column adds its chunks in order (the partials: in
+/// the workspace). `sums` is the number of sums per column (2 for
+/// layer_norm_grad). False for every other launch, and for fewer than
+/// kMinSumColumns columns (a warp's reads would not fill its sectors).
+struct ColumnSumShape {
+  int64_t rows = 0, columns = 0, sums = 1;
+};
+bool columnSumShape(const Entry &entry, const Launch &launch,
+                    ColumnSumShape &shape);
+inline constexpr int64_t kMinSumColumns = 32;
+/// The chunks of a column sum: enough for about kColumnSumThreads threads
+/// (an H100's resident threads, about), each summing at least
+/// kMinChunkRows rows; 1 (no partials) for many columns or few rows.
+inline constexpr int64_t kColumnSumThreads = int64_t{1} << 17;
+inline constexpr int64_t kMinChunkRows = 32;
+int64_t columnSumChunks(int64_t rows, int64_t columns);
+/// The f32 partials of a column sum split into chunks (0 for one chunk, and
+/// for every launch that is not a column sum).
+uint64_t columnSumPartialBytes(const Entry &entry, const Launch &launch);
 
 /// sum_squares reads its operand in chunks of this many elements, one group
 /// each, whose f64 sums (scratch) one group then adds in order: every

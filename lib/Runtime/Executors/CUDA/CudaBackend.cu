@@ -296,6 +296,8 @@ public:
     return lowering.empty() ? deviceName : deviceName + "; " + lowering;
   }
 
+  bool forGpu() const override { return true; }
+
   Status lower(const Entry &entry, size_t index, const EntryMemory &memory,
                std::vector<Step> &out) override {
     bool lowered = false;

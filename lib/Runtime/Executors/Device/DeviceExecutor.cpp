@@ -188,6 +188,7 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
   EntryMemory memory;
   memory.error = error;
   memory.communicator = communicator.get();
+  memory.forGpu = backend->forGpu();
   memory.buffers.resize(e.buffers.size());
   for (size_t b = 0; b < e.buffers.size(); ++b) {
     const Buffer &buffer = e.buffers[b];
@@ -249,16 +250,25 @@ Status DeviceExecutor::buildProgram(size_t index, ExecutionMode mode) {
       a.writes.push_back(errorRecord);
     if (writesPersistent)
       a.reads.push_back(errorRecord);
-    // cuBLAS and the kernels' scratch share the entry's workspace.
-    bool usesWorkspace = false;
+    // cuBLAS and the kernels' scratch share the entry's workspace. A plain
+    // product uses only cuBLAS's share and a GPU's column sum only the
+    // pinned end, so a bias gradient may run beside its weight gradient.
+    bool products = false, calls = false;
     for (size_t k = first; k < steps.size(); ++k) {
-      usesWorkspace |= productOf(steps[k]) != nullptr;
+      products |= productOf(steps[k]) != nullptr;
       if (const auto *call = std::get_if<BackendCall>(&steps[k]))
-        usesWorkspace |= call->usesWorkspace;
+        calls |= call->usesWorkspace;
     }
-    usesWorkspace |= kernelScratchBytes(e, launch) > 0;
-    if (usesWorkspace && memory.workspace)
+    uint64_t shared = memory.workspaceBytes - memory.pinnedBytes;
+    bool whole = calls || kernelScratchBytes(e, launch) > 0 ||
+                 (products && launch.kernel != KernelId::Matmul);
+    if (memory.workspace && whole)
       a.writes.push_back(span(memory.workspace, memory.workspaceBytes));
+    else if (memory.workspace && products)
+      a.writes.push_back(span(memory.workspace, shared));
+    else if (memory.workspace && memory.forGpu &&
+             columnSumPartialBytes(e, launch) > 0)
+      a.writes.push_back(span(memory.workspace + shared, memory.pinnedBytes));
     access.resize(steps.size(), a);
     if (mode == ExecutionMode::Poison)
       for (uint32_t b : dying[i])

@@ -53,6 +53,9 @@ public:
                        const EntryMemory &memory, std::vector<Step> &out) {
     return appendLaunch(entry, index, memory, out);
   }
+  /// Whether launches are lowered for a GPU's threads (EntryMemory::forGpu):
+  /// CUDA, and the emulator in its GPU mode.
+  virtual bool forGpu() const = 0;
   /// Makes `steps` the program of entry `entry`, in `order`
   /// (stepDependencies). The CUDA graph executor captures and instantiates
   /// it here, with the order's edges.

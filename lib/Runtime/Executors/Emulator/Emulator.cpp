@@ -49,6 +49,7 @@ public:
     std::memcpy(to, from, bytes);
     return Status::ok();
   }
+  bool forGpu() const override { return gpuGroups; }
   // In list order, which respects every edge.
   Status prepare(size_t entry, std::vector<Step> steps,
                  const StepOrder &) override {
