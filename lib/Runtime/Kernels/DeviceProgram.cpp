@@ -57,13 +57,13 @@ void simplify(StridedShape &shape) {
 /// to fill a GPU, however narrow the table.
 constexpr int64_t kEmbeddingGradThreads = 32768;
 
-/// Threads per group for rows of `work` elements: whole warps, at most 256,
-/// no more warps than the row fills.
+/// Threads per group for rows of `work` elements: one warp up to
+/// kWarpRowLength (the CUDA executor packs such groups several to a block,
+/// and a warp reduces with shuffles alone: a norm's row of 768 no longer
+/// holds 256 threads through four block barriers), else 256.
+constexpr int64_t kWarpRowLength = 1024;
 int32_t groupThreadsFor(int64_t work) {
-  if (work >= 256)
-    return 256;
-  int64_t warps = (std::max<int64_t>(work, 1) + 31) / 32;
-  return static_cast<int32_t>(warps * 32);
+  return work > kWarpRowLength ? 256 : 32;
 }
 
 /// A product over attention's heads: `heads` items in each of `runs` runs;

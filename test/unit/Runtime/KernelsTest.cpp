@@ -2043,7 +2043,7 @@ TEST(LossKernels, FusedCrossEntropyGivesTheTwoKernelsBits) {
   // gradient kernels: the same loss and gradient bits for f32 and bf16
   // logits (and the f64 reference), ignored rows and smoothed labels, the
   // gradient beside the logits or over them, one lane per row and the GPU's
-  // lanes replayed (96 per row of 70: labels owned by lanes other than 0).
+  // lanes replayed (32 per row of 70: labels owned by lanes other than 0).
   struct Variant {
     bool ignore;
     double smoothing;

@@ -78,6 +78,42 @@ struct BlockGroup {
   }
 };
 
+/// A warp as a group (groups of 32 lanes): a block holds kWarpGroups of
+/// them, each on its own rows, so a short row (a norm's 768 elements) does
+/// not leave a whole block waiting on its barriers. Reductions are the
+/// warp's butterfly, then lane 0's value for all (blockReduce's order with
+/// one warp, so the bits do not depend on the packing); __syncwarp orders
+/// the lanes' memory as blockReduce's barriers do. No block barrier: the
+/// block's warps run different rows.
+struct WarpGroup {
+  int64_t lane;
+  int64_t lanes;
+  template <typename T, typename Op>
+  __host__ __device__ T reduce(T value, Op op) const {
+#ifdef __CUDA_ARCH__
+    __syncwarp();
+    for (int offset = 16; offset > 0; offset >>= 1)
+      value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    return __shfl_sync(0xffffffffu, value, 0);
+#else
+    return value; // never called on the host
+#endif
+  }
+};
+
+constexpr int kWarpGroups = 8;
+
+template <typename F> __global__ void warpGroupKernel(F f) {
+  if (f.abort && *f.abort)
+    return;
+  WarpGroup group{static_cast<int64_t>(threadIdx.x & 31), 32};
+  int64_t first = static_cast<int64_t>(blockIdx.x) * kWarpGroups +
+                  (threadIdx.x >> 5);
+  for (int64_t g = first; g < f.count;
+       g += static_cast<int64_t>(gridDim.x) * kWarpGroups)
+    f(g, group);
+}
+
 template <typename F> __global__ void elementKernel(F f) {
   if (f.abort && *f.abort)
     return;
@@ -120,8 +156,14 @@ struct CudaLauncher {
     if (f.count <= 0)
       return;
     if constexpr (F::kGrouped) {
-      unsigned blocks = static_cast<unsigned>(std::min(f.count, kMaxBlocks));
-      groupKernel<F><<<blocks, f.groupThreads, 0, stream>>>(f);
+      if (f.groupThreads == 32) {
+        int64_t needed = (f.count + kWarpGroups - 1) / kWarpGroups;
+        unsigned blocks = static_cast<unsigned>(std::min(needed, kMaxBlocks));
+        warpGroupKernel<F><<<blocks, 32 * kWarpGroups, 0, stream>>>(f);
+      } else {
+        unsigned blocks = static_cast<unsigned>(std::min(f.count, kMaxBlocks));
+        groupKernel<F><<<blocks, f.groupThreads, 0, stream>>>(f);
+      }
     } else {
       int64_t needed = (f.count + kElementThreads - 1) / kElementThreads;
       unsigned blocks = static_cast<unsigned>(std::min(needed, kMaxBlocks));
