@@ -7,12 +7,16 @@
 // waited for (as zrun does). Prints a Markdown table: per-step wall time,
 // host time spent issuing a step, device memory in use (cudaMemGetInfo: the
 // plan's allocation plus cuBLAS and the graphs), how much that grew over the
-// timed steps (it must not), and the runtime's allocations after load.
+// timed steps (it must not), the runtime's allocations after load, and the
+// MFU: the plan's model FLOPs a step (recomputation not counted) at the
+// median step time over the device's dense peak for the plan's precision
+// (zcc::runtime::devicePeakTflops; "-" for a device it does not know).
 //
 //===----------------------------------------------------------------------===//
 
 #include "../StepBench.h"
 
+#include "zcc/Reports/Progress.h"
 #include "zcc/Runtime/Plan/PlanFile.h"
 
 #include <cuda_runtime.h>
@@ -84,8 +88,8 @@ int main(int argc, char **argv) {
         std::printf("| plan | launch | step mean (us) | step median (us) | "
                     "host issue per step (us) | device memory used (MiB) | "
                     "plan regions (MiB) | growth over the run (bytes) | "
-                    "allocations after load |\n");
-        std::printf("|---|---|---|---|---|---|---|---|---|\n");
+                    "allocations after load | MFU |\n");
+        std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
         header = true;
       }
       int64_t start = usedBytes();
@@ -102,12 +106,22 @@ int main(int argc, char **argv) {
       double issue = 1e6 * (stats.hostIssueSeconds - issuedBefore) /
                      static_cast<double>(steps);
       std::string name = path.substr(path.find_last_of('/') + 1);
+      double peak = devicePeakTflops(stats.deviceName, *plan, entry);
+      double flops = stepWork(*plan, entry, -1, 1).flops;
+      std::string mfu = "-";
+      if (peak > 0 && median > 0) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f%%",
+                      100.0 * flops / (median * 1e-6) / (peak * 1e12));
+        mfu = text;
+      }
       std::printf("| %s | %s | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | "
-                  "%llu |\n",
+                  "%llu | %s |\n",
                   name.c_str(), launchModeName(mode), mean, median, issue,
                   (end - before) / 1048576.0, stats.deviceBytes / 1048576.0,
                   static_cast<long long>(end - start),
-                  static_cast<unsigned long long>(stats.allocationsAfterLoad));
+                  static_cast<unsigned long long>(stats.allocationsAfterLoad),
+                  mfu.c_str());
     }
   }
   return 0;

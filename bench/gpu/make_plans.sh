@@ -81,4 +81,11 @@ python=${ZCC_PYTHON:-$root/.cache/py-venv/bin/python}
 [ -x "$python" ] || python=python3
 PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} "$python" \
   "$root/bench/gpu/model_plans.py" "$out"
+# The Llama-style benchmark model (issue 48), xz-compressed: 20 MB of
+# mostly constants each, 0.3 MB packed (run.sh unpacks them).
+PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} "$python" \
+  "$root/bench/gpu/model_plans.py" "$out" --bench
+for plan in "$out"/llama_small*.zplan; do
+  [ -f "$plan" ] && xz -T0 -f "$plan"
+done
 ls -l "$out"/*.zplan

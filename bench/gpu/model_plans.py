@@ -13,6 +13,13 @@ statistics), and its weights as NAME.safetensors (zrun --load-checkpoint):
 
     PYTHONPATH=build/python python3 bench/gpu/model_plans.py OUT_DIR
 
+With --bench it writes the benchmark's Llama-style model instead
+(llama_model.py: 12 layers of width 768, grouped-query attention, batch 8,
+sequence 1024), in f32 and bf16, without weights (its time does not depend
+on them; zcc-gpu-bench steps it on the initial state):
+
+  llama_small.zplan, llama_small_bf16.zplan
+
 Needs torch, transformers (for Llama) and the zcc package; a plan it cannot make is named with the reason and
 skipped (exit 0), so the suite runs without it.
 """
@@ -67,9 +74,33 @@ def llama_tiny():
 MODELS = {"cnn": cnn, "llama_tiny": llama_tiny}
 
 
+def bench_plans(out, zcc):
+    """The Llama-style benchmark model's f32 and bf16 plans (llama_model.py),
+    as torch_bench.py --model llama builds it for PyTorch."""
+    import torch
+    import torch.nn.functional as F
+    import llama_model
+
+    _, _, _, _, _, seq, vocab = llama_model.parse_sizes(llama_model.DEFAULT_SIZES)
+    batch = llama_model.DEFAULT_BATCH
+    module = llama_model.build(llama_model.DEFAULT_SIZES)
+    module.train()
+    ids = torch.randint(0, vocab, (batch, seq))
+    labels = torch.randint(0, vocab, (batch * seq,))
+    traced = zcc.from_torch(module, (ids,), (labels,), loss=F.cross_entropy)
+    for suffix, precision in (("", None), ("_bf16", "bf16")):
+        path = os.path.join(out, f"llama_small{suffix}.zplan")
+        compiled = traced.compile(optimizer=zcc.adamw(lr=1e-3),
+                                  precision=precision)
+        compiled.save(path)
+        print(f"model_plans: {path} ({os.path.getsize(path)} bytes)")
+
+
 def main(argv):
+    bench = "--bench" in argv[1:]
+    argv = [a for a in argv if a != "--bench"]
     if len(argv) != 2:
-        print("usage: model_plans.py OUT_DIR", file=sys.stderr)
+        print("usage: model_plans.py OUT_DIR [--bench]", file=sys.stderr)
         return 2
     out = argv[1]
     os.makedirs(out, exist_ok=True)
@@ -77,6 +108,12 @@ def main(argv):
         import zcc
     except ImportError as exc:
         print(f"model_plans: skipped every model: zcc is not importable ({exc})")
+        return 0
+    if bench:
+        try:
+            bench_plans(out, zcc)
+        except ImportError as exc:
+            print(f"model_plans: skipped the Llama benchmark: {exc}")
         return 0
     for name, build in MODELS.items():
         try:

@@ -28,6 +28,16 @@ if [ -d "$plans/plans" ] && [ -d "$plans/deps" ]; then
   export ZCC_GPU_DEPS=${ZCC_GPU_DEPS:-$plans/deps}
   plans=$plans/plans
 fi
+# Plans that make_plans.sh compressed (mostly constants: the Llama model's
+# 20 MB are 0.3 MB in xz), unpacked beside them with Python's lzma (the GPU
+# machine may have no xz).
+for packed in "$plans"/*.zplan.xz; do
+  [ -f "$packed" ] && [ ! -f "${packed%.xz}" ] || continue
+  python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o:
+    shutil.copyfileobj(i, o)' "$packed" "${packed%.xz}" ||
+    echo "run.sh: could not unpack $packed"
+done
 out=${2:-$root/bench/gpu/out}
 build=${ZCC_GPU_BUILD_DIR:-$root/build-gpu}
 step_timeout=${ZCC_GPU_STEP_TIMEOUT:-300}
@@ -338,6 +348,18 @@ if [ -f "$plans/gpt2_small.zplan" ]; then
     python3 "$root/bench/gpu/torch_bench.py" --model gpt --gpt 12,768,12,1024,50304 \
     --batch 8 --steps 20 --warmup 3 \
     --modes eager,graph,eager-bf16,graph-bf16,compile-bf16,graph-tf32
+fi
+# The Llama-style model at GPT-2 small's width and depth (issue 48's second
+# model; bench/gpu/llama_model.py): transformers' LlamaForCausalLM imported
+# by zcc.from_torch (model_plans.py --bench), against the same module in
+# PyTorch.
+if [ -f "$plans/llama_small_bf16.zplan" ]; then
+  step "benchmark at real size: Llama-style 12x768 (GQA 12/4, batch 8, sequence 1024), zcc" \
+    real-size.md "$build/bin/zcc-gpu-bench" "$plans/llama_small_bf16.zplan" \
+    $(ls "$plans"/llama_small.zplan 2>/dev/null) --steps 20 --warmup 3
+  step "benchmark at real size: Llama-style 12x768 (GQA 12/4, batch 8, sequence 1024), PyTorch" \
+    real-size.md python3 "$root/bench/gpu/torch_bench.py" --model llama --batch 8 \
+    --steps 20 --warmup 3 --modes eager,graph,eager-bf16,graph-bf16,compile-bf16
 fi
 
 if command -v compute-sanitizer > /dev/null; then

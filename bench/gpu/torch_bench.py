@@ -62,6 +62,7 @@ LN_EPS = 1e-5
 BATCHES = {
     "mlp": {"small": 32, "large": 512},
     "gpt": {"small": 2, "large": 32},
+    "llama": {"small": 8, "large": 8},
 }
 
 # Random batches pre-generated on the device per run; cycled through so that
@@ -203,7 +204,34 @@ def build_gpt(batch, device):
     return p, loss_fn, make_batch
 
 
-BUILDERS = {"mlp": build_mlp, "gpt": build_gpt}
+# The Llama-style model (llama_model.py; --llama sets its sizes): the module
+# itself, as model_plans.py --bench imports it for zcc.
+LLAMA_SIZES = None
+
+
+def build_llama(batch, device):
+    import llama_model
+
+    sizes = LLAMA_SIZES or llama_model.DEFAULT_SIZES
+    _, _, _, _, _, seq, vocab = llama_model.parse_sizes(sizes)
+    module = llama_model.build(sizes).to(device)
+    module.train()
+    p = dict(module.named_parameters())
+
+    def loss_fn(inputs):
+        ids, labels = inputs
+        return F.cross_entropy(module(ids), labels)
+
+    def make_batch():
+        ids = torch.randint(0, vocab, (batch, seq), device=device, dtype=torch.long)
+        labels = torch.randint(0, vocab, (batch * seq,), device=device,
+                               dtype=torch.long)
+        return ids, labels
+
+    return p, loss_fn, make_batch
+
+
+BUILDERS = {"mlp": build_mlp, "gpt": build_gpt, "llama": build_llama}
 
 
 # ----------------------------------------------------------------------------
@@ -399,7 +427,10 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         description="Time a full PyTorch training step (eager and CUDA graph) "
         "for the zcc example models.")
-    ap.add_argument("--model", choices=["mlp", "gpt", "all"], default="all")
+    ap.add_argument("--model", choices=["mlp", "gpt", "llama", "all"],
+                    default="all",
+                    help="all: mlp and gpt; llama (transformers' "
+                    "LlamaForCausalLM, bench/gpu/llama_model.py) on request")
     ap.add_argument("--batch", type=int, default=None,
                     help="run only this batch size (overrides --sizes)")
     ap.add_argument("--sizes", default="small,large",
@@ -418,7 +449,19 @@ def parse_args(argv):
                     help="the GPT model at another size: layers, width, heads, "
                     "sequence, vocabulary and MLP width (default 4 D), as "
                     "bench/gpu/gpt_model.py writes it for zcc")
+    ap.add_argument("--llama", default=None, metavar="L,D,H,KV,F,T,V",
+                    help="the Llama-style model's sizes (llama_model.py; "
+                    "default its benchmark size, as model_plans.py --bench "
+                    "compiles it for zcc)")
     args = ap.parse_args(argv)
+    if args.llama is not None:
+        import llama_model
+        try:
+            llama_model.parse_sizes(args.llama)
+        except ValueError as exc:
+            ap.error(f"--llama: {exc}")
+        global LLAMA_SIZES
+        LLAMA_SIZES = args.llama
     if args.gpt is not None:
         try:
             use_gpt_sizes(args.gpt)
@@ -456,6 +499,11 @@ def main(argv=None):
     torch.backends.cudnn.allow_tf32 = False
 
     models = ["mlp", "gpt"] if args.model == "all" else [args.model]
+    if "llama" in models:
+        try:
+            import transformers  # noqa: F401
+        except ImportError as exc:
+            skip(f"the Llama-style model needs transformers ({exc})")
     configs = []
     for model in models:
         batches = ([args.batch] if args.batch is not None
