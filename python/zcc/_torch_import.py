@@ -250,7 +250,71 @@ def _binary(fn):
 _handles("add.Tensor", "add.Scalar")(_binary(operator.add))
 _handles("sub.Tensor", "sub.Scalar", "rsub.Scalar")(
     _binary(operator.sub))
-_handles("mul.Tensor", "mul.Scalar")(_binary(operator.mul))
+def _float_cast_source(node):
+    """The value a chain of casts to float32 of a float32 value reads (the
+    `.to(torch.float32)` an RMSNorm written out states), else `node`."""
+    import torch
+    import torch.fx as fx
+    while (isinstance(node, fx.Node) and node.op == "call_function"
+           and _target_name(node.target) in ("to.dtype", "_to_copy.default")
+           and _target_dtype(node) == torch.float32
+           and isinstance(node.args[0], fx.Node)
+           and getattr(node.args[0].meta.get("val"), "dtype", None)
+           == torch.float32):
+        node = node.args[0]
+    return node
+
+
+def _called(node, *names):
+    import torch.fx as fx
+    return (isinstance(node, fx.Node) and node.op == "call_function"
+            and _target_name(node.target) in names)
+
+
+def _rms_norm_parts(node):
+    """(x, weight, eps) where `node` is an RMSNorm written out in aten ops,
+    `weight * (x * rsqrt(mean(x^2, -1, keepdim) + eps))` (transformers'
+    Llama, Qwen2 and Mistral RMSNorm; either operand order, casts to float32
+    of float32 values between), else None: one zt.rms_norm instead of six
+    launches forward and more in the backward."""
+    import torch
+    if not _called(node, "mul.Tensor") or len(node.args) != 2:
+        return None
+    for weight, scaled in (node.args, node.args[::-1]):
+        scaled = _float_cast_source(scaled)
+        w = getattr(weight, "meta", {}).get("val")
+        if w is None or w.dim() != 1 or not _called(scaled, "mul.Tensor"):
+            continue
+        for x, r in (scaled.args, scaled.args[::-1]):
+            if not _called(r, "rsqrt.default") or not _called(
+                    r.args[0], "add.Tensor", "add.Scalar"):
+                continue
+            mean, eps = r.args[0].args[:2]
+            if (not isinstance(eps, (int, float)) or not _called(mean, "mean.dim")
+                    or not _called(mean.args[0], "pow.Tensor_Scalar")):
+                continue
+            square = mean.args[0]
+            xv = getattr(x, "meta", {}).get("val")
+            dims = list(mean.args[1]) if len(mean.args) > 1 else []
+            keep = _kw(mean, 2, "keepdim", False)
+            if (square.args[0] is x and square.args[1] == 2 and xv is not None
+                    and xv.dtype == torch.float32 and xv.dim() >= 1
+                    and dims in ([-1], [xv.dim() - 1]) and keep
+                    and tuple(w.shape) == (xv.shape[-1],)
+                    and w.dtype == torch.float32):
+                return x, weight, float(eps)
+    return None
+
+
+def _mul(ctx, node):
+    parts = _rms_norm_parts(node)
+    if parts is not None:
+        x, weight, eps = parts
+        return ops.rms_norm(ctx.get(x), ctx.get(weight), eps)
+    return _binary(operator.mul)(ctx, node)
+
+
+_handles("mul.Tensor", "mul.Scalar")(_mul)
 _handles("div.Tensor", "div.Scalar",
          why=lambda node: "rounding_mode" if node.kwargs.get("rounding_mode")
          else None)(_binary(operator.truediv))

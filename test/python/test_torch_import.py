@@ -1411,3 +1411,58 @@ def test_gather_indices_out_of_range_are_step_errors():
     with pytest.raises(zcc.Error, match=r"embedding.*out of range"):
         session.step(x.numpy(), np.array([[0, 4], [1, 1], [2, 0]]),
                      np.zeros((3, 2), np.float32))
+
+
+class WrittenOutRmsNorm(nn.Module):
+    """An RMSNorm as transformers' Llama, Qwen2 and Mistral write it (casts
+    to float32, pow, mean, rsqrt), weight first or last; over the last
+    dimension, or (`dim=0`) over another, which is no RMSNorm."""
+
+    def __init__(self, width, weight_first=True, dim=-1, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(1 + 0.1 * torch.randn(width))
+        self.weight_first, self.dim, self.eps = weight_first, dim, eps
+
+    def forward(self, x):
+        # transformers casts to float32; the weight's dtype is that in the
+        # imported f32 module and keeps PyTorch's f64 reference all f64.
+        x32 = x.to(self.weight.dtype)
+        variance = x32.pow(2).mean(self.dim, keepdim=True)
+        y = (x32 * torch.rsqrt(variance + self.eps)).to(x.dtype)
+        return self.weight * y if self.weight_first else y * self.weight
+
+
+class RmsNormed(nn.Module):
+    def __init__(self, **norm):
+        super().__init__()
+        self.up = nn.Linear(20, 32)
+        self.norm = WrittenOutRmsNorm(32, **norm)
+        self.down = nn.Linear(32, 5)
+
+    def forward(self, x):
+        return self.down(self.norm(torch.relu(self.up(x))))
+
+
+@pytest.mark.parametrize("precision,tolerance", [("f64", 1e-9), ("f32", 1e-4)])
+@pytest.mark.parametrize("weight_first", [True, False])
+def test_written_out_rms_norm_imports_as_rms_norm(weight_first, precision,
+                                                 tolerance):
+    # One zt.rms_norm (and its fused gradient) instead of pow, mean, add,
+    # rsqrt and two muls: none of them is left in the plan, and it trains
+    # to PyTorch's losses.
+    torch.manual_seed(3)
+    run = {}
+    trains_like_pytorch(RmsNormed(weight_first=weight_first), 20, 5, precision,
+                        tolerance, ("rms_norm",), run=run)
+    launches = run["traced"].compile().planned_ir()
+    assert '"rms_norm_grad"' in launches
+    for op in ("pow", "mean", "rsqrt"):
+        assert f'zplan.launch "{op}"' not in launches, op
+
+
+def test_a_sum_of_squares_over_another_dimension_stays_written_out():
+    # mean over dimension 0 is not an RMSNorm over the features: imported op
+    # by op, and still PyTorch's losses.
+    torch.manual_seed(4)
+    ir = trains_like_pytorch(RmsNormed(dim=0), 20, 5, "f64", 1e-9, ("mean",))
+    assert "zt.rms_norm " not in ir
