@@ -49,23 +49,11 @@ def cnn():
 def llama_tiny():
     import torch
     import torch.nn.functional as F
-    import transformers
+    import llama_model
 
-    class TokenLogits(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids):
-            return self.model(ids).logits.flatten(0, 1)
-
-    config = transformers.LlamaConfig(
-        vocab_size=128, hidden_size=64, intermediate_size=128,
-        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=32, attention_dropout=0.0, use_cache=False,
-        attn_implementation="sdpa")
-    torch.manual_seed(0)
-    module = TokenLogits(transformers.LlamaForCausalLM(config))
+    # 2 layers of width 64, 4 query heads on 2 key/value heads, MLP 128,
+    # sequence 32, vocabulary 128.
+    module = llama_model.build("2,64,4,2,128,32,128")
     ids = torch.randint(0, 128, (2, 32))
     labels = torch.randint(0, 128, (64,))
     return module, (ids,), (labels,), F.cross_entropy

@@ -45,12 +45,19 @@ std::string describe(cudaError_t status, const char *what) {
 // Kernels: the functors of DeviceKernels.h over a grid
 //===----------------------------------------------------------------------===//
 
-/// The block's combination of every thread's `value` in a fixed order (a
-/// butterfly within each warp, then the warps in order): every thread gets
-/// the same bits, run after run. All threads of the block must call it.
-template <typename T, typename Op> __device__ T blockReduce(T value, Op op) {
+/// A warp's combination of its lanes' `value`: a butterfly, then lane 0's
+/// result for all (lanes would otherwise hold sums in different orders).
+template <typename T, typename Op> __device__ T warpReduce(T value, Op op) {
   for (int offset = 16; offset > 0; offset >>= 1)
     value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return __shfl_sync(0xffffffffu, value, 0);
+}
+
+/// The block's combination of every thread's `value` in a fixed order (each
+/// warp's, then the warps in order): every thread gets the same bits, run
+/// after run. All threads of the block must call it.
+template <typename T, typename Op> __device__ T blockReduce(T value, Op op) {
+  value = warpReduce(value, op);
   __shared__ T partial[32];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   int warps = blockDim.x >> 5;
@@ -64,49 +71,39 @@ template <typename T, typename Op> __device__ T blockReduce(T value, Op op) {
   return result;
 }
 
-/// A thread block as a group: lanes stride over a row together.
-struct BlockGroup {
-  int64_t lane;
-  int64_t lanes;
-  template <typename T, typename Op>
-  __host__ __device__ T reduce(T value, Op op) const {
-#ifdef __CUDA_ARCH__
-    return blockReduce(value, op);
-#else
-    return value; // never called on the host
-#endif
-  }
-};
-
-/// A warp as a group (groups of 32 lanes): a block holds kWarpGroups of
-/// them, each on its own rows, so a short row (a norm's 768 elements) does
-/// not leave a whole block waiting on its barriers. Reductions are the
-/// warp's butterfly, then lane 0's value for all (blockReduce's order with
-/// one warp, so the bits do not depend on the packing); __syncwarp orders
-/// the lanes' memory as blockReduce's barriers do. No block barrier: the
-/// block's warps run different rows.
-struct WarpGroup {
-  int64_t lane;
-  int64_t lanes;
-  template <typename T, typename Op>
-  __host__ __device__ T reduce(T value, Op op) const {
-#ifdef __CUDA_ARCH__
-    __syncwarp();
-    for (int offset = 16; offset > 0; offset >>= 1)
-      value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
-    return __shfl_sync(0xffffffffu, value, 0);
-#else
-    return value; // never called on the host
-#endif
-  }
-};
-
+/// Groups of one warp each in a thread block.
 constexpr int kWarpGroups = 8;
+
+/// A group of threads over a row, its lanes striding over it together: a
+/// thread block (blockReduce), or with `kWarp` one warp of a block holding
+/// kWarpGroups of them, each on its own rows, so a short row (a norm's 768
+/// elements) does not leave a whole block waiting on its barriers. A warp
+/// reduces as blockReduce does with one warp, so a 32-lane group's bits do
+/// not depend on the packing; __syncwarp orders the lanes' memory as
+/// blockReduce's barriers do, and no block barrier is used, as the block's
+/// warps run different rows.
+template <bool kWarp> struct ThreadGroup {
+  int64_t lane;
+  int64_t lanes;
+  template <typename T, typename Op>
+  __host__ __device__ T reduce(T value, Op op) const {
+#ifdef __CUDA_ARCH__
+    if constexpr (kWarp) {
+      __syncwarp();
+      return warpReduce(value, op);
+    } else {
+      return blockReduce(value, op);
+    }
+#else
+    return value; // never called on the host
+#endif
+  }
+};
 
 template <typename F> __global__ void warpGroupKernel(F f) {
   if (f.abort && *f.abort)
     return;
-  WarpGroup group{static_cast<int64_t>(threadIdx.x & 31), 32};
+  ThreadGroup<true> group{static_cast<int64_t>(threadIdx.x & 31), 32};
   int64_t first = static_cast<int64_t>(blockIdx.x) * kWarpGroups +
                   (threadIdx.x >> 5);
   for (int64_t g = first; g < f.count;
@@ -124,8 +121,8 @@ template <typename F> __global__ void elementKernel(F f) {
 template <typename F> __global__ void groupKernel(F f) {
   if (f.abort && *f.abort)
     return;
-  BlockGroup group{static_cast<int64_t>(threadIdx.x),
-                   static_cast<int64_t>(blockDim.x)};
+  ThreadGroup<false> group{static_cast<int64_t>(threadIdx.x),
+                           static_cast<int64_t>(blockDim.x)};
   for (int64_t g = blockIdx.x; g < f.count; g += gridDim.x)
     f(g, group);
 }
