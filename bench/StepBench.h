@@ -24,11 +24,9 @@ namespace zcc::bench {
 /// initialized 'given') as a fresh model's would be, from a fixed seed: 1
 /// for a vector (a norm's gain), else uniform in [-0.02, 0.02]. A step's
 /// time does not depend on them, and a benchmark carries no weights.
-/// Returns how many it wrote.
 inline runtime::Status writeGivenParameters(runtime::Session &session,
-                                            int entry, int &written) {
+                                            int entry) {
   using namespace runtime;
-  written = 0;
   std::mt19937_64 random(1);
   std::uniform_real_distribution<float> uniform(-0.02f, 0.02f);
   for (const PersistentTensor &p : session.plan().persistent) {
@@ -40,7 +38,6 @@ inline runtime::Status writeGivenParameters(runtime::Session &session,
     for (float &v : values)
       v = p.type.rank() == 1 ? 1.0f : uniform(random);
     ZRT_RETURN_IF_ERROR(session.writeValues(info, values.data(), values.size()));
-    ++written;
   }
   return Status::ok();
 }
@@ -54,8 +51,7 @@ openStepSession(std::shared_ptr<const runtime::Plan> plan,
   using namespace runtime;
   ZRT_RETURN_IF_ERROR(Session::create(std::move(plan), options, session));
   ZRT_RETURN_IF_ERROR(session->findEntry("", entry));
-  int written = 0;
-  ZRT_RETURN_IF_ERROR(writeGivenParameters(*session, entry, written));
+  ZRT_RETURN_IF_ERROR(writeGivenParameters(*session, entry));
   std::unique_ptr<DataSource> data;
   ZRT_RETURN_IF_ERROR(makeDataSource(*session, entry, "synthetic", 1, data));
   data->fill(*session, 0);

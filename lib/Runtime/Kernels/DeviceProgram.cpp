@@ -957,8 +957,7 @@ public:
   }
   template <typename S> void reduceOf(ReduceKind kind) {
     ColumnSumShape shape;
-    if (memory.forGpu && kind != ReduceKind::Max &&
-        columnSumShape(entry, launch, shape)) {
+    if (memory.forGpu && columnSumShape(entry, launch, shape)) {
       // The partials take the workspace's pinned end; a plan written before
       // it had room keeps a group per column.
       T *partials = nullptr;
@@ -1127,9 +1126,12 @@ public:
       columns.count = rows.width;
       ColumnSumShape shape;
       if (memory.forGpu && columnSumShape(entry, launch, shape))
-        // The partials follow the statistics (kernelScratchBytes).
-        chunkedColumns(columns, stats + (Columns<T, S>::kSums == 2 ? 2 : 1) *
-                                            rows.count);
+        // The partials follow the statistics: the scratch less the partials
+        // is the statistics' floats (kernelScratchBytes).
+        chunkedColumns(columns,
+                       stats + (kernelScratchBytes(entry, launch) -
+                                columnSumPartialBytes(entry, launch)) /
+                                   4);
       else
         push(columns, rows.count);
     });
