@@ -335,6 +335,143 @@ ZRT_HOST_DEVICE void runElements(const F &f, int64_t first, int64_t end,
 }
 
 //===----------------------------------------------------------------------===//
+// Runs: an element kernel's GPU threads take consecutive elements
+//===----------------------------------------------------------------------===//
+
+#if defined(__CUDA_ARCH__)
+#define ZRT_UNROLL _Pragma("unroll")
+#else
+#define ZRT_UNROLL
+#endif
+/// nvcc keeps a large function (an op switch) out of line, and a run's
+/// arrays passed to it by reference then live in local memory.
+#if defined(__CUDACC__)
+#define ZRT_INLINE __forceinline__
+#else
+#define ZRT_INLINE inline
+#endif
+
+/// Elements a GPU thread takes at once in a kernel with runs. One bf16 per
+/// thread keeps too few bytes in flight to fill HBM's bandwidth (the H200's
+/// element kernels ran at a fifth of it); a run reads 16 bytes of each
+/// operand with one load before it computes, and writes 16 at once.
+inline constexpr int kRunElements = 8;
+
+/// Element kernels with `elementRun(first)` (or `elementRun(first,
+/// prepared)`): elements first .. first + kRunElements - 1, each computed as
+/// operator()(i) computes it, every operand's run read before any result is
+/// written. The elements after the last whole run go through operator().
+template <typename F, typename = void> struct HasRuns {
+  static constexpr bool value = false;
+};
+template <typename F>
+struct HasRuns<F, std::void_t<decltype(&F::kRunsOnGpu)>> {
+  static constexpr bool value = F::kRunsOnGpu;
+};
+
+/// 16 bytes of elements, loaded or stored with one instruction on the GPU.
+template <typename S> struct alignas(16) Chunk16 {
+  S e[16 / sizeof(S)];
+};
+
+/// Elements first .. first + N - 1 of a contiguous operand into `out`.
+template <int N, typename S>
+ZRT_HOST_DEVICE ZRT_INLINE void loadRun(const S *p, int64_t first, S (&out)[N]) {
+  const S *at = p + first;
+  constexpr int kChunk = static_cast<int>(16 / sizeof(S));
+  if constexpr (N % kChunk == 0) {
+    if ((reinterpret_cast<uintptr_t>(at) & 15) == 0) {
+      ZRT_UNROLL
+      for (int c = 0; c < N / kChunk; ++c) {
+#ifdef __CUDA_ARCH__
+        Chunk16<S> chunk = reinterpret_cast<const Chunk16<S> *>(at)[c];
+#else
+        Chunk16<S> chunk;
+        std::memcpy(&chunk, at + c * kChunk, 16);
+#endif
+        ZRT_UNROLL
+        for (int e = 0; e < kChunk; ++e)
+          out[c * kChunk + e] = chunk.e[e];
+      }
+      return;
+    }
+  }
+  ZRT_UNROLL
+  for (int e = 0; e < N; ++e)
+    out[e] = at[e];
+}
+
+/// Elements first .. first + N - 1 into a contiguous result.
+template <int N, typename S>
+ZRT_HOST_DEVICE ZRT_INLINE void storeRun(S *p, int64_t first, const S (&v)[N]) {
+  S *at = p + first;
+  constexpr int kChunk = static_cast<int>(16 / sizeof(S));
+  if constexpr (N % kChunk == 0) {
+    if ((reinterpret_cast<uintptr_t>(at) & 15) == 0) {
+      ZRT_UNROLL
+      for (int c = 0; c < N / kChunk; ++c) {
+        Chunk16<S> chunk;
+        ZRT_UNROLL
+        for (int e = 0; e < kChunk; ++e)
+          chunk.e[e] = v[c * kChunk + e];
+#ifdef __CUDA_ARCH__
+        reinterpret_cast<Chunk16<S> *>(at)[c] = chunk;
+#else
+        std::memcpy(at + c * kChunk, &chunk, 16);
+#endif
+      }
+      return;
+    }
+  }
+  ZRT_UNROLL
+  for (int e = 0; e < N; ++e)
+    at[e] = v[e];
+}
+
+/// Elements first .. first + N - 1 of an operand read through strides
+/// (`strided`, a broadcast) or contiguous. A run within one line of the
+/// innermost dimension costs one offsetOf; one crossing lines, one each.
+template <int N, typename S>
+ZRT_HOST_DEVICE ZRT_INLINE void loadOperandRun(const S *p, bool strided,
+                                           const StridedShape &read,
+                                           int64_t first, S (&out)[N]) {
+  if (!strided)
+    return loadRun(p, first, out);
+  int64_t offset = read.offsetOf(first);
+  int64_t inner = read.rank > 0 ? read.size[read.rank - 1] : 1;
+  int64_t step = read.rank > 0 ? read.stride[read.rank - 1] : 0;
+  if (read.rank <= 1 || first % inner + N <= inner) {
+    ZRT_UNROLL
+    for (int e = 0; e < N; ++e)
+      out[e] = p[offset + e * step];
+    return;
+  }
+  ZRT_UNROLL
+  for (int e = 0; e < N; ++e)
+    out[e] = p[read.offsetOf(first + e)];
+}
+
+/// A GPU thread's share of a kernel with runs: runs `thread`, `thread +
+/// threads`, ..., then the elements after the last whole run, one a thread.
+template <typename F>
+ZRT_HOST_DEVICE void runElementRuns(const F &f, int64_t thread,
+                                    int64_t threads) {
+  int64_t runs = f.count / kRunElements;
+  if constexpr (HasPrepare<F>::value) {
+    auto prepared = f.prepare();
+    for (int64_t r = thread; r < runs; r += threads)
+      f.elementRun(r * kRunElements, prepared);
+    for (int64_t i = runs * kRunElements + thread; i < f.count; i += threads)
+      f(i, prepared);
+  } else {
+    for (int64_t r = thread; r < runs; r += threads)
+      f.elementRun(r * kRunElements);
+    for (int64_t i = runs * kRunElements + thread; i < f.count; i += threads)
+      f(i);
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Element kernels
 //===----------------------------------------------------------------------===//
 
@@ -445,7 +582,7 @@ template <typename T, typename S = T> struct Elementwise : Functor {
   /// elements can be specialized for one op (the host's). The float rows,
   /// scale and mse_grad.
   template <typename Fn>
-  ZRT_HOST_DEVICE static void dispatch(ElementOp op, Fn &&fn) {
+  ZRT_HOST_DEVICE ZRT_INLINE static void dispatch(ElementOp op, Fn &&fn) {
     switch (op) {
 #define ZRT_ELEMENT_DISPATCH(id, name, arity, ...)                             \
   ZRT_IF_FLOAT_##arity(case ElementOp::id                                      \
@@ -473,6 +610,21 @@ template <typename T, typename S = T> struct Elementwise : Functor {
         bv = loadAs<T>(b[bStrided ? bRead.offsetOf(i) : i]);
       y[i] = storeAs<S>(compute<Op>(x, bv));
     });
+  }
+
+  static constexpr bool kRunsOnGpu = true;
+  ZRT_HOST_DEVICE void elementRun(int64_t first) const {
+    S xs[kRunElements], bs[kRunElements] = {}, ys[kRunElements];
+    loadOperandRun(a, aStrided, aRead, first, xs);
+    if (readsB(op))
+      loadOperandRun(b, bStrided, bRead, first, bs);
+    dispatch(op, [&](auto constant) {
+      constexpr ElementOp Op = decltype(constant)::value;
+      ZRT_UNROLL
+      for (int e = 0; e < kRunElements; ++e)
+        ys[e] = storeAs<S>(compute<Op>(loadAs<T>(xs[e]), loadAs<T>(bs[e])));
+    });
+    storeRun(y, first, ys);
   }
 };
 
@@ -545,6 +697,76 @@ template <typename T> struct ElementProgram : Functor {
       run<BFloat16>(i);
     else
       run<T>(i);
+  }
+
+  /// Operands a run holds in registers; a program with more runs element
+  /// by element (as many registers for 8 would halve the GPU's threads).
+  static constexpr int kRunInputs = 4;
+
+  /// Elements first .. first + kRunElements - 1: every operand's run read
+  /// first, each dropout step's keep bits drawn once per Philox block (four
+  /// elements), then each element's steps as run(i) does them.
+  template <typename S> ZRT_HOST_DEVICE void runOf(int64_t first) const {
+    if (inputs > kRunInputs) {
+      for (int e = 0; e < kRunElements; ++e)
+        run<S>(first + e);
+      return;
+    }
+    S raw[kRunInputs][kRunElements];
+    ZRT_UNROLL
+    for (int k = 0; k < kRunInputs; ++k)
+      if (k < inputs)
+        loadOperandRun(static_cast<const S *>(in[k]), strided[k], read[k],
+                       first, raw[k]);
+    uint32_t kept[kMaxFusedSteps]; // bit e: step s keeps element first + e
+    for (int s = 0; s < steps; ++s) {
+      if (step[s].op != ElementOp::Dropout)
+        continue;
+      uint32_t bits = 0;
+      ZRT_UNROLL
+      for (int q = 0; q < kRunElements; q += 4) {
+        PhiloxBlock block =
+            dropoutBlock(step[s].seed, static_cast<uint64_t>(first + q),
+                         static_cast<uint64_t>(*stepCounter));
+        ZRT_UNROLL
+        for (int j = 0; j < 4; ++j)
+          if (block.words[j] >= step[s].threshold)
+            bits |= 1u << (q + j);
+      }
+      kept[s] = bits;
+    }
+    S outs[kMaxFusedOutputs][kRunElements];
+    ZRT_UNROLL
+    for (int e = 0; e < kRunElements; ++e) {
+      T v[kMaxFusedInputs + kMaxFusedSteps];
+      ZRT_UNROLL
+      for (int k = 0; k < kRunInputs; ++k)
+        if (k < inputs)
+          v[k] = loadAs<T>(raw[k][e]);
+      for (int s = 0; s < steps; ++s) {
+        const ProgramStep<T> &st = step[s];
+        T r = st.op != ElementOp::Dropout ? value(st, v[st.a], v[st.b])
+              : (kept[s] >> e) & 1u      ? v[st.a] / st.p0
+                                         : T(0.0);
+        v[inputs + s] = loadAs<T>(storeAs<S>(r));
+      }
+      ZRT_UNROLL
+      for (int o = 0; o < kMaxFusedOutputs; ++o)
+        if (o < outputs)
+          outs[o][e] = storeAs<S>(v[out[o]]);
+    }
+    ZRT_UNROLL
+    for (int o = 0; o < kMaxFusedOutputs; ++o)
+      if (o < outputs)
+        storeRun(static_cast<S *>(y[o]), first, outs[o]);
+  }
+
+  static constexpr bool kRunsOnGpu = true;
+  ZRT_HOST_DEVICE void elementRun(int64_t first) const {
+    if (bf16)
+      runOf<BFloat16>(first);
+    else
+      runOf<T>(first);
   }
 
   template <typename B> static void build(B &b) {
@@ -805,6 +1027,32 @@ template <typename T> struct Convert : Functor {
       break;
     }
   }
+
+  /// Runs for the casts between T and bf16 (mixed precision's, a weight's
+  /// every step); the other conversions element by element.
+  static constexpr bool kRunsOnGpu = true;
+  ZRT_HOST_DEVICE void elementRun(int64_t first) const {
+    if (from == MixedStorage::Compute && to == MixedStorage::BF16) {
+      T xs[kRunElements];
+      BFloat16 ys[kRunElements];
+      loadRun(static_cast<const T *>(x), first, xs);
+      ZRT_UNROLL
+      for (int e = 0; e < kRunElements; ++e)
+        ys[e] = floatToBf16(static_cast<float>(xs[e]));
+      storeRun(static_cast<BFloat16 *>(y), first, ys);
+    } else if (from == MixedStorage::BF16 && to == MixedStorage::Compute) {
+      BFloat16 xs[kRunElements];
+      T ys[kRunElements];
+      loadRun(static_cast<const BFloat16 *>(x), first, xs);
+      ZRT_UNROLL
+      for (int e = 0; e < kRunElements; ++e)
+        ys[e] = static_cast<T>(bf16ToFloat(xs[e]));
+      storeRun(static_cast<T *>(y), first, ys);
+    } else {
+      for (int e = 0; e < kRunElements; ++e)
+        (*this)(first + e);
+    }
+  }
 };
 
 /// y[q, k] = 0 for k <= q, else -inf.
@@ -1021,6 +1269,19 @@ ZRT_HOST_DEVICE inline T scheduledLr(T lr, const T *factor) {
   return factor ? lr * *factor : lr;
 }
 
+/// An update's gradient run: T, or mixed precision's bf16 widened.
+template <typename T>
+ZRT_HOST_DEVICE ZRT_INLINE void loadGradRun(const T *grad, const BFloat16 *gradBf16,
+                                        int64_t first, T (&out)[kRunElements]) {
+  if (!gradBf16)
+    return loadRun(grad, first, out);
+  BFloat16 raw[kRunElements];
+  loadRun(gradBf16, first, raw);
+  ZRT_UNROLL
+  for (int e = 0; e < kRunElements; ++e)
+    out[e] = loadAs<T>(raw[e]);
+}
+
 /// Updated in place when the outputs are the state's buffers.
 template <typename T> struct Sgd : Functor {
   static constexpr bool kGrouped = false;
@@ -1040,17 +1301,39 @@ template <typename T> struct Sgd : Functor {
             scheduledLr(lr, lrFactor)};
   }
 
-  ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
-    T p = param[i];
-    T g = (gradBf16 ? loadAs<T>(gradBf16[i]) : grad[i]) * c.clip +
-          weightDecay * p;
+  /// The new parameter (and momentum buffer, when there is one) from p, g
+  /// and b.
+  ZRT_HOST_DEVICE void update(T &p, T g, T &b, const Prepared &c) const {
+    g = g * c.clip + weightDecay * p;
     if (!buffer) {
-      newParam[i] = p - c.lr * g;
+      p = p - c.lr * g;
       return;
     }
-    T b = momentum * buffer[i] + g;
-    newBuffer[i] = b;
-    newParam[i] = nesterov ? p - c.lr * (g + momentum * b) : p - c.lr * b;
+    b = momentum * b + g;
+    p = nesterov ? p - c.lr * (g + momentum * b) : p - c.lr * b;
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i, const Prepared &c) const {
+    T p = param[i], b = buffer ? buffer[i] : T(0.0);
+    update(p, gradBf16 ? loadAs<T>(gradBf16[i]) : grad[i], b, c);
+    if (buffer)
+      newBuffer[i] = b;
+    newParam[i] = p;
+  }
+
+  static constexpr bool kRunsOnGpu = true;
+  ZRT_HOST_DEVICE void elementRun(int64_t first, const Prepared &c) const {
+    T ps[kRunElements], gs[kRunElements], bs[kRunElements] = {};
+    loadRun(param, first, ps);
+    loadGradRun(grad, gradBf16, first, gs);
+    if (buffer)
+      loadRun(buffer, first, bs);
+    ZRT_UNROLL
+    for (int e = 0; e < kRunElements; ++e)
+      update(ps[e], gs[e], bs[e], c);
+    if (buffer)
+      storeRun(newBuffer, first, bs);
+    storeRun(newParam, first, ps);
   }
 };
 
@@ -1099,6 +1382,21 @@ template <typename T> struct Adamw : Functor {
     newExpAvg[i] = m;
     newExpAvgSq[i] = v;
     newParam[i] = p;
+  }
+
+  static constexpr bool kRunsOnGpu = true;
+  ZRT_HOST_DEVICE void elementRun(int64_t first, const Prepared &c) const {
+    T ps[kRunElements], gs[kRunElements], ms[kRunElements], vs[kRunElements];
+    loadRun(param, first, ps);
+    loadGradRun(grad, gradBf16, first, gs);
+    loadRun(expAvg, first, ms);
+    loadRun(expAvgSq, first, vs);
+    ZRT_UNROLL
+    for (int e = 0; e < kRunElements; ++e)
+      update(ps[e], gs[e], ms[e], vs[e], c);
+    storeRun(newExpAvg, first, ms);
+    storeRun(newExpAvgSq, first, vs);
+    storeRun(newParam, first, ps);
   }
 };
 

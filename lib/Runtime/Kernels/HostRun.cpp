@@ -290,6 +290,9 @@ struct HostLauncher {
   /// element reads another's result would see it unwritten, as a GPU's
   /// thread may).
   template <typename F> void elements(const F &f) const {
+    if constexpr (HasRuns<F>::value)
+      if (gpuGroups)
+        return runsDown(f);
     if (gpuGroups) {
       if constexpr (HasPrepare<F>::value) {
         auto prepared = f.prepare();
@@ -304,6 +307,16 @@ struct HostLauncher {
     forRange(f.count, kElementGrain, [&](int64_t begin, int64_t end) {
       runElements(f, begin, end, 1);
     });
+  }
+
+  /// The GPU's threads of a kernel with runs (as CudaLauncher launches
+  /// them: one per run, or per element after the last run), from the last
+  /// thread down.
+  template <typename F> void runsDown(const F &f) const {
+    int64_t threads =
+        std::max(f.count / kRunElements, f.count % kRunElements);
+    for (int64_t t = threads - 1; t >= 0; --t)
+      runElementRuns(f, t, threads);
   }
 
   template <typename F> void groups(const F &f) const {
@@ -342,8 +355,11 @@ struct HostLauncher {
 
 
   /// One loop per op: the switch outside, so the loop can vectorize.
+  /// The emulator runs the GPU's runs instead.
   template <typename T, typename S> void run(const Elementwise<T, S> &f) const {
     using E = Elementwise<T, S>;
+    if (gpuGroups)
+      return elements(f);
     if (f.aStrided || f.bStrided)
       return broadcastReads(f);
     E::dispatch(f.op, [&](auto constant) {
@@ -697,8 +713,9 @@ struct HostLauncher {
   /// In place (the plan's usual form: the state's buffers are the
   /// outputs), each array through one unaliased pointer, so the loop
   /// vectorizes: Adamw's update, element by element.
+  /// The emulator runs the GPU's runs.
   template <typename T> void run(const Adamw<T> &f) const {
-    if (f.newParam != f.param || f.newExpAvg != f.expAvg ||
+    if (gpuGroups || f.newParam != f.param || f.newExpAvg != f.expAvg ||
         f.newExpAvgSq != f.expAvgSq || f.grad == f.param)
       return elements(f);
     if (f.gradBf16)

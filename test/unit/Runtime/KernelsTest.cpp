@@ -3619,3 +3619,142 @@ TEST(FusedKernel, LargeStridedProgramsGiveTheChainsBitsOnEveryThreadAndIsa) {
     EXPECT_EQ(fused.result(1), geluValues);
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Runs: the GPU's element kernels take eight consecutive elements a thread
+//===----------------------------------------------------------------------===//
+
+/// Runs read 16 bytes at once where an operand is aligned and element by
+/// element where it is not, with the same values; a strided run within one
+/// line steps by its innermost stride, one crossing lines computes each
+/// offset.
+TEST(ElementRuns, LoadAndStoreAlignedOrNot) {
+  std::vector<float> data(40);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<float>(i) + 0.5f;
+  alignas(16) float buffer[40];
+  std::copy(data.begin(), data.end(), buffer);
+  for (int64_t first : {0, 8, 16}) // aligned runs
+    for (int64_t shift : {0, 1, 3}) { // the pointer's offset: 0, 4, 12 bytes
+      float run[device::kRunElements];
+      device::loadRun(buffer + shift, first, run);
+      for (int e = 0; e < device::kRunElements; ++e)
+        EXPECT_EQ(run[e], data[shift + first + e]) << shift << " " << first;
+      alignas(16) float out[48] = {};
+      device::storeRun(out + shift, first, run);
+      for (int e = 0; e < device::kRunElements; ++e)
+        EXPECT_EQ(out[shift + first + e], run[e]);
+      EXPECT_EQ(out[shift + first + device::kRunElements], 0.0f);
+    }
+  // [4, 6] read through strides (0, 1): a run from 8 crosses a line.
+  device::StridedShape read;
+  read.rank = 2;
+  read.size[0] = 4;
+  read.size[1] = 6;
+  read.stride[0] = 0;
+  read.stride[1] = 1;
+  for (int64_t first : {0, 8, 16}) {
+    float run[device::kRunElements];
+    device::loadOperandRun(buffer, true, read, first, run);
+    for (int e = 0; e < device::kRunElements; ++e)
+      EXPECT_EQ(run[e], data[(first + e) % 6]) << first << " " << e;
+  }
+  read.size[1] = 16; // [4, 16]: runs within a line
+  for (int64_t first : {0, 8, 16, 24}) {
+    float run[device::kRunElements];
+    device::loadOperandRun(buffer, true, read, first, run);
+    for (int e = 0; e < device::kRunElements; ++e)
+      EXPECT_EQ(run[e], data[(first + e) % 16]) << first << " " << e;
+  }
+}
+
+/// The emulator's GPU mode runs element kernels as the GPU does (a thread
+/// per run of eight elements, operands read a run at a time, the elements
+/// after the last run one a thread, in no order): each element has the
+/// bits of the CPU executor's loops. Counts with and without a last short
+/// part; broadcasts within and across lines; in place; bf16 and f32
+/// storage; programs with dropout; conversions; AdamW and SGD updates.
+TEST(ElementRuns, GiveTheCpuExecutorsBits) {
+  auto both = [](LaunchCase c, const std::string &what) {
+    c.rowParams();
+    LaunchCase gpu = c;
+    gpu.gpuGroups = true;
+    ASSERT_TRUE(c.run<float>().isOk()) << what;
+    ASSERT_TRUE(gpu.run<float>().isOk()) << what;
+    ASSERT_EQ(gpu.results.size(), c.results.size());
+    for (size_t o = 0; o < c.results.size(); ++o) {
+      EXPECT_EQ(gpu.result(o), c.result(o)) << what << ", output " << o;
+      // Every element written (outputs start at 777).
+      EXPECT_EQ(std::count(c.result(o).begin(), c.result(o).end(), 777.0), 0)
+          << what;
+    }
+  };
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    std::string type = dtypeName(dtype);
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{5, 7}, std::vector<int64_t>{3, 16},
+          std::vector<int64_t>{3, 43}}) {
+      int64_t n = elementCount(shape), line = shape[1];
+      std::string at = type + " [" + std::to_string(shape[0]) + ", " +
+                       std::to_string(line) + "]";
+      LaunchCase add("add");
+      add.typedInput(dtype, shape)
+          .typedStridedInput(dtype, shape, {0, 1}, randomValues(line, 4))
+          .typedOutput(dtype, shape);
+      both(add, "add of a broadcast, " + at);
+      LaunchCase mul("mul");
+      mul.typedInput(dtype, shape).typedInput(dtype, shape).typedOutput(dtype,
+                                                                        shape);
+      both(mul, "mul, " + at);
+      LaunchCase gelu("gelu");
+      gelu.typedInput(dtype, shape, randomValues(n, 6, -3, 3)).outputInPlace(0);
+      both(gelu, "gelu in place, " + at);
+      // add, dropout, add (the residual's program) and a second output.
+      LaunchCase program("fused");
+      program.typedInput(dtype, shape)
+          .typedStridedInput(dtype, shape, {0, 1}, randomValues(line, 9))
+          .typedInput(dtype, shape, randomValues(n, 10))
+          .typedInput(DType::I64, {}, {3})
+          .typedOutput(dtype, shape)
+          .typedOutput(dtype, shape)
+          .param(namesParam("ops", {"add", "dropout", "gelu", "add"}))
+          .param(intsParam("args", {0, 1, 3, 4, 5, 2}))
+          .param(floatsParam("numbers", {0.3}))
+          .param(intsParam("outputs", {6, 4}))
+          .param(intsParam("seeds", {21}));
+      both(program, "program with dropout, " + at);
+      LaunchCase narrow("convert"), widen("convert");
+      narrow.typedInput(DType::F32, shape).typedOutput(DType::BF16, shape);
+      widen.typedInput(DType::BF16, shape).typedOutput(DType::F32, shape);
+      both(narrow, "convert to bf16, " + at);
+      both(widen, "convert from bf16, " + at);
+      LaunchCase truncate("convert"); // element by element within a run
+      truncate.typedInput(dtype, shape, randomValues(n, 11, -50, 50))
+          .typedOutput(DType::I32, shape);
+      both(truncate, "convert to i32, " + at);
+      LaunchCase adamw("adamw");
+      adamw.input(shape)
+          .typedInput(dtype, shape)
+          .input(shape, randomValues(n, 12, -0.1, 0.1))
+          .input(shape, randomValues(n, 13, 0, 0.01))
+          .typedInput(DType::I64, {}, {4})
+          .outputInPlace(0)
+          .outputInPlace(2)
+          .outputInPlace(3)
+          .param(floatParam("lr", 1e-2))
+          .stateOptimizerParams();
+      both(adamw, "adamw, gradient " + at);
+      LaunchCase sgd("sgd");
+      sgd.input(shape)
+          .typedInput(dtype, shape)
+          .input(shape)
+          .outputInPlace(0)
+          .outputInPlace(2)
+          .param(floatParam("lr", 0.1))
+          .param(floatParam("momentum", 0.9))
+          .param(unitParam("nesterov"))
+          .stateOptimizerParams();
+      both(sgd, "sgd with momentum, gradient " + at);
+    }
+  }
+}

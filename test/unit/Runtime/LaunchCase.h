@@ -105,12 +105,18 @@ public:
     return typedInput(DType::F32, std::move(shape), std::move(data));
   }
 
-  /// An f32 input read through strides (a broadcast view): `data` is its
+  /// An input read through strides (a broadcast view): `data` is its
   /// buffer, as many elements as the steps reach.
   LaunchCase &stridedInput(std::vector<int64_t> shape,
                            std::vector<int64_t> strides,
                            std::vector<double> data) {
-    uint32_t t = addTensor(DType::F32, std::move(shape), std::move(data));
+    return typedStridedInput(DType::F32, std::move(shape), std::move(strides),
+                             std::move(data));
+  }
+  LaunchCase &typedStridedInput(DType dtype, std::vector<int64_t> shape,
+                                std::vector<int64_t> strides,
+                                std::vector<double> data) {
+    uint32_t t = addTensor(dtype, std::move(shape), std::move(data));
     entry.tensors[t].strides = std::move(strides);
     launch().inputs.push_back(t);
     return *this;

@@ -118,6 +118,18 @@ template <typename F> __global__ void elementKernel(F f) {
               f.count, static_cast<int64_t>(gridDim.x) * blockDim.x);
 }
 
+constexpr int kElementThreads = 256;
+
+/// At most 128 registers: two blocks per SM at least. A fused program's
+/// run holds its operands' runs in registers (136 unbounded; 64 spills).
+template <typename F>
+__global__ void __launch_bounds__(kElementThreads, 2) runKernel(F f) {
+  if (f.abort && *f.abort)
+    return;
+  runElementRuns(f, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+                 static_cast<int64_t>(gridDim.x) * blockDim.x);
+}
+
 template <typename F> __global__ void groupKernel(F f) {
   if (f.abort && *f.abort)
     return;
@@ -127,7 +139,6 @@ template <typename F> __global__ void groupKernel(F f) {
     f(g, group);
 }
 
-constexpr int kElementThreads = 256;
 constexpr int64_t kMaxBlocks = 1 << 16;
 
 /// Issues steps on a stream (captured into a graph, or run eagerly),
@@ -161,6 +172,12 @@ struct CudaLauncher {
         unsigned blocks = static_cast<unsigned>(std::min(f.count, kMaxBlocks));
         groupKernel<F><<<blocks, f.groupThreads, 0, stream>>>(f);
       }
+    } else if constexpr (HasRuns<F>::value) {
+      // A thread per run, or per element after the last run.
+      int64_t threads = std::max(f.count / kRunElements, f.count % kRunElements);
+      int64_t needed = (threads + kElementThreads - 1) / kElementThreads;
+      unsigned blocks = static_cast<unsigned>(std::min(needed, kMaxBlocks));
+      runKernel<F><<<blocks, kElementThreads, 0, stream>>>(f);
     } else {
       int64_t needed = (f.count + kElementThreads - 1) / kElementThreads;
       unsigned blocks = static_cast<unsigned>(std::min(needed, kMaxBlocks));
