@@ -14,23 +14,25 @@ import re
 import sys
 
 
-# (family, pattern on the kernel's name), first match wins.
+# (family, pattern on the kernel's name), first match wins. zcc's kernels
+# are templates over their functor (zcc::runtime::device::...): matched by
+# the functor's name wherever ncu's demangling puts it.
 FAMILIES = [
     ("products (cuBLAS; attention's small ones included)",
      r"nvjet|gemm|xmma|cutlass|cublas"),
     ("column sums (bias and norm-weight gradients)",
      r"ChunkedColumns|NormGradColumns"),
-    ("attention rows and gradients", r"zcc::Attention"),
-    ("fused element programs", r"zcc::ElementProgram"),
+    ("attention rows and gradients", r"\bAttention"),
+    ("fused element programs", r"\bElementProgram"),
     ("element kernels and conversions",
-     r"zcc::(Elementwise|Convert|Dropout|Fill|Scale|Unary|Binary)"),
+     r"\b(Elementwise|Convert|Dropout|Fill|Scale|Unary|Binary)"),
     ("copies (head split/merge, concat, transpose)",
-     r"zcc::(StridedCopy|ConcatPart|Copy|Transpose|Slice)"),
-    ("reductions", r"zcc::(Reduce|MeanOf|Sum)"),
-    ("layer and RMS norms", r"zcc::(LayerNorm|RmsNorm)"),
-    ("loss", r"zcc::CrossEntropy"),
-    ("optimizer", r"zcc::(Adamw|Adam|Sgd|Clip)"),
-    ("embedding", r"zcc::Embedding"),
+     r"\b(StridedCopy|ConcatPart|Copy|Transpose|Slice)"),
+    ("reductions", r"\b(Reduce|MeanOf|Sum)"),
+    ("layer and RMS norms", r"\b(LayerNorm|RmsNorm)"),
+    ("loss", r"\bCrossEntropy"),
+    ("optimizer", r"\b(Adamw|Adam|Sgd|Clip)"),
+    ("embedding", r"\bEmbedding"),
 ]
 
 
