@@ -365,8 +365,8 @@ template <typename F, typename = void> struct HasRuns {
   static constexpr bool value = false;
 };
 template <typename F>
-struct HasRuns<F, std::void_t<decltype(&F::kRunsOnGpu)>> {
-  static constexpr bool value = F::kRunsOnGpu;
+struct HasRuns<F, std::void_t<decltype(&F::elementRun)>> {
+  static constexpr bool value = true;
 };
 
 /// 16 bytes of elements, loaded or stored with one instruction on the GPU.
@@ -612,7 +612,6 @@ template <typename T, typename S = T> struct Elementwise : Functor {
     });
   }
 
-  static constexpr bool kRunsOnGpu = true;
   ZRT_HOST_DEVICE void elementRun(int64_t first) const {
     S xs[kRunElements], bs[kRunElements] = {}, ys[kRunElements];
     loadOperandRun(a, aStrided, aRead, first, xs);
@@ -657,11 +656,11 @@ template <typename T> struct ElementProgram : Functor {
   const int64_t *stepCounter = nullptr; // with a dropout step
   ProgramStep<T> step[kMaxFusedSteps];
 
-  /// Dropout step `s` at element i: the Dropout kernel's draw and formula.
-  ZRT_HOST_DEVICE T dropout(const ProgramStep<T> &s, int64_t i, T x) const {
+  /// Whether dropout step `s` keeps element i: the Dropout kernel's draw.
+  ZRT_HOST_DEVICE bool keeps(const ProgramStep<T> &s, int64_t i) const {
     PhiloxBlock block = dropoutBlock(s.seed, static_cast<uint64_t>(i),
                                      static_cast<uint64_t>(*stepCounter));
-    return block.words[i % 4] >= s.threshold ? x / s.p0 : T(0.0);
+    return block.words[i % 4] >= s.threshold;
   }
 
   /// Step `s`'s value from x and bv (not dropout).
@@ -677,17 +676,26 @@ template <typename T> struct ElementProgram : Functor {
     return r;
   }
 
+  /// Each step's value after the operands' in v, rounded as its op stores
+  /// it (S); kept(s): whether dropout step s keeps this element (the
+  /// Dropout kernel's formula).
+  template <typename S, typename Kept>
+  ZRT_HOST_DEVICE void runSteps(T *v, Kept &&kept) const {
+    for (int s = 0; s < steps; ++s) {
+      const ProgramStep<T> &st = step[s];
+      T r = st.op != ElementOp::Dropout ? value(st, v[st.a], v[st.b])
+            : kept(s)                   ? v[st.a] / st.p0
+                                        : T(0.0);
+      v[inputs + s] = loadAs<T>(storeAs<S>(r));
+    }
+  }
+
   template <typename S> ZRT_HOST_DEVICE void run(int64_t i) const {
     T v[kMaxFusedInputs + kMaxFusedSteps];
     for (int k = 0; k < inputs; ++k)
       v[k] = loadAs<T>(static_cast<const S *>(
           in[k])[strided[k] ? read[k].offsetOf(i) : i]);
-    for (int s = 0; s < steps; ++s) {
-      const ProgramStep<T> &st = step[s];
-      T r = st.op == ElementOp::Dropout ? dropout(st, i, v[st.a])
-                                        : value(st, v[st.a], v[st.b]);
-      v[inputs + s] = loadAs<T>(storeAs<S>(r));
-    }
+    runSteps<S>(v, [&](int s) { return keeps(step[s], i); });
     for (int o = 0; o < outputs; ++o)
       static_cast<S *>(y[o])[i] = storeAs<S>(v[out[o]]);
   }
@@ -743,13 +751,7 @@ template <typename T> struct ElementProgram : Functor {
       for (int k = 0; k < kRunInputs; ++k)
         if (k < inputs)
           v[k] = loadAs<T>(raw[k][e]);
-      for (int s = 0; s < steps; ++s) {
-        const ProgramStep<T> &st = step[s];
-        T r = st.op != ElementOp::Dropout ? value(st, v[st.a], v[st.b])
-              : (kept[s] >> e) & 1u      ? v[st.a] / st.p0
-                                         : T(0.0);
-        v[inputs + s] = loadAs<T>(storeAs<S>(r));
-      }
+      runSteps<S>(v, [&](int s) { return ((kept[s] >> e) & 1u) != 0; });
       ZRT_UNROLL
       for (int o = 0; o < kMaxFusedOutputs; ++o)
         if (o < outputs)
@@ -761,7 +763,6 @@ template <typename T> struct ElementProgram : Functor {
         storeRun(static_cast<S *>(y[o]), first, outs[o]);
   }
 
-  static constexpr bool kRunsOnGpu = true;
   ZRT_HOST_DEVICE void elementRun(int64_t first) const {
     if (bf16)
       runOf<BFloat16>(first);
@@ -1030,7 +1031,6 @@ template <typename T> struct Convert : Functor {
 
   /// Runs for the casts between T and bf16 (mixed precision's, a weight's
   /// every step); the other conversions element by element.
-  static constexpr bool kRunsOnGpu = true;
   ZRT_HOST_DEVICE void elementRun(int64_t first) const {
     if (from == MixedStorage::Compute && to == MixedStorage::BF16) {
       T xs[kRunElements];
@@ -1321,7 +1321,6 @@ template <typename T> struct Sgd : Functor {
     newParam[i] = p;
   }
 
-  static constexpr bool kRunsOnGpu = true;
   ZRT_HOST_DEVICE void elementRun(int64_t first, const Prepared &c) const {
     T ps[kRunElements], gs[kRunElements], bs[kRunElements] = {};
     loadRun(param, first, ps);
@@ -1384,7 +1383,6 @@ template <typename T> struct Adamw : Functor {
     newParam[i] = p;
   }
 
-  static constexpr bool kRunsOnGpu = true;
   ZRT_HOST_DEVICE void elementRun(int64_t first, const Prepared &c) const {
     T ps[kRunElements], gs[kRunElements], ms[kRunElements], vs[kRunElements];
     loadRun(param, first, ps);
