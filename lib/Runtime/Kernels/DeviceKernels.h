@@ -451,6 +451,13 @@ ZRT_HOST_DEVICE ZRT_INLINE void loadOperandRun(const S *p, bool strided,
     out[e] = p[read.offsetOf(first + e)];
 }
 
+/// The GPU threads a kernel with runs takes: one per run, or per element
+/// after the last run (the emulator replays as many).
+ZRT_HOST_DEVICE constexpr int64_t runThreads(int64_t count) {
+  return count / kRunElements > count % kRunElements ? count / kRunElements
+                                                     : count % kRunElements;
+}
+
 /// A GPU thread's share of a kernel with runs: runs `thread`, `thread +
 /// threads`, ..., then the elements after the last whole run, one a thread.
 template <typename F>

@@ -309,12 +309,9 @@ struct HostLauncher {
     });
   }
 
-  /// The GPU's threads of a kernel with runs (as CudaLauncher launches
-  /// them: one per run, or per element after the last run), from the last
-  /// thread down.
+  /// The GPU's threads of a kernel with runs, from the last thread down.
   template <typename F> void runsDown(const F &f) const {
-    int64_t threads =
-        std::max(f.count / kRunElements, f.count % kRunElements);
+    int64_t threads = runThreads(f.count);
     for (int64_t t = threads - 1; t >= 0; --t)
       runElementRuns(f, t, threads);
   }

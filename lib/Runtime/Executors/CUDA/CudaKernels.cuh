@@ -129,9 +129,7 @@ template <typename F> cudaError_t launchKernel(const F &f, cudaStream_t stream) 
       groupKernel<F><<<blocks, f.groupThreads, 0, stream>>>(f);
     }
   } else if constexpr (HasRuns<F>::value) {
-    // A thread per run, or per element after the last run.
-    int64_t threads = std::max(f.count / kRunElements, f.count % kRunElements);
-    int64_t needed = (threads + kElementThreads - 1) / kElementThreads;
+    int64_t needed = (runThreads(f.count) + kElementThreads - 1) / kElementThreads;
     unsigned blocks = static_cast<unsigned>(std::min(needed, kMaxBlocks));
     runKernel<F><<<blocks, kElementThreads, 0, stream>>>(f);
   } else {
