@@ -97,6 +97,26 @@ private:
   Value mul(Value lhs, Value rhs) {
     return b.create<MulOp>(loc, lhs.getType(), lhs, rhs);
   }
+  /// concat(-x[..., D/2:], x[..., :D/2]) over the last dimension.
+  Value rotateHalf(Value x) {
+    RankedTensorType type = tensorType(x);
+    int64_t rank = type.getRank(), half = type.getDimSize(rank - 1) / 2;
+    SmallVector<int64_t> halfShape(type.getShape());
+    halfShape.back() = half;
+    auto part = [&](int64_t start) {
+      SmallVector<int64_t> starts(rank, 0), limits(type.getShape());
+      starts.back() = start;
+      limits.back() = start + half;
+      return b.create<SliceOp>(loc, type.clone(halfShape), x,
+                               b.getDenseI64ArrayAttr(starts),
+                               b.getDenseI64ArrayAttr(limits),
+                               b.getDenseI64ArrayAttr(
+                                   SmallVector<int64_t>(rank, 1)));
+    };
+    Value parts[] = {neg(part(half)), part(0)};
+    return b.create<ConcatOp>(loc, type, parts,
+                              b.getI64IntegerAttr(rank - 1));
+  }
   Value scale(Value x, double factor) {
     return b.create<ScaleOp>(loc, x.getType(), x, b.getF64FloatAttr(factor));
   }
@@ -529,6 +549,23 @@ LogicalResult GradientBuilder::backward(Operation *op,
                    b.create<CumsumOp>(loc, dy.getType(), dy, o.getDimAttr(),
                                       o.getReverse() ? UnitAttr()
                                                      : b.getUnitAttr()));
+        return success();
+      })
+      .Case([&](RotaryOp o) {
+        // Linear in x: x's gradient is the transposed map of dy. With
+        // y = C x + S R x (R: rotate_half), cos's is dy x and sin's
+        // dy R(x); transposed, y = C x + R^T S x, sin's is x R(dy).
+        Value x = o.getX();
+        bool transposed = o.getTransposed();
+        if (isActive(x))
+          contribute(x, b.create<RotaryOp>(
+                            loc, x.getType(), dy, o.getCos(), o.getSin(),
+                            transposed ? UnitAttr() : b.getUnitAttr()));
+        if (isActive(o.getCos()))
+          contribute(o.getCos(), mul(dy, x));
+        if (isActive(o.getSin()))
+          contribute(o.getSin(), transposed ? mul(x, rotateHalf(dy))
+                                            : mul(dy, rotateHalf(x)));
         return success();
       })
       .Case([&](BatchNormOp o) -> LogicalResult {

@@ -247,7 +247,71 @@ def _binary(fn):
     return handler
 
 
-_handles("add.Tensor", "add.Scalar")(_binary(operator.add))
+def _rotate_half_source(node):
+    """x where `node` is `cat([-x[..., D/2:], x[..., :D/2]], -1)` (Llama's
+    rotate_half; D even), else None."""
+    if not _called(node, "cat.default") or len(node.args[0]) != 2:
+        return None
+    negated, first = node.args[0]
+    if not _called(negated, "neg.default"):
+        return None
+    second = negated.args[0]
+    if not (_called(first, "slice.Tensor") and _called(second, "slice.Tensor")):
+        return None
+    x = first.args[0]
+    xv = getattr(x, "meta", {}).get("val")
+    if second.args[0] is not x or xv is None or xv.dim() < 1:
+        return None
+    rank, width = xv.dim(), xv.shape[-1]
+    if width % 2 or _kw(node, 1, "dim", 0) % rank != rank - 1:
+        return None
+    half = width // 2
+
+    def takes(s, start, end):
+        return (_kw(s, 1, "dim", 0) % rank == rank - 1
+                and (_kw(s, 2, "start", None) or 0) == start
+                and min(_kw(s, 3, "end", None) or width, width) == end
+                and _kw(s, 4, "step", 1) == 1)
+    return x if takes(first, 0, half) and takes(second, half, width) else None
+
+
+def _rotary_parts(node):
+    """(x, cos, sin) where `node` is rotary position embeddings written out
+    in aten ops, `x * cos + rotate_half(x) * sin` (transformers' Llama,
+    Qwen2 and Mistral apply_rotary_pos_emb; either order of the sum and of
+    each product; cos and sin of x's dtype, broadcast to x's shape), else
+    None: one zt.rotary instead of six launches forward and eight in the
+    backward, reading the heads where the projection put them."""
+    if (not _called(node, "add.Tensor") or len(node.args) != 2
+            or node.kwargs.get("alpha", 1) != 1):
+        return None
+    yv = node.meta.get("val")
+    for plain, rotated in (node.args, node.args[::-1]):
+        if not (_called(plain, "mul.Tensor") and _called(rotated, "mul.Tensor")):
+            continue
+        for half, sin in (rotated.args, rotated.args[::-1]):
+            x = _rotate_half_source(half)
+            if x is None or x not in plain.args:
+                continue
+            cos = plain.args[1] if plain.args[0] is x else plain.args[0]
+            xv = x.meta["val"]
+            values = [getattr(v, "meta", {}).get("val") for v in (cos, sin)]
+            if (yv is not None and tuple(yv.shape) == tuple(xv.shape)
+                    and all(v is not None and v.dtype == xv.dtype
+                            for v in values)):
+                return x, cos, sin
+    return None
+
+
+def _add(ctx, node):
+    parts = _rotary_parts(node)
+    if parts is not None:
+        x, cos, sin = (ctx.get(v) for v in parts)
+        return ops.rotary(x, cos, sin)
+    return _binary(operator.add)(ctx, node)
+
+
+_handles("add.Tensor", "add.Scalar")(_add)
 _handles("sub.Tensor", "sub.Scalar", "rsub.Scalar")(
     _binary(operator.sub))
 def _float_cast_source(node):

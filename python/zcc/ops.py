@@ -293,6 +293,16 @@ for _name, _params in _zcc.inferred_ops():
         globals()[_name] = _define_inferred_op(_name, _params)
 
 
+def rotary(x, cos, sin, transposed=False):
+    """Rotary position embeddings over x's last dimension (even): x * cos +
+    rotate_half(x) * sin, rotate_half(x) = concat(-x2, x1) of its halves;
+    `transposed`: the transposed map, its gradient. cos and sin broadcast
+    to x's shape (NumPy's rule)."""
+    cos, sin = (broadcast_to(t, x.shape) if tuple(t.shape) != tuple(x.shape)
+                else t for t in (cos, sin))
+    return op("rotary", x, cos, sin, transposed=transposed)
+
+
 def softmax(x, axis=-1):
     file, line = _where()
     return _wrap(x._trace, x._trace.graph.softmax(x._t, int(axis), file, line))

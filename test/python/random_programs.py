@@ -12,7 +12,9 @@ reductions kept and broadcast back, scale, views (reshape, transpose), slice + c
 out and causal, or fused zt.attention, causal or not, or causal with a
 padding mask: sequences padded on either side, so some queries see no key,
 or grouped-query: two query heads sharing one key and value head, or causal
-with dropout of the probabilities),
+with dropout of the probabilities, or two heads whose q and k are rotated by
+rotary position embeddings, zt.rotary reading the heads where the
+projection put them),
 embedding, dropout, 2-D convolution (over the sequence as channels:
 grouped, depthwise, dilated, padded to keep the shape) and max pooling (3x3,
 padded); a cross-entropy (some with -100 labels left out by ignore_index)
@@ -151,8 +153,9 @@ def generate(seed):
             D = shape[-1]
             mode = str(rng.choice(["written", "fused_causal", "fused",
                                    "fused_padded", "fused_grouped",
-                                   "fused_dropout"]))
-            if mode == "fused_grouped" and D % 2:
+                                   "fused_dropout", "fused_rotary"]))
+            if (mode == "fused_grouped" and D % 2 or
+                    mode == "fused_rotary" and D % 4):
                 mode = "fused"
             kv = D // 2 if mode == "fused_grouped" else D
             op = ("attention", a, new_param([D, D]), new_param([D, kv]),
@@ -246,6 +249,14 @@ class ZccOps:
             return zcc.ops.swapaxes(y, 1, 2).reshape(B, T, D)
         if mode == "fused_dropout":
             return zcc.ops.attention(q, k, v, causal=True, dropout=0.25)
+        if mode == "fused_rotary":  # two heads, q and k rotated in place
+            B, T, D = x.shape
+            q, k, v = (zcc.ops.swapaxes(t.reshape(B, T, 2, D // 2), 1, 2)
+                       for t in (q, k, v))
+            cos, sin = (zcc.ops.constant(t) for t in rotary_tables(T, D // 2))
+            q, k = (zcc.ops.rotary(t, cos, sin) for t in (q, k))
+            y = zcc.ops.attention(q, k, v, causal=True)
+            return zcc.ops.swapaxes(y, 1, 2).reshape(B, T, D)
         if mode != "written":
             return zcc.ops.attention(q, k, v, causal=mode == "fused_causal")
         scores = zcc.ops.matmul(q, k, transpose_b=True) * (1 / math.sqrt(x.shape[-1]))
@@ -275,6 +286,14 @@ class ZccOps:
         if kind == "ce_ignore":
             return zcc.ops.cross_entropy(logits, target, ignore_index=-100)
         return zcc.ops.mse(logits, target)
+
+
+def rotary_tables(T, d):
+    """Llama's cos and sin of positions 0 .. T-1 for heads of d, in f32."""
+    inv_freq = 1.0 / 10000 ** (np.arange(0, d, 2) / d)
+    freqs = np.outer(np.arange(T), inv_freq)
+    emb = np.concatenate([freqs, freqs], -1)
+    return np.cos(emb).astype(np.float32), np.sin(emb).astype(np.float32)
 
 
 def padding(spans, T):
@@ -351,6 +370,20 @@ class NumpyOps:
             q = q.reshape(B, T, 2, D // 2).transpose(0, 2, 1, 3)
             k, v = k[:, None], v[:, None]
             scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(D // 2)
+            scores = scores + np.triu(np.full((T, T), -np.inf), 1)
+            y = self.softmax(scores) @ v
+            return y.transpose(0, 2, 1, 3).reshape(B, T, D)
+        if mode == "fused_rotary":
+            B, D = x.shape[0], x.shape[-1]
+            d = D // 2
+            q, k, v = (t.reshape(B, T, 2, d).transpose(0, 2, 1, 3)
+                       for t in (q, k, v))
+            cos, sin = (t.astype(np.float64) for t in rotary_tables(T, d))
+
+            def rotate(t):
+                half = np.concatenate([-t[..., d // 2:], t[..., :d // 2]], -1)
+                return t * cos + half * sin
+            scores = rotate(q) @ np.swapaxes(rotate(k), -1, -2) / math.sqrt(d)
             scores = scores + np.triu(np.full((T, T), -np.inf), 1)
             y = self.softmax(scores) @ v
             return y.transpose(0, 2, 1, 3).reshape(B, T, D)

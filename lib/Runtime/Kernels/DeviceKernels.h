@@ -1565,6 +1565,122 @@ template <typename T> struct Cumsum : Functor {
   }
 };
 
+/// N elements at `at`, `step` apart (a run when the step is 1: loadRun's
+/// 16-byte loads where aligned).
+template <int N, typename S>
+ZRT_HOST_DEVICE ZRT_INLINE void loadSteps(const S *p, int64_t at, int64_t step,
+                                          S (&out)[N]) {
+  if (step == 1)
+    return loadRun(p, at, out);
+  ZRT_UNROLL
+  for (int e = 0; e < N; ++e)
+    out[e] = p[at + e * step];
+}
+template <int N, typename S>
+ZRT_HOST_DEVICE ZRT_INLINE void storeSteps(S *p, int64_t at, int64_t step,
+                                           const S (&v)[N]) {
+  if (step == 1)
+    return storeRun(p, at, v);
+  ZRT_UNROLL
+  for (int e = 0; e < N; ++e)
+    p[at + e * step] = v[e];
+}
+
+/// rotary: rotary position embeddings over lines of the last dimension
+/// (2 half elements): y = x cos + rotate_half(x) sin, rotate_half(x) =
+/// [-x2, x1]; `transposed`, y = x cos + rotate_half^T(x sin) (the gradient).
+/// Each product and the sum round to the storage as zt.mul and zt.add store
+/// them, so the op gives the separate ops' bits. An element is a line: its
+/// halves are read once, element k with k + half. x and y may be views
+/// (any steps), cos and sin broadcasts; per operand (x, cos, sin, y), where
+/// its lines start (rank 0: row-major) and the step along them. Stored as
+/// T, or bf16 computed in T.
+template <typename T> struct Rotary : Functor {
+  static constexpr bool kGrouped = false;
+  bool transposed = false;
+  bool bf16 = false;
+  int64_t half = 0;
+  const void *x = nullptr, *c = nullptr, *s = nullptr;
+  void *y = nullptr;
+  StridedShape starts[4];
+  int64_t along[4] = {1, 1, 1, 1};
+
+  ZRT_HOST_DEVICE int64_t lineAt(int k, int64_t line) const {
+    return starts[k].rank == 0 ? line * 2 * half : starts[k].offsetOf(line);
+  }
+
+  template <typename S> ZRT_HOST_DEVICE static T rounded(T v) {
+    return loadAs<T>(storeAs<S>(v));
+  }
+
+  template <int N, typename S>
+  ZRT_HOST_DEVICE ZRT_INLINE void rotateLine(int64_t line) const {
+    const S *xp = static_cast<const S *>(x), *cp = static_cast<const S *>(c),
+            *sp = static_cast<const S *>(s);
+    S *yp = static_cast<S *>(y);
+    int64_t at[4];
+    ZRT_UNROLL
+    for (int k = 0; k < 4; ++k)
+      at[k] = lineAt(k, line);
+    for (int64_t j = 0; j < half; j += N) {
+      S x0[N], x1[N], c0[N], c1[N], s0[N], s1[N], y0[N], y1[N];
+      loadSteps(xp, at[0] + j * along[0], along[0], x0);
+      loadSteps(xp, at[0] + (j + half) * along[0], along[0], x1);
+      loadSteps(cp, at[1] + j * along[1], along[1], c0);
+      loadSteps(cp, at[1] + (j + half) * along[1], along[1], c1);
+      loadSteps(sp, at[2] + j * along[2], along[2], s0);
+      loadSteps(sp, at[2] + (j + half) * along[2], along[2], s1);
+      ZRT_UNROLL
+      for (int e = 0; e < N; ++e) {
+        T a = loadAs<T>(x0[e]), b = loadAs<T>(x1[e]);
+        T ca = rounded<S>(a * loadAs<T>(c0[e]));
+        T cb = rounded<S>(b * loadAs<T>(c1[e]));
+        // Forward: [a c0 - b s0, b c1 + a s1]; transposed: [a c0 + b s1,
+        // b c1 - a s0].
+        T sb = rounded<S>(b * loadAs<T>(transposed ? s1[e] : s0[e]));
+        T sa = rounded<S>(a * loadAs<T>(transposed ? s0[e] : s1[e]));
+        y0[e] = storeAs<S>(transposed ? ca + sb : ca - sb);
+        y1[e] = storeAs<S>(transposed ? cb - sa : cb + sa);
+      }
+      storeSteps(yp, at[3] + j * along[3], along[3], y0);
+      storeSteps(yp, at[3] + (j + half) * along[3], along[3], y1);
+    }
+  }
+
+  template <typename S> ZRT_HOST_DEVICE void line(int64_t i) const {
+    if (half % kRunElements == 0)
+      rotateLine<kRunElements, S>(i);
+    else
+      rotateLine<1, S>(i);
+  }
+
+  ZRT_HOST_DEVICE void operator()(int64_t i) const {
+    if (bf16)
+      line<BFloat16>(i);
+    else
+      line<T>(i);
+  }
+
+  template <typename B> static void build(B &b) {
+    Rotary f;
+    f.transposed = b.launch.params.transposed;
+    f.bf16 = b.resultIsBf16(0);
+    f.x = b.template in<void>(0);
+    f.c = b.template in<void>(1);
+    f.s = b.template in<void>(2);
+    f.y = b.template result<void>(0);
+    for (int k = 0; k < 4; ++k)
+      f.starts[k] = b.lineStarts(k == 3, k == 3 ? 0 : k, f.along[k]);
+    const auto &shape = b.inType(0).shape;
+    int64_t length = shape.empty() ? 0 : shape.back(), lines = 1;
+    for (size_t d = 0; d + 1 < shape.size(); ++d)
+      lines *= shape[d];
+    f.half = length / 2;
+    f.count = length == 0 ? 0 : lines;
+    b.push(f);
+  }
+};
+
 template <typename T> struct SoftmaxGrad : Functor {
   static constexpr bool kGrouped = true;
   bool isLog = false;
@@ -2720,6 +2836,7 @@ template <typename T> struct BatchNormGrad : Functor {
 /// kind of its own: a kernel added here needs no case in DeviceProgram.
 #define ZRT_SELF_BUILT_KERNELS(X)                                              \
   X(Cumsum, Cumsum)                                                            \
+  X(Rotary, Rotary)                                                            \
   X(MaxPool2d, MaxPool2d)                                                      \
   X(MaxPool2dGrad, MaxPool2dGrad)                                              \
   X(BatchNormStats, BatchNormStats)                                            \

@@ -115,6 +115,27 @@ public:
   }
   bool resultIsBf16(size_t i) const { return outType(i).dtype == DType::BF16; }
 
+  /// Where the lines of the last dimension of input `i` (output `i` when
+  /// `output`) start, over the line index: the view's or broadcast's steps
+  /// of the dimensions before the last, simplified (rank 0 when it is
+  /// row-major: line * length); `along` is the step within a line.
+  StridedShape lineStarts(bool output, size_t i, int64_t &along) const {
+    const Tensor &t =
+        entry.tensors[output ? launch.outputs[i] : launch.inputs[i]];
+    StridedShape starts;
+    along = 1;
+    if (!t.isStrided())
+      return starts;
+    size_t rank = t.type.shape.size();
+    along = rank > 0 ? t.strides[rank - 1] : 1;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      starts.size[starts.rank] = t.type.shape[d];
+      starts.stride[starts.rank++] = t.strides[d];
+    }
+    simplify(starts); // rank 0 only when there is one line
+    return starts;
+  }
+
   /// A fused program's steps (zt.fused, validated at load), with the
   /// executor's ElementOps and numbers in T, and its float operands;
   /// returns how many steps.

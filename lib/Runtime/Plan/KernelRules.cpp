@@ -811,6 +811,23 @@ Status inferCumsum(const LaunchRules &r, std::vector<TensorType> &results) {
   return Status::ok();
 }
 
+/// rotary (x, cos, sin): rotary position embeddings over the last dimension
+/// of x (even), cos and sin of x's type (their broadcast read through
+/// strides); the result has x's type. f32, or bf16 under mixed precision.
+Status inferRotary(const LaunchRules &r, std::vector<TensorType> &results) {
+  ZRT_RETURN_IF_ERROR(r.expectInputs(3));
+  const TensorType &x = r.input(0);
+  ZRT_RETURN_IF_ERROR(r.expectF32OrBf16("x", x));
+  if (x.rank() < 1 || x.shape.back() % 2 != 0)
+    return r.fail("x must have an even last dimension (its two halves "
+                  "rotate together), got ",
+                  typeString(x));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("cos", r.input(1), "x", x));
+  ZRT_RETURN_IF_ERROR(r.expectSameType("sin", r.input(2), "x", x));
+  results = {x};
+  return Status::ok();
+}
+
 /// conv2d (input, weight) -> result (conv2dShape); its gradients take the
 /// forward's operands and the result's gradient: conv2d_input_grad (input,
 /// weight, result_grad) -> the input's type, conv2d_weight_grad (input,
@@ -914,6 +931,7 @@ Status inferBatchNorm(const LaunchRules &r, std::vector<TensorType> &results) {
   X(MaxPool2d, inferMaxPool2d)                                                 \
   X(MaxPool2dGrad, inferMaxPool2d)                                             \
   X(Cumsum, inferCumsum)                                                       \
+  X(Rotary, inferRotary)                                                       \
   X(Conv2d, inferConv2d)                                                       \
   X(Conv2dInputGrad, inferConv2dGrad)                                          \
   X(Conv2dWeightGrad, inferConv2dGrad)
@@ -1323,12 +1341,14 @@ Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
                          entry.tensors.size());
       const Tensor &tensor = entry.tensors[list[i]];
       // Strided tensors are broadcasts that element kernels read as inputs
-      // 0 and 1 (any input of zt.fused), or views of attention's operands
-      // (kernelTakesView), which alone have an offset.
+      // 0 and 1 (any input of zt.fused; rotary's cos and sin), or views
+      // (kernelTakesView), which alone have an offset: attention reads
+      // them as heads (headLayout), rotary through any steps.
       if (kernelTakesView(launch.kernel, side == 1, i)) {
         HeadLayout layout;
-        if (Status s = tensor.isStrided() ? headLayout(tensor, layout)
-                                          : Status::ok();
+        if (Status s = tensor.isStrided() && launch.kernel != KernelId::Rotary
+                           ? headLayout(tensor, layout)
+                           : Status::ok();
             !s.isOk())
           return makeError(StatusCode::InvalidPlan, prefix, what, " #", i,
                            ": ", s.message());
@@ -1343,10 +1363,11 @@ Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
                   tensor.offset != 0)) {
         return makeError(
             StatusCode::InvalidPlan, prefix, what, " #", i,
-            side == 1 ? " is a strided view, which only attention writes"
+            side == 1 ? " is a strided view, which only attention and "
+                        "rotary write"
                       : " is a strided view, which only element kernels "
                         "read (as one of their first two operands; a fused "
-                        "program as any) and attention");
+                        "program as any), attention and rotary");
       }
       sides[side].push_back(&tensor.type);
     }
@@ -1455,6 +1476,9 @@ double zcc::runtime::kernelFlops(KernelId kernel,
   case KernelId::Fused: // one per step and element
     return static_cast<double>(params.programOps.size()) *
            static_cast<double>(outputs.empty() ? 0 : outputs[0].numElements());
+  case KernelId::Rotary: // two products and a sum per element
+    return 3.0 * static_cast<double>(outputs.empty() ? 0
+                                                     : outputs[0].numElements());
   case KernelId::Attention:
   case KernelId::AttentionGrad: {
     // query [B..., S, D], key [B..., T, D], value [B..., T, Dv].

@@ -1156,6 +1156,15 @@ TEST(InferredOps, EveryForwardOpCapturesAndPassesAGradientCheck) {
           },
           [](runtime::Launch &l) { l.params.reverse = !l.params.reverse; },
           "cumsum's gradient summed forward");
+    if (*kernel == runtime::KernelId::Rotary) // the forward map backward
+      expectTamperingCaught(
+          plan,
+          [](const runtime::Launch &l) {
+            return l.kernel == runtime::KernelId::Rotary &&
+                   l.phase == runtime::Phase::Backward;
+          },
+          [](runtime::Launch &l) { l.params.transposed = !l.params.transposed; },
+          "rotary's gradient through the forward map");
   }
   EXPECT_GE(checked, 2);
 }
@@ -1172,7 +1181,7 @@ TEST(InferredOps, ErrorsNameTheProblem) {
     return g.status().message();
   };
   EXPECT_CONTAINS(error([](Graph &g, Tensor x) { g.op("matmul", {x, x}); }),
-                  "no op 'matmul' is built by name (these are: cumsum, conv2d");
+                  "no op 'matmul' is built by name (these are: cumsum, rotary, conv2d");
   EXPECT_CONTAINS(error([](Graph &g, Tensor x) { g.op("cumsum", {x}); }),
                   "cumsum: missing parameter 'dim' (an int)");
   EXPECT_CONTAINS(error([](Graph &g, Tensor x) {

@@ -934,6 +934,21 @@ inline std::vector<LaunchCase> everyKernel() {
       .output({3, 5})
       .param(intParam("dim", -1))
       .param(unitParam("reverse"));
+  // Rotary embeddings of heads read where they lie ([2, 3, 4, 16] stored
+  // as [2, 4, 3, 16]: a projection's), cos and sin repeated over the heads;
+  // halves of 8 (runs).
+  add("rotary")
+      .stridedInput({2, 3, 4, 16}, {192, 16, 48, 1}, randomValues(384, 31))
+      .stridedInput({2, 3, 4, 16}, {64, 0, 16, 1}, randomValues(128, 32))
+      .stridedInput({2, 3, 4, 16}, {64, 0, 16, 1}, randomValues(128, 33))
+      .output({2, 3, 4, 16});
+  // The transposed map (the gradient's) on halves of 3, element by element.
+  add("rotary")
+      .input({5, 6})
+      .input({5, 6})
+      .input({5, 6})
+      .output({5, 6})
+      .param(unitParam("transposed"));
   // (clamp(gelu(x + bias), -0.5, 0.75) - y) * 2 and gelu's result: a
   // strided operand (the bias), numbers, a second output.
   add("fused")

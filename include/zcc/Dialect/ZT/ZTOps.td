@@ -381,6 +381,31 @@ def ZT_CumsumOp : ZT_Op<"cumsum", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
+def ZT_RotaryOp : ZT_Op<"rotary", [Pure, ZT_BuiltByName]> {
+  let summary = "rotary position embeddings (RoPE) over the last dimension";
+  let description = [{
+    `result = x * cos + rotate_half(x) * sin`, where `rotate_half(x)` is
+    `concat(-x[..., D/2:], x[..., :D/2])` over the last dimension `D`
+    (even): Llama's, Qwen2's and Mistral's `apply_rotary_pos_emb`. `cos`
+    and `sin` have `x`'s type (a broadcast over the heads is read through
+    strides, not copied). Each product and the sum round as the separate
+    `mul`, `neg`, `concat` and `add` would store them, so the op gives their
+    bits. With `transposed`, the transposed map, which is the gradient:
+    `result = x * cos + rotate_half^T(x * sin)`, with `rotate_half^T(z) =
+    concat(z[..., D/2:], -z[..., :D/2])`. `x` may be read, and the result
+    written, through a view's steps (the heads of a projection where they
+    lie), so the transposes around it copy nothing.
+
+    ```mlir
+    %q = zt.rotary %x, %cos, %sin : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins ZT_FloatTensor:$x, ZT_FloatTensor:$cos,
+                       ZT_FloatTensor:$sin, UnitAttr:$transposed);
+  let results = (outs ZT_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 class ZT_ConvOp<string mnemonic, dag operands, string opSummary,
                 string opText> : ZT_Op<mnemonic, [Pure, ZT_BuiltByName]> {
   let summary = opSummary;

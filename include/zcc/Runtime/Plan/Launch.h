@@ -73,6 +73,7 @@ namespace zcc::runtime {
   X(Copy, "copy", kInPlace)                                                    \
   X(Convert, "convert", kCheapToRecompute)                                     \
   X(Cumsum, "cumsum", kNoTraits)                                               \
+  X(Rotary, "rotary", kStoresBf16)                                             \
   X(Conv2d, "conv2d", kNoTraits)                                               \
   X(Conv2dInputGrad, "conv2d_input_grad", kNoTraits)                           \
   X(Conv2dWeightGrad, "conv2d_weight_grad", kNoTraits)                         \
@@ -130,16 +131,23 @@ constexpr bool kernelAllowsInPlace(KernelId id) {
 constexpr bool kernelReadsThroughStrides(KernelId id) {
   return kernelTraits(id) & kStridedReads;
 }
-/// Whether input `i` of `id` may be a broadcast read through strides.
+/// Whether input `i` of `id` may be a broadcast read through strides
+/// (rotary's cos and sin too, repeated over the heads).
 constexpr bool kernelReadsInputThroughStrides(KernelId id, size_t i) {
+  if (id == KernelId::Rotary)
+    return i == 1 || i == 2;
   return kernelReadsThroughStrides(id) && (i < 2 || id == KernelId::Fused);
 }
 /// Whether input `i` (output `i` when `output`) of `id` may be a view: any
 /// steps (headLayout's) from an offset into a buffer. Attention's queries,
 /// keys, values, result and result gradient, and the gradients it writes:
 /// heads read from a fused projection and written in the layout the next
-/// product reads, with no copies between.
+/// product reads, with no copies between. Rotary's operand and result: the
+/// heads of a projection rotated where they lie, a gradient written in the
+/// projection's layout.
 constexpr bool kernelTakesView(KernelId id, bool output, size_t i) {
+  if (id == KernelId::Rotary)
+    return i == 0;
   if (id == KernelId::Attention)
     return output ? i == 0 : i < 3;
   if (id == KernelId::AttentionGrad)
@@ -231,6 +239,7 @@ std::optional<ElementArity> elementArity(KernelId id);
   X(Shard, "ranks", Int, ranks)                                                \
   X(Cumsum, "dim", Int, axis)                                                  \
   X(Cumsum, "reverse", Unit, reverse)                                          \
+  X(Rotary, "transposed", Unit, transposed)                                    \
   X(SoftmaxCrossEntropy, "ignore_index", Int, ignoreIndex)                     \
   X(MaxPool2d, "kernel_size", Ints, kernelSize)                                \
   X(MaxPool2d, "stride", Ints, strides)                                        \
@@ -279,6 +288,7 @@ struct LaunchParams {
   bool tf32 = false; // an f32 matmul may round its operands to TF32
   bool nesterov = false, causal = false, mean = false;
   bool cosine = false, linear = false, reverse = false;
+  bool transposed = false; // rotary's transposed map (its gradient)
   bool ceilMode = false; // max_pool2d's output size rounded up
   std::optional<int64_t> ignoreIndex;
   std::optional<double> labelSmoothing;
