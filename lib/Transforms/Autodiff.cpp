@@ -561,11 +561,14 @@ LogicalResult GradientBuilder::backward(Operation *op,
           contribute(x, b.create<RotaryOp>(
                             loc, x.getType(), dy, o.getCos(), o.getSin(),
                             transposed ? UnitAttr() : b.getUnitAttr()));
+        // (Under mixed precision the tables are f32 beside bf16 x.)
         if (isActive(o.getCos()))
-          contribute(o.getCos(), mul(dy, x));
+          contribute(o.getCos(), convertLike(mul(dy, x), o.getCos()));
         if (isActive(o.getSin()))
-          contribute(o.getSin(), transposed ? mul(x, rotateHalf(dy))
-                                            : mul(dy, rotateHalf(x)));
+          contribute(o.getSin(),
+                     convertLike(transposed ? mul(x, rotateHalf(dy))
+                                            : mul(dy, rotateHalf(x)),
+                                 o.getSin()));
         return success();
       })
       .Case([&](BatchNormOp o) -> LogicalResult {

@@ -1594,11 +1594,13 @@ ZRT_HOST_DEVICE ZRT_INLINE void storeSteps(S *p, int64_t at, int64_t step,
 /// halves are read once, element k with k + half. x and y may be views
 /// (any steps), cos and sin broadcasts; per operand (x, cos, sin, y), where
 /// its lines start (rank 0: row-major) and the step along them. Stored as
-/// T, or bf16 computed in T.
+/// T, or bf16 computed in T; beside bf16, cos and sin may be f32 tables,
+/// rounded to bf16 as they are read (as zt.convert would store them).
 template <typename T> struct Rotary : Functor {
   static constexpr bool kGrouped = false;
   bool transposed = false;
   bool bf16 = false;
+  bool tablesF32 = false; // bf16 x with f32 cos and sin
   int64_t half = 0;
   const void *x = nullptr, *c = nullptr, *s = nullptr;
   void *y = nullptr;
@@ -1613,17 +1615,23 @@ template <typename T> struct Rotary : Functor {
     return loadAs<T>(storeAs<S>(v));
   }
 
-  template <int N, typename S>
+  /// A table's element as the products read it: rounded to S.
+  template <typename S, typename C> ZRT_HOST_DEVICE static T table(C v) {
+    return rounded<S>(loadAs<T>(v));
+  }
+
+  template <int N, typename S, typename C>
   ZRT_HOST_DEVICE ZRT_INLINE void rotateLine(int64_t line) const {
-    const S *xp = static_cast<const S *>(x), *cp = static_cast<const S *>(c),
-            *sp = static_cast<const S *>(s);
+    const S *xp = static_cast<const S *>(x);
+    const C *cp = static_cast<const C *>(c), *sp = static_cast<const C *>(s);
     S *yp = static_cast<S *>(y);
     int64_t at[4];
     ZRT_UNROLL
     for (int k = 0; k < 4; ++k)
       at[k] = lineAt(k, line);
     for (int64_t j = 0; j < half; j += N) {
-      S x0[N], x1[N], c0[N], c1[N], s0[N], s1[N], y0[N], y1[N];
+      S x0[N], x1[N], y0[N], y1[N];
+      C c0[N], c1[N], s0[N], s1[N];
       loadSteps(xp, at[0] + j * along[0], along[0], x0);
       loadSteps(xp, at[0] + (j + half) * along[0], along[0], x1);
       loadSteps(cp, at[1] + j * along[1], along[1], c0);
@@ -1633,12 +1641,12 @@ template <typename T> struct Rotary : Functor {
       ZRT_UNROLL
       for (int e = 0; e < N; ++e) {
         T a = loadAs<T>(x0[e]), b = loadAs<T>(x1[e]);
-        T ca = rounded<S>(a * loadAs<T>(c0[e]));
-        T cb = rounded<S>(b * loadAs<T>(c1[e]));
+        T ca = rounded<S>(a * table<S>(c0[e]));
+        T cb = rounded<S>(b * table<S>(c1[e]));
         // Forward: [a c0 - b s0, b c1 + a s1]; transposed: [a c0 + b s1,
         // b c1 - a s0].
-        T sb = rounded<S>(b * loadAs<T>(transposed ? s1[e] : s0[e]));
-        T sa = rounded<S>(a * loadAs<T>(transposed ? s0[e] : s1[e]));
+        T sb = rounded<S>(b * table<S>(transposed ? s1[e] : s0[e]));
+        T sa = rounded<S>(a * table<S>(transposed ? s0[e] : s1[e]));
         y0[e] = storeAs<S>(transposed ? ca + sb : ca - sb);
         y1[e] = storeAs<S>(transposed ? cb - sa : cb + sa);
       }
@@ -1647,24 +1655,28 @@ template <typename T> struct Rotary : Functor {
     }
   }
 
-  template <typename S> ZRT_HOST_DEVICE void line(int64_t i) const {
+  template <typename S, typename C>
+  ZRT_HOST_DEVICE void line(int64_t i) const {
     if (half % kRunElements == 0)
-      rotateLine<kRunElements, S>(i);
+      rotateLine<kRunElements, S, C>(i);
     else
-      rotateLine<1, S>(i);
+      rotateLine<1, S, C>(i);
   }
 
   ZRT_HOST_DEVICE void operator()(int64_t i) const {
-    if (bf16)
-      line<BFloat16>(i);
+    if (!bf16)
+      line<T, T>(i);
+    else if (tablesF32)
+      line<BFloat16, T>(i);
     else
-      line<T>(i);
+      line<BFloat16, BFloat16>(i);
   }
 
   template <typename B> static void build(B &b) {
     Rotary f;
     f.transposed = b.launch.params.transposed;
     f.bf16 = b.resultIsBf16(0);
+    f.tablesF32 = f.bf16 && !b.inIsBf16(1);
     f.x = b.template in<void>(0);
     f.c = b.template in<void>(1);
     f.s = b.template in<void>(2);

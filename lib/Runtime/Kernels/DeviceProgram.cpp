@@ -114,6 +114,7 @@ public:
     return inType(input).dtype == DType::I64;
   }
   bool resultIsBf16(size_t i) const { return outType(i).dtype == DType::BF16; }
+  bool inIsBf16(size_t i) const { return inType(i).dtype == DType::BF16; }
 
   /// Where the lines of the last dimension of input `i` (output `i` when
   /// `output`) start, over the line index: the view's or broadcast's steps

@@ -812,8 +812,9 @@ Status inferCumsum(const LaunchRules &r, std::vector<TensorType> &results) {
 }
 
 /// rotary (x, cos, sin): rotary position embeddings over the last dimension
-/// of x (even), cos and sin of x's type (their broadcast read through
-/// strides); the result has x's type. f32, or bf16 under mixed precision.
+/// of x (even), cos and sin of x's shape (their broadcast read through
+/// strides), of x's type or f32 (mixed precision's tables beside bf16 x);
+/// the result has x's type. f32, or bf16 under mixed precision.
 Status inferRotary(const LaunchRules &r, std::vector<TensorType> &results) {
   ZRT_RETURN_IF_ERROR(r.expectInputs(3));
   const TensorType &x = r.input(0);
@@ -822,8 +823,15 @@ Status inferRotary(const LaunchRules &r, std::vector<TensorType> &results) {
     return r.fail("x must have an even last dimension (its two halves "
                   "rotate together), got ",
                   typeString(x));
-  ZRT_RETURN_IF_ERROR(r.expectSameType("cos", r.input(1), "x", x));
-  ZRT_RETURN_IF_ERROR(r.expectSameType("sin", r.input(2), "x", x));
+  const char *roles[] = {"cos", "sin"};
+  for (size_t i = 1; i < 3; ++i) {
+    ZRT_RETURN_IF_ERROR(r.expectShape(roles[i - 1], r.input(i), x.shape));
+    if (r.input(i).dtype != DType::F32)
+      ZRT_RETURN_IF_ERROR(r.expectSameDType(roles[i - 1], r.input(i), "x", x));
+  }
+  if (r.input(1).dtype != r.input(2).dtype)
+    return r.fail("cos and sin must have one element type, got ",
+                  typeString(r.input(1)), " and ", typeString(r.input(2)));
   results = {x};
   return Status::ok();
 }

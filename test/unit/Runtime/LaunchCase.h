@@ -942,6 +942,19 @@ inline std::vector<LaunchCase> everyKernel() {
       .stridedInput({2, 3, 4, 16}, {64, 0, 16, 1}, randomValues(128, 32))
       .stridedInput({2, 3, 4, 16}, {64, 0, 16, 1}, randomValues(128, 33))
       .output({2, 3, 4, 16});
+  // Under mixed precision: bf16 heads with f32 tables (rounded to bf16 as
+  // they are read), or with bf16 ones.
+  add("rotary")
+      .typedInput(DType::BF16, {3, 16})
+      .input({3, 16})
+      .input({3, 16})
+      .typedOutput(DType::BF16, {3, 16});
+  add("rotary")
+      .typedInput(DType::BF16, {2, 2, 6})
+      .typedInput(DType::BF16, {2, 2, 6})
+      .typedInput(DType::BF16, {2, 2, 6})
+      .typedOutput(DType::BF16, {2, 2, 6})
+      .param(unitParam("transposed"));
   // The transposed map (the gradient's) on halves of 3, element by element.
   add("rotary")
       .input({5, 6})

@@ -387,8 +387,10 @@ def ZT_RotaryOp : ZT_Op<"rotary", [Pure, ZT_BuiltByName]> {
     `result = x * cos + rotate_half(x) * sin`, where `rotate_half(x)` is
     `concat(-x[..., D/2:], x[..., :D/2])` over the last dimension `D`
     (even): Llama's, Qwen2's and Mistral's `apply_rotary_pos_emb`. `cos`
-    and `sin` have `x`'s type (a broadcast over the heads is read through
-    strides, not copied). Each product and the sum round as the separate
+    and `sin` have `x`'s shape (a broadcast over the heads is read through
+    strides, not copied) and its type, or f32 beside bf16 `x` (mixed
+    precision keeps the tables f32 and rounds them to bf16 as they are
+    read, as `zt.convert` would). Each product and the sum round as the separate
     `mul`, `neg`, `concat` and `add` would store them, so the op gives their
     bits. With `transposed`, the transposed map, which is the gradient:
     `result = x * cos + rotate_half^T(x * sin)`, with `rotate_half^T(z) =

@@ -73,7 +73,7 @@ namespace zcc::runtime {
   X(Copy, "copy", kInPlace)                                                    \
   X(Convert, "convert", kCheapToRecompute)                                     \
   X(Cumsum, "cumsum", kNoTraits)                                               \
-  X(Rotary, "rotary", kStoresBf16)                                             \
+  X(Rotary, "rotary", kStoresBf16 | kAffineF32)                                \
   X(Conv2d, "conv2d", kNoTraits)                                               \
   X(Conv2dInputGrad, "conv2d_input_grad", kNoTraits)                           \
   X(Conv2dWeightGrad, "conv2d_weight_grad", kNoTraits)                         \

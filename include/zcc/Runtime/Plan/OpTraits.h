@@ -53,7 +53,7 @@ enum OpTrait : OpTraits {
   kIntegers = 1u << 10,
   /// With kStoresBf16: only operand 0 (the activations) and the result
   /// follow bf16; the other operands are affine parameters read in f32
-  /// (the normalizations' gamma and beta).
+  /// (the normalizations' gamma and beta, rotary's cos and sin tables).
   kAffineF32 = 1u << 11,
   /// Its result is operand 0's elements placed by steps (a slice, a
   /// transpose): where every reader takes a view (kernelTakesView) it is
