@@ -105,9 +105,10 @@
   X(Int, alignment, alignment, 256, PowerOfTwo,                                \
     "Byte alignment of every slot offset (a power of two)")                   \
   X(Flag, attentionViews, attention_views, true, Any,                          \
-    "Attention reads its heads where they are (slices and transposes of a "   \
-    "fused projection as strided views) and writes its results in the "       \
-    "layout their reader wants, instead of copying them; false copies")
+    "Attention and rotary read their heads where they are (slices and "      \
+    "transposes of a projection as strided views) and write their results "  \
+    "in the layout their reader wants, instead of copying them; false "      \
+    "copies")
 
 /* zt-remat */
 #define ZCC_REMAT_OPTIONS(X)                                                   \

@@ -102,11 +102,11 @@ public:
   /// operands that are read again later.
   /// `alignment`: where a bucket's parts start (the plan's alignment).
   /// `attentionViews`: slices, reshapes and transposes that only feed
-  /// attention's operands are views of their source (no copy), a result
-  /// of attention that is transposed is written in the transposed value's
-  /// buffer through strides, and attention_grad's results concatenated
-  /// (the fused projection's gradient) are written where the concat puts
-  /// them (the concat is no copy).
+  /// attention's (and rotary's) operands are views of their source (no
+  /// copy), a result of either that is transposed is written in the
+  /// transposed value's buffer through strides, and attention_grad's
+  /// results concatenated (the fused projection's gradient) are written
+  /// where the concat puts them (the concat is no copy).
   static mlir::FailureOr<BufferLiveness> compute(mlir::func::FuncOp fn,
                                                  bool inPlace = true,
                                                  bool plantBug = false,

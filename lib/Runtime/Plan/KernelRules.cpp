@@ -1329,6 +1329,13 @@ uint64_t zcc::runtime::tensorReachBytes(const Tensor &tensor) {
   return (last + 1) * dtypeBytes(tensor.type.dtype);
 }
 
+/// Whether `kernel`'s views are heads (headLayout: rows of consecutive
+/// elements, the dimensions before the heads one run), as attention's
+/// products and row kernels read them.
+static bool takesViewsAsHeads(KernelId kernel) {
+  return kernel == KernelId::Attention || kernel == KernelId::AttentionGrad;
+}
+
 Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
   if (launchIndex >= entry.launches.size())
     return makeError(StatusCode::InvalidPlan, "launch ", launchIndex,
@@ -1350,11 +1357,11 @@ Status zcc::runtime::checkLaunch(const Entry &entry, size_t launchIndex) {
       const Tensor &tensor = entry.tensors[list[i]];
       // Strided tensors are broadcasts that element kernels read as inputs
       // 0 and 1 (any input of zt.fused; rotary's cos and sin), or views
-      // (kernelTakesView), which alone have an offset: attention reads
-      // them as heads (headLayout), rotary through any steps.
+      // (kernelTakesView), which alone have an offset: attention's kernels
+      // take them as heads (headLayout), rotary's through any steps.
       if (kernelTakesView(launch.kernel, side == 1, i)) {
         HeadLayout layout;
-        if (Status s = tensor.isStrided() && launch.kernel != KernelId::Rotary
+        if (Status s = tensor.isStrided() && takesViewsAsHeads(launch.kernel)
                            ? headLayout(tensor, layout)
                            : Status::ok();
             !s.isOk())
