@@ -526,6 +526,11 @@ template <typename S, typename T> ZRT_HOST_DEVICE inline S storeAs(T v) {
   else
     return static_cast<S>(v);
 }
+/// `v` as storage S holds it, back in T: an op's result as the next op
+/// reads it (fused programs' steps, rotary's products).
+template <typename S, typename T> ZRT_HOST_DEVICE inline T roundedAs(T v) {
+  return loadAs<T>(storeAs<S>(v));
+}
 
 /// A float row's Value (ElementKernels.h) in T: the only copy, run by the
 /// element kernels and the fused programs.
@@ -693,7 +698,7 @@ template <typename T> struct ElementProgram : Functor {
       T r = st.op != ElementOp::Dropout ? value(st, v[st.a], v[st.b])
             : kept(s)                   ? v[st.a] / st.p0
                                         : T(0.0);
-      v[inputs + s] = loadAs<T>(storeAs<S>(r));
+      v[inputs + s] = roundedAs<S>(r);
     }
   }
 
@@ -1611,13 +1616,9 @@ template <typename T> struct Rotary : Functor {
     return starts[k].rank == 0 ? line * 2 * half : starts[k].offsetOf(line);
   }
 
-  template <typename S> ZRT_HOST_DEVICE static T rounded(T v) {
-    return loadAs<T>(storeAs<S>(v));
-  }
-
   /// A table's element as the products read it: rounded to S.
   template <typename S, typename C> ZRT_HOST_DEVICE static T table(C v) {
-    return rounded<S>(loadAs<T>(v));
+    return roundedAs<S>(loadAs<T>(v));
   }
 
   template <int N, typename S, typename C>
@@ -1641,12 +1642,12 @@ template <typename T> struct Rotary : Functor {
       ZRT_UNROLL
       for (int e = 0; e < N; ++e) {
         T a = loadAs<T>(x0[e]), b = loadAs<T>(x1[e]);
-        T ca = rounded<S>(a * table<S>(c0[e]));
-        T cb = rounded<S>(b * table<S>(c1[e]));
+        T ca = roundedAs<S>(a * table<S>(c0[e]));
+        T cb = roundedAs<S>(b * table<S>(c1[e]));
         // Forward: [a c0 - b s0, b c1 + a s1]; transposed: [a c0 + b s1,
         // b c1 - a s0].
-        T sb = rounded<S>(b * table<S>(transposed ? s1[e] : s0[e]));
-        T sa = rounded<S>(a * table<S>(transposed ? s0[e] : s1[e]));
+        T sb = roundedAs<S>(b * table<S>(transposed ? s1[e] : s0[e]));
+        T sa = roundedAs<S>(a * table<S>(transposed ? s0[e] : s1[e]));
         y0[e] = storeAs<S>(transposed ? ca + sb : ca - sb);
         y1[e] = storeAs<S>(transposed ? cb - sa : cb + sa);
       }

@@ -133,7 +133,7 @@ inline void programStepLoop(const T *__restrict a, const T *__restrict b,
       r = a[j]; // never a program's step (fusedProgram), dropout apart
     else
       r = floatRowValue<Op>(a[j], b[j], p0, p1);
-    y[j] = loadAs<T>(storeAs<S>(r));
+    y[j] = roundedAs<S>(r);
   }
 }
 #ifdef ZRT_HOST_ISAS
@@ -187,7 +187,7 @@ inline void programDropoutLoop(const T *__restrict a, T *__restrict y,
   const auto word = static_cast<uint32_t>(threshold);
   for (int64_t j = 0; j < n; ++j) {
     T scaled = a[j] / keep;
-    y[j] = loadAs<T>(storeAs<S>(w[j] >= word ? scaled : T(0.0)));
+    y[j] = roundedAs<S>(w[j] >= word ? scaled : T(0.0));
   }
 }
 #ifdef ZRT_HOST_ISAS
