@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the readers of untrusted input with libFuzzer (test/fuzz): the
 # .zplan loader, the safetensors reader, the .npz/.npy readers and the C
-# API's compile on text, each for SECONDS (default 60) from its seed corpus
+# API's compile on text, each for SECONDS (default 60; as many at once as
+# there are cores) from its seed corpus
 # (test/fuzz/corpus/NAME, kept in the repository; what a run adds stays in
 # the build folder). Builds zcc with clang, coverage and ASan/UBSan in
 # $ZCC_FUZZ_BUILD_DIR (default build-fuzz). Prints a table of executions
@@ -38,22 +39,35 @@ echo "== build ${targets[*]} (clang, libFuzzer, ASan/UBSan) in $build"
 ninja -C "$build" "${targets[@]}" > "$build/fuzz-build.log" 2>&1 ||
   { tail -n 40 "$build/fuzz-build.log"; exit 1; }
 
-failed=0
-rows=()
-for name in "${names[@]}"; do
-  corpus="$build/corpus/$name"
-  findings="$build/findings/$name"
+# The harnesses side by side, one per core (each is one process); each
+# writes its exit status beside its log.
+fuzz_one() {
+  local name=$1 corpus="$build/corpus/$1" findings="$build/findings/$1"
   mkdir -p "$corpus" "$findings"
-  log="$build/fuzz-$name.log"
-  echo "== fuzz $name for $seconds s"
+  local status=0
   # ASan's allocator limit catches a reader that sizes an allocation from
   # the input; -timeout a hang; detect_leaks a lost allocation.
-  status=0
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
     "$build/bin/zcc-fuzz-$name" "$corpus" "$root/test/fuzz/corpus/$name" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
     -malloc_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$findings/" > "$log" 2>&1 || status=$?
+    -artifact_prefix="$findings/" > "$build/fuzz-$name.log" 2>&1 || status=$?
+  echo "$status" > "$build/fuzz-$name.status"
+}
+cores=$(nproc 2>/dev/null || echo 1)
+for name in "${names[@]}"; do
+  rm -f "$build/fuzz-$name.status"
+  while (($(jobs -rp | wc -l) >= cores)); do wait -n || true; done
+  echo "== fuzz $name for $seconds s"
+  fuzz_one "$name" &
+done
+wait
+
+failed=0
+rows=()
+for name in "${names[@]}"; do
+  log="$build/fuzz-$name.log"
+  status=$(cat "$build/fuzz-$name.status" 2>/dev/null || echo "?")
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)

@@ -33,9 +33,11 @@ namespace zcc::runtime::device {
 /// (-ffp-contract=off).
 enum class HostIsa { Baseline, X86_64_V3, X86_64_V4 };
 /// Whether the loops have their x86-64-v3 and v4 copies: GCC 12 or later on
-/// x86-64 (target attributes with `flatten`).
+/// x86-64 (target attributes with `flatten`), unless ZRT_NO_HOST_ISAS (the
+/// sanitized tests' build: the copies are the same source, and two thirds of
+/// the file's compile).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
-    __GNUC__ >= 12
+    __GNUC__ >= 12 && !defined(ZRT_NO_HOST_ISAS)
 #define ZRT_HOST_ISAS 1
 #endif
 const char *hostIsaName(HostIsa isa); // "baseline", "x86-64-v3", ...

@@ -2987,6 +2987,47 @@ TEST(HostIsa, EveryInstructionSetGivesTheBaselinesBits) {
   RecordProperty("compared_with", device::hostIsaName(wider.back()));
 }
 
+// An f64 run takes no plan that stores bf16 (CpuExecutor refuses one), so
+// the host loops of bf16 storage are compiled for f32 alone (HostRun.cpp):
+// such a step given to an f64 run is refused, with nothing written.
+TEST(HostRun, AnF64RunRefusesStepsThatStoreBf16) {
+  int refused = 0;
+  for (LaunchCase &c : isaCases()) {
+    bool bf16 = false;
+    for (const Tensor &t : c.entry.tensors)
+      bf16 |= t.type.dtype == DType::BF16;
+    Status status = c.run<double>();
+    if (status.isOk())
+      continue;
+    SCOPED_TRACE(c.kernel);
+    EXPECT_TRUE(bf16) << status.toString();
+    EXPECT_EQ(status.code(), StatusCode::Unsupported);
+    EXPECT_CONTAINS(status.message(), "an f64 run was given a step that "
+                                      "stores bf16");
+    // Each output as the case stored it: zeros, or (in place) its input.
+    for (size_t i = 0; i < c.results.size(); ++i) {
+      uint32_t t = c.launch().outputs[i];
+      const std::vector<double> &before = c.values[t];
+      for (size_t j = 0; j < c.results[i].size(); ++j) {
+        double stored = 0.0;
+        if (j < before.size())
+          stored = c.entry.tensors[t].type.dtype == DType::BF16
+                       ? bf16ToFloat(floatToBf16(static_cast<float>(before[j])))
+                       : before[j];
+        ASSERT_EQ(c.results[i][j], stored) << "a refused step wrote output "
+                                           << i << " at " << j;
+      }
+    }
+    ++refused;
+  }
+  // Every float element row and dropout, in bf16.
+  int floatRows = 0;
+  for (int row = 0; row < kElementRowCount; ++row)
+    floatRows += elementIsFloat(kElementRows[row].arity);
+  EXPECT_GE(refused, floatRows + 1);
+  RecordProperty("refused", refused);
+}
+
 TEST(HostIsa, NamesParseAndAskOnlyForWhatTheCpuHas) {
   for (device::HostIsa isa :
        {device::HostIsa::Baseline, device::HostIsa::X86_64_V3,
