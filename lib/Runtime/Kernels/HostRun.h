@@ -34,8 +34,8 @@ namespace zcc::runtime::device {
 enum class HostIsa { Baseline, X86_64_V3, X86_64_V4 };
 /// Whether the loops have their x86-64-v3 and v4 copies: GCC 12 or later on
 /// x86-64 (target attributes with `flatten`), unless ZRT_NO_HOST_ISAS (the
-/// sanitized tests' build: the copies are the same source, and two thirds of
-/// the file's compile).
+/// sanitized tests' build: the copies are the same source, and over half of
+/// HostRun.cpp's code).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
     __GNUC__ >= 12 && !defined(ZRT_NO_HOST_ISAS)
 #define ZRT_HOST_ISAS 1
